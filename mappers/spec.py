@@ -1,0 +1,377 @@
+"""The mapping spec: one DynamoDB table -> one Bigtable table, declared in YAML or JSON.
+
+Pydantic checks the shape (a misspelt key is an error, never a silent default); templates are
+parsed here too, so a bad transform is reported at its field path. Checks that need the whole
+spec (families declared, entities reachable, key attributes known) live in :mod:`.checks`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from .templates import parse_template
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$")
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def _parse_duration(value: Any) -> Any:
+    if isinstance(value, str):
+        found = _DURATION.match(value)
+        if not found:
+            raise ValueError(f"{value!r} is not a duration; write e.g. '30d', '12h', '90m', '45s'")
+        return timedelta(seconds=int(found.group(1)) * _DURATION_UNITS[found.group(2)])
+    if isinstance(value, int) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_parse_duration)]
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+class StrictModel(BaseModel):
+    """Shared base: unknown keys are errors and specs are immutable once loaded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+# --------------------------------------------------------------------------- source
+
+
+class ExportSource(StrictModel):
+    """A DynamoDB export to S3 (DYNAMODB_JSON format), read instead of scanning the live table."""
+
+    path: str
+    """Folder of the export: the one holding `manifest-summary.json` (s3://, gs:// or a local path)."""
+
+
+class SourceSpec(StrictModel):
+    table: str | None = None
+    """DynamoDB table name (required unless `export` is given)."""
+    partition_key: str | None = None
+    """Partition key attribute name; read from DescribeTable when omitted."""
+    sort_key: str | None = None
+    """Sort key attribute name, if the table has one; read from DescribeTable when omitted."""
+    region: str | None = None
+    """AWS region; the usual AWS configuration (env, profile) applies when omitted."""
+    endpoint_url: str | None = None
+    """DynamoDB endpoint, e.g. a local DynamoDB (http://127.0.0.1:8000)."""
+    profile: str | None = None
+    """AWS profile name from the shared config files."""
+    export: ExportSource | None = None
+    """Read a DynamoDB export instead of scanning the table (costs no read capacity)."""
+    consistent_read: bool = False
+    """Strongly consistent scan reads (twice the read capacity)."""
+    total_segments: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    """Parallel scan segments; chosen from the table size (about one per GiB) when omitted."""
+    read_budget: Annotated[float, Field(gt=0, le=1)] = 0.5
+    """Fraction of the table's read capacity the scan may consume."""
+    on_demand_rcu: Annotated[int, Field(ge=1)] = 4000
+    """Read capacity units assumed for on-demand tables, which publish none."""
+
+    @model_validator(mode="after")
+    def _table_or_export(self) -> SourceSpec:
+        if not self.table and not self.export:
+            raise ValueError("give source.table (a live table) or source.export (an export folder)")
+        return self
+
+
+# --------------------------------------------------------------------------- target
+
+
+class GcPolicy(StrictModel):
+    """A column family's garbage-collection policy; nothing set means keep every version."""
+
+    max_versions: Annotated[int, Field(ge=1)] | None = None
+    """Keep at most this many cells per column."""
+    max_age: Duration | None = None
+    """Drop cells whose timestamp is older than this ('30d', '12h', ...)."""
+    combine: Literal["union", "intersection"] = "union"
+    """With both rules: union drops a cell when either says so, intersection only when both do."""
+
+    @field_validator("max_age")
+    @classmethod
+    def _max_age_in_ms(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and (value.total_seconds() <= 0 or value % timedelta(milliseconds=1)):
+            raise ValueError("max_age must be a positive whole number of milliseconds")
+        return value
+
+
+_FAMILY_NAME = re.compile(r"^[-_.a-zA-Z0-9]+$")
+
+
+class TargetSpec(StrictModel):
+    project: str = "ddb2bt-local"
+    """Google Cloud project (any name works against the emulator)."""
+    instance: str = "ddb2bt-local"
+    """Bigtable instance id."""
+    table: str
+    """Bigtable table id; created with the families below when missing."""
+    app_profile: str | None = None
+    """Bigtable app profile for the writes (single-cluster routing is a good choice for bulk loads)."""
+    families: dict[str, GcPolicy | None]
+    """Column families and their GC policies, e.g. `{SKU: {max_versions: 1}}`."""
+
+    @field_validator("families")
+    @classmethod
+    def _family_names(cls, value: dict[str, GcPolicy | None]) -> dict[str, GcPolicy | None]:
+        if not value:
+            raise ValueError("declare at least one column family")
+        for name in value:
+            if not _FAMILY_NAME.match(name) or len(name) > 64:
+                raise ValueError(f"family name {name!r} must be 1-64 characters of letters, digits, '-', '_' or '.'")
+        return {name: policy or GcPolicy() for name, policy in value.items()}
+
+
+# --------------------------------------------------------------------------- entities
+
+
+Scalar = str | int | bool
+
+
+class Condition(StrictModel):
+    """Conditions on one attribute; all that are set must hold."""
+
+    equals: Scalar | None = None
+    """The attribute equals this value (numbers compare as exact decimals)."""
+    prefix: str | None = None
+    """The attribute's text starts with this."""
+    regex: str | None = None
+    """The attribute's text matches this regular expression (re.search)."""
+    exists: bool | None = None
+    """The attribute is present (true) or absent (false)."""
+
+    @field_validator("regex")
+    @classmethod
+    def _regex_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as err:
+                raise ValueError(f"invalid regular expression {value!r}: {err}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _something_set(self) -> Condition:
+        if self.equals is None and self.prefix is None and self.regex is None and self.exists is None:
+            raise ValueError("a condition needs one of equals, prefix, regex, exists")
+        if self.exists is False and (self.equals is not None or self.prefix is not None or self.regex is not None):
+            raise ValueError("exists: false cannot be combined with equals, prefix or regex")
+        return self
+
+
+def _condition_shorthand(value: Any) -> Any:
+    """`type: order` is short for `type: {equals: order}`."""
+    if isinstance(value, dict):
+        return {attr: cond if isinstance(cond, dict) else {"equals": cond} for attr, cond in value.items()}
+    return value
+
+
+class Template(StrictModel):
+    """Common part of row keys and qualifiers: a `{attribute|transform(...)}` template."""
+
+    template: str
+    """Literal text and `{attribute|transform|transform(arg, ...)}` placeholders."""
+    delimiter: str = "#"
+    """Separator between key parts; a value containing it (except in the last placeholder) is an item error or escaped."""
+    on_delimiter: Literal["error", "escape"] = "error"
+    """What to do when a value other than the last contains the delimiter: dead-letter the item, or %-escape it."""
+
+    @field_validator("template")
+    @classmethod
+    def _parses(cls, value: str) -> str:
+        parse_template(value)
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return {"template": value} if isinstance(value, str) else value
+
+
+class RowKeySpec(Template):
+    salt_buckets: Annotated[int, Field(ge=2, le=10_000)] | None = None
+    """Prefix the key with a deterministic bucket (crc32 of the key modulo this) to spread hot ranges."""
+
+
+TimestampFormat = Literal["auto", "iso8601", "epoch_s", "epoch_ms", "epoch_us"]
+
+
+class TimestampSpec(StrictModel):
+    """Where a cell's timestamp comes from; exactly one of attribute, template, fixed."""
+
+    attribute: str | None = None
+    """An attribute holding ISO-8601 text or an epoch number."""
+    template: str | None = None
+    """A template, e.g. a reverse timestamp in the sort key: `{sk|part(1)|reverse_timestamp(9999999999)}`."""
+    fixed: datetime | None = None
+    """One fixed time for every cell."""
+    format: TimestampFormat = "auto"
+    """How to read the value: auto (ISO-8601 text, or an epoch number whose size tells s/ms/us) or one of the others."""
+
+    @field_validator("template")
+    @classmethod
+    def _parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_template(value)
+        return value
+
+    @field_validator("fixed")
+    @classmethod
+    def _fixed_utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else _utc(value)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TimestampSpec:
+        given = [name for name in ("attribute", "template", "fixed") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("set exactly one of attribute, template, fixed")
+        return self
+
+
+class Encoding(str, Enum):
+    auto = "auto"
+    utf8 = "utf8"
+    decimal = "decimal"
+    int64 = "int64"
+    float64 = "float64"
+    bytes = "bytes"
+    bool = "bool"
+    json = "json"
+    ddb_json = "ddb_json"
+
+
+class Layout(str, Enum):
+    cell = "cell"
+    json = "json"
+    set = "set"
+    map = "map"
+    list = "list"
+
+
+class ColumnSpec(StrictModel):
+    """One attribute -> family:qualifier."""
+
+    attribute: str
+    """The item attribute to write."""
+    family: str
+    """Target column family (declared in target.families)."""
+    qualifier: Template | None = None
+    """Column qualifier: literal text or a template; defaults to the attribute name. For set/map layouts, a prefix."""
+    encoding: Encoding = Encoding.auto
+    """How the value becomes bytes: auto picks by DynamoDB type (S utf8, N decimal text, B bytes, BOOL bool, collections json)."""
+    layout: Layout = Layout.cell
+    """cell: one cell (collections packed as JSON); set: one qualifier per member, value 0x00; map: one qualifier per key; list: one cell per element at increasing timestamps; json: packed JSON."""
+    timestamp: TimestampSpec | None = None
+    """Overrides the entity's timestamp for this column."""
+    required: bool = False
+    """Dead-letter items that lack this attribute (otherwise they simply get no cell)."""
+
+
+class RestSpec(StrictModel):
+    """Catch-all: every attribute not mapped, dropped or used in a key goes here, qualifier = attribute name."""
+
+    family: str
+    encoding: Encoding = Encoding.auto
+
+
+class TtlSpec(StrictModel):
+    """A DynamoDB TTL attribute (epoch seconds) becomes cell timestamps that the families' max_age GC drops on time."""
+
+    attribute: str
+    """The table's TTL attribute."""
+    on_missing: Literal["dead_letter", "skip"] = "dead_letter"
+    """Items without a numeric TTL never expire in DynamoDB and cannot live in a max_age family: dead-letter or skip them."""
+
+
+class VersioningSpec(StrictModel):
+    """DynamoDB's `v0_`/`vN_` sort-key versioning: vN items become cells of one row at their own timestamps."""
+
+    attribute: str | None = None
+    """The attribute carrying the version prefix; the sort key when omitted."""
+    pattern: str = r"^v(\d+)_"
+    """A regex with one group, the version number; matched at the start of the value and stripped from it."""
+
+    @field_validator("pattern")
+    @classmethod
+    def _one_group(cls, value: str) -> str:
+        try:
+            compiled = re.compile(value)
+        except re.error as err:
+            raise ValueError(f"invalid regular expression {value!r}: {err}") from None
+        if compiled.groups != 1:
+            raise ValueError("the pattern needs exactly one group: the version number")
+        return value
+
+
+class EntitySpec(StrictModel):
+    """One kind of item in the table: how to recognise it and how it becomes a Bigtable row."""
+
+    name: str
+    """A short name, used in reports and dead letters."""
+    match: Annotated[dict[str, Condition], BeforeValidator(_condition_shorthand)] = {}
+    """Conditions on attributes, all of which must hold; empty matches every item."""
+    action: Literal["map", "skip"] = "map"
+    """skip: leave matching items out on purpose (counted as skipped)."""
+    row_key: RowKeySpec | None = None
+    """Row key template, e.g. `{pk}#{sk}` or `{pk|strip_prefix('Invoice-')}`."""
+    columns: list[ColumnSpec] = []
+    """Attribute -> column mappings."""
+    rest: RestSpec | None = None
+    """Where unmapped attributes go; without it, an item with an unmapped attribute is dead-lettered."""
+    drop: list[str] = []
+    """Attributes deliberately not migrated."""
+    timestamp: TimestampSpec | None = None
+    """Cell timestamps for this entity; the spec's migration_time when omitted."""
+    ttl: TtlSpec | None = None
+    """Carry DynamoDB TTL over as GC-driven expiry."""
+    versioning: VersioningSpec | None = None
+    """Fold vN_ versions into cell versions and skip the v0_ latest copy."""
+
+    @model_validator(mode="after")
+    def _complete(self) -> EntitySpec:
+        if self.action == "map" and self.row_key is None:
+            raise ValueError(f"entity {self.name!r} maps items, so it needs a row_key")
+        if self.action == "map" and not self.columns and self.rest is None:
+            raise ValueError(f"entity {self.name!r} writes no columns: add columns or rest")
+        if self.ttl is not None and self.timestamp is not None:
+            raise ValueError("ttl sets the cell timestamps itself; remove timestamp or ttl")
+        return self
+
+
+class MappingSpec(StrictModel):
+    """A ddb2bt mapping spec."""
+
+    schema_: str | None = Field(default=None, alias="$schema")
+    """Path or URL of the JSON Schema, for editors."""
+    version: Literal[1] = 1
+    """Spec format version."""
+    source: SourceSpec
+    target: TargetSpec
+    migration_time: datetime | None = None
+    """Timestamp for cells with no other timestamp source. Set it so that re-runs write identical cells."""
+    unmatched: Literal["dead_letter", "skip", "fail"] = "dead_letter"
+    """Items no entity matches: dead-letter (default), skip (counted) or fail the run."""
+    entities: Annotated[list[EntitySpec], Field(min_length=1)]
+    """Ordered rules; the first whose match holds takes the item."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    @field_validator("migration_time")
+    @classmethod
+    def _migration_time_utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else _utc(value)
+
+    def with_keys(self, partition_key: str, sort_key: str | None) -> MappingSpec:
+        """The same spec with key names filled in (from DescribeTable)."""
+        source = self.source.model_copy(update={"partition_key": partition_key, "sort_key": sort_key})
+        return self.model_copy(update={"source": source})
