@@ -1,0 +1,154 @@
+"""DynamoDB wire-format values (AttributeValue JSON): text for keys, exact JSON, plain Python values.
+
+Items arrive as the low-level boto3 client returns them (`B` as bytes) or as exports store them
+(`B` as a base64 string); both are accepted everywhere. Numbers stay text until an encoder decides.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+from .numbers import canonical_text, parse_number
+
+_PLAIN_INTEGER = re.compile(r"^-?(0|[1-9][0-9]{0,37})$")
+
+
+class AttributeValueError(ValueError):
+    """A value that cannot be used where the spec puts it."""
+
+
+def kind_of(value: dict) -> tuple[str, Any]:
+    """The type tag and payload of one AttributeValue (`{"S": "x"}` -> `("S", "x")`)."""
+    if len(value) != 1:
+        raise AttributeValueError(f"not a DynamoDB AttributeValue: {sorted(value)!r}")
+    for item in value.items():
+        return item
+    raise AssertionError("unreachable")
+
+
+def number_text(text: str) -> str:
+    """Canonical decimal text of a DynamoDB number (fast for plain integers)."""
+    if _PLAIN_INTEGER.match(text) and text != "-0":
+        return text
+    return canonical_text(parse_number(text))
+
+
+def binary(payload: bytes | str) -> bytes:
+    """Raw bytes of a `B` payload, whether bytes (boto3) or base64 text (exports)."""
+    return payload if isinstance(payload, bytes) else base64.b64decode(payload, validate=True)
+
+
+def key_text(value: dict) -> str:
+    """Text of a scalar for templates and match conditions: S as is, N canonical, B hex, BOOL true/false."""
+    tag, payload = kind_of(value)
+    if tag == "S":
+        return payload
+    if tag == "N":
+        return number_text(payload)
+    if tag == "B":
+        return binary(payload).hex()
+    if tag == "BOOL":
+        return "true" if payload else "false"
+    raise AttributeValueError(f"a {tag} value cannot be used as text in a key, qualifier or condition")
+
+
+def _json_parts(value: dict, out: list[str]) -> None:
+    tag, payload = kind_of(value)
+    if tag == "S":
+        out.append(json.dumps(payload, ensure_ascii=False))
+    elif tag == "N":
+        out.append(number_text(payload))
+    elif tag == "BOOL":
+        out.append("true" if payload else "false")
+    elif tag == "NULL":
+        out.append("null")
+    elif tag == "B":
+        out.append(json.dumps(base64.b64encode(binary(payload)).decode()))
+    elif tag in ("SS", "NS", "BS"):
+        out.append(json.dumps(sorted_members(tag, payload), ensure_ascii=False).replace(", ", ","))
+    elif tag == "L":
+        out.append("[")
+        for index, element in enumerate(payload):
+            if index:
+                out.append(",")
+            _json_parts(element, out)
+        out.append("]")
+    elif tag == "M":
+        out.append("{")
+        for index, name in enumerate(sorted(payload)):
+            if index:
+                out.append(",")
+            out.append(json.dumps(name, ensure_ascii=False))
+            out.append(":")
+            _json_parts(payload[name], out)
+        out.append("}")
+    else:
+        raise AttributeValueError(f"unknown DynamoDB type {tag!r}")
+
+
+def to_json(value: dict) -> str:
+    """Compact JSON of a value with exact numbers, sorted map keys, sorted set members, base64 binary."""
+    out: list[str] = []
+    _json_parts(value, out)
+    return "".join(out)
+
+
+def sorted_members(tag: str, members: list) -> list:
+    """Set members in a deterministic order: strings and binaries by bytes, numbers by value."""
+    if tag == "NS":
+        return sorted((number_text(member) for member in members), key=Decimal)
+    if tag == "BS":
+        return [base64.b64encode(m).decode() for m in sorted(binary(member) for member in members)]
+    return sorted(members)
+
+
+def member_bytes(tag: str, member: Any) -> bytes:
+    """Bytes of one set member, used as a qualifier: S utf-8, N canonical text, B raw."""
+    if tag == "SS":
+        return member.encode()
+    if tag == "NS":
+        return number_text(member).encode()
+    return binary(member)
+
+
+def to_plain(value: dict) -> Any:
+    """Plain Python value (Decimal for numbers, bytes for binary, set for sets) without going through float."""
+    tag, payload = kind_of(value)
+    if tag == "S" or tag == "BOOL":
+        return payload
+    if tag == "N":
+        return Decimal(number_text(payload))
+    if tag == "B":
+        return binary(payload)
+    if tag == "NULL":
+        return None
+    if tag == "SS":
+        return set(payload)
+    if tag == "NS":
+        return {Decimal(number_text(member)) for member in payload}
+    if tag == "BS":
+        return {binary(member) for member in payload}
+    if tag == "L":
+        return [to_plain(element) for element in payload]
+    if tag == "M":
+        return {name: to_plain(element) for name, element in payload.items()}
+    raise AttributeValueError(f"unknown DynamoDB type {tag!r}")
+
+
+def to_export_json(item: dict) -> dict:
+    """An item as DynamoDB JSON that `json.dumps` can write: binaries as base64 text, like exports."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, bytes):
+            return base64.b64encode(value).decode()
+        if isinstance(value, dict):
+            return {name: convert(element) for name, element in value.items()}
+        if isinstance(value, list):
+            return [convert(element) for element in value]
+        return value
+
+    return convert(item)

@@ -1,0 +1,171 @@
+"""Whole-spec checks that one field cannot make alone; each problem comes with its field path.
+
+Shape errors are pydantic's job (spec.py); these catch a family used but not declared, an entity
+that can never match, a key template naming an attribute items may not have, and the like.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .spec import Condition, EntitySpec, Layout, MappingSpec
+from .templates import Placeholder, parse_template
+
+Problem = tuple[tuple, str]
+
+
+def check_spec(spec: MappingSpec) -> list[Problem]:
+    problems: list[Problem] = []
+    seen_names: dict[str, int] = {}
+    for index, entity in enumerate(spec.entities):
+        at = ("entities", index)
+        if entity.name in seen_names:
+            problems.append((at + ("name",), f"entity name {entity.name!r} is already used by entities[{seen_names[entity.name]}]"))
+        seen_names.setdefault(entity.name, index)
+        problems += _families(spec, entity, at)
+        problems += _reachability(spec.entities, index, at)
+        problems += _key_attributes(spec, entity, at)
+        problems += _delimited(entity, at)
+        problems += _ttl(spec, entity, at)
+        problems += _duplicate_columns(entity, at)
+        if entity.versioning and not (entity.versioning.attribute or spec.source.sort_key):
+            problems.append((at + ("versioning", "attribute"), "name the versioned attribute: the table has no sort key declared"))
+    return problems
+
+
+def _families(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Problem]:
+    declared = spec.target.families
+    hint = f"declare it under target.families (declared: {', '.join(declared)})"
+    problems = [
+        (at + ("columns", j, "family"), f"family {column.family!r} is not declared; {hint}")
+        for j, column in enumerate(entity.columns)
+        if column.family not in declared
+    ]
+    if entity.rest and entity.rest.family not in declared:
+        problems.append((at + ("rest", "family"), f"family {entity.rest.family!r} is not declared; {hint}"))
+    return problems
+
+
+# --------------------------------------------------------------------------- reachability
+
+
+def _implies(stronger: Condition, weaker: Condition) -> bool:
+    """Whether every value satisfying `stronger` also satisfies `weaker` (conservative: False when unsure)."""
+    if weaker.exists is False or stronger.exists is False:
+        return weaker.exists is False and stronger.exists is False
+    if weaker.equals is not None and stronger.equals != weaker.equals:
+        return False
+    if weaker.prefix is not None:
+        known = stronger.equals if isinstance(stronger.equals, str) else stronger.prefix
+        if known is None or not known.startswith(weaker.prefix):
+            return False
+    if weaker.regex is not None:
+        if not (isinstance(stronger.equals, str) and re.search(weaker.regex, stronger.equals)) and stronger.regex != weaker.regex:
+            return False
+    return True
+
+
+def _contradiction(condition: Condition) -> str | None:
+    equals = condition.equals if isinstance(condition.equals, str) else None
+    if equals is not None and condition.prefix is not None and not equals.startswith(condition.prefix):
+        return f"equals {equals!r} does not start with prefix {condition.prefix!r}"
+    if equals is not None and condition.regex is not None and not re.search(condition.regex, equals):
+        return f"equals {equals!r} does not match regex {condition.regex!r}"
+    return None
+
+
+def _reachability(entities: list[EntitySpec], index: int, at: tuple) -> list[Problem]:
+    entity = entities[index]
+    for attribute, condition in entity.match.items():
+        reason = _contradiction(condition)
+        if reason:
+            return [(at + ("match", attribute), f"this entity can never match: {reason}")]
+    for earlier_index in range(index):
+        earlier = entities[earlier_index]
+        if all(
+            attribute in entity.match and _implies(entity.match[attribute], condition)
+            for attribute, condition in earlier.match.items()
+        ):
+            what = "matches every item" if not earlier.match else "matches every item this one would"
+            return [
+                (
+                    at + ("match",),
+                    f"this entity can never match: entities[{earlier_index}] ({earlier.name!r}) comes first and {what}; "
+                    "reorder the entities or narrow the earlier match",
+                )
+            ]
+    return []
+
+
+# --------------------------------------------------------------------------- keys and templates
+
+
+def _guaranteed(entity: EntitySpec, spec: MappingSpec) -> set[str]:
+    keys = {spec.source.partition_key, spec.source.sort_key} - {None}
+    required = {name for name, condition in entity.match.items() if condition.exists is not False}
+    required |= {column.attribute for column in entity.columns if column.required}
+    return keys | required
+
+
+def _key_attributes(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Problem]:
+    if spec.source.partition_key is None or entity.row_key is None:
+        return []  # key names come from DescribeTable; the pipeline checks again once they are known
+    guaranteed = _guaranteed(entity, spec)
+    problems = []
+    for attribute in parse_template(entity.row_key.template).attributes:
+        if attribute not in guaranteed:
+            keys = ", ".join(sorted({spec.source.partition_key, spec.source.sort_key} - {None}))
+            problems.append(
+                (
+                    at + ("row_key",),
+                    f"row_key uses {{{attribute}}}, which is not a key attribute of the table ({keys}) "
+                    f"and not required by this entity's match; fix the name or add match: {{{attribute}: {{exists: true}}}}",
+                )
+            )
+    return problems
+
+
+def _delimited(entity: EntitySpec, at: tuple) -> list[Problem]:
+    if entity.row_key is None:
+        return []
+    pieces = parse_template(entity.row_key.template).pieces
+    for before, after in zip(pieces, pieces[1:]):
+        if isinstance(before, Placeholder) and isinstance(after, Placeholder):
+            return [
+                (
+                    at + ("row_key",),
+                    f"{{{before.attribute}}} and {{{after.attribute}}} touch; separate them with the delimiter "
+                    f"{entity.row_key.delimiter!r} so that the key can be read back",
+                )
+            ]
+    return []
+
+
+def _ttl(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Problem]:
+    if entity.ttl is None:
+        return []
+    families = {column.family for column in entity.columns} | ({entity.rest.family} if entity.rest else set())
+    return [
+        (
+            at + ("ttl",),
+            f"family {family!r} has no max_age GC rule; TTL data needs one so that Bigtable drops it on time",
+        )
+        for family in sorted(families)
+        if family in spec.target.families and spec.target.families[family].max_age is None
+    ]
+
+
+def _duplicate_columns(entity: EntitySpec, at: tuple) -> list[Problem]:
+    seen: dict[tuple[str, str], int] = {}
+    problems = []
+    for j, column in enumerate(entity.columns):
+        if column.layout in (Layout.set, Layout.map) or (column.qualifier and not parse_template(column.qualifier.template).is_literal):
+            continue
+        qualifier = column.qualifier.template if column.qualifier else column.attribute
+        target = (column.family, qualifier)
+        if target in seen and entity.columns[seen[target]].attribute != column.attribute:
+            problems.append(
+                (at + ("columns", j), f"{column.family}:{qualifier} is already written by columns[{seen[target]}]; pick another qualifier")
+            )
+        seen.setdefault(target, j)
+    return problems

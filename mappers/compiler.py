@@ -1,0 +1,401 @@
+"""Compile a validated spec into plain callables, once, then map items with no parsing per item.
+
+`compile_spec(spec).map_item(item)` returns a MappedRow, an ItemError or a Skipped and never
+raises: one bad item is dead-lettered, the batch goes on.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import zlib
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+
+from . import limits
+from .limits import LimitError
+from .attrvalue import AttributeValueError, key_text, kind_of, member_bytes
+from .encodings import EncodingError, encoder_for
+from .results import Cell, ItemError, MappedRow, MapResult, Skipped
+from .spec import ColumnSpec, Encoding, EntitySpec, Layout, MappingSpec, Template
+from .templates import Placeholder, parse_template
+from .timestamps import TimestampError, compile_timestamp
+from .transforms import TRANSFORMS, TransformError
+
+Item = dict
+
+
+class ItemFailure(Exception):
+    """Raised inside compiled callables; map_item turns it into an ItemError."""
+
+    def __init__(self, reason: str, attribute: str | None = None):
+        super().__init__(reason)
+        self.reason, self.attribute = reason, attribute
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def compile_template(spec: Template | str, delimiter: str = "#", on_delimiter: str = "error") -> Callable[[Item], str]:
+    """A function item -> text for a template; failures raise ItemFailure naming the attribute."""
+    if isinstance(spec, Template):
+        text, delimiter, on_delimiter = spec.template, spec.delimiter, spec.on_delimiter
+    else:
+        text = spec
+    pieces = parse_template(text).pieces
+    last_placeholder = max((i for i, piece in enumerate(pieces) if isinstance(piece, Placeholder)), default=-1)
+    steps: list[str | tuple[str, tuple[Callable[[str], str], ...], bool]] = []
+    for index, piece in enumerate(pieces):
+        if isinstance(piece, str):
+            steps.append(piece)
+            continue
+        calls = tuple(_bind(call.name, call.args) for call in piece.transforms)
+        # The last value may hold the delimiter: everything after the last separator is unambiguous.
+        steps.append((piece.attribute, calls, index != last_placeholder))
+    escape = on_delimiter == "escape"
+
+    def render(item: Item) -> str:
+        out = []
+        for step in steps:
+            if step.__class__ is str:
+                out.append(step)
+                continue
+            attribute, calls, guarded = step
+            value = item.get(attribute)
+            if value is None:
+                raise ItemFailure("attribute is missing", attribute)
+            try:
+                text = key_text(value)
+                for call in calls:
+                    text = call(text)
+            except (TransformError, AttributeValueError, ValueError) as err:
+                raise ItemFailure(str(err), attribute) from None
+            if guarded and delimiter in text:
+                if not escape:
+                    raise ItemFailure(
+                        f"value {text!r} contains the key delimiter {delimiter!r} (set on_delimiter: escape to %-escape it)",
+                        attribute,
+                    )
+                text = escape_delimiter(text, delimiter)
+            out.append(text)
+        return "".join(out)
+
+    return render
+
+
+def _bind(name: str, args: tuple) -> Callable[[str], str]:
+    fn = TRANSFORMS[name]
+    return (lambda value: fn(value, *args)) if args else fn
+
+
+def escape_delimiter(text: str, delimiter: str) -> str:
+    """%-escape `%` and the delimiter so that splitting on the delimiter is unambiguous again."""
+    escaped_delimiter = "".join(f"%{byte:02X}" for byte in delimiter.encode())
+    return text.replace("%", "%25").replace(delimiter, escaped_delimiter)
+
+
+def unescape_delimiter(text: str, delimiter: str) -> str:
+    """Inverse of :func:`escape_delimiter`."""
+    escaped_delimiter = "".join(f"%{byte:02X}" for byte in delimiter.encode())
+    return text.replace(escaped_delimiter, delimiter).replace("%25", "%")
+
+
+def salt_prefix(key: bytes, buckets: int, delimiter: str) -> bytes:
+    """Deterministic bucket prefix (crc32, stable across machines and Python versions)."""
+    width = len(str(buckets - 1))
+    return f"{zlib.crc32(key) % buckets:0{width}d}{delimiter}".encode()
+
+
+# --------------------------------------------------------------------------- match conditions
+
+
+def _compile_condition(attribute: str, condition) -> Callable[[Item], bool]:
+    checks: list[Callable[[dict], bool]] = []
+    if condition.equals is not None:
+        expected = condition.equals
+        if isinstance(expected, bool):
+            checks.append(lambda value: value == {"BOOL": expected})
+        else:
+            wanted = str(expected)
+            checks.append(lambda value: _text_or_none(value) == wanted)
+    if condition.prefix is not None:
+        prefix = condition.prefix
+        checks.append(lambda value: (text := _text_or_none(value)) is not None and text.startswith(prefix))
+    if condition.regex is not None:
+        pattern = re.compile(condition.regex)
+        checks.append(lambda value: (text := _text_or_none(value)) is not None and pattern.search(text) is not None)
+    if condition.exists is False:
+        return lambda item: attribute not in item
+
+    def holds(item: Item) -> bool:
+        value = item.get(attribute)
+        return value is not None and all(check(value) for check in checks)
+
+    return holds
+
+
+def _text_or_none(value: dict) -> str | None:
+    try:
+        return key_text(value)
+    except (AttributeValueError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------- columns
+
+
+class _Column:
+    """One compiled column: everything decided, nothing left to parse."""
+
+    __slots__ = ("attribute", "family", "qualifier", "encode", "layout", "timestamp", "required")
+
+    def __init__(self, spec: ColumnSpec, default_timestamp):
+        self.attribute = spec.attribute
+        self.family = spec.family
+        qualifier = spec.qualifier
+        if spec.layout in (Layout.set, Layout.map):
+            default = ""
+        else:
+            default = spec.attribute
+        if qualifier is None:
+            self.qualifier: bytes | Callable[[Item], str] = default.encode()
+        elif parse_template(qualifier.template).is_literal:
+            self.qualifier = qualifier.template.encode()
+        else:
+            self.qualifier = compile_template(qualifier)
+        self.encode = encoder_for(spec.encoding)
+        self.layout = spec.layout
+        self.timestamp = (
+            compile_timestamp(spec.timestamp, compile_template) if spec.timestamp is not None else default_timestamp
+        )
+        self.required = spec.required
+
+    def cells(self, item: Item, value: dict, timestamp_us: int, out: list[Cell]) -> None:
+        qualifier = self.qualifier if self.qualifier.__class__ is bytes else self.qualifier(item).encode()
+        layout = self.layout
+        if layout is Layout.cell or layout is Layout.json:
+            encoded = self.encode(value) if layout is Layout.cell else _encode_json(value)
+            out.append(Cell(self.family, qualifier, timestamp_us, encoded))
+            return
+        tag, payload = kind_of(value)
+        if layout is Layout.set:
+            if tag not in ("SS", "NS", "BS"):
+                raise EncodingError(f"layout set needs SS, NS or BS, got {tag}")
+            for member in payload:
+                out.append(Cell(self.family, qualifier + member_bytes(tag, member), timestamp_us, b"\x00"))
+        elif layout is Layout.map:
+            if tag != "M":
+                raise EncodingError(f"layout map needs M, got {tag}")
+            for name, element in payload.items():
+                out.append(Cell(self.family, qualifier + name.encode(), timestamp_us, self.encode(element)))
+        else:  # list: one cell per element, one millisecond apart, so the order survives
+            if tag != "L":
+                raise EncodingError(f"layout list needs L, got {tag}")
+            for index, element in enumerate(payload):
+                out.append(Cell(self.family, qualifier, timestamp_us + index * 1000, self.encode(element)))
+
+
+_encode_json = encoder_for(Encoding.json)
+
+
+# --------------------------------------------------------------------------- entities
+
+
+class _Entity:
+    __slots__ = (
+        "name", "conditions", "skip", "row_key", "salt", "delimiter", "columns", "rest", "consumed",
+        "timestamp", "ttl_attribute", "ttl_missing_skip", "family_age_us", "versioning", "now_us", "default_us",
+    )  # fmt: skip
+
+    def __init__(self, spec: EntitySpec, mapping: MappingSpec, now_ms: int, migration_ms: int):
+        self.name = spec.name
+        self.conditions = tuple(_compile_condition(attr, cond) for attr, cond in spec.match.items())
+        self.skip = spec.action == "skip"
+        self.now_us = now_ms * 1000
+        self.default_us = migration_ms * 1000
+        if self.skip:
+            return
+        self.row_key = compile_template(spec.row_key)
+        self.salt = spec.row_key.salt_buckets
+        self.delimiter = spec.row_key.delimiter
+        constant = lambda item, _us=self.default_us: _us  # noqa: E731 - the cheapest default
+        self.timestamp = compile_timestamp(spec.timestamp, compile_template) if spec.timestamp else None
+        entity_timestamp = self.timestamp or constant
+        self.columns = tuple(_Column(column, entity_timestamp) for column in spec.columns)
+        self.rest = (spec.rest.family, encoder_for(spec.rest.encoding)) if spec.rest else None
+        self.consumed = frozenset(consumed_attributes(spec))
+        self.ttl_attribute = spec.ttl.attribute if spec.ttl else None
+        self.ttl_missing_skip = bool(spec.ttl and spec.ttl.on_missing == "skip")
+        self.family_age_us = {
+            name: int(policy.max_age / timedelta(microseconds=1))
+            for name, policy in mapping.target.families.items()
+            if policy is not None and policy.max_age is not None
+        }
+        if spec.versioning:
+            attribute = spec.versioning.attribute or mapping.source.sort_key
+            self.versioning = (attribute, re.compile(spec.versioning.pattern))
+        else:
+            self.versioning = None
+
+    def matches(self, item: Item) -> bool:
+        for condition in self.conditions:
+            if not condition(item):
+                return False
+        return True
+
+    def map(self, item: Item) -> MapResult:
+        version_us = 0
+        if self.versioning:
+            item, version = self._unversion(item)
+            if version == 0:
+                return Skipped("v0_ latest copy (the newest vN_ version carries the same data)", self.name)
+            version_us = version * 1000
+        expiry_us = None
+        if self.ttl_attribute:
+            expiry_us = self._expiry_us(item)
+            if expiry_us is None:
+                return Skipped("no TTL value (ttl.on_missing: skip)", self.name)
+            if expiry_us <= self.now_us:
+                return Skipped("TTL expired (DynamoDB would delete it)", self.name)
+        key = self.row_key(item).encode()
+        if self.salt:
+            key = salt_prefix(key, self.salt, self.delimiter) + key
+        if not key:
+            raise ItemFailure("the row key is empty")
+        if len(key) > limits.ROW_KEY_MAX_BYTES:
+            raise ItemFailure(f"row key is {len(key)} bytes; Bigtable allows {limits.ROW_KEY_MAX_BYTES}")
+
+        cells: list[Cell] = []
+        for column in self.columns:
+            value = item.get(column.attribute)
+            if value is None:
+                if column.required:
+                    raise ItemFailure("required attribute is missing", column.attribute)
+                continue
+            try:
+                column.cells(item, value, column.timestamp(item) + version_us, cells)
+            except (EncodingError, AttributeValueError, TimestampError) as err:
+                raise ItemFailure(str(err), column.attribute) from None
+        self._rest(item, cells, version_us)
+        if expiry_us is not None:
+            cells = self._expire(cells, expiry_us)
+        return MappedRow(key, tuple(cells), self.name, limits.check_cells(cells))
+
+    def _unversion(self, item: Item) -> tuple[Item, int]:
+        attribute, pattern = self.versioning
+        value = item.get(attribute)
+        text = _text_or_none(value) if value is not None else None
+        found = pattern.match(text) if text is not None else None
+        if not found:
+            raise ItemFailure(f"value does not carry a version prefix matching {pattern.pattern!r}", attribute)
+        unversioned = dict(item)
+        unversioned[attribute] = {"S": text[found.end() :]}
+        return unversioned, int(found.group(1))
+
+    def _expiry_us(self, item: Item) -> int | None:
+        value = item.get(self.ttl_attribute)
+        if value is None or "N" not in value:
+            # DynamoDB never expires an item without a numeric TTL; a max_age family cannot keep it forever.
+            if self.ttl_missing_skip:
+                return None
+            raise ItemFailure("no numeric TTL value; DynamoDB never expires such items", self.ttl_attribute)
+        try:
+            seconds = int(value["N"].split(".")[0])
+        except ValueError:
+            raise ItemFailure(f"TTL value {value['N']!r} is not epoch seconds", self.ttl_attribute) from None
+        return seconds * 1_000_000
+
+    def _expire(self, cells: list[Cell], expiry_us: int) -> list[Cell]:
+        # timestamp = expiry - max_age, so max_age GC drops the cell exactly when DynamoDB's TTL would.
+        expired = []
+        base_us = min(cell.timestamp_micros for cell in cells) if cells else 0
+        for cell in cells:
+            offset = cell.timestamp_micros - base_us  # keeps list elements and versions in order
+            expired.append(cell._replace(timestamp_micros=expiry_us - self.family_age_us[cell.family] + offset))
+        return expired
+
+    def _rest(self, item: Item, cells: list[Cell], version_us: int) -> None:
+        consumed = self.consumed
+        leftovers = [name for name in item if name not in consumed]
+        if not leftovers:
+            return
+        if self.rest is None:
+            raise ItemFailure(
+                "attribute is not mapped: add it to columns or drop, or set rest to keep unmapped attributes",
+                leftovers[0],
+            )
+        family, encode = self.rest
+        timestamp = (self.timestamp(item) if self.timestamp else self.default_us) + version_us
+        for name in leftovers:
+            try:
+                cells.append(Cell(family, name.encode(), timestamp, encode(item[name])))
+            except EncodingError as err:
+                raise ItemFailure(str(err), name) from None
+
+
+def consumed_attributes(entity: EntitySpec) -> set[str]:
+    """Attributes an entity uses up: mapped, dropped, or read by its key, qualifier and timestamp templates."""
+    used = {column.attribute for column in entity.columns} | set(entity.drop)
+    templates = [entity.row_key.template] if entity.row_key else []
+    templates += [column.qualifier.template for column in entity.columns if column.qualifier]
+    for timestamp in [entity.timestamp] + [column.timestamp for column in entity.columns]:
+        if timestamp is not None:
+            if timestamp.attribute:
+                used.add(timestamp.attribute)
+            if timestamp.template:
+                templates.append(timestamp.template)
+    for text in templates:
+        used.update(parse_template(text).attributes)
+    if entity.ttl:
+        used.add(entity.ttl.attribute)
+    return used
+
+
+# --------------------------------------------------------------------------- the compiled spec
+
+
+class CompiledSpec:
+    """A spec turned into callables; `map_item` is the per-item hot path."""
+
+    def __init__(self, spec: MappingSpec, now_ms: int | None = None):
+        self.spec = spec
+        self.now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+        migration_ms = (
+            int(spec.migration_time.timestamp() * 1000) if spec.migration_time is not None else self.now_ms
+        )
+        self.migration_ms = migration_ms
+        self.entities = tuple(_Entity(entity, spec, self.now_ms, migration_ms) for entity in spec.entities)
+        self.unmatched = spec.unmatched
+
+    def entity_for(self, item: Item) -> _Entity | None:
+        for entity in self.entities:
+            if entity.matches(item):
+                return entity
+        return None
+
+    def map_item(self, item: Item) -> MapResult:
+        entity = None
+        try:
+            entity = self.entity_for(item)
+            if entity is None:
+                if self.unmatched == "skip":
+                    return Skipped("no entity matches (unmatched: skip)")
+                return ItemError("no entity matches this item", stage="unmatched")
+            if entity.skip:
+                return Skipped("entity action is skip", entity.name)
+            return entity.map(item)
+        except ItemFailure as failure:
+            return ItemError(failure.reason, entity.name if entity else None, failure.attribute)
+        except (EncodingError, TimestampError, LimitError, AttributeValueError) as err:
+            return ItemError(str(err), entity.name if entity else None)
+        except Exception as err:  # noqa: BLE001 - one odd item must never kill a batch; it is dead-lettered
+            return ItemError(f"unexpected {type(err).__name__}: {err}", entity.name if entity else None)
+
+    def map_items(self, items: Iterable[Item]) -> Iterable[MapResult]:
+        map_item = self.map_item
+        return (map_item(item) for item in items)
+
+
+def compile_spec(spec: MappingSpec, now_ms: int | None = None) -> CompiledSpec:
+    """Compile once per process; `now_ms` pins "now" (TTL expiry, default timestamps) for tests."""
+    return CompiledSpec(spec, now_ms)

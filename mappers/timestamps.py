@@ -1,0 +1,72 @@
+"""Cell timestamps: from an attribute, a template (e.g. a reverse timestamp in the sort key) or a fixed time.
+
+Always deterministic for the same item (a re-run rewrites the same cells) and truncated to
+milliseconds, the only granularity Bigtable keeps. Values are microseconds since the epoch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from .attrvalue import AttributeValueError, key_text
+from .spec import TimestampSpec
+
+_EPOCH_SCALE = {"epoch_s": 1_000_000, "epoch_ms": 1000, "epoch_us": 1}
+
+
+class TimestampError(ValueError):
+    """A value that is not a usable cell timestamp."""
+
+
+def parse_timestamp(text: str, fmt: str = "auto") -> int:
+    """Microseconds (a multiple of 1000) for ISO-8601 text or an epoch number in `fmt`."""
+    if fmt == "auto":
+        if text.lstrip("-").replace(".", "", 1).isdigit():
+            # An epoch number: its size tells the unit (seconds until year 5138, then ms, then us).
+            magnitude = abs(float(text))
+            fmt = "epoch_s" if magnitude < 1e11 else "epoch_ms" if magnitude < 1e14 else "epoch_us"
+        else:
+            fmt = "iso8601"
+    if fmt == "iso8601":
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise TimestampError(f"{text!r} is not an ISO-8601 time") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    else:
+        whole, _, fraction = text.partition(".")
+        try:
+            scale = _EPOCH_SCALE[fmt]
+            micros = int(whole) * scale + (int(fraction.ljust(6, "0")[:6]) * scale // 1_000_000 if fraction else 0)
+        except (KeyError, ValueError):
+            raise TimestampError(f"{text!r} is not a {fmt} number") from None
+    if micros < 0:
+        raise TimestampError(f"{text!r} is before 1970; Bigtable timestamps cannot be negative")
+    return micros - micros % 1000
+
+
+def compile_timestamp(spec: TimestampSpec, compile_template: Callable) -> Callable[[dict], int]:
+    """A function item -> microseconds, raising TimestampError (or the template's failure)."""
+    fmt = spec.format
+    if spec.fixed is not None:
+        fixed = parse_timestamp(spec.fixed.isoformat(), "iso8601")
+        return lambda item: fixed
+    if spec.template is not None:
+        render = compile_template(spec.template)
+        return lambda item: parse_timestamp(render(item), fmt)
+    attribute = spec.attribute
+
+    def from_attribute(item: dict) -> int:
+        value = item.get(attribute)
+        if value is None:
+            raise TimestampError(f"timestamp attribute {attribute!r} is missing")
+        try:
+            return parse_timestamp(key_text(value), fmt)
+        except AttributeValueError as err:
+            raise TimestampError(str(err)) from None
+
+    return from_attribute
