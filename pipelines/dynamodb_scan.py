@@ -1,0 +1,320 @@
+"""Parallel Scan of a live DynamoDB table, as plain Python iterators and as a Beam source.
+
+Why it looks the way it does:
+
+* Items stay exactly as the low-level client returns them (wire format, numbers as text).
+* Every page is paginated by ``ExclusiveStartKey``; a page that keeps failing after botocore's own
+  retries is retried here with backoff, and after a bounded but generous budget the scan raises
+  :class:`ScanFailedError`. A page is never skipped: losing a page would silently lose items.
+* Read capacity is shared with production traffic, so each segment spends at most its share of
+  ``read_budget × capacity`` per second, measured from ``ConsumedCapacity`` (a token bucket).
+* Per-item work is nil: items are yielded as they come, counters move once per page.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, HTTPClientError
+
+from .dynamodb_client import ClientSettings, make_client
+
+log = logging.getLogger(__name__)
+
+GIB = 1 << 30
+MAX_AUTO_SEGMENTS = 1000
+MAX_SEGMENTS = 1_000_000
+"""DynamoDB's own limit on TotalSegments."""
+
+THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+TRANSIENT_CODES = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
+METRICS_NAMESPACE = "ddb2bt"
+
+
+def choose_total_segments(size_bytes: int, requested: int | None = None, *, max_segments: int = MAX_AUTO_SEGMENTS) -> int:
+    """About one segment per GiB (as the EMR and Glue connectors do), between 1 and ``max_segments``.
+
+    An explicit request wins, up to DynamoDB's limit of 1,000,000 segments.
+    """
+    if requested is not None:
+        if not 1 <= requested <= MAX_SEGMENTS:
+            raise ValueError(f"total segments must be between 1 and {MAX_SEGMENTS}, got {requested}")
+        return requested
+    if size_bytes < 0:
+        raise ValueError(f"table size cannot be negative: {size_bytes}")
+    return max(1, min(max_segments, math.ceil(size_bytes / GIB)))
+
+
+def estimate_rcu(response_bytes: int, consistent_read: bool) -> float:
+    """Read units for a Scan page when the server reports none: 1 per 4 KB strongly consistent, half eventually."""
+    units = math.ceil(response_bytes / 4096) if response_bytes > 0 else 1
+    return float(units) if consistent_read else units / 2
+
+
+class ReadBudget:
+    """A token bucket over consumed read capacity units, allowed to go into debt.
+
+    The cost of a Scan page is only known after it arrives, so the page is spent afterwards and
+    the *next* request waits until the debt is paid back. Over a long scan this holds the average
+    to ``rate`` RCU/s while still letting one 1 MB page (128 RCU) through at a low rate.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        burst: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if rate <= 0:
+            raise ValueError(f"read budget rate must be positive, got {rate}")
+        self.rate = float(rate)
+        self.burst = float(burst) if burst is not None else max(self.rate, 1.0)
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = self.burst
+        self._last = clock()
+
+    @staticmethod
+    def per_segment_rate(capacity_rcu: float, read_budget: float, segments_in_flight: int) -> float:
+        """``read_budget × capacity / segments in flight``: each concurrently scanned segment's share."""
+        if not 0 < read_budget <= 1:
+            raise ValueError(f"read_budget must be in (0, 1], got {read_budget}")
+        if capacity_rcu <= 0 or segments_in_flight < 1:
+            raise ValueError(f"need positive capacity and segments, got {capacity_rcu} RCU / {segments_in_flight}")
+        return read_budget * capacity_rcu / segments_in_flight
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+
+    def delay(self) -> float:
+        """Seconds to wait before the next request may go out (0 when the bucket is not in debt)."""
+        self._refill()
+        return -self._tokens / self.rate if self._tokens < 0 else 0.0
+
+    def wait(self) -> float:
+        """Sleep off any debt; returns the time slept."""
+        pause = self.delay()
+        if pause > 0:
+            self._sleep(pause)
+        return pause
+
+    def spend(self, units: float) -> None:
+        self._refill()
+        self._tokens -= units
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Page-level retries on top of botocore's: full-jitter exponential backoff, then fail loudly."""
+
+    max_attempts: int = 12
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+
+    def backoff(self, attempt: int) -> float:
+        return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
+
+
+class ScanFailedError(RuntimeError):
+    """A Scan page still failed after every retry; the scan stops rather than skip the page."""
+
+    def __init__(self, table: str, segment: int, total_segments: int, attempts: int, start_key: Any, cause: Exception):
+        self.table, self.segment, self.total_segments = table, segment, total_segments
+        self.attempts, self.start_key = attempts, start_key
+        super().__init__(
+            f"scan of {table} segment {segment}/{total_segments} failed after {attempts} attempts "
+            f"(ExclusiveStartKey={start_key!r}): {cause}"
+        )
+
+
+class ScanPage(NamedTuple):
+    items: list[dict[str, Any]]
+    last_key: dict[str, Any] | None
+    """LastEvaluatedKey: where the next page starts, None once the segment is done."""
+    consumed_rcu: float
+    retries: int
+    """Retries this page needed: botocore's (RetryAttempts) plus ours, mostly throttling."""
+    scanned_count: int
+
+
+def _retryable(err: Exception) -> bool:
+    if isinstance(err, ClientError):
+        code = err.response.get("Error", {}).get("Code", "")
+        return code in THROTTLE_CODES or code in TRANSIENT_CODES
+    return isinstance(err, (BotoConnectionError, HTTPClientError))
+
+
+def _page_rcu(response: dict[str, Any], consistent_read: bool) -> float:
+    consumed = response.get("ConsumedCapacity")
+    if consumed and "CapacityUnits" in consumed:
+        return float(consumed["CapacityUnits"])
+    length = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("content-length")
+    if length is None:  # e.g. moto in-process; rough size from the item count (4 KB reads assumed)
+        return estimate_rcu(4096 * response.get("ScannedCount", 0), consistent_read)
+    return estimate_rcu(int(length), consistent_read)
+
+
+def scan_pages(
+    client: Any,
+    table: str,
+    segment: int = 0,
+    total_segments: int = 1,
+    *,
+    consistent_read: bool = False,
+    start_key: dict[str, Any] | None = None,
+    limit: int | None = None,
+    budget: ReadBudget | None = None,
+    retry: RetryPolicy = RetryPolicy(),
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[ScanPage]:
+    """Scan one segment page by page, from ``start_key`` (or the start) to its end.
+
+    Raises :class:`ScanFailedError` when a page cannot be read, and lets other errors (missing
+    table, bad credentials, validation) through at once: those do not get better by waiting.
+    """
+    if not 0 <= segment < total_segments <= MAX_SEGMENTS:
+        raise ValueError(f"segment {segment} is not in 0..{total_segments - 1} (total at most {MAX_SEGMENTS})")
+    request: dict[str, Any] = {
+        "TableName": table,
+        "ConsistentRead": consistent_read,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    if total_segments > 1:
+        request.update(Segment=segment, TotalSegments=total_segments)
+    if limit is not None:
+        request["Limit"] = limit
+    key = start_key
+    while True:
+        if key is not None:
+            request["ExclusiveStartKey"] = key
+        attempt = 0
+        while True:
+            if budget is not None:
+                budget.wait()
+            try:
+                response = client.scan(**request)
+                break
+            except (ClientError, BotoConnectionError, HTTPClientError) as err:
+                attempt += 1
+                if not _retryable(err):
+                    raise
+                if attempt >= retry.max_attempts:
+                    raise ScanFailedError(table, segment, total_segments, attempt, key, err) from err
+                pause = retry.backoff(attempt)
+                log.warning("scan %s segment %d: %s, retry %d in %.1fs", table, segment, err, attempt, pause)
+                sleep(pause)
+        rcu = _page_rcu(response, consistent_read)
+        if budget is not None:
+            budget.spend(rcu)
+        key = response.get("LastEvaluatedKey")
+        yield ScanPage(
+            response.get("Items", []),
+            key,
+            rcu,
+            attempt + response.get("ResponseMetadata", {}).get("RetryAttempts", 0),
+            response.get("ScannedCount", 0),
+        )
+        if key is None:
+            return
+
+
+def scan_segment(client: Any, table: str, segment: int = 0, total_segments: int = 1, **options: Any) -> Iterator[dict]:
+    """The items of one segment (see :func:`scan_pages` for the options)."""
+    for page in scan_pages(client, table, segment, total_segments, **options):
+        yield from page.items
+
+
+def sample_items(client: Any, table: str, n: int, *, consistent_read: bool = False, max_pages: int = 3) -> list[dict]:
+    """Up to ``n`` items from the start of the table, for a dry run: a few small pages, not a scan."""
+    found: list[dict] = []
+    if n <= 0:
+        return found
+    for pages, page in enumerate(scan_pages(client, table, consistent_read=consistent_read, limit=n), start=1):
+        found.extend(page.items[: n - len(found)])
+        if len(found) >= n or pages >= max_pages:
+            break
+    return found
+
+
+class _ScanSegmentFn(beam.DoFn):
+    """Scans the segment numbers it receives; the client is built per worker in ``setup``."""
+
+    def __init__(self, settings: ClientSettings, table: str, total_segments: int, consistent_read: bool,
+                 rcu_per_segment: float | None, retry: RetryPolicy, page_limit: int | None) -> None:
+        self._settings, self._table, self._total = settings, table, total_segments
+        self._consistent, self._rate, self._retry, self._limit = consistent_read, rcu_per_segment, retry, page_limit
+        self._items = Metrics.counter(METRICS_NAMESPACE, "items_read")
+        self._pages = Metrics.counter(METRICS_NAMESPACE, "scan_pages")
+        self._rcu = Metrics.counter(METRICS_NAMESPACE, "consumed_rcu")
+        self._throttles = Metrics.counter(METRICS_NAMESPACE, "throttle_retries")
+        self._client: Any = None
+
+    def setup(self) -> None:
+        self._client = make_client(self._settings)
+
+    def process(self, segment: int) -> Iterable[Any]:
+        budget = ReadBudget(self._rate) if self._rate else None
+        spent = 0.0  # counters are integers: carry the half units
+        for page in scan_pages(self._client, self._table, segment, self._total, consistent_read=self._consistent,
+                               limit=self._limit, budget=budget, retry=self._retry):
+            self._pages.inc()
+            self._items.inc(len(page.items))
+            if page.retries:
+                self._throttles.inc(page.retries)
+            spent += page.consumed_rcu
+            if spent >= 1:
+                self._rcu.inc(int(spent))
+                spent -= int(spent)
+            yield from page.items
+        if spent > 0:
+            self._rcu.inc(math.ceil(spent))
+        yield beam.pvalue.TaggedOutput("segment_done", segment)
+
+
+class ScanDynamoDB(beam.PTransform):
+    """Parallel Scan as a Beam source: ``{"items": PCollection[item], "segment_done": PCollection[int]}``.
+
+    Segment numbers are created, reshuffled so the runner spreads them over workers, and each is
+    scanned to its end by one DoFn call. ``completed_segments`` (from a checkpoint) are left out,
+    which is what ``--resume`` relies on: a segment is reported done only after all its items were
+    emitted. ``rcu_per_segment`` (see :meth:`ReadBudget.per_segment_rate`) caps each segment's
+    read rate; None leaves pacing to botocore's adaptive retry mode.
+    """
+
+    def __init__(self, source_settings: Any, total_segments: int, consistent_read: bool | None = None,
+                 completed_segments: frozenset[int] | set[int] = frozenset(), *, rcu_per_segment: float | None = None,
+                 retry: RetryPolicy = RetryPolicy(), page_limit: int | None = None,
+                 client_settings: ClientSettings | None = None) -> None:
+        super().__init__()
+        table = getattr(source_settings, "table", None)
+        if not table:
+            raise ValueError("ScanDynamoDB needs source settings with a table name")
+        choose_total_segments(0, total_segments)  # validates the range
+        self._table, self._total = table, total_segments
+        self._consistent = bool(source_settings.consistent_read if consistent_read is None else consistent_read)
+        done = frozenset(completed_segments)
+        self._segments = [s for s in range(total_segments) if s not in done]
+        self._settings = client_settings or ClientSettings.from_source(source_settings)
+        self._rate, self._retry, self._limit = rcu_per_segment, retry, page_limit
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, self._rate, self._retry,
+                            self._limit)
+        outputs = (
+            pbegin
+            | "Segments" >> beam.Create(self._segments)
+            | "Spread" >> beam.Reshuffle()
+            | "Scan" >> beam.ParDo(fn).with_outputs("segment_done", main="items")
+        )
+        return {"items": outputs.items, "segment_done": outputs.segment_done}

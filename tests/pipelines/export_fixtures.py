@@ -1,0 +1,100 @@
+"""Write a realistic DynamoDB export (DYNAMODB_JSON) to a local folder, for tests and benchmarks.
+
+The layout and fields follow what DynamoDB's ExportTableToPointInTime writes to S3:
+``[prefix/]AWSDynamoDB/<exportId>/`` with ``_started``, ``manifest-summary.json`` (+ ``.md5``),
+``manifest-files.json`` (+ ``.md5``) and gzipped JSON-lines data files of uneven sizes; manifest
+keys are relative to the bucket root, as in a real export.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from ddb2bt.pipelines.dead_letters import item_to_json
+
+EXPORT_TIME = "2024-05-01T12:00:00.000Z"
+
+
+def _md5(data: bytes) -> tuple[str, str]:
+    digest = hashlib.md5(data)
+    return base64.b64encode(digest.digest()).decode("ascii"), digest.hexdigest()
+
+
+def _split(items: Sequence[Any], files: int) -> list[Sequence[Any]]:
+    """Uneven chunks (weights 1, 2, 3, ...) like an export's per-partition files; some may be empty."""
+    weights = list(range(1, files + 1))
+    total, chunks, start = sum(weights), [], 0
+    for number, weight in enumerate(weights):
+        end = len(items) if number == files - 1 else start + len(items) * weight // total
+        chunks.append(items[start:end])
+        start = end
+    return chunks
+
+
+def write_export(
+    root: str | os.PathLike[str],
+    items: Sequence[dict[str, Any]],
+    files: int = 4,
+    *,
+    export_id: str = "01714564800000-1a2b3c4d",
+    prefix: str = "",
+    table: str = "Table",
+) -> str:
+    """Write ``items`` (wire format; ``B`` bytes become base64) as an export under ``root``.
+
+    Returns the export folder (the one holding manifest-summary.json) as a string path.
+    """
+    if files < 1:
+        raise ValueError("an export has at least one data file")
+    key_root = f"{prefix.strip('/')}/AWSDynamoDB/{export_id}" if prefix.strip("/") else f"AWSDynamoDB/{export_id}"
+    export_dir = os.path.join(os.fspath(root), *key_root.split("/"))
+    os.makedirs(os.path.join(export_dir, "data"), exist_ok=True)
+    with open(os.path.join(export_dir, "_started"), "wb"):
+        pass
+    manifest_lines, billed = [], 0
+    for number, chunk in enumerate(_split(items, files)):
+        text = "".join(json.dumps({"Item": item_to_json(item)}, separators=(",", ":")) + "\n" for item in chunk)
+        billed += len(text)
+        data = gzip.compress(text.encode("utf-8"), mtime=0)
+        name = hashlib.sha1(f"{export_id}/{number}".encode()).hexdigest()[:26] + ".json.gz"
+        with open(os.path.join(export_dir, "data", name), "wb") as handle:
+            handle.write(data)
+        md5, etag = _md5(data)
+        manifest_lines.append(json.dumps({"itemCount": len(chunk), "md5Checksum": md5, "etag": etag,
+                                          "dataFileS3Key": f"{key_root}/data/{name}"}))
+    manifest_files = ("\n".join(manifest_lines) + "\n").encode("utf-8")
+    _write_with_md5(export_dir, "manifest-files", manifest_files)
+    table_arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}"
+    summary = {
+        "version": "2020-06-30",
+        "exportArn": f"{table_arn}/export/{export_id}",
+        "startTime": EXPORT_TIME,
+        "endTime": EXPORT_TIME,
+        "tableArn": table_arn,
+        "tableId": "00000000-0000-0000-0000-000000000000",
+        "exportTime": EXPORT_TIME,
+        "s3Bucket": "export-bucket",
+        "s3Prefix": prefix.strip("/") or None,
+        "s3SseAlgorithm": "AES256",
+        "s3SseKmsKeyId": None,
+        "manifestFilesS3Key": f"{key_root}/manifest-files.json",
+        "billedSizeBytes": billed,
+        "itemCount": len(items),
+        "outputFormat": "DYNAMODB_JSON",
+        "exportType": "FULL_EXPORT",
+    }
+    _write_with_md5(export_dir, "manifest-summary", json.dumps(summary).encode("utf-8"))
+    return export_dir
+
+
+def _write_with_md5(export_dir: str, name: str, data: bytes) -> None:
+    with open(os.path.join(export_dir, f"{name}.json"), "wb") as handle:
+        handle.write(data)
+    with open(os.path.join(export_dir, f"{name}.md5"), "w", encoding="ascii") as handle:
+        handle.write(_md5(data)[1] + "\n")
