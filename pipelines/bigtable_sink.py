@@ -1,0 +1,335 @@
+"""The Bigtable side: table and family setup (admin API) and batched writes from Beam.
+
+Setup runs once, on the launcher, *before* the pipeline writes anything: a table whose families
+carry different GC rules than the spec asks for is refused, because writing into it would let
+Bigtable garbage-collect migrated cells by rules nobody reviewed. Missing families are added
+(additive, touches no existing data); extra families in the table are left alone.
+
+Writes go through the data client's ``MutationsBatcher``. An entry Bigtable refuses for good
+(an unknown family, a row over the mutation limit) becomes a dead letter carrying the original
+item; transient failures (deadline, unavailable) fail the bundle instead, so the runner retries
+it. Retrying is safe because every cell has an explicit timestamp: rewriting a cell with the same
+family, qualifier and timestamp replaces it with itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindows
+
+from ..mappers.results import MappedRow
+from .dead_letters import DeadLetter
+
+if TYPE_CHECKING:
+    from ..mappers.spec import GcPolicy, TargetSpec
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "ddb2bt"
+
+
+class BigtableSetupError(Exception):
+    """The target table cannot be used as the spec asks; nothing has been written."""
+
+
+class SchemaMismatchError(BigtableSetupError):
+    """An existing table's column family has a different GC rule than the spec declares."""
+
+
+class TableMissingError(BigtableSetupError):
+    """The table does not exist and creating it was not allowed."""
+
+
+class BigtableWriteError(Exception):
+    """Bigtable could not be reached or kept timing out; the bundle fails so the runner retries it."""
+
+
+# --------------------------------------------------------------------------- GC rules
+
+
+def gc_rule_for(policy: GcPolicy | None) -> Any:
+    """The ``google.cloud.bigtable.column_family`` GC rule for a policy; None keeps every version."""
+    from google.cloud.bigtable import column_family as cf
+
+    if policy is None:
+        return None
+    rules = []
+    if policy.max_versions is not None:
+        rules.append(cf.MaxVersionsGCRule(policy.max_versions))
+    if policy.max_age is not None:
+        rules.append(cf.MaxAgeGCRule(policy.max_age))
+    if not rules:
+        return None
+    if len(rules) == 1:
+        return rules[0]
+    return cf.GCRuleUnion(rules) if policy.combine == "union" else cf.GCRuleIntersection(rules)
+
+
+def _canonical(rule: Any) -> Any:
+    """A comparable form of a GC rule: order of sub-rules and one-rule unions do not matter."""
+    from google.cloud.bigtable import column_family as cf
+
+    if rule is None:
+        return None
+    if isinstance(rule, cf.MaxVersionsGCRule):
+        return ("versions", rule.max_num_versions)
+    if isinstance(rule, cf.MaxAgeGCRule):
+        return ("age_ms", round(rule.max_age.total_seconds() * 1000))
+    kind = "union" if isinstance(rule, cf.GCRuleUnion) else "intersection"
+    parts = frozenset(_canonical(sub) for sub in rule.rules)
+    return next(iter(parts)) if len(parts) == 1 else (kind, parts)
+
+
+def describe_gc_rule(rule: Any) -> str:
+    """A GC rule in words, for error messages and plans."""
+    return _describe(_canonical(rule))
+
+
+def _describe(canonical: Any) -> str:
+    if canonical is None:
+        return "keep every version (no GC rule)"
+    kind, value = canonical
+    if kind == "versions":
+        return f"keep at most {value} version{'s' if value != 1 else ''}"
+    if kind == "age_ms":
+        return f"drop cells older than {_duration_words(value)}"
+    joiner = " or " if kind == "union" else " and "
+    prefix = "drop a cell when it is past either rule: " if kind == "union" else "drop a cell only when both hold: "
+    return prefix + joiner.join(sorted(_describe(part) for part in value))
+
+
+def _duration_words(ms: int) -> str:
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def gc_rule_difference(expected: Any, found: Any) -> str | None:
+    """None when the rules are equivalent, else 'expected ..., found ...' in words."""
+    if _canonical(expected) == _canonical(found):
+        return None
+    return f"expected {describe_gc_rule(expected)}, found {describe_gc_rule(found)}"
+
+
+# --------------------------------------------------------------------------- table setup
+
+
+@dataclass(frozen=True)
+class TableSetup:
+    """What :func:`ensure_table` did."""
+
+    table: str
+    created: bool
+    added_families: tuple[str, ...] = ()
+
+
+def ensure_table(target: TargetSpec, create: bool = True) -> TableSetup:
+    """Make sure the target table exists with the spec's families and GC rules.
+
+    Creates the table (or missing families) when allowed. Raises :class:`SchemaMismatchError`
+    listing every family whose GC rule differs, before any data is written.
+    """
+    from google.cloud.bigtable import Client
+
+    client = Client(project=target.project, admin=True)
+    table = client.instance(target.instance).table(target.table)
+    wanted = {name: gc_rule_for(policy) for name, policy in target.families.items()}
+    if not table.exists():
+        if not create:
+            raise TableMissingError(
+                f"Bigtable table {target.table!r} does not exist in instance {target.instance!r} "
+                f"(project {target.project!r}); create it or run without --no-create."
+            )
+        table.create(column_families=wanted)
+        log.info("created table %s with families %s", target.table, ", ".join(sorted(wanted)))
+        return TableSetup(target.table, created=True, added_families=tuple(sorted(wanted)))
+
+    existing = {name: family.gc_rule for name, family in table.list_column_families().items()}
+    problems = [
+        f"family {name!r}: {difference}"
+        for name, rule in sorted(wanted.items())
+        if name in existing and (difference := gc_rule_difference(rule, existing[name]))
+    ]
+    if problems:
+        raise SchemaMismatchError(
+            f"Bigtable table {target.table!r} already exists with different garbage collection than the spec "
+            f"declares: {'; '.join(problems)}. Nothing was written. Either change target.families in the spec "
+            f"to match the table, or change the family's GC rule on the table (e.g. `cbt setgcpolicy`) if "
+            f"the spec is right, or write to a new table."
+        )
+    missing = sorted(name for name in wanted if name not in existing)
+    if missing and not create:
+        raise TableMissingError(
+            f"Bigtable table {target.table!r} lacks column families {', '.join(missing)}; "
+            f"add them or allow ddb2bt to create them."
+        )
+    for name in missing:
+        table.column_family(name, gc_rule=wanted[name]).create()
+        log.info("added column family %s to table %s", name, target.table)
+    return TableSetup(target.table, created=False, added_families=tuple(missing))
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def to_mutation_entry(row: MappedRow) -> Any:
+    """The ``RowMutationEntry`` for one mapped item (hot path: no checks beyond the client's own)."""
+    from google.cloud.bigtable.data import RowMutationEntry, SetCell
+
+    return RowMutationEntry(
+        row.row_key, [SetCell(c.family, c.qualifier, c.value, c.timestamp_micros) for c in row.cells]
+    )
+
+
+@dataclass(frozen=True)
+class FlowControl:
+    """Batching and in-flight limits for one writer (one DoFn instance)."""
+
+    flush_limit_mutation_count: int = 1000
+    flush_limit_bytes: int = 20 * 1024 * 1024
+    flow_control_max_mutation_count: int = 100_000
+    flow_control_max_bytes: int = 100 * 1024 * 1024
+    max_pending_entries: int = 20_000
+    """Close and reopen the batcher after this many entries, bounding the items held for dead letters."""
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where to write; plain values so the DoFn pickles small and credential-free."""
+
+    project: str
+    instance: str
+    table: str
+    app_profile: str | None = None
+
+    @classmethod
+    def from_target(cls, target: TargetSpec) -> Destination:
+        return cls(target.project, target.instance, target.table, target.app_profile)
+
+
+class _WriteFn(beam.DoFn):
+    """Writes ``(MappedRow, item)`` pairs; its only output is a DeadLetter per refused entry."""
+
+    def __init__(self, destination: Destination, flow: FlowControl) -> None:
+        self._destination = destination
+        self._flow = flow
+        self._rows = beam.metrics.Metrics.counter(NAMESPACE, "rows_written")
+        self._cells = beam.metrics.Metrics.counter(NAMESPACE, "cells_written")
+        self._bytes = beam.metrics.Metrics.counter(NAMESPACE, "bytes_written")
+        self._failures = beam.metrics.Metrics.counter(NAMESPACE, "write_failures")
+
+    def setup(self) -> None:
+        from google.cloud.bigtable.data import BigtableDataClient
+
+        self._client = BigtableDataClient(project=self._destination.project)
+        self._table = self._client.get_table(
+            self._destination.instance, self._destination.table, app_profile_id=self._destination.app_profile
+        )
+        self._batcher = None
+        self._pending: dict[int, tuple[Any, MappedRow, dict]] = {}
+
+    def start_bundle(self) -> None:
+        self._pending = {}
+
+    def _open_batcher(self) -> Any:
+        flow = self._flow
+        batcher = self._table.mutations_batcher(
+            flush_limit_mutation_count=flow.flush_limit_mutation_count,
+            flush_limit_bytes=flow.flush_limit_bytes,
+            flow_control_max_mutation_count=flow.flow_control_max_mutation_count,
+            flow_control_max_bytes=flow.flow_control_max_bytes,
+        )
+        # The batcher keeps only the first and last 10 failures per close() and drops the rest;
+        # every failure must become a dead letter, so lift that limit (checked in _close below).
+        if hasattr(batcher, "_exception_list_limit"):
+            batcher._exception_list_limit = sys.maxsize
+        return batcher
+
+    def process(self, element: tuple[MappedRow, dict]) -> Iterator[Any]:
+        row, item = element
+        try:
+            entry = to_mutation_entry(row)
+        except (ValueError, TypeError) as err:  # e.g. more than 100,000 cells in one row
+            self._failures.inc()
+            yield DeadLetter(item, "write", f"cannot build the Bigtable mutation: {err}", row.entity, None, row.row_key)
+            return
+        if self._batcher is None:
+            self._batcher = self._open_batcher()
+        self._pending[id(entry)] = (entry, row, item)
+        self._batcher.append(entry)
+        if len(self._pending) >= self._flow.max_pending_entries:
+            yield from self._close()
+
+    def finish_bundle(self) -> Iterator[Any]:
+        for letter in self._close():
+            yield GlobalWindows.windowed_value(letter)
+
+    def _close(self) -> Iterator[Any]:
+        """Flush everything appended so far; count the successes, dead-letter the refusals."""
+        from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
+
+        batcher, pending = self._batcher, self._pending
+        self._batcher, self._pending = None, {}
+        if batcher is None:
+            return
+        failed: list[Any] = []
+        try:
+            batcher.close()
+        except MutationsExceptionGroup as group:
+            if len(group.exceptions) < _failure_count(group):
+                raise BigtableWriteError(
+                    f"Bigtable reported more failed entries than it listed ({group}); retrying the bundle"
+                ) from group
+            failed = list(group.exceptions)
+        letters = [self._dead_letter(error, pending) for error in failed]
+        for _entry, row, _item in pending.values():
+            self._rows.inc()
+            self._cells.inc(len(row.cells))
+            self._bytes.inc(len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells))
+        self._failures.inc(len(letters))
+        yield from letters
+
+    def _dead_letter(self, error: Any, pending: dict[int, tuple[Any, MappedRow, dict]]) -> DeadLetter:
+        cause = error.__cause__
+        if _is_transient(cause):
+            raise BigtableWriteError(f"Bigtable write failed with a transient error: {cause}") from error
+        _entry, row, item = pending.pop(id(error.entry))
+        reason = f"Bigtable refused the row: {type(cause).__name__}: {cause}"
+        return DeadLetter(item, "write", reason, row.entity, None, row.row_key)
+
+    def teardown(self) -> None:
+        client = getattr(self, "_client", None)
+        if client is not None:
+            client.close()
+
+
+def _failure_count(group: Any) -> int:
+    """How many entries failed, which the group's message states even when it truncated its list."""
+    head = str(group.args[0] if group.args else "").split(" failed ", 1)[0]
+    return int(head) if head.isdigit() else len(group.exceptions)
+
+
+def _is_transient(cause: Any) -> bool:
+    from google.api_core import exceptions as core
+    from google.cloud.bigtable.data.exceptions import RetryExceptionGroup
+
+    transient = (core.DeadlineExceeded, core.ServiceUnavailable, core.Aborted, core.ResourceExhausted)
+    return isinstance(cause, (RetryExceptionGroup, *transient))
+
+
+class WriteToBigtable(beam.PTransform):
+    """``(MappedRow, item)`` pairs in; returns the PCollection of :class:`DeadLetter` for refused rows."""
+
+    def __init__(self, target: TargetSpec | Destination, flow: FlowControl | None = None) -> None:
+        super().__init__()
+        self._destination = target if isinstance(target, Destination) else Destination.from_target(target)
+        self._flow = flow or FlowControl()
+
+    def expand(self, rows: Any) -> Any:
+        return rows | "Write" >> beam.ParDo(_WriteFn(self._destination, self._flow))
