@@ -1,0 +1,58 @@
+"""Shared fixtures: real local servers (one per session) and an environment that cannot reach the cloud."""
+
+import uuid
+
+import pytest
+
+from ddb2bt.pipelines import local_servers
+
+SERVER_FIXTURES = {"bigtable_emulator", "bigtable_env", "moto_server", "dynalite"}
+
+
+def pytest_collection_modifyitems(items):
+    """Tests that use a server fixture get the `servers` marker even if they forgot it,
+    so `-m "not servers"` never starts a server."""
+    for item in items:
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.servers)
+
+
+@pytest.fixture(autouse=True)
+def fake_aws_env(monkeypatch):
+    """Fake AWS credentials and no profile for every test, so nothing ever signs for a real account."""
+    for key, value in local_servers.FAKE_AWS_ENV.items():
+        monkeypatch.setenv(key, value)
+    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture
+def unique_name():
+    """A table name no other test uses, so tests can share one server per session."""
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def bigtable_emulator():
+    with local_servers.bigtable_emulator() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def moto_server():
+    with local_servers.moto_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def dynalite():
+    with local_servers.dynalite() as server:
+        yield server
+
+
+@pytest.fixture
+def bigtable_env(bigtable_emulator, monkeypatch):
+    """Point google-cloud-bigtable clients created in this test at the emulator."""
+    for key, value in local_servers.emulator_env(bigtable_emulator.endpoint).items():
+        monkeypatch.setenv(key, value)
+    return bigtable_emulator
