@@ -236,6 +236,7 @@ class _WriteFn(beam.DoFn):
 
     def start_bundle(self) -> None:
         self._pending = {}
+        self._barriers: list[Any] = []
 
     def _open_batcher(self) -> Any:
         flow = self._flow
@@ -251,7 +252,10 @@ class _WriteFn(beam.DoFn):
             batcher._exception_list_limit = sys.maxsize
         return batcher
 
-    def process(self, element: tuple[MappedRow, dict]) -> Iterator[Any]:
+    def process(self, element: Any) -> Iterator[Any]:
+        if not isinstance(element, tuple) or len(element) != 2 or not isinstance(element[0], MappedRow):
+            self._barriers.append(element)  # e.g. a scan segment's "done" marker: passed on once stored
+            return
         row, item = element
         try:
             entry = to_mutation_entry(row)
@@ -265,10 +269,15 @@ class _WriteFn(beam.DoFn):
         self._batcher.append(entry)
         if len(self._pending) >= self._flow.max_pending_entries:
             yield from self._close()
+            barriers, self._barriers = self._barriers, []
+            yield from barriers
 
     def finish_bundle(self) -> Iterator[Any]:
         for letter in self._close():
             yield GlobalWindows.windowed_value(letter)
+        barriers, self._barriers = self._barriers, []
+        for barrier in barriers:
+            yield GlobalWindows.windowed_value(barrier)
 
     def _close(self) -> Iterator[Any]:
         """Flush everything appended so far; count the successes, dead-letter the refusals."""
@@ -324,7 +333,12 @@ def _is_transient(cause: Any) -> bool:
 
 
 class WriteToBigtable(beam.PTransform):
-    """``(MappedRow, item)`` pairs in; returns the PCollection of :class:`DeadLetter` for refused rows."""
+    """``(MappedRow, item)`` pairs in; out come a :class:`DeadLetter` per refused row, and barriers.
+
+    Any other input element is a *barrier*: it is passed on only after every row that arrived
+    before it (in the same bundle) is stored or dead-lettered. The pipeline sends a scan
+    segment's done marker this way, so a checkpoint never gets ahead of the data.
+    """
 
     def __init__(self, target: TargetSpec | Destination, flow: FlowControl | None = None) -> None:
         super().__init__()

@@ -57,10 +57,49 @@ def item_to_json(item: Any) -> Any:
     return item
 
 
-def restrict_local_file(path: str) -> None:
-    """Make a local dead-letter file readable by its owner only (it holds user data).
+def parts_dir(dead_letter_path: str) -> str:
+    """Where workers put dead-letter part files before :func:`consolidate` joins them."""
+    return dead_letter_path + ".parts"
 
-    Remote paths (gs://, s3://) are left to the bucket's access control.
+
+def _create(path: str) -> Any:
+    """A writable binary file; local files are created 0600 from the start (they hold user data)."""
+    if "://" not in path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.create(path)
+
+
+def write_part(dead_letter_path: str, lines: list[str]) -> str:
+    """Write one part file of dead-letter lines (a unique name per call) and return its path."""
+    import uuid
+
+    from apache_beam.io.filesystems import FileSystems
+
+    path = FileSystems.join(parts_dir(dead_letter_path), f"part-{uuid.uuid4().hex}.jsonl")
+    with _create(path) as handle:
+        handle.write("".join(line + "\n" for line in lines).encode("utf-8"))
+    return path
+
+
+def consolidate(dead_letter_path: str) -> int:
+    """Join every part file into the one dead-letter file; returns its number of lines.
+
+    Parts stay where they are: a resumed run consolidates the earlier run's parts again, so the
+    final file always covers the whole run. A bundle retried by the runner after it wrote its part
+    could repeat lines; identical lines are written once.
     """
-    if "://" not in path and os.path.exists(path):
-        os.chmod(path, 0o600)
+    from apache_beam.io.filesystems import FileSystems
+
+    pattern = FileSystems.join(parts_dir(dead_letter_path), "part-*.jsonl")
+    seen: set[bytes] = set()
+    with _create(dead_letter_path) as out:
+        for meta in sorted(FileSystems.match([pattern])[0].metadata_list, key=lambda m: m.path):
+            with FileSystems.open(meta.path) as part:
+                for line in part.read().splitlines():
+                    if line and line not in seen:
+                        seen.add(line)
+                        out.write(line + b"\n")
+    return len(seen)

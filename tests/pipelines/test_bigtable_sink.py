@@ -1,0 +1,113 @@
+"""The Bigtable sink against the real emulator: table setup, GC comparison, writes and refused writes."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import apache_beam as beam
+import pytest
+from apache_beam.testing.util import assert_that, equal_to
+
+from ddb2bt.mappers.results import Cell, MappedRow
+from ddb2bt.mappers.spec import GcPolicy, TargetSpec
+from ddb2bt.pipelines.bigtable_sink import (
+    SchemaMismatchError,
+    TableMissingError,
+    WriteToBigtable,
+    describe_gc_rule,
+    ensure_table,
+    gc_rule_difference,
+    gc_rule_for,
+)
+
+
+def read_cells(target: TargetSpec) -> dict[bytes, list[tuple[str, bytes, int, bytes]]]:
+    """Every cell of the table, row by row (the data client honours BIGTABLE_EMULATOR_HOST)."""
+    from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
+
+    with BigtableDataClient(project=target.project) as client:
+        table = client.get_table(target.instance, target.table)
+        return {
+            row.row_key: sorted((c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells)
+            for row in table.read_rows(ReadRowsQuery())
+        }
+
+
+def test_gc_rules_in_words():
+    from google.cloud.bigtable import column_family as cf
+
+    assert gc_rule_for(GcPolicy()) is None
+    assert gc_rule_for(GcPolicy(max_versions=1)) == cf.MaxVersionsGCRule(1)
+    both = gc_rule_for(GcPolicy(max_versions=2, max_age="30d", combine="intersection"))
+    assert both == cf.GCRuleIntersection([cf.MaxVersionsGCRule(2), cf.MaxAgeGCRule(timedelta(days=30))])
+    assert describe_gc_rule(None) == "keep every version (no GC rule)"
+    assert "keep at most 2 versions" in describe_gc_rule(both) and "30d" in describe_gc_rule(both)
+    # order of sub-rules and a one-rule union are not differences
+    assert gc_rule_difference(cf.GCRuleUnion([cf.MaxAgeGCRule(timedelta(hours=1)), cf.MaxVersionsGCRule(3)]),
+                              gc_rule_for(GcPolicy(max_versions=3, max_age="1h"))) is None
+    assert gc_rule_difference(cf.GCRuleUnion([cf.MaxVersionsGCRule(3)]), cf.MaxVersionsGCRule(3)) is None
+    assert gc_rule_difference(cf.MaxVersionsGCRule(1), None) == (
+        "expected keep at most 1 version, found keep every version (no GC rule)")
+
+
+def test_ensure_table_creates_checks_and_adds(bigtable_env, unique_name):
+    families = {"a": {"max_versions": 1}, "b": {"max_versions": 2, "max_age": "30d", "combine": "intersection"},
+                "c": None}
+    target = TargetSpec(table=unique_name, families=families)
+    with pytest.raises(TableMissingError, match=unique_name):
+        ensure_table(target, create=False)
+    setup = ensure_table(target)
+    assert setup.created and setup.added_families == ("a", "b", "c")
+    assert not ensure_table(target).created  # same spec again: nothing to do
+
+    from google.cloud.bigtable import Client
+
+    found = Client(project=target.project, admin=True).instance(target.instance).table(unique_name)
+    rules = {name: family.gc_rule for name, family in found.list_column_families().items()}
+    assert rules == {name: gc_rule_for(policy) for name, policy in target.families.items()}
+
+    wider = TargetSpec(table=unique_name, families={**families, "d": {"max_versions": 5}})
+    assert ensure_table(wider).added_families == ("d",)
+
+    changed = TargetSpec(table=unique_name, families={**families, "a": {"max_versions": 3}, "e": None})
+    with pytest.raises(SchemaMismatchError) as err:
+        ensure_table(changed)
+    message = str(err.value)
+    assert "family 'a'" in message and "expected keep at most 3 versions, found keep at most 1 version" in message
+    assert "Nothing was written" in message
+    assert "e" not in {name for name in found.list_column_families()}  # refused before adding anything
+
+
+def _row(key: bytes, *cells: Cell) -> tuple[MappedRow, dict]:
+    return MappedRow(key, cells, "thing"), {"pk": {"S": key.decode()}, "blob": {"B": b"\x00\xff"}}
+
+
+def test_writes_land_and_refused_rows_are_dead_lettered(bigtable_env, unique_name):
+    target = TargetSpec(table=unique_name, families={"f": {"max_versions": 3}, "g": None})
+    ensure_table(target)
+    good = [_row(b"r%02d" % i, Cell("f", b"q", 1_000_000 * (i + 1), b"v%d" % i),
+                 Cell("g", b"x\x00y", 2000, b"")) for i in range(25)]
+    versions = _row(b"multi", Cell("f", b"q", 1000, b"old"), Cell("f", b"q", 2000, b"new"))
+    unknown_family = _row(b"bad-family", Cell("nope", b"q", 1000, b"v"))
+    bad_timestamp = _row(b"bad-ts", Cell("f", b"q", 1001, b"v"))  # the emulator wants whole milliseconds
+    with beam.Pipeline() as p:
+        letters = (p | beam.Create(good + [versions, unknown_family, bad_timestamp])
+                   | WriteToBigtable(target)
+                   | beam.Map(lambda d: (d.stage, d.row_key, d.item["pk"]["S"], d.item["blob"]["B"],
+                                         "Bigtable refused the row" in d.reason)))
+        assert_that(letters, equal_to([("write", b"bad-family", "bad-family", b"\x00\xff", True),
+                                       ("write", b"bad-ts", "bad-ts", b"\x00\xff", True)]))
+    cells = read_cells(target)
+    assert set(cells) == {row.row_key for row, _ in good} | {b"multi"}
+    assert cells[b"r07"] == [("f", b"q", 8_000_000, b"v7"), ("g", b"x\x00y", 2000, b"")]
+    assert cells[b"multi"] == [("f", b"q", 1000, b"old"), ("f", b"q", 2000, b"new")]
+
+
+def test_every_refusal_is_dead_lettered_past_the_batchers_list_limit(bigtable_env, unique_name):
+    """The batcher keeps only 20 failures per close by default; all 45 must come out."""
+    target = TargetSpec(table=unique_name, families={"f": None})
+    ensure_table(target)
+    rows = [_row(b"bad%02d" % i, Cell("missing", b"q", 1000, b"v")) for i in range(45)]
+    with beam.Pipeline() as p:
+        keys = p | beam.Create(rows) | WriteToBigtable(target) | beam.Map(lambda d: d.row_key)
+        assert_that(keys, equal_to([row.row_key for row, _ in rows]))
