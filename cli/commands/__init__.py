@@ -1,0 +1,1 @@
+"""One module per command (or pair of commands sharing their inputs)."""

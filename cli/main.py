@@ -1,0 +1,62 @@
+"""The `ddb2bt` command line: one typer app, thin commands, one error handler.
+
+Commands live in `cli/commands/`; each parses its options, calls one function in mappers/ or
+pipelines/, and renders the result. Heavy modules (apache_beam, google.cloud, boto3, even the
+pydantic spec models) are imported inside the commands, so `ddb2bt --help` starts instantly.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Optional
+
+import typer
+
+from .commands import init, schema
+from .errors import ErrorHandlingGroup
+
+app = typer.Typer(
+    name="ddb2bt",
+    cls=ErrorHandlingGroup,
+    help="Migrate DynamoDB tables into Cloud Bigtable with a declarative mapping spec.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,  # locals may hold credentials
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"ddb2bt {version('ddb2bt')}")
+        except PackageNotFoundError:
+            typer.echo("ddb2bt (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks instead of one-line errors.")] = False,
+    show_version: Annotated[
+        Optional[bool],
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = None,
+) -> None:
+    """Migrate DynamoDB tables into Cloud Bigtable with a declarative mapping spec."""
+    ctx.obj = {"debug": debug}
+    if debug:
+        import logging
+
+        # Only our own loggers: botocore's debug output carries request signatures.
+        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("ddb2bt").setLevel(logging.DEBUG)
+
+
+app.command("init")(init.command)
+app.command("schema")(schema.command)
+
+
+def run() -> None:
+    """Console-script entry point (`ddb2bt`)."""
+    app()
