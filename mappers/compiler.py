@@ -51,7 +51,7 @@ def compile_template(spec: Template | str, delimiter: str = "#", on_delimiter: s
             continue
         calls = tuple(_bind(call.name, call.args) for call in piece.transforms)
         # The last value may hold the delimiter: everything after the last separator is unambiguous.
-        steps.append((piece.attribute, calls, index != last_placeholder))
+        steps.append((piece.attribute, calls, index != last_placeholder and on_delimiter != "allow"))
     escape = on_delimiter == "escape"
 
     def render(item: Item) -> str:

@@ -183,8 +183,9 @@ class Template(StrictModel):
     """Literal text and `{attribute|transform|transform(arg, ...)}` placeholders."""
     delimiter: str = "#"
     """Separator between key parts; a value containing it (except in the last placeholder) is an item error or escaped."""
-    on_delimiter: Literal["error", "escape"] = "error"
-    """What to do when a value other than the last contains the delimiter: dead-letter the item, or %-escape it."""
+    on_delimiter: Literal["error", "escape", "allow"] = "error"
+    """A value other than the last contains the delimiter: dead-letter the item (error), %-escape it (escape), or
+    keep it because its own delimiters are part of the key's structure, e.g. a `device#metric` partition key (allow)."""
 
     @field_validator("template")
     @classmethod
