@@ -1,0 +1,261 @@
+"""The migration pipeline: DynamoDB (scan or export) -> map -> Bigtable, with dead letters and a reconciliation.
+
+Shape (one fused stage after the source's reshuffle, which is what makes checkpoints sound)::
+
+    source items ─┐
+    segment done ─┴─ Flatten ─ Map ─(rows)─ WriteToBigtable ─(dead letters, segment done)─┐
+                               └──(map dead letters)────────────────────────────────────┴─ Persist
+
+``Persist`` writes dead letters to part files and only then marks a segment done, and the writer
+passes a segment's done marker on only after that segment's rows are stored, so a segment marked
+done has lost nothing. After the run the parts are joined into one dead-letter file and the
+counters must add up: ``items_read = rows_written + dead_lettered + skipped``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from ..mappers.results import ItemError, MappedRow, Skipped
+from . import checkpoint as ckpt
+from .bigtable_sink import NAMESPACE, FlowControl, WriteToBigtable, ensure_table
+from .dead_letters import DeadLetter, consolidate, write_part
+
+log = logging.getLogger(__name__)
+
+DEAD_LETTER = "dead_letter"
+COUNTERS = ("items_read", "items_mapped", "rows_written", "cells_written", "bytes_written", "dead_lettered",
+            "skipped", "unmatched", "write_failures", "export_count_mismatch")
+
+
+class _MapFn(beam.DoFn):
+    """Maps items with the compiled spec; the spec travels as a plain dict and is compiled in setup."""
+
+    def __init__(self, spec: dict, now_ms: int | None) -> None:
+        self._spec, self._now_ms = spec, now_ms
+        self._mapped = Metrics.counter(NAMESPACE, "items_mapped")
+        self._skipped = Metrics.counter(NAMESPACE, "skipped")
+        self._unmatched = Metrics.counter(NAMESPACE, "unmatched")
+
+    def setup(self) -> None:
+        from ..mappers.compiler import compile_spec
+        from ..mappers.spec import MappingSpec
+
+        self._compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
+
+    def process(self, item: Any) -> Iterator[Any]:
+        if isinstance(item, ckpt.SegmentDone):
+            yield item
+            return
+        result = self._compiled.map_item(item)
+        if isinstance(result, MappedRow):
+            self._mapped.inc()
+            yield result, item
+        elif isinstance(result, Skipped):
+            self._skipped.inc()
+        else:
+            if result.stage == "unmatched":
+                self._unmatched.inc()
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER, DeadLetter(item, result.stage, result.reason, result.entity, result.attribute)
+            )
+
+
+class _PersistFn(beam.DoFn):
+    """Writes dead letters to part files, then marks the segments whose done marker arrived."""
+
+    def __init__(self, dead_letter_path: str, run_dir: str | None) -> None:
+        self._path, self._run_dir = dead_letter_path, run_dir
+        self._dead = Metrics.counter(NAMESPACE, "dead_lettered")
+
+    def start_bundle(self) -> None:
+        self._lines: list[str] = []
+
+    def process(self, element: Any) -> None:
+        if isinstance(element, ckpt.SegmentDone):
+            self._flush()
+            if self._run_dir is not None:
+                ckpt.mark_segment_done(self._run_dir, element.segment)
+            return
+        if element.item is not None:
+            self._dead.inc()
+        self._lines.append(element.to_json())
+
+    def finish_bundle(self) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
+        if self._lines:
+            write_part(self._path, self._lines)
+            self._lines = []
+
+
+def _mismatch_letter(record: dict) -> DeadLetter:
+    reason = (f"export count mismatch ({record['kind']}): {record['file']} should hold {record['expected']} "
+              f"items, {record['actual']} were read")
+    return DeadLetter(None, "source", reason)
+
+
+def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: str | None = None,
+                   total_segments: int = 1, completed: frozenset[int] = frozenset(),
+                   flow: FlowControl | None = None, sample: list[dict] | None = None,
+                   now_ms: int | None = None) -> None:
+    """Add the migration to ``p``. ``sample`` replaces the source with these items (no checkpoint)."""
+    streams: list[Any] = []
+    mismatches = None
+    if sample is not None:
+        items = (p | "Sample" >> beam.Create(sample)
+                 | "CountRead" >> beam.Map(lambda item: (Metrics.counter(NAMESPACE, "items_read").inc(), item)[1]))
+        run_dir = None
+    elif spec.source.export is not None:
+        from .export_source import ReadDynamoDBExport
+
+        read = p | "ReadExport" >> ReadDynamoDBExport(spec.source.export.path)
+        items, mismatches = read["items"], read["count_mismatch"]
+    else:
+        from .dynamodb_scan import ScanDynamoDB
+
+        read = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed)
+        done = read["segment_done"] | "SegmentDone" >> beam.Map(ckpt.SegmentDone)
+        items = (read["items"], done) | "ItemsAndMarkers" >> beam.Flatten()
+    mapped = items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms)).with_outputs(
+        DEAD_LETTER, main="rows")
+    written = mapped.rows | "WriteToBigtable" >> WriteToBigtable(spec.target, flow)
+    streams += [mapped[DEAD_LETTER], written]
+    if mismatches is not None:
+        streams.append(mismatches | "MismatchLetters" >> beam.Map(_mismatch_letter))
+    _ = tuple(streams) | "Outcomes" >> beam.Flatten() | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir))
+
+
+@dataclass
+class RunResult:
+    """Counters of a finished run and whether they reconcile."""
+
+    counters: dict[str, int]
+    dead_letter: str
+    dead_letter_lines: int
+    run_dir: str | None
+    state: str
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def report(self) -> str:
+        c = self.counters
+        lines = [
+            f"read {c['items_read']} items: {c['rows_written']} written ({c['cells_written']} cells, "
+            f"{c['bytes_written']} bytes), {c['dead_lettered']} dead-lettered, {c['skipped']} skipped",
+            f"dead letters: {self.dead_letter} ({self.dead_letter_lines} lines; holds user data)",
+        ]
+        lines += [f"PROBLEM: {problem}" for problem in self.problems]
+        lines.append("run OK" if self.ok else "run FAILED")
+        return "\n".join(lines)
+
+
+def reconcile(counters: dict[str, int], unmatched_policy: str) -> list[str]:
+    """What does not add up; empty when the run is complete."""
+    c = counters
+    problems = []
+    accounted = c["rows_written"] + c["dead_lettered"] + c["skipped"]
+    if c["items_read"] != accounted:
+        problems.append(f"items read ({c['items_read']}) != written + dead-lettered + skipped ({accounted})")
+    if c["export_count_mismatch"]:
+        problems.append(f"{c['export_count_mismatch']} export count mismatch(es): see the dead-letter file")
+    if unmatched_policy == "fail" and c["unmatched"]:
+        problems.append(f"{c['unmatched']} items matched no entity and the spec says unmatched: fail")
+    return problems
+
+
+def query_counters(result: Any) -> dict[str, int]:
+    """Our counters summed over steps: committed values, or attempted where a runner commits none."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    totals = dict.fromkeys(COUNTERS, 0)
+    for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + (value or 0)
+    return totals
+
+
+def _describe(spec: Any) -> Any:
+    from .dynamodb_client import ClientSettings, describe_source, make_client
+
+    return describe_source(make_client(ClientSettings.from_source(spec.source)), spec.source.table)
+
+
+def _sample_items(spec: Any, n: int) -> list[dict]:
+    if spec.source.export is not None:
+        from .export_source import iter_export_items
+
+        return list(iter_export_items(spec.source.export.path, limit=n))
+    from .dynamodb_client import ClientSettings, make_client
+    from .dynamodb_scan import sample_items
+
+    client = make_client(ClientSettings.from_source(spec.source))
+    return sample_items(client, spec.source.table, n, max_pages=max(3, n // 100 + 1))[:n]
+
+
+def run_migration(spec: Any, *, run_dir: str | None = None, dead_letter: str | None = None, resume: bool = False,
+                  total_segments: int | None = None, flow: FlowControl | None = None, sample: int | None = None,
+                  pipeline_args: list[str] | tuple[str, ...] = (), create_table: bool = True,
+                  now_ms: int | None = None) -> RunResult:
+    """Run one migration to the end and reconcile it.
+
+    Before the pipeline starts: fills in key names from DescribeTable when the spec omits them,
+    checks or creates the Bigtable table (a GC mismatch stops here, nothing written), and starts or
+    checks the run's checkpoint. ``pipeline_args`` are Beam options (runner, project, ...); with
+    ``--dry_run`` (DataflowRunner) the job is only built, and nothing is touched.
+    """
+    from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
+
+    from .dynamodb_scan import choose_total_segments
+    from .options import default_run_dir
+
+    options = PipelineOptions(list(pipeline_args))
+    dry_run = bool(options.view_as(TestOptions).dry_run)
+    scanning = spec.source.export is None and sample is None
+    if resume and not run_dir:
+        raise ckpt.ResumeError("--resume needs the run directory of the run to continue (--run_dir)")
+    run_dir = run_dir or default_run_dir(spec.target.table)
+    dead_letter = dead_letter or beam.io.filesystems.FileSystems.join(run_dir, "dead_letters.jsonl")
+    info = None
+    if spec.source.export is None and spec.source.partition_key is None:
+        info = _describe(spec)
+        spec = spec.with_keys(info.partition_key, info.sort_key)
+    completed: frozenset[int] = frozenset()
+    total = 1
+    if scanning:
+        total = total_segments or spec.source.total_segments or (
+            ckpt.Checkpoint.saved_total_segments(run_dir) if resume else None)
+        if total is None:
+            total = choose_total_segments((info or _describe(spec)).size_bytes)
+        if not dry_run:
+            checkpoint = ckpt.Checkpoint.start(run_dir, ckpt.spec_hash(spec), total, spec.source.table, resume)
+            completed = checkpoint.completed() if resume else frozenset()
+            log.info("scan: %d segments, %d already done", total, len(completed))
+    if not dry_run:
+        ensure_table(spec.target, create=create_table)
+    items = _sample_items(spec, sample) if sample is not None else None
+
+    p = beam.Pipeline(options=options)
+    build_pipeline(p, spec, dead_letter=dead_letter, run_dir=run_dir if scanning else None, total_segments=total,
+                   completed=completed, flow=flow, sample=items, now_ms=now_ms)
+    result = p.run()
+    if dry_run:
+        return RunResult(dict.fromkeys(COUNTERS, 0), dead_letter, 0, run_dir, "DRY_RUN")
+    try:
+        state = result.wait_until_finish()
+    finally:
+        lines = consolidate(dead_letter)
+    counters = query_counters(result)
+    problems = reconcile(counters, spec.unmatched)
+    if not str(state).endswith("DONE"):
+        problems.insert(0, f"the pipeline ended in state {state}")
+    return RunResult(counters, dead_letter, lines, run_dir, str(state), problems)
