@@ -172,3 +172,38 @@ def test_dataflow_dry_run_builds_offline(tmp_path, monkeypatch):
         f"--temp_location=gs://dummy-bucket/tmp", "--dry_run=True"])
     assert result.state == "DRY_RUN"
     assert not os.path.exists(tmp_path / "dry")  # nothing written either
+
+
+def test_export_source_and_sample(bigtable_env, unique_name, tmp_path):
+    from .export_fixtures import write_export
+
+    items = make_items()
+    export_dir = write_export(tmp_path / "export", items, files=3)
+    data = make_spec(unique_name, "http://unused", partition_key="pk", sort_key="sk").model_dump(by_alias=True)
+    data["source"]["export"] = {"path": export_dir}
+    spec = MappingSpec.model_validate(data)
+    result = run_migration(spec, run_dir=str(tmp_path / "run"))
+    assert result.ok, result.problems
+    assert result.counters["items_read"] == len(items)
+    assert read_cells(spec.target) == expected_cells(spec, items)
+    assert not os.path.exists(tmp_path / "run" / "checkpoint.json")  # exports have no segments to resume
+
+    sample = run_migration(spec, run_dir=str(tmp_path / "sample"), sample=5)
+    assert sample.ok and sample.counters["items_read"] == 5
+
+
+def test_export_count_mismatch_fails_the_run(bigtable_env, unique_name, tmp_path):
+    from .export_fixtures import write_export
+
+    export_dir = write_export(tmp_path / "export", make_items()[:10], files=1)
+    data_file = next((tmp_path / "export").rglob("*.json.gz"))
+    import gzip
+
+    lines = gzip.decompress(data_file.read_bytes()).splitlines(keepends=True)
+    data_file.write_bytes(gzip.compress(b"".join(lines[:-1])))  # one item lost in transit
+    data = make_spec(unique_name, "http://unused", partition_key="pk", sort_key="sk").model_dump(by_alias=True)
+    data["source"]["export"] = {"path": export_dir}
+    result = run_migration(MappingSpec.model_validate(data), run_dir=str(tmp_path / "run"))
+    assert not result.ok and any("export count mismatch" in problem for problem in result.problems)
+    sources = [d for d in dead_letters(result.dead_letter) if d["stage"] == "source"]
+    assert sources and all("should hold" in d["reason"] for d in sources)
