@@ -1,0 +1,436 @@
+"""The migration plan: a dry run of a spec over a sample, as data.
+
+`migrate-plan` prints it, the schema translation report renders it, and `migrate` can refuse to
+start on its errors: all three read the same frozen object, so what the user reviewed is what
+runs. The plan holds previews (text), never raw item bytes, and serialises with
+`model_dump(mode="json")`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, computed_field
+
+from .attrvalue import binary, kind_of, to_json
+from .compiler import compile_spec
+from .encodings import decode
+from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
+from .lints import Lint, lint
+from .results import Cell, ItemError, MappedRow, MapResult, Skipped
+from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
+from .spec import ColumnSpec, Encoding, EntitySpec, GcPolicy, Layout, MappingSpec
+from .templates import parse_template
+
+PREVIEW_CHARS = 80
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+# --------------------------------------------------------------------------- the source table
+
+
+class IndexDescription(_Frozen):
+    name: str
+    kind: str
+    """GSI or LSI."""
+    partition_key: str
+    sort_key: str | None = None
+    projection: str = "ALL"
+    """ALL, KEYS_ONLY or INCLUDE."""
+    projected_attributes: tuple[str, ...] = ()
+
+
+class SourceDescription(_Frozen):
+    """What the plan needs from DescribeTable and DescribeTimeToLive (counts are ~6 hours stale)."""
+
+    table: str
+    partition_key: str
+    sort_key: str | None = None
+    item_count: int = 0
+    size_bytes: int = 0
+    read_capacity: int | None = None
+    """Provisioned RCU; None for on-demand tables, which publish none."""
+    billing_mode: str = "PROVISIONED"
+    global_indexes: tuple[IndexDescription, ...] = ()
+    local_indexes: tuple[IndexDescription, ...] = ()
+    ttl_attribute: str | None = None
+    ttl_status: str | None = None
+    stream_enabled: bool = False
+    stream_view_type: str | None = None
+    key_types: dict[str, str] = {}
+    """Declared key attribute types (S, N, B) from AttributeDefinitions."""
+
+    @property
+    def ttl_active(self) -> str | None:
+        """The TTL attribute when TTL is (being) enabled, else None."""
+        return self.ttl_attribute if self.ttl_status in (None, "ENABLED", "ENABLING") else None
+
+    @classmethod
+    def from_describe_table(cls, response: dict, ttl: dict | None = None) -> SourceDescription:
+        """From boto3's raw DescribeTable response (or its `Table`) and DescribeTimeToLive response."""
+        table = response.get("Table", response)
+        partition_key, sort_key = _key_schema(table["KeySchema"])
+        billing = (table.get("BillingModeSummary") or {}).get("BillingMode", "PROVISIONED")
+        rcu = (table.get("ProvisionedThroughput") or {}).get("ReadCapacityUnits") or None
+        stream = table.get("StreamSpecification") or {}
+        ttl_description = (ttl or {}).get("TimeToLiveDescription", ttl or {})
+        return cls(
+            table=table["TableName"],
+            partition_key=partition_key,
+            sort_key=sort_key,
+            item_count=int(table.get("ItemCount", 0)),
+            size_bytes=int(table.get("TableSizeBytes", 0)),
+            read_capacity=None if billing == "PAY_PER_REQUEST" else rcu,
+            billing_mode=billing,
+            global_indexes=_indexes(table.get("GlobalSecondaryIndexes"), "GSI"),
+            local_indexes=_indexes(table.get("LocalSecondaryIndexes"), "LSI"),
+            ttl_attribute=ttl_description.get("AttributeName"),
+            ttl_status=ttl_description.get("TimeToLiveStatus"),
+            stream_enabled=bool(stream.get("StreamEnabled")),
+            stream_view_type=stream.get("StreamViewType") if stream.get("StreamEnabled") else None,
+            key_types={d["AttributeName"]: d["AttributeType"] for d in table.get("AttributeDefinitions", ())},
+        )
+
+
+def _key_schema(schema: list[dict]) -> tuple[str, str | None]:
+    by_type = {entry["KeyType"]: entry["AttributeName"] for entry in schema}
+    return by_type["HASH"], by_type.get("RANGE")
+
+
+def _indexes(descriptions: list[dict] | None, kind: str) -> tuple[IndexDescription, ...]:
+    found = []
+    for index in descriptions or ():
+        partition_key, sort_key = _key_schema(index["KeySchema"])
+        projection = index.get("Projection") or {}
+        found.append(IndexDescription(
+            name=index["IndexName"], kind=kind, partition_key=partition_key, sort_key=sort_key,
+            projection=projection.get("ProjectionType", "ALL"),
+            projected_attributes=tuple(projection.get("NonKeyAttributes", ())),
+        ))  # fmt: skip
+    return tuple(found)
+
+
+# --------------------------------------------------------------------------- plan parts
+
+
+class FamilyPlan(_Frozen):
+    name: str
+    gc: str
+    """Human text: "max 1 version", "max age 30d", "max 1000 versions or max age 7d", "keep all"."""
+    max_versions: int | None = None
+    max_age_seconds: float | None = None
+
+
+class AttributePreview(_Frozen):
+    name: str
+    type: str
+    value: str
+
+
+class CellPreview(_Frozen):
+    column: str
+    """family:qualifier, qualifier as readable text."""
+    value: str
+    encoding: str
+    timestamp: str
+    """ISO-8601 UTC, millisecond precision."""
+
+
+class ExampleRow(_Frozen):
+    """One sampled item and what it becomes, side by side (BRIEF section 4)."""
+
+    item: tuple[AttributePreview, ...]
+    outcome: str
+    """mapped, skipped or error."""
+    row_key: str | None = None
+    cells: tuple[CellPreview, ...] = ()
+    note: str | None = None
+    """The skip or error reason."""
+
+
+class EntityPlan(_Frozen):
+    name: str
+    action: str
+    row_key_template: str | None
+    salt_buckets: int | None = None
+    matched: int
+    mapped: int
+    skipped: int
+    errors: int
+    distinct_row_keys: int
+    examples: tuple[ExampleRow, ...]
+
+
+class DeadLetterExample(_Frozen):
+    reason: str
+    entity: str | None
+    attribute: str | None
+    item: tuple[AttributePreview, ...]
+
+
+class DeadLetters(_Frozen):
+    total: int = 0
+    by_reason: dict[str, int] = {}
+    examples: tuple[DeadLetterExample, ...] = ()
+
+
+class SampleSummary(_Frozen):
+    items: int
+    mapped: int
+    skipped: int
+    errors: int
+    unmatched: int
+    distinct_row_keys: int
+    item_sizes: SizeStats
+    row_sizes: SizeStats
+    cell_sizes: SizeStats
+    attribute_types: dict[str, dict[str, int]]
+    entity_mix: dict[str, int]
+    """Items per entity (plus `(unmatched)`)."""
+
+
+class MigrationPlan(_Frozen):
+    source_table: str | None
+    partition_key: str | None
+    sort_key: str | None
+    source: SourceDescription | None
+    target_table: str
+    target_instance: str
+    families: tuple[FamilyPlan, ...]
+    migration_time: str | None
+    unmatched_policy: str
+    entities: tuple[EntityPlan, ...]
+    unmatched_examples: tuple[DeadLetterExample, ...]
+    dead_letters: DeadLetters
+    sample: SampleSummary
+    lints: tuple[Lint, ...]
+    hotspots: tuple[HotspotReport, ...]
+    estimates: Estimates
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def has_errors(self) -> bool:
+        return any(item.severity == "error" for item in self.lints)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def has_warnings(self) -> bool:
+        return any(item.severity == "warning" for item in self.lints)
+
+
+# --------------------------------------------------------------------------- previews
+
+
+def gc_text(policy: GcPolicy) -> str:
+    parts = []
+    if policy.max_versions is not None:
+        parts.append(f"max {policy.max_versions} version{'s' if policy.max_versions != 1 else ''}")
+    if policy.max_age is not None:
+        parts.append(f"max age {duration_text(policy.max_age)}")
+    return f" {'or' if policy.combine == 'union' else 'and'} ".join(parts) or "keep all"
+
+
+def duration_text(delta: timedelta) -> str:
+    milliseconds = int(delta / timedelta(milliseconds=1))
+    for unit, size in (("w", 604_800_000), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if milliseconds % size == 0:
+            return f"{milliseconds // size}{unit}"
+    return f"{milliseconds}ms"
+
+
+def iso_micros(micros: int) -> str:
+    return (_EPOCH + timedelta(microseconds=micros)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def attribute_preview(name: str, value: dict) -> AttributePreview:
+    try:
+        tag, payload = kind_of(value)
+        text = payload if tag == "S" else binary(payload).hex() if tag == "B" else to_json(value)
+    except (ValueError, TypeError):
+        tag, text = "?", repr(value)
+    return AttributePreview(name=name, type=tag, value=_clip(text))
+
+
+def item_preview(item: dict) -> tuple[AttributePreview, ...]:
+    return tuple(attribute_preview(name, value) for name, value in item.items())
+
+
+_AUTO = {"S": Encoding.utf8, "N": Encoding.decimal, "B": Encoding.bytes, "BOOL": Encoding.bool}
+
+
+def value_preview(data: bytes, encoding: Encoding | None, dynamodb_type: str | None = None) -> tuple[str, str]:
+    """(preview, encoding label): decoded per the column's encoding where known, else printable text or hex."""
+    if encoding is Encoding.auto:
+        encoding = _AUTO.get(dynamodb_type or "", Encoding.json if dynamodb_type else None)
+    try:
+        if encoding in (Encoding.int64, Encoding.float64):
+            return decode(data, encoding)["N"], encoding.value
+        if encoding is Encoding.bool:
+            return ("true" if data == b"\x01" else "false"), encoding.value
+        if encoding is Encoding.bytes:
+            return _clip("0x" + data.hex()), encoding.value
+        if encoding is not None:
+            return _clip(data.decode()), encoding.value
+    except (ValueError, KeyError):
+        pass
+    return _clip(readable_bytes(data)), "bytes"
+
+
+def _column_for(entity: EntitySpec, cell: Cell) -> ColumnSpec | None:
+    for column in entity.columns:
+        if column.family != cell.family:
+            continue
+        template = column.qualifier.template if column.qualifier else ("" if column.layout in (Layout.set, Layout.map) else column.attribute)
+        first = parse_template(template).pieces[:1]
+        literal = first[0] if first and isinstance(first[0], str) else ""
+        exact = parse_template(template).is_literal and column.layout not in (Layout.set, Layout.map)
+        if (cell.qualifier == literal.encode()) if exact else cell.qualifier.startswith(literal.encode()):
+            return column
+    return None
+
+
+def cell_preview(entity: EntitySpec, cell: Cell, item: dict) -> CellPreview:
+    column = _column_for(entity, cell)
+    if column is not None:
+        value = item.get(column.attribute) or {}
+        if column.layout is Layout.set:
+            shown = ("(member)", "set marker 0x00")
+        else:
+            encoding = Encoding.json if column.layout is Layout.json else column.encoding
+            element = column.layout in (Layout.map, Layout.list)
+            shown = value_preview(cell.value, encoding, None if element else next(iter(value), None))
+    elif entity.rest is not None and cell.family == entity.rest.family:
+        value = item.get(cell.qualifier.decode(errors="replace")) or {}
+        shown = value_preview(cell.value, entity.rest.encoding, next(iter(value), None))
+    else:
+        shown = value_preview(cell.value, None)
+    return CellPreview(
+        column=f"{cell.family}:{readable_bytes(cell.qualifier)}", value=shown[0], encoding=shown[1],
+        timestamp=iso_micros(cell.timestamp_micros),
+    )  # fmt: skip
+
+
+def example_row(entity: EntitySpec | None, item: dict, result: MapResult) -> ExampleRow:
+    if isinstance(result, MappedRow) and entity is not None:
+        return ExampleRow(
+            item=item_preview(item), outcome="mapped", row_key=readable_bytes(result.row_key),
+            cells=tuple(cell_preview(entity, cell, item) for cell in result.cells),
+            note="; ".join(result.warnings) or None,
+        )  # fmt: skip
+    note = result.describe() if isinstance(result, ItemError) else result.reason
+    return ExampleRow(item=item_preview(item), outcome="error" if isinstance(result, ItemError) else "skipped", note=note)
+
+
+def _dead_letter(item: dict, error: ItemError) -> DeadLetterExample:
+    return DeadLetterExample(reason=error.reason, entity=error.entity, attribute=error.attribute, item=item_preview(item))
+
+
+# --------------------------------------------------------------------------- building the plan
+
+
+def _entity_plan(entity: EntitySpec, sample: Sample, examples: int) -> EntityPlan:
+    mine = [(item, result) for item, result in zip(sample.items, sample.results) if result.entity == entity.name]
+    # Mapped examples first: they are what the reader wants to compare; errors are listed with the dead letters.
+    shown = sorted(mine, key=lambda pair: not isinstance(pair[1], MappedRow))[:examples]
+    return EntityPlan(
+        name=entity.name,
+        action=entity.action,
+        row_key_template=entity.row_key.template if entity.row_key else None,
+        salt_buckets=entity.row_key.salt_buckets if entity.row_key else None,
+        matched=len(mine),
+        mapped=sum(isinstance(result, MappedRow) for _, result in mine),
+        skipped=sum(isinstance(result, Skipped) for _, result in mine),
+        errors=sum(isinstance(result, ItemError) for _, result in mine),
+        distinct_row_keys=len(set(sample.keys_by_entity.get(entity.name, ()))),
+        examples=tuple(example_row(entity, item, result) for item, result in shown),
+    )
+
+
+def _summary(spec: MappingSpec, sample: Sample) -> SampleSummary:
+    mix = Counter(result.entity or "(unmatched)" for result in sample.results)
+    return SampleSummary(
+        items=len(sample.items),
+        mapped=len(sample.mapped),
+        skipped=len(sample.skipped),
+        errors=len(sample.errors),
+        unmatched=len(sample.unmatched),
+        distinct_row_keys=len(sample.row_sizes),
+        item_sizes=size_stats(list(sample.item_sizes)),
+        row_sizes=size_stats(list(sample.row_sizes.values())),
+        cell_sizes=size_stats(list(sample.cell_sizes)),
+        attribute_types=sample.attribute_types,
+        entity_mix={entity.name: mix.get(entity.name, 0) for entity in spec.entities} | (
+            {"(unmatched)": mix["(unmatched)"]} if mix.get("(unmatched)") else {}
+        ),
+    )
+
+
+def build_plan(
+    spec: MappingSpec,
+    items: list[dict[str, Any]],
+    source: SourceDescription | None = None,
+    *,
+    now_ms: int | None = None,
+    read_budget: float | None = None,
+    target_write_hours: float = 4.0,
+    examples_per_entity: int = 3,
+    dead_letter_examples: int = 5,
+) -> MigrationPlan:
+    """Map the sample with the compiled spec and gather everything a reviewer needs before a run."""
+    if source is not None and spec.source.partition_key is None:
+        spec = spec.with_keys(source.partition_key, source.sort_key)
+    compiled = compile_spec(spec, now_ms)
+    results = [compiled.map_item(item) for item in items]
+    sample = analyse_sample(items, results)
+    delimiters = Counter(e.row_key.delimiter for e in spec.entities if e.row_key)
+    hotspots = hotspot_reports(sample, delimiters.most_common(1)[0][0] if delimiters else "#")
+    errors = sample.errors
+    return MigrationPlan(
+        source_table=source.table if source else spec.source.table,
+        partition_key=spec.source.partition_key,
+        sort_key=spec.source.sort_key,
+        source=source,
+        target_table=spec.target.table,
+        target_instance=spec.target.instance,
+        families=tuple(
+            FamilyPlan(name=name, gc=gc_text(policy), max_versions=policy.max_versions,
+                       max_age_seconds=policy.max_age.total_seconds() if policy.max_age else None)
+            for name, policy in spec.target.families.items()
+        ),  # fmt: skip
+        migration_time=spec.migration_time.isoformat().replace("+00:00", "Z") if spec.migration_time else None,
+        unmatched_policy=spec.unmatched,
+        entities=tuple(_entity_plan(entity, sample, examples_per_entity) for entity in spec.entities),
+        unmatched_examples=tuple(
+            DeadLetterExample(reason=getattr(r, "reason", ""), entity=None, attribute=None, item=item_preview(item))
+            for item, r in sample.unmatched[:dead_letter_examples]
+        ),
+        dead_letters=DeadLetters(
+            total=len(errors),
+            by_reason=dict(Counter(error.describe() for _, error in errors).most_common()),
+            examples=tuple(_dead_letter(item, error) for item, error in errors[:dead_letter_examples]),
+        ),
+        sample=_summary(spec, sample),
+        lints=lint(spec, sample, ttl_attribute=source.ttl_active if source else None, hotspots=hotspots),
+        hotspots=hotspots,
+        estimates=estimate(
+            sample,
+            item_count=source.item_count if source else None,
+            size_bytes=source.size_bytes if source else None,
+            provisioned_rcu=source.read_capacity if source else None,
+            on_demand_rcu=spec.source.on_demand_rcu,
+            read_budget=read_budget if read_budget is not None else spec.source.read_budget,
+            consistent_read=spec.source.consistent_read,
+            from_export=spec.source.export is not None,
+            target_write_hours=target_write_hours,
+        ),
+    )
