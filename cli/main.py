@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .commands import init, schema
+from .commands import infer, init, plan, schema
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -54,6 +54,9 @@ def main(
 
 
 app.command("init")(init.command)
+app.command("infer")(infer.command)
+app.command("migrate-plan")(plan.migrate_plan)
+app.command("report")(plan.report)
 app.command("schema")(schema.command)
 
 

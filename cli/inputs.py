@@ -1,0 +1,76 @@
+"""What several commands read before doing their one thing: the spec (with CLI overrides), a
+DynamoDB client, DescribeTable and a sample of items. Imports are lazy: boto3 and Beam load only
+when a command actually reads the source.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..mappers.plan import MigrationPlan, SourceDescription
+    from ..mappers.spec import MappingSpec
+
+
+def load(spec_path: Path, endpoint_url: str | None = None, region: str | None = None, profile: str | None = None) -> MappingSpec:
+    """The spec (SpecError on any problem), with source settings given on the command line taking precedence."""
+    from ..mappers.loader import load_spec
+
+    spec = load_spec(spec_path)
+    overrides = {k: v for k, v in {"endpoint_url": endpoint_url, "region": region, "profile": profile}.items() if v}
+    if overrides:
+        spec = spec.model_copy(update={"source": spec.source.model_copy(update=overrides)})
+    return spec
+
+
+def dynamodb_client(endpoint_url: str | None, region: str | None, profile: str | None) -> Any:
+    """A low-level client from the usual AWS configuration (env, profile, config files)."""
+    from ..pipelines.dynamodb_client import ClientSettings, make_client
+
+    return make_client(ClientSettings(region=region, endpoint_url=endpoint_url, profile=profile))
+
+
+def client_for(spec: MappingSpec) -> Any:
+    return dynamodb_client(spec.source.endpoint_url, spec.source.region, spec.source.profile)
+
+
+def describe(client: Any, table: str) -> tuple[dict, dict | None]:
+    """Raw DescribeTable and DescribeTimeToLive responses (the latter None where the server lacks it)."""
+    from botocore.exceptions import ClientError
+
+    response = client.describe_table(TableName=table)
+    try:
+        ttl = client.describe_time_to_live(TableName=table)
+    except ClientError:
+        ttl = None
+    return response, ttl
+
+
+def source_description(spec: MappingSpec) -> SourceDescription | None:
+    """DescribeTable boiled down for the plan; None when the spec reads an export."""
+    from ..mappers.plan import SourceDescription
+
+    if spec.source.export is not None:
+        return None
+    response, ttl = describe(client_for(spec), spec.source.table)
+    return SourceDescription.from_describe_table(response, ttl)
+
+
+def read_sample(spec: MappingSpec, n: int) -> list[dict]:
+    """Up to `n` items from the start of the export or the table: a few pages, never a full scan."""
+    if spec.source.export is not None:
+        from ..pipelines.export_source import iter_export_items
+
+        return list(iter_export_items(spec.source.export.path, limit=n))
+    from ..pipelines.dynamodb_scan import sample_items
+
+    return sample_items(client_for(spec), spec.source.table, n, max_pages=max(3, n // 100 + 1))[:n]
+
+
+def plan_for(spec: MappingSpec, sample: int) -> MigrationPlan:
+    """The dry run that migrate-plan prints and the report renders."""
+    from ..mappers.plan import build_plan
+
+    source = source_description(spec)
+    return build_plan(spec, read_sample(spec, sample), source)

@@ -1,0 +1,38 @@
+"""Load the worked examples' seed items into a (local) DynamoDB: used by `ddb2bt demo` and the tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..templates import catalog
+
+SEEDED = tuple(t for t in catalog.TEMPLATES.values() if t.seed)
+
+
+def seed_spec(template: catalog.StarterTemplate) -> Any:
+    """The template's spec, parsed (for the table name and key schema)."""
+    from ..mappers.loader import validate_data
+    from ..mappers.loader import parse_document
+
+    data, lines = parse_document(catalog.template_text(template.name), template.file)
+    data.pop("$schema", None)
+    return validate_data(data, template.file, lines)
+
+
+def load_seed_table(client: Any, template: catalog.StarterTemplate, table: str | None = None) -> tuple[str, int]:
+    """Create the example's table (its key schema from the spec, string keys) and put its items; (table, items)."""
+    spec = seed_spec(template)
+    name = table or spec.source.table
+    keys = [(spec.source.partition_key, "HASH")] + ([(spec.source.sort_key, "RANGE")] if spec.source.sort_key else [])
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": attr, "KeyType": kind} for attr, kind in keys],
+        AttributeDefinitions=[{"AttributeName": attr, "AttributeType": "S"} for attr, _ in keys],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 50})
+    count = 0
+    for item in catalog.seed_items(template.seed):
+        client.put_item(TableName=name, Item=item)
+        count += 1
+    return name, count
