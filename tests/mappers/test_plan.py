@@ -1,0 +1,199 @@
+"""The plan over the seed specs, SourceDescription from DescribeTable, hotspot math and estimates."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from ddb2bt.mappers.estimates import estimate, gini, prefix_skew
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.mappers.plan import MigrationPlan, SourceDescription, build_plan, gc_text
+from ddb2bt.mappers.sample import analyse_sample, item_size, size_stats
+from ddb2bt.mappers.spec import GcPolicy, MappingSpec
+from tests.golden import seed_items, template_path
+
+NOW_MS = 1_700_000_000_000
+
+# entity -> (matched, mapped, skipped, errors, distinct row keys)
+EXPECTED = {
+    "product_catalog": {"product": (5, 5, 0, 0, 5)},
+    "videos": {"video": (2, 2, 0, 0, 2), "comment": (4, 4, 0, 0, 2), "likes": (1, 1, 0, 0, 1),
+               "views": (1, 1, 0, 0, 1), "stats": (1, 1, 0, 0, 1)},
+    "invoices": {"invoice": (2, 2, 0, 0, 2), "payment": (4, 4, 0, 0, 2)},
+}  # fmt: skip
+
+
+def seed_plan(name, **kwargs):
+    return build_plan(load_spec(template_path(name)), seed_items(name), now_ms=NOW_MS, **kwargs)
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_seed_plans_have_expected_counts_and_no_findings(name):
+    plan = seed_plan(name)
+    counts = {e.name: (e.matched, e.mapped, e.skipped, e.errors, e.distinct_row_keys) for e in plan.entities}
+    assert counts == EXPECTED[name]
+    assert not plan.has_errors and not plan.has_warnings and plan.lints == ()
+    assert plan.dead_letters.total == 0 and plan.unmatched_examples == ()
+    assert plan.sample.items == len(seed_items(name)) == plan.sample.mapped
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_plan_is_json_and_round_trips(name):
+    plan = seed_plan(name)
+    document = json.loads(json.dumps(plan.model_dump(mode="json")))
+    assert document["has_errors"] is False and "has_warnings" in document
+    assert MigrationPlan.model_validate(document) == plan
+    with pytest.raises(Exception):
+        plan.target_table = "other"  # frozen
+
+
+def test_product_example_row_reads_like_the_brief():
+    plan = seed_plan("product_catalog")
+    example = plan.entities[0].examples[0]
+    assert example.row_key == "hats#fedoras#brandA"
+    cells = {cell.column: (cell.value, cell.encoding, cell.timestamp) for cell in example.cells}
+    assert cells["SKU:Price"] == ("30", "decimal", "2024-01-01T00:00:00.000Z")
+    assert cells["SKU:Description"][0].startswith("Crafted from premium wool")
+    assert {a.name: a.type for a in example.item} == {"pk": "S", "sk": "S", "Description": "S", "Price": "N", "Thumbnail": "S"}
+    assert [(f.name, f.gc) for f in plan.families] == [("SKU", "max 1 version")]
+
+
+def test_video_comments_and_counters_decode_per_encoding():
+    plan = seed_plan("videos")
+    by_name = {entity.name: entity for entity in plan.entities}
+    comment = by_name["comment"].examples[0].cells[0]
+    assert comment.column == "video:UserComments" and comment.encoding == "utf8"
+    assert comment.timestamp == "2023-09-10T19:01:15.000Z"  # 9999999999 - 8305627524 seconds
+    likes = by_name["likes"].examples[0].cells[0]
+    assert (likes.column, likes.value, likes.encoding) == ("video:Likes", "3", "int64")
+    assert by_name["video"].examples[0].cells[0].timestamp == "2023-09-10T15:21:48.000Z"
+    assert plan.sample.distinct_row_keys == 2 and plan.estimates.target_rows == 2
+
+
+def test_invoice_payments_become_columns_named_by_payment_id():
+    plan = seed_plan("invoices")
+    payment = next(e for e in plan.entities if e.name == "payment")
+    assert [cell.column for ex in payment.examples for cell in ex.cells][:2] == ["Payment:0680", "Payment:0789"]
+    assert plan.migration_time is None  # every cell takes its item's DateCreated, so no lint either
+
+
+def test_dead_letters_and_unmatched_are_counted_with_reasons():
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk"},
+        "target": {"table": "t", "families": {"f": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "e", "match": {"kind": "x"}, "row_key": "{pk}", "columns": [{"attribute": "v", "family": "f"}], "drop": ["kind"]}],
+    })  # fmt: skip
+    items = [
+        {"pk": {"S": "a"}, "kind": {"S": "x"}, "v": {"S": "1"}},
+        {"pk": {"S": "b"}, "kind": {"S": "x"}, "v": {"S": "1"}, "extra": {"N": "2"}},
+        {"pk": {"S": "c"}, "kind": {"S": "y"}},
+    ]
+    plan = build_plan(spec, items, now_ms=NOW_MS)
+    entity = plan.entities[0]
+    assert (entity.matched, entity.mapped, entity.errors) == (2, 1, 1)
+    assert plan.dead_letters.total == 2 and len(plan.unmatched_examples) == 1
+    assert any("not mapped" in reason for reason in plan.dead_letters.by_reason)
+    assert plan.sample.entity_mix == {"e": 2, "(unmatched)": 1}
+    assert plan.has_warnings and not plan.has_errors
+
+
+DESCRIBE = {
+    "Table": {
+        "TableName": "Videos",
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+        "ItemCount": 9_000_000,
+        "TableSizeBytes": 900 * 1024**3,
+        "ProvisionedThroughput": {"ReadCapacityUnits": 10_000, "WriteCapacityUnits": 5},
+        "BillingModeSummary": {"BillingMode": "PROVISIONED"},
+        "GlobalSecondaryIndexes": [{"IndexName": "byUser", "KeySchema": [{"AttributeName": "user", "KeyType": "HASH"}],
+                                    "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["Content"]}}],
+        "LocalSecondaryIndexes": [{"IndexName": "byDate", "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                                   {"AttributeName": "UploadDate", "KeyType": "RANGE"}], "Projection": {"ProjectionType": "KEYS_ONLY"}}],
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    }
+}  # fmt: skip
+
+
+def test_source_description_from_raw_describe_responses():
+    ttl = {"TimeToLiveDescription": {"TimeToLiveStatus": "ENABLED", "AttributeName": "expires"}}
+    source = SourceDescription.from_describe_table(DESCRIBE, ttl)
+    assert (source.table, source.partition_key, source.sort_key) == ("Videos", "pk", "sk")
+    assert source.read_capacity == 10_000 and source.billing_mode == "PROVISIONED"
+    assert source.global_indexes[0].projected_attributes == ("Content",) and source.global_indexes[0].sort_key is None
+    assert (source.local_indexes[0].kind, source.local_indexes[0].sort_key) == ("LSI", "UploadDate")
+    assert source.stream_view_type == "NEW_IMAGE" and source.ttl_active == "expires"
+    on_demand = dict(DESCRIBE["Table"], BillingModeSummary={"BillingMode": "PAY_PER_REQUEST"})
+    assert SourceDescription.from_describe_table(on_demand).read_capacity is None
+
+
+def test_plan_with_source_estimates_scan_and_flags_uncarried_ttl():
+    ttl = {"TimeToLiveDescription": {"TimeToLiveStatus": "ENABLED", "AttributeName": "expires"}}
+    plan = seed_plan("videos", source=SourceDescription.from_describe_table(DESCRIBE, ttl), target_write_hours=2)
+    estimates = plan.estimates
+    assert estimates.items == 9_000_000 and estimates.items_from == "DescribeTable"
+    assert estimates.scan_read_units == 900 * 1024**3 / 4096 / 2
+    assert estimates.scan_seconds == pytest.approx(estimates.scan_read_units / 5_000)
+    assert estimates.target_rows == 2_000_000  # 2 rows per 9 sampled items
+    assert [lint.code for lint in plan.lints] == ["ttl-not-carried"]
+
+
+# --------------------------------------------------------------------------- hotspot and estimate math
+
+
+def test_gini():
+    assert gini([5, 5, 5, 5]) == 0
+    assert gini([0, 0, 0, 8]) == pytest.approx(0.75)
+    assert gini([]) == 0
+
+
+def test_prefix_skew_uses_first_varying_segment_and_flags_a_dominant_prefix():
+    keys = [f"user#{'hot' if i < 30 else f'u{i}'}#{i}".encode() for i in range(40)]
+    report = prefix_skew(keys, delimiter="#")
+    assert report.common_prefix == "user#"
+    assert report.shares[0].prefix == "user#hot" and report.shares[0].rows == 30
+    assert report.max_share == 0.75 and report.distinct_prefixes == 11 and report.flagged
+    assert "salt" in report.finding
+
+
+def test_prefix_skew_is_quiet_for_even_or_tiny_samples():
+    even = [f"{i % 10}#{i}".encode() for i in range(100)]
+    assert not prefix_skew(even).flagged and prefix_skew(even).gini == pytest.approx(0)
+    assert not prefix_skew([b"a#1", b"a#2", b"b#3"]).flagged
+
+
+def test_byte_prefix_counts_the_byte_after_the_common_prefix():
+    keys = [f"{i:06d}".encode() for i in range(1, 41)]
+    report = prefix_skew(keys, delimiter=None)
+    assert report.common_prefix == "0000" and report.distinct_prefixes == 5
+    assert [(s.prefix, s.rows) for s in report.shares][-1] == ("00004", 1)
+    assert report.max_share == 0.25 and not report.flagged  # uneven, but no single dominant prefix
+
+
+def test_node_estimate_follows_the_binding_constraint():
+    spec = load_spec(template_path("product_catalog"))
+    items = seed_items("product_catalog")
+    from ddb2bt.mappers.compiler import compile_spec
+
+    sample = analyse_sample(items, [compile_spec(spec, NOW_MS).map_item(i) for i in items])
+    common = dict(size_bytes=None, provisioned_rcu=None, on_demand_rcu=4000, read_budget=0.5)
+    small = estimate(sample, item_count=1_000_000, target_write_hours=1, **common)
+    assert small.suggested_nodes == 1
+    large = estimate(sample, item_count=1_000_000_000, target_write_hours=1, **common)
+    assert large.suggested_nodes == 28 and "rows/s" in large.node_basis  # 1e9 / (3600 s * 10,000 rows/s)
+    assert any("estimate" in text for text in large.assumptions)
+    export = estimate(sample, item_count=10, from_export=True, **common)
+    assert export.scan_read_units == 0 and export.scan_seconds is None
+
+
+def test_sizes_and_gc_text():
+    assert item_size({"pk": {"S": "abc"}, "n": {"N": "12345"}}) == 2 + 3 + 1 + 4
+    stats = size_stats([1, 100, 1000, 5000])
+    assert (stats.minimum, stats.maximum, stats.count) == (1, 5000, 4)
+    assert sum(b.count for b in stats.histogram) == 4
+    assert gc_text(GcPolicy()) == "keep all"
+    assert gc_text(GcPolicy(max_versions=1000, max_age=timedelta(days=30))) == "max 1000 versions or max age 30d"
+    assert gc_text(GcPolicy(max_age=timedelta(hours=36), combine="intersection")) == "max age 36h"
