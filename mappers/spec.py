@@ -21,7 +21,7 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604
 
 
 def _parse_duration(value: Any) -> Any:
-    if isinstance(value, str):
+    if isinstance(value, str) and not value.startswith("P"):  # "P30D": ISO 8601, as model_dump(mode="json") writes
         found = _DURATION.match(value)
         if not found:
             raise ValueError(f"{value!r} is not a duration; write e.g. '30d', '12h', '90m', '45s'")

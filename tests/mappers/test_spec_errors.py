@@ -100,3 +100,13 @@ def test_json_specs_load_too(tmp_path):
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(yaml.safe_load(BASE)))
     assert load_spec(path).entities[0].name == "a"
+
+
+def test_spec_survives_a_json_round_trip(tmp_path):
+    """Beam workers and checkpoints carry the spec as JSON; durations must read back."""
+    from ddb2bt.mappers.spec import MappingSpec
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(BASE.replace("{max_versions: 1}", "{max_versions: 1, max_age: 30d}"))
+    spec = load_spec(path)
+    assert MappingSpec.model_validate(spec.model_dump(mode="json", by_alias=True)) == spec
