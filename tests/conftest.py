@@ -9,6 +9,11 @@ from ddb2bt.pipelines import local_servers
 SERVER_FIXTURES = {"bigtable_emulator", "bigtable_env", "moto_server", "dynalite"}
 
 
+def pytest_configure(config):
+    # google-cloud-bigtable warns on every client made against the emulator; here that is the point.
+    config.addinivalue_line("filterwarnings", "ignore:Connecting to Bigtable emulator:RuntimeWarning")
+
+
 def pytest_collection_modifyitems(items):
     """Tests that use a server fixture get the `servers` marker even if they forgot it,
     so `-m "not servers"` never starts a server."""

@@ -9,8 +9,7 @@ from google.cloud.bigtable.data import BigtableDataClient, SetCell
 
 from ddb2bt.pipelines import local_servers
 
-# The client warns on every connection to the emulator; expected here.
-pytestmark = [pytest.mark.servers, pytest.mark.filterwarnings("ignore:Connecting to Bigtable emulator:RuntimeWarning")]
+pytestmark = pytest.mark.servers
 
 
 def test_bigtable_emulator_write_and_read_back(bigtable_env, unique_name):
