@@ -35,7 +35,8 @@ class ClientSettings:
     retry_mode: RetryMode = "adaptive"
     """adaptive adds client-side rate limiting on throttles, which suits a long bulk scan."""
     max_attempts: int = 10
-    """Attempts per request inside botocore, before our own page-level retry takes over."""
+    """Attempts per request inside botocore, the first one included (``total_max_attempts``: botocore's
+    own ``max_attempts`` key counts retries only), before our page-level retry takes over."""
     max_pool_connections: int = 16
     connect_timeout: float = 10.0
     read_timeout: float = 60.0
@@ -51,7 +52,7 @@ class ClientSettings:
 def make_client(settings: ClientSettings) -> Any:
     """A low-level ``dynamodb`` client with botocore's retry mode configured."""
     config = Config(
-        retries={"mode": settings.retry_mode, "max_attempts": settings.max_attempts},
+        retries={"mode": settings.retry_mode, "total_max_attempts": settings.max_attempts},
         max_pool_connections=settings.max_pool_connections,
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout,

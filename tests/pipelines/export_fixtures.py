@@ -21,6 +21,36 @@ from ddb2bt.pipelines.dead_letters import item_to_json
 EXPORT_TIME = "2024-05-01T12:00:00.000Z"
 
 
+def make_items(count: int, padding: int = 900) -> list[dict[str, Any]]:
+    """``count`` distinct wire-format items (key ``pk`` S, ``sk`` N) of about ``padding`` + 250 bytes.
+
+    They carry every attribute type with values that break careless code: exact decimals with
+    trailing zeros, 38 significant digits, binary with non-UTF-8 bytes, sets, nested maps and lists.
+    """
+    return [
+        {
+            "pk": {"S": f"user#{number % 97:03d}"},
+            "sk": {"N": str(number)},
+            "price": {"N": f"{number}.50"},
+            "exact": {"N": "1234567890123456789012345678.9012345678"},
+            "blob": {"B": bytes([number % 256, 0xFF, 0x00, 0xFE])},
+            "tags": {"SS": [f"t{number % 3}", "all"]},
+            "scores": {"NS": ["1", "2.50", "-3"]},
+            "bins": {"BS": [b"\x01", b"\x02\x80"]},
+            "active": {"BOOL": number % 2 == 0},
+            "nothing": {"NULL": True},
+            "address": {"M": {"city": {"S": "Zürich"}, "zip": {"N": "8001"}, "lines": {"L": [{"S": "a"}, {"N": "0.10"}]}}},
+            "padding": {"S": "x" * padding},
+        }
+        for number in range(count)
+    ]
+
+
+def item_key(item: dict[str, Any]) -> tuple[str, str]:
+    """The (pk, sk) of a :func:`make_items` item, for comparing collections."""
+    return item["pk"]["S"], item["sk"]["N"]
+
+
 def _md5(data: bytes) -> tuple[str, str]:
     digest = hashlib.md5(data)
     return base64.b64encode(digest.digest()).decode("ascii"), digest.hexdigest()

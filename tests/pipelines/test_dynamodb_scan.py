@@ -1,0 +1,329 @@
+"""Parallel scan: segment math, read budget, retries that never lose a page, and complete Beam scans.
+
+Unit tests run against moto in-process; the multi-page test also runs against the real local
+servers (dynalite pages at 1 MB and validates strictly, which is the point).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import pickle
+
+import apache_beam as beam
+import boto3
+import pytest
+from apache_beam.testing.util import BeamAssertException, assert_that, equal_to
+from botocore.exceptions import ClientError
+from hypothesis import given
+from hypothesis import strategies as st
+from moto import mock_aws
+
+from ddb2bt.mappers.spec import SourceSpec
+from ddb2bt.pipelines.dead_letters import item_to_json
+from ddb2bt.pipelines.dynamodb_client import ClientSettings, describe_source, make_client
+from ddb2bt.pipelines.dynamodb_scan import (
+    GIB,
+    ReadBudget,
+    RetryPolicy,
+    ScanDynamoDB,
+    ScanFailedError,
+    choose_total_segments,
+    estimate_rcu,
+    sample_items,
+    scan_pages,
+    scan_segment,
+)
+from tests.pipelines.export_fixtures import item_key, make_items
+
+REGION = "us-east-1"
+NO_WAIT = RetryPolicy(max_attempts=5, base_delay=0.0, max_delay=0.0)
+
+
+def create_table(client, name, items=(), **extra):
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}],
+        **(extra or {"BillingMode": "PAY_PER_REQUEST"}),
+    )
+    client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.2})
+    for start in range(0, len(items), 25):
+        requests = [{"PutRequest": {"Item": item}} for item in items[start:start + 25]]
+        while requests:
+            unprocessed = client.batch_write_item(RequestItems={name: requests}).get("UnprocessedItems", {})
+            requests = unprocessed.get(name, [])
+
+
+@pytest.fixture
+def moto_client():
+    with mock_aws():
+        yield boto3.client("dynamodb", region_name=REGION)
+
+
+# --------------------------------------------------------------------------- segment math
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [(0, 1), (1, 1), (GIB, 1), (GIB + 1, 2), (10 * GIB, 10), (5000 * GIB, 1000)],
+)
+def test_about_one_segment_per_gib_within_bounds(size, expected):
+    assert choose_total_segments(size) == expected
+
+
+def test_requested_segments_win_up_to_dynamodb_limit():
+    assert choose_total_segments(50 * GIB, 4) == 4
+    assert choose_total_segments(0, 5000) == 5000
+    for bad in (0, -1, 1_000_001):
+        with pytest.raises(ValueError):
+            choose_total_segments(GIB, bad)
+    with pytest.raises(ValueError):
+        choose_total_segments(-1)
+
+
+@given(st.integers(min_value=0, max_value=1 << 50), st.integers(min_value=0, max_value=1 << 50))
+def test_segments_are_bounded_and_monotonic(a, b):
+    small, large = sorted((a, b))
+    assert 1 <= choose_total_segments(small) <= choose_total_segments(large) <= 1000
+
+
+# --------------------------------------------------------------------------- read budget
+
+
+def test_rcu_estimate_rounds_up_to_4kb_and_halves_for_eventual_reads():
+    assert estimate_rcu(4096, consistent_read=True) == 1
+    assert estimate_rcu(4097, consistent_read=True) == 2
+    assert estimate_rcu(4097, consistent_read=False) == 1
+    assert estimate_rcu(1 << 20, consistent_read=False) == 128
+    assert estimate_rcu(0, consistent_read=False) == 0.5
+
+
+def test_per_segment_rate_is_budget_share_of_capacity():
+    assert ReadBudget.per_segment_rate(1000, 0.5, 4) == 125
+    with pytest.raises(ValueError):
+        ReadBudget.per_segment_rate(1000, 0, 4)
+    with pytest.raises(ValueError):
+        ReadBudget.per_segment_rate(1000, 0.5, 0)
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def test_budget_lets_a_page_through_then_waits_off_the_debt():
+    clock = FakeClock()
+    budget = ReadBudget(10, burst=10, clock=clock, sleep=clock.sleep)
+    assert budget.wait() == 0
+    budget.spend(30)  # a page costing three seconds' worth
+    assert budget.delay() == pytest.approx(2.0)
+    clock.now += 1.5
+    assert budget.delay() == pytest.approx(0.5)
+    clock.now += 0.5
+    assert budget.delay() == 0
+
+
+def test_budget_holds_the_long_run_rate():
+    clock = FakeClock()
+    budget = ReadBudget(64, clock=clock, sleep=clock.sleep)
+    for _ in range(100):
+        budget.wait()
+        budget.spend(128)  # a 1 MB eventually consistent page
+    consumed = 100 * 128
+    assert consumed / clock.now == pytest.approx(64, rel=0.02)
+
+
+# --------------------------------------------------------------------------- plain iterators (moto in-process)
+
+
+def test_pages_follow_last_evaluated_key_to_the_end_exactly(moto_client):
+    items = make_items(53, padding=10)
+    create_table(moto_client, "t", items)
+    pages = list(scan_pages(moto_client, "t", limit=7))
+    assert len(pages) >= 8 and pages[-1].last_key is None
+    assert all(page.consumed_rcu > 0 for page in pages)
+    read = [item for page in pages for item in page.items]
+    assert sorted(read, key=item_key) == sorted(items, key=item_key)  # wire format, exact, bytes stay bytes
+
+
+def test_segments_partition_the_table(moto_client):
+    items = make_items(200, padding=10)
+    create_table(moto_client, "t", items)
+    keys = [{item_key(i) for i in scan_segment(moto_client, "t", segment, 4, limit=9)} for segment in range(4)]
+    assert sum(len(k) for k in keys) == 200
+    assert set().union(*keys) == {item_key(i) for i in items}
+    with pytest.raises(ValueError):
+        next(scan_pages(moto_client, "t", 4, 4))
+
+
+def test_sample_items_takes_a_few_items_quickly(moto_client):
+    create_table(moto_client, "t", make_items(30, padding=10))
+    assert len(sample_items(moto_client, "t", 5)) == 5
+    assert len(sample_items(moto_client, "t", 100)) == 30
+    assert sample_items(moto_client, "t", 0) == []
+
+
+class FlakyClient:
+    """Wraps a real client; the listed scan calls fail with the given error code first."""
+
+    def __init__(self, client, failures):
+        self._client, self._failures, self.calls = client, dict(failures), 0
+
+    def scan(self, **request):
+        self.calls += 1
+        code = self._failures.get(self.calls)
+        if code:
+            raise ClientError({"Error": {"Code": code, "Message": "injected"}}, "Scan")
+        return self._client.scan(**request)
+
+
+def test_throttled_pages_are_retried_and_nothing_is_lost(moto_client):
+    items = make_items(40, padding=10)
+    create_table(moto_client, "t", items)
+    codes = ["ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+             "InternalServerError"]
+    flaky = FlakyClient(moto_client, {n: code for n, code in zip((1, 2, 4, 5, 9), itertools.cycle(codes))})
+    slept = []
+    pages = list(scan_pages(flaky, "t", limit=6, retry=NO_WAIT, sleep=slept.append))
+    read = [item for page in pages for item in page.items]
+    assert sorted(read, key=item_key) == sorted(items, key=item_key)
+    assert sum(page.retries for page in pages) == 5 == len(slept)
+
+
+def test_a_page_that_keeps_failing_fails_the_scan_loudly(moto_client):
+    create_table(moto_client, "t", make_items(10, padding=10))
+    flaky = FlakyClient(moto_client, {n: "ProvisionedThroughputExceededException" for n in range(2, 100)})
+    pages = scan_pages(flaky, "t", 0, 1, limit=3, retry=NO_WAIT, sleep=lambda _: None)
+    first = next(pages)
+    with pytest.raises(ScanFailedError) as failure:
+        next(pages)
+    assert failure.value.attempts == NO_WAIT.max_attempts
+    assert failure.value.start_key == first.last_key
+
+
+def test_errors_that_waiting_cannot_fix_are_raised_at_once(moto_client):
+    flaky = FlakyClient(moto_client, {1: "ValidationException"})
+    with pytest.raises(ClientError, match="ValidationException"):
+        next(scan_pages(flaky, "t", retry=NO_WAIT, sleep=lambda _: pytest.fail("should not retry")))
+    assert flaky.calls == 1
+
+
+# --------------------------------------------------------------------------- client and describe
+
+
+def test_client_uses_the_configured_retry_mode():
+    with mock_aws():
+        client = make_client(ClientSettings(region=REGION, retry_mode="standard", max_attempts=7))
+        assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 7}
+        assert client.meta.region_name == REGION
+
+
+def test_describe_provisioned_table_with_indexes_stream_and_ttl(moto_client):
+    create_table(
+        moto_client, "t",
+        ProvisionedThroughput={"ReadCapacityUnits": 300, "WriteCapacityUnits": 5},
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        GlobalSecondaryIndexes=[{"IndexName": "by_sk", "KeySchema": [{"AttributeName": "sk", "KeyType": "HASH"}],
+                                 "Projection": {"ProjectionType": "KEYS_ONLY"},
+                                 "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}],
+    )
+    moto_client.update_time_to_live(TableName="t", TimeToLiveSpecification={"Enabled": True, "AttributeName": "exp"})
+    info = describe_source(moto_client, "t")
+    assert (info.partition_key, info.sort_key, info.billing_mode, info.read_capacity) == ("pk", "sk", "PROVISIONED", 300)
+    assert info.capacity_rcu(4000) == 300
+    assert [(i.name, i.partition_key, i.projection) for i in info.global_indexes] == [("by_sk", "sk", "KEYS_ONLY")]
+    assert info.stream_view_type == "NEW_AND_OLD_IMAGES"
+    assert (info.ttl_attribute, info.ttl_status) == ("exp", "ENABLED")
+    assert info.attribute_types == {"pk": "S", "sk": "N"}
+
+
+def test_describe_on_demand_table_and_a_server_without_ttl(moto_client):
+    create_table(moto_client, "t")
+
+    class NoTtl:
+        def describe_table(self, **kw):
+            return moto_client.describe_table(**kw)
+
+        def describe_time_to_live(self, **kw):
+            raise ClientError({"Error": {"Code": "UnknownOperationException", "Message": ""}}, "DescribeTimeToLive")
+
+    info = describe_source(NoTtl(), "t")
+    assert (info.billing_mode, info.read_capacity, info.capacity_rcu(4000)) == ("PAY_PER_REQUEST", None, 4000)
+    assert (info.ttl_attribute, info.ttl_status) == (None, None)
+
+
+# --------------------------------------------------------------------------- Beam
+
+
+def fingerprint(item):
+    """(key, digest of the whole item): cheap to shuffle into assert_that, yet any changed byte shows."""
+    return item_key(item), hashlib.sha256(json.dumps(item_to_json(item), sort_keys=True).encode()).hexdigest()
+
+
+def exactly(expected):
+    """A matcher for big item collections: same keys, no duplicates, each item identical."""
+    want = dict(map(fingerprint, expected))
+
+    def check(actual):
+        got = dict(actual)
+        if len(actual) != len(expected) or got != want:
+            missing, extra = want.keys() - got.keys(), got.keys() - want.keys()
+            changed = [key for key in want.keys() & got.keys() if want[key] != got[key]]
+            raise BeamAssertException(f"{len(actual)} items read, {len(expected)} expected; missing "
+                                      f"{sorted(missing)[:5]}, extra {sorted(extra)[:5]}, changed {sorted(changed)[:5]}")
+
+    return check
+
+
+def run_scan(source, items, total_segments, completed=frozenset(), **options):
+    pipeline = beam.Pipeline(runner="DirectRunner")
+    out = pipeline | ScanDynamoDB(source, total_segments, completed_segments=completed, **options)
+    assert_that(out["items"] | beam.Map(fingerprint), exactly(items))
+    assert_that(out["segment_done"], equal_to(sorted(set(range(total_segments)) - set(completed))), label="Done")
+    result = pipeline.run()
+    result.wait_until_finish()
+    return {m.key.metric.name: m.committed for m in result.metrics().query()["counters"]}
+
+
+def test_beam_scan_in_process_many_pages_and_resume():
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        items = make_items(400, padding=50)
+        create_table(client, "t", items)
+        source = SourceSpec(table="t", region=REGION)
+        counters = run_scan(source, items, 4, page_limit=25, rcu_per_segment=1e6)
+        assert counters["items_read"] == 400 and counters["scan_pages"] >= 16 and counters["consumed_rcu"] > 0
+        rest = [i for s in (1, 3) for i in scan_segment(client, "t", s, 4)]
+        assert 0 < len(rest) < 400
+        run_scan(source, rest, 4, completed={0, 2})
+
+
+def test_transform_pickles_settings_not_clients():
+    transform = ScanDynamoDB(SourceSpec(table="t", endpoint_url="http://127.0.0.1:1"), 3)
+    assert pickle.loads(pickle.dumps(transform))._settings.endpoint_url == "http://127.0.0.1:1"
+    with pytest.raises(ValueError):
+        ScanDynamoDB(SourceSpec(export={"path": "/x"}), 3)
+
+
+@pytest.mark.parametrize("server", ["dynalite", "moto_server"])
+def test_beam_scan_of_a_multi_megabyte_table_is_complete_and_exact(server, request, unique_name):
+    endpoint = request.getfixturevalue(server).endpoint
+    client = boto3.client("dynamodb", region_name=REGION, endpoint_url=endpoint)
+    items = make_items(3000, padding=2000)  # ~6.6 MB: each of the 4 segments spans two 1 MB pages
+    create_table(client, unique_name, items)
+    # The reference is a plain boto3 paginated scan: servers normalise numbers ("2.50" -> "2.5") as DynamoDB does.
+    reference = [i for page in client.get_paginator("scan").paginate(TableName=unique_name) for i in page["Items"]]
+    assert sorted(map(item_key, reference)) == sorted(map(item_key, items))
+    source = SourceSpec(table=unique_name, region=REGION, endpoint_url=endpoint)
+    counters = run_scan(source, reference, 4)
+    assert counters["items_read"] == 3000
+    if server == "dynalite":  # real 1 MB pages
+        assert counters["scan_pages"] > 4
