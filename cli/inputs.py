@@ -68,6 +68,17 @@ def read_sample(spec: MappingSpec, n: int) -> list[dict]:
     return sample_items(client_for(spec), spec.source.table, n, max_pages=max(3, n // 100 + 1))[:n]
 
 
+def read_all(spec: MappingSpec) -> list[dict]:
+    """Every item of the export or the table (one sequential scan: for validate --full)."""
+    if spec.source.export is not None:
+        from ..pipelines.export_source import iter_export_items
+
+        return list(iter_export_items(spec.source.export.path))
+    from ..pipelines.dynamodb_scan import scan_segment
+
+    return list(scan_segment(client_for(spec), spec.source.table))
+
+
 def plan_for(spec: MappingSpec, sample: int) -> MigrationPlan:
     """The dry run that migrate-plan prints and the report renders."""
     from ..mappers.plan import build_plan

@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .commands import infer, init, plan, schema
+from .commands import infer, init, migrate, plan, schema, validate
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -45,6 +45,10 @@ def main(
 ) -> None:
     """Migrate DynamoDB tables into Cloud Bigtable with a declarative mapping spec."""
     ctx.obj = {"debug": debug}
+    if not debug:
+        import warnings
+
+        warnings.filterwarnings("ignore", message="Connecting to Bigtable emulator")  # BIGTABLE_EMULATOR_HOST is deliberate
     if debug:
         import logging
 
@@ -57,6 +61,8 @@ app.command("init")(init.command)
 app.command("infer")(infer.command)
 app.command("migrate-plan")(plan.migrate_plan)
 app.command("report")(plan.report)
+app.command("migrate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(migrate.command)
+app.command("validate")(validate.command)
 app.command("schema")(schema.command)
 
 
