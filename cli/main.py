@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .commands import infer, init, migrate, plan, schema, validate
+from .commands import demo, infer, init, migrate, plan, schema, validate
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -64,6 +64,7 @@ app.command("report")(plan.report)
 app.command("migrate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(migrate.command)
 app.command("validate")(validate.command)
 app.command("schema")(schema.command)
+app.command("demo")(demo.command)
 
 
 def run() -> None:

@@ -21,32 +21,49 @@ def command(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
 ) -> None:
     """Draft a commented mapping spec from DescribeTable and a sample of the table's items."""
-    from ...mappers.infer import infer_spec
-    from ...mappers.loader import SpecError, validate_data
-    from ...mappers.spec_yaml import render_yaml
-
     if output is not None and output.exists() and not force:
         raise FileExistsError(f"{output} already exists; pass --force to overwrite it or -o to write elsewhere")
     client = inputs.dynamodb_client(endpoint_url, region, profile)
-    response, ttl = inputs.describe(client, table)
-    from ...pipelines.dynamodb_scan import sample_items
-
-    items = sample_items(client, table, sample, max_pages=max(3, sample // 100 + 1))[:sample]
-    ttl_description = (ttl or {}).get("TimeToLiveDescription", {})
-    ttl_attribute = ttl_description.get("AttributeName") if ttl_description.get("TimeToLiveStatus") == "ENABLED" else None
-    draft = infer_spec(response, items, ttl_attribute=ttl_attribute)
+    draft, sampled = infer_table(client, table, sample)
     if endpoint_url:
         draft.spec["source"]["endpoint_url"] = endpoint_url
     if region:
         draft.spec["source"]["region"] = region
-    text = render_yaml(draft.spec, draft.comments, draft.header)
+    text = render(draft)
     if output is None:
         typer.echo(text, nl=False)
     else:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
-        typer.echo(f"Wrote {output} from {len(items)} sampled items. Next: review it, then `ddb2bt migrate-plan {output}`.", err=True)
+        typer.echo(f"Wrote {output} from {sampled} sampled items. Next: review it, then `ddb2bt migrate-plan {output}`.", err=True)
+    problem = draft_problem(draft, str(output or "<draft>"))
+    if problem:  # a draft is still worth reading; say what to fix
+        typer.echo(f"warning: the draft needs edits before it loads: {problem}", err=True)
+
+
+def infer_table(client, table: str, sample: int):
+    """(InferredSpec, items sampled) from DescribeTable, DescribeTimeToLive and a sample."""
+    from ...mappers.infer import infer_spec
+    from ...pipelines.dynamodb_scan import sample_items
+
+    response, ttl = inputs.describe(client, table)
+    items = sample_items(client, table, sample, max_pages=max(3, sample // 100 + 1))[:sample]
+    ttl_description = (ttl or {}).get("TimeToLiveDescription", {})
+    ttl_attribute = ttl_description.get("AttributeName") if ttl_description.get("TimeToLiveStatus") == "ENABLED" else None
+    return infer_spec(response, items, ttl_attribute=ttl_attribute), len(items)
+
+
+def render(draft) -> str:
+    from ...mappers.spec_yaml import render_yaml
+
+    return render_yaml(draft.spec, draft.comments, draft.header)
+
+
+def draft_problem(draft, where: str) -> str | None:
+    from ...mappers.loader import SpecError, validate_data
+
     try:
-        validate_data(draft.spec, str(output or "<draft>"))
-    except SpecError as err:  # a draft is still worth reading; say what to fix
-        typer.echo(f"warning: the draft needs edits before it loads: {err}", err=True)
+        validate_data(draft.spec, where)
+    except SpecError as err:
+        return str(err)
+    return None
