@@ -11,7 +11,8 @@ from __future__ import annotations
 import html
 from typing import NamedTuple
 
-from ddb2bt.mappers.plan import AttributePreview, CellPreview, ExampleRow, MigrationPlan
+from ddb2bt.mappers.plan import AttributePreview, ExampleRow, MigrationPlan
+from ddb2bt.mappers.sample import SizeStats
 
 # --------------------------------------------------------------------------- blocks
 
@@ -76,7 +77,7 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _bins(stats) -> Chart:
+def _bins(stats: SizeStats) -> tuple[tuple[str, ...], tuple[float, ...]]:
     labels = tuple(f"{size(b.lower)}–{size(b.upper)}" for b in stats.histogram)
     return labels, tuple(float(b.count) for b in stats.histogram)
 
@@ -203,14 +204,16 @@ def _reads(plan: MigrationPlan) -> list[Block]:
     return [Heading(2, "What changes for the application's reads"), Bullets(tuple(items))]
 
 
-def _findings(plan: MigrationPlan) -> list[Block]:
-    blocks: list[Block] = [Heading(2, "Lints")]
-    if plan.lints:
-        rows = tuple((l.severity, l.code, l.where, l.message) for l in plan.lints)  # noqa: E741
-        blocks.append(Table(("Severity", "Code", "Where", "What to do"), rows, row_tones=tuple(l.severity for l in plan.lints)))
-    else:
-        blocks.append(Para("No findings on the spec or the sample.", "ok"))
-    blocks.append(Heading(2, "Key distribution"))
+def _lints(plan: MigrationPlan) -> list[Block]:
+    if not plan.lints:
+        return [Heading(2, "Lints"), Para("No findings on the spec or the sample.", "ok")]
+    rows = tuple((lint.severity, lint.code, lint.where, lint.message) for lint in plan.lints)
+    tones = tuple(lint.severity for lint in plan.lints)
+    return [Heading(2, "Lints"), Table(("Severity", "Code", "Where", "What to do"), rows, row_tones=tones)]
+
+
+def _distribution(plan: MigrationPlan) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Key distribution")]
     for report in plan.hotspots:
         after = f", after the common prefix {report.common_prefix!r}" if report.common_prefix else ""
         blocks.append(Para(f"By {report.dimension}{after}: {report.finding}. Gini {report.gini:.2f} (0 = even).",
@@ -245,7 +248,9 @@ def _estimates(plan: MigrationPlan) -> list[Block]:
 
 
 def report_blocks(plan: MigrationPlan) -> list[Block]:
-    return _summary(plan) + _source(plan) + _target(plan) + _mapping(plan) + _reads(plan) + _findings(plan) + _estimates(plan)
+    """Findings first (they decide whether to run), then the translation, then the numbers."""
+    sections = (_summary, _lints, _source, _target, _mapping, _reads, _distribution, _estimates)
+    return [block for section in sections for block in section(plan)]
 
 
 # --------------------------------------------------------------------------- HTML

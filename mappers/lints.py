@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -259,11 +258,10 @@ def _uses_default_time(entity: EntitySpec) -> bool:
 def lint_time_and_ttl(spec: MappingSpec, sample: Sample, ttl_attribute: str | None) -> Iterable[Lint]:
     relying = [entity.name for entity in spec.entities if _uses_default_time(entity)]
     if spec.migration_time is None and relying:
-        example = datetime.now().strftime("%Y-%m-%dT00:00:00Z")
         yield _lint("warning", "migration-time-unset", "migration_time",
             f"entities {', '.join(map(repr, relying))} write cells at the run's start time, so a re-run writes new "
-            f"versions instead of identical cells (and max_versions GC may drop the first run's). Set "
-            f"migration_time: '{example}' to make re-runs idempotent.")  # fmt: skip
+            "versions instead of identical cells (and max_versions GC may drop the first run's). Set a fixed "
+            "migration_time (e.g. '2024-01-01T00:00:00Z', the planned cut-over) to make re-runs idempotent.")  # fmt: skip
     carried = set()
     for index, entity in enumerate(spec.entities):
         if entity.ttl:
@@ -287,7 +285,7 @@ def lint_sample_outcomes(spec: MappingSpec, sample: Sample, ttl_attribute: str |
         severity: Severity = {"fail": "error", "dead_letter": "warning", "skip": "info"}[spec.unmatched]
         outcome = {"fail": "fails the run", "dead_letter": "dead-letters them", "skip": "skips them"}[spec.unmatched]
         keys = [key for key in (spec.source.partition_key, spec.source.sort_key) if key]
-        shown = _example((str({k: item.get(k) for k in keys} if keys else sorted(item)) for item, _ in unmatched), 2)
+        shown = _example((_identify(item, keys) for item, _ in unmatched), 2)
         yield _lint(severity, "unmatched-items", "entities",
             f"{len(unmatched)} of {len(sample.items)} sampled items match no entity (e.g. {shown}); "
             f"unmatched: {spec.unmatched} {outcome}. Add an entity for them (action: skip to leave them out).")  # fmt: skip
@@ -298,6 +296,12 @@ def lint_sample_outcomes(spec: MappingSpec, sample: Sample, ttl_attribute: str |
         yield _lint("warning", "items-dead-lettered", "sample",
             f"{len(errors)} of {len(sample.items)} sampled items would be dead-lettered: {top}. Fix the spec "
             "(columns, drop, rest, transforms) or the data before the full run.")  # fmt: skip
+
+
+def _identify(item: dict, keys: list[str]) -> str:
+    """An item's key values when it has them, else its attribute names (enough to find it, no payload)."""
+    present = {key: next(iter(item[key].values())) for key in keys if key in item and item[key]}
+    return str(present) if present else f"attributes {sorted(item)}"
 
 
 def lint_hotspots(hotspots: Iterable[HotspotReport]) -> list[Lint]:

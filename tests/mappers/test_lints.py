@@ -142,3 +142,11 @@ def test_seed_specs_are_lint_free(name):
 )  # fmt: skip
 def test_looks_like_timestamp(text, expected):
     assert looks_like_timestamp(text) is expected
+
+
+def test_unmatched_lint_names_items_by_key_and_migration_lint_is_deterministic():
+    spec, items, _ = CASES["unmatched dead-lettered"]
+    found = {f.code: f.message for f in run_lints(spec, items)}
+    assert "{'pk': 'a'}" in found["unmatched-items"]
+    spec, items, _ = CASES["migration_time unset"]
+    assert run_lints(spec, items) == run_lints(spec, items)
