@@ -38,7 +38,9 @@ TRANSIENT_CODES = frozenset({"InternalServerError", "ServiceUnavailable", "Inter
 METRICS_NAMESPACE = "ddb2bt"
 
 
-def choose_total_segments(size_bytes: int, requested: int | None = None, *, max_segments: int = MAX_AUTO_SEGMENTS) -> int:
+def choose_total_segments(
+    size_bytes: int, requested: int | None = None, *, max_segments: int = MAX_AUTO_SEGMENTS
+) -> int:
     """About one segment per GiB (as the EMR and Glue connectors do), between 1 and ``max_segments``.
 
     An explicit request wins, up to DynamoDB's limit of 1,000,000 segments.

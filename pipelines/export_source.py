@@ -25,6 +25,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from .dynamodb_scan import METRICS_NAMESPACE
 
@@ -97,8 +98,19 @@ def _resolve(export_dir: str, key: str) -> str:
     return FileSystems.join(export_dir, *found.group(1).split("/"))
 
 
-def read_manifest(path: str) -> ExportManifest:
+def use_options(options: PipelineOptions | None) -> None:
+    """Hand pipeline options (s3_region_name, s3_endpoint_url, ...) to Beam's file systems.
+
+    Constructing a ``Pipeline`` does this already; a plain call outside a pipeline (a sample, a
+    manifest check in the CLI) must pass options for s3://, whose file system refuses to work without.
+    """
+    if options is not None:
+        FileSystems.set_options(options)
+
+
+def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportManifest:
     """Read manifest-summary.json and manifest-files.json of the export at (or just below) ``path``."""
+    use_options(options)
     export_dir = find_export_dir(path)
     try:
         summary = json.loads(_read_text(FileSystems.join(export_dir, SUMMARY)))
@@ -147,10 +159,11 @@ def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
                 raise ExportError(f"{path} line {number} is not an export item: {err!r}") from err
 
 
-def iter_export_items(path: str, limit: int | None = None) -> Iterator[dict[str, Any]]:
+def iter_export_items(path: str, limit: int | None = None,
+                      options: PipelineOptions | None = None) -> Iterator[dict[str, Any]]:
     """Items of the whole export, file by file (for samples and small tools; the pipeline reads in parallel)."""
     produced = 0
-    for data_file in read_manifest(path).files:
+    for data_file in read_manifest(path, options).files:
         for item in iter_file_items(data_file.path):
             if limit is not None and produced >= limit:
                 return

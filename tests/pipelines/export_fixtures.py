@@ -1,4 +1,6 @@
-"""Write a realistic DynamoDB export (DYNAMODB_JSON) to a local folder, for tests and benchmarks.
+"""Test items, an exact matcher for big item collections, and realistic DynamoDB exports.
+
+For tests and benchmarks. :func:`write_export` writes a DynamoDB export (DYNAMODB_JSON) to a local folder.
 
 The layout and fields follow what DynamoDB's ExportTableToPointInTime writes to S3:
 ``[prefix/]AWSDynamoDB/<exportId>/`` with ``_started``, ``manifest-summary.json`` (+ ``.md5``),
@@ -15,6 +17,8 @@ import json
 import os
 from collections.abc import Sequence
 from typing import Any
+
+from apache_beam.testing.util import BeamAssertException
 
 from ddb2bt.pipelines.dead_letters import item_to_json
 
@@ -39,7 +43,8 @@ def make_items(count: int, padding: int = 900) -> list[dict[str, Any]]:
             "bins": {"BS": [b"\x01", b"\x02\x80"]},
             "active": {"BOOL": number % 2 == 0},
             "nothing": {"NULL": True},
-            "address": {"M": {"city": {"S": "Zürich"}, "zip": {"N": "8001"}, "lines": {"L": [{"S": "a"}, {"N": "0.10"}]}}},
+            "address": {"M": {"city": {"S": "Zürich"}, "zip": {"N": "8001"},
+                              "lines": {"L": [{"S": "a"}, {"N": "0.10"}]}}},
             "padding": {"S": "x" * padding},
         }
         for number in range(count)
@@ -49,6 +54,40 @@ def make_items(count: int, padding: int = 900) -> list[dict[str, Any]]:
 def item_key(item: dict[str, Any]) -> tuple[str, str]:
     """The (pk, sk) of a :func:`make_items` item, for comparing collections."""
     return item["pk"]["S"], item["sk"]["N"]
+
+
+def fingerprint(item: dict[str, Any]) -> tuple[tuple[str, str], str]:
+    """(key, digest of the whole item): cheap to shuffle into assert_that, yet any changed byte shows."""
+    return item_key(item), hashlib.sha256(json.dumps(item_to_json(item), sort_keys=True).encode()).hexdigest()
+
+
+def exactly(expected: Sequence[dict[str, Any]]) -> Any:
+    """An assert_that matcher for big item collections: same keys, no duplicates, each item identical.
+
+    Pipe the actual items through :func:`fingerprint` first (``items | beam.Map(fingerprint)``):
+    shuffling digests instead of whole items keeps a 6 MB check to seconds on the DirectRunner.
+    An export item (``B`` as base64 text) and its wire-format original have the same fingerprint.
+    """
+    want = dict(map(fingerprint, expected))
+
+    def check(actual):
+        got = dict(actual)
+        if len(actual) != len(expected) or got != want:
+            missing, extra = want.keys() - got.keys(), got.keys() - want.keys()
+            changed = [key for key in want.keys() & got.keys() if want[key] != got[key]]
+            raise BeamAssertException(
+                f"{len(actual)} items read, {len(expected)} expected; missing {sorted(missing)[:5]}, "
+                f"extra {sorted(extra)[:5]}, changed {sorted(changed)[:5]}")
+
+    return check
+
+
+def counter_totals(result: Any) -> dict[str, int]:
+    """Committed Beam counters by name, summed over the steps that share a name."""
+    totals: dict[str, int] = {}
+    for metric in result.metrics().query()["counters"]:
+        totals[metric.key.metric.name] = totals.get(metric.key.metric.name, 0) + metric.committed
+    return totals
 
 
 def _md5(data: bytes) -> tuple[str, str]:

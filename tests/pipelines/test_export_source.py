@@ -1,0 +1,176 @@
+"""DynamoDB export reader: finds the export, reads every data file, and reports counts that do not add up."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+
+import apache_beam as beam
+import boto3
+import pytest
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.util import assert_that, equal_to
+from moto import mock_aws
+
+from ddb2bt.pipelines.export_source import (
+    ExportError,
+    ReadDynamoDBExport,
+    iter_export_items,
+    read_manifest,
+)
+from tests.pipelines.export_fixtures import (
+    counter_totals,
+    exactly,
+    fingerprint,
+    item_key,
+    make_items,
+    write_export,
+)
+
+
+@pytest.fixture
+def items():
+    return make_items(500, padding=100)
+
+
+def run_export(path, expected_items, expected_mismatches=()):
+    pipeline = beam.Pipeline(runner="DirectRunner")
+    out = pipeline | ReadDynamoDBExport(path)
+    assert_that(out["items"] | beam.Map(fingerprint), exactly(expected_items))
+    assert_that(out["count_mismatch"], equal_to(list(expected_mismatches)), label="Mismatches")
+    result = pipeline.run()
+    result.wait_until_finish()
+    return counter_totals(result)
+
+
+def edit_json_lines(path, index, **changes):
+    lines = open(path, encoding="utf-8").read().splitlines()
+    entry = json.loads(lines[index])
+    entry.update(changes)
+    lines[index] = json.dumps(entry)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return entry
+
+
+def test_a_realistic_export_migrates_completely(tmp_path, items):
+    export_dir = write_export(tmp_path, items, files=6, prefix="exports/daily")
+    counters = run_export(export_dir, items)
+    assert counters["items_read"] == 500 and counters["export_files_read"] == 6
+    assert counters.get("export_count_mismatch", 0) == 0
+
+
+def test_manifest_counts_files_and_items(tmp_path, items):
+    export_dir = write_export(tmp_path, items, files=4)
+    manifest = read_manifest(export_dir)
+    assert manifest.item_count == manifest.files_item_count == 500
+    assert len(manifest.files) == 4 and len({f.item_count for f in manifest.files}) > 1  # uneven, like real exports
+    assert manifest.export_id == "01714564800000-1a2b3c4d" and manifest.output_format == "DYNAMODB_JSON"
+    assert all(f.key.startswith("AWSDynamoDB/01714564800000-1a2b3c4d/data/") and os.path.exists(f.path)
+               for f in manifest.files)
+
+
+def test_export_is_found_from_its_folder_or_a_parent_holding_one(tmp_path, items):
+    export_dir = write_export(tmp_path, items[:10], files=2, prefix="p")
+    for path in (export_dir, export_dir + "/", str(tmp_path / "p"), str(tmp_path / "p" / "AWSDynamoDB")):
+        assert read_manifest(path).export_dir == export_dir
+    with pytest.raises(ExportError, match="no manifest-summary.json"):
+        read_manifest(str(tmp_path))
+    write_export(tmp_path / "p", items[:10], files=2, export_id="01714564900000-99999999")
+    with pytest.raises(ExportError, match="holds 2 exports"):
+        read_manifest(str(tmp_path / "p"))
+
+
+def test_a_copied_and_renamed_export_folder_still_resolves_its_keys(tmp_path, items):
+    export_dir = write_export(tmp_path / "original", items[:40], files=3, prefix="a/b")
+    copy = shutil.copytree(export_dir, tmp_path / "copy")
+    assert sorted(map(item_key, iter_export_items(str(copy)))) == sorted(map(item_key, items[:40]))
+
+
+def test_items_stay_in_wire_format_with_base64_binary(tmp_path, items):
+    export_dir = write_export(tmp_path, items[:3], files=1)
+    first = next(iter_export_items(export_dir))
+    assert first["price"] == {"N": "0.50"} and first["exact"]["N"] == "1234567890123456789012345678.9012345678"
+    assert first["blob"] == {"B": "AP8A/g=="} and first["bins"] == {"BS": ["AQ==", "AoA="]}
+    assert len(list(iter_export_items(export_dir, limit=2))) == 2
+
+
+def test_a_tampered_file_count_is_reported(tmp_path, items):
+    export_dir = write_export(tmp_path, items, files=4)
+    entry = edit_json_lines(os.path.join(export_dir, "manifest-files.json"), 1)
+    entry = edit_json_lines(os.path.join(export_dir, "manifest-files.json"), 1, itemCount=entry["itemCount"] + 7)
+    mismatch = {"kind": "file", "file": entry["dataFileS3Key"], "expected": entry["itemCount"],
+                "actual": entry["itemCount"] - 7}
+    counters = run_export(export_dir, items, [mismatch])
+    assert counters["export_count_mismatch"] == 1
+
+
+def test_a_tampered_summary_count_is_reported(tmp_path, items):
+    export_dir = write_export(tmp_path, items, files=3)
+    summary_path = os.path.join(export_dir, "manifest-summary.json")
+    summary = json.load(open(summary_path, encoding="utf-8"))
+    summary["itemCount"] = 499
+    with open(summary_path, "w", encoding="utf-8") as handle:
+        json.dump(summary, handle)
+    mismatch = {"kind": "total", "file": f"{export_dir}/manifest-summary.json", "expected": 499, "actual": 500}
+    counters = run_export(export_dir, items, [mismatch])
+    assert counters["export_count_mismatch"] == 1
+
+
+def test_an_item_missing_from_a_data_file_is_reported(tmp_path, items):
+    export_dir = write_export(tmp_path, items, files=2)
+    data_file = read_manifest(export_dir).files[0]
+    lines = gzip.decompress(open(data_file.path, "rb").read()).splitlines(keepends=True)
+    with open(data_file.path, "wb") as handle:
+        handle.write(gzip.compress(b"".join(lines[1:])))
+    dropped = json.loads(lines[0])["Item"]
+    remaining = [item for item in items if item_key(item) != item_key(dropped)]
+    expected = [{"kind": "file", "file": data_file.key, "expected": data_file.item_count,
+                 "actual": data_file.item_count - 1},
+                {"kind": "total", "file": f"{export_dir}/manifest-summary.json", "expected": 500, "actual": 499}]
+    counters = run_export(export_dir, remaining, expected)
+    assert counters["export_count_mismatch"] == 2
+
+
+def test_an_empty_export_reads_nothing_and_reports_nothing(tmp_path):
+    export_dir = write_export(tmp_path, [], files=1)
+    counters = run_export(export_dir, [])
+    assert counters.get("items_read", 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"outputFormat": "ION"}, "ION is not supported"), ({"exportType": "INCREMENTAL_EXPORT"}, "full export")],
+)
+def test_unsupported_exports_are_refused(tmp_path, change, message):
+    export_dir = write_export(tmp_path, make_items(3, padding=1), files=1)
+    edit_json_lines(os.path.join(export_dir, "manifest-summary.json"), 0, **change)
+    with pytest.raises(ExportError, match=message):
+        read_manifest(export_dir)
+
+
+def test_a_corrupt_line_fails_loudly(tmp_path):
+    export_dir = write_export(tmp_path, make_items(3, padding=1), files=1)
+    data_file = read_manifest(export_dir).files[0]
+    with open(data_file.path, "wb") as handle:
+        handle.write(gzip.compress(b'{"Item": {"pk": {"S": "a"}}}\n{"NotAnItem": 1}\n'))
+    with pytest.raises(ExportError, match="line 2"):
+        list(iter_export_items(export_dir))
+
+
+def test_reads_an_export_from_s3(tmp_path, items, monkeypatch):
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # restored after the test
+    local_root = tmp_path / "bucket"
+    write_export(local_root, items[:60], files=3, prefix="exports/daily")
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="bkt")
+        for folder, _, names in os.walk(local_root):
+            for name in names:
+                full = os.path.join(folder, name)
+                s3.upload_file(full, "bkt", os.path.relpath(full, local_root))
+        read = list(iter_export_items("s3://bkt/exports/daily", options=PipelineOptions()))
+    assert sorted(map(fingerprint, read)) == sorted(map(fingerprint, items[:60]))
