@@ -1,0 +1,115 @@
+"""infer, migrate-plan and report against the seed tables in an in-process moto."""
+
+import json
+
+import pytest
+import yaml
+
+from ddb2bt.cli.seeds import seed_spec
+from ddb2bt.mappers.compiler import compile_spec
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.templates import catalog
+
+
+def _entity_split(spec, items):
+    """Items grouped by the entity that maps them: a partition of item indexes, independent of entity names."""
+    compiled = compile_spec(spec)
+    groups = {}
+    for index, item in enumerate(items):
+        groups.setdefault(getattr(compiled.map_item(item), "entity", None), set()).add(index)
+    return sorted(sorted(group) for group in groups.values())
+
+
+@pytest.mark.parametrize(("template", "table"), [("single-table", "Videos"), ("adjacency-list", "Invoices")])
+def test_infer_reproduces_the_seed_design(invoke, seeded_moto, tmp_path, template, table):
+    out = tmp_path / "draft.yaml"
+    result = invoke("infer", "--table", table, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+    draft = load_spec(out)
+    items = list(catalog.seed_items(catalog.get(template).seed))
+    assert _entity_split(draft, items) == _entity_split(seed_spec(catalog.get(template)), items)
+
+    plan = invoke("migrate-plan", out, "--format", "json")
+    assert plan.exit_code == 0, plan.output
+    data = json.loads(plan.stdout)
+    assert data["has_errors"] is False and data["sample"]["errors"] == 0
+
+
+def test_infer_adjacency_list_uses_a_family_per_related_type(invoke, seeded_moto):
+    result = invoke("infer", "--table", "Invoices")
+    spec = yaml.safe_load(result.stdout)
+    assert set(spec["target"]["families"]) == {"Invoice", "Payment"}
+    payment = next(e for e in spec["entities"] if e["name"] == "payment")
+    assert payment["row_key"] == "{pk|strip_prefix('Invoice-')}"
+    assert payment["columns"][0]["qualifier"] == "{sk|strip_prefix('Payment-')}"
+    assert payment["timestamp"] == {"attribute": "DateCreated"}
+    assert "# Adjacency list" in result.stdout
+
+
+def test_infer_single_table_folds_comments_into_one_timed_column(invoke, seeded_moto):
+    spec = yaml.safe_load(invoke("infer", "--table", "Videos").stdout)
+    assert {e["row_key"] for e in spec["entities"]} == {"{pk}"}
+    comment = next(e for e in spec["entities"] if e["name"] == "video_comment")
+    assert comment["timestamp"]["template"] == "{sk|strip_prefix('VideoComment#')|reverse_timestamp(9999999999)}"
+    counters = [c for e in spec["entities"] for c in e["columns"] if c["attribute"] in ("Count", "ViewCount")]
+    assert {c["encoding"] for c in counters} == {"int64"}
+
+
+def test_infer_unknown_table_exit_2(invoke, seeded_moto):
+    result = invoke("infer", "--table", "Nope")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: DynamoDB: ") and "check the table name" in result.stderr
+
+
+def test_migrate_plan_text(invoke, seeded_moto):
+    result = invoke("migrate-plan", catalog.resources.files("ddb2bt.templates") / "videos.yaml")
+    assert result.exit_code == 0, result.output
+    assert "Videos → Bigtable ddb2bt-local/videos" in result.stdout
+    assert "sample: 9 items → 9 mapped" in result.stdout
+    assert "no errors" in result.stdout
+
+
+def test_migrate_plan_json_is_the_plan_object(invoke, seeded_moto):
+    result = invoke("migrate-plan", catalog.resources.files("ddb2bt.templates") / "invoices.yaml", "--format", "json", "--sample", "4")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["target_table"] == "invoices" and data["sample"]["items"] == 4
+
+
+def _partial_videos(tmp_path, unmatched):
+    spec = tmp_path / "videos.yaml"
+    spec.write_text(
+        "source: {table: Videos, partition_key: pk, sort_key: sk}\n"
+        "target: {table: videos, families: {video: {max_versions: 1}}}\n"
+        f"unmatched: {unmatched}\n"
+        "entities:\n  - {name: video, match: {sk: Video}, row_key: '{pk}', drop: [sk, UploadDate],"
+        " columns: [{attribute: Formats, family: video, encoding: json}]}\n"
+    )
+    return spec
+
+
+def test_migrate_plan_exit_1_on_errors(invoke, seeded_moto, tmp_path):
+    result = invoke("migrate-plan", _partial_videos(tmp_path, "fail"))
+    assert result.exit_code == 1
+    assert "errors: fix them before migrating" in result.stdout
+
+
+def test_migrate_plan_strict_fails_on_warnings(invoke, seeded_moto, tmp_path):
+    spec = _partial_videos(tmp_path, "dead_letter")
+    assert invoke("migrate-plan", spec).exit_code == 0
+    assert invoke("migrate-plan", spec, "--strict").exit_code == 1
+
+
+@pytest.mark.parametrize("name", ["report.html", "report.md"])
+def test_report(invoke, seeded_moto, tmp_path, name):
+    out = tmp_path / "out" / name
+    result = invoke("report", catalog.resources.files("ddb2bt.templates") / "invoices.yaml", "-o", out)
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert ("<html" in text.lower()) if name.endswith("html") else text.startswith("#")
+
+
+def test_report_needs_a_known_extension(invoke, tmp_path):
+    result = invoke("report", "spec.yaml", "-o", tmp_path / "report.pdf")
+    assert result.exit_code == 2 and ".html or .md" in result.output

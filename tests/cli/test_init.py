@@ -1,0 +1,83 @@
+"""init: every template writes a spec that loads, and the templates map the items they describe."""
+
+import pytest
+
+from ddb2bt.mappers.compiler import compile_spec
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.mappers.results import MappedRow, Skipped
+from ddb2bt.templates import catalog
+
+
+@pytest.mark.parametrize("name", list(catalog.TEMPLATES))
+def test_init_writes_a_spec_that_loads(invoke, tmp_path, name):
+    out = tmp_path / "specs" / "spec.yaml"
+    result = invoke("init", "--template", name, "-o", out)
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert not any(line.startswith("$schema:") for line in text.splitlines()) and "ddb2bt schema -o spec.schema.json" in text
+    assert text.lstrip().startswith("#")  # commented
+    load_spec(out)
+
+
+def test_list_shows_every_template_with_a_description(invoke):
+    result = invoke("init", "--list")
+    assert result.exit_code == 0
+    lines = result.output.strip().splitlines()
+    assert [line.split()[0] for line in lines] == list(catalog.TEMPLATES)
+    assert all(len(line.split(maxsplit=1)) == 2 for line in lines)
+
+
+def test_refuses_to_overwrite_without_force(invoke, tmp_path):
+    out = tmp_path / "spec.yaml"
+    out.write_text("mine")
+    result = invoke("init", "-t", "key-value", "-o", out)
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {out} already exists; pass --force to overwrite it or -o to write elsewhere\n"
+    assert out.read_text() == "mine"
+    assert invoke("init", "-t", "key-value", "-o", out, "--force").exit_code == 0
+
+
+def test_unknown_template(invoke, tmp_path):
+    result = invoke("init", "-t", "graph", "-o", tmp_path / "s.yaml")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: no template 'graph'; choose one of: key-value, single-table")
+
+
+def test_template_is_required(invoke):
+    result = invoke("init")
+    assert result.exit_code == 2 and "--template" in result.output
+
+
+S, N = (lambda v: {"S": v}), (lambda v: {"N": v})
+EXAMPLES = {
+    "time-series": ({"device": S("sensor-0042"), "sk": S("temperature#1694359308000"), "Value": N("21.5"), "Unit": S("C")},
+                    b"sensor-0042#temperature#8305640691999"),
+    "versioned": ({"pk": S("C-1001"), "sk": S("v2_Terms"), "Terms": {"M": {"a": N("1")}}, "Editor": S("ana"),
+                   "UpdatedAt": S("2023-09-10T15:21:48Z")}, b"C-1001"),
+    "multi-tenant": ({"TenantId": S("acme"), "OrderId": S("2023-000123"), "Status": S("shipped"), "Total": N("120.5")},
+                     b"acme#2023-000123"),
+    "write-sharded": ({"pk": S("2023-09-10.7"), "EventId": S("e-000918"), "Kind": S("click"), "At": S("2023-09-10T15:21:48Z")},
+                      None),
+}
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_new_templates_map_their_documented_example(name):
+    spec = load_spec(catalog.resources.files("ddb2bt.templates") / catalog.get(name).file)
+    item, key = EXAMPLES[name]
+    row = compile_spec(spec).map_item(item)
+    assert isinstance(row, MappedRow), row
+    if key is not None:
+        assert row.row_key == key
+    if name == "write-sharded":
+        bucket, rest = row.row_key.split(b"#", 1)
+        assert rest == b"2023-09-10#e-000918" and bucket.isdigit()
+    if name == "versioned":
+        assert {cell.qualifier for cell in row.cells} == {b"Terms", b"Terms.editor"}
+        latest = compile_spec(spec).map_item({**item, "sk": S("v0_Terms")})
+        assert isinstance(latest, Skipped)
+
+
+def test_time_series_key_never_starts_with_the_time():
+    spec = load_spec(catalog.resources.files("ddb2bt.templates") / "time_series.yaml")
+    assert spec.entities[0].row_key.template.startswith("{device}")

@@ -1,0 +1,106 @@
+"""The app itself: help, version, speed, and one-line errors with the right exit codes."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+
+from ddb2bt.cli.errors import classify
+
+
+def test_help_lists_every_command(invoke):
+    result = invoke("--help")
+    assert result.exit_code == 0
+    for name in ("init", "infer", "migrate-plan", "report", "migrate", "validate", "schema", "demo"):
+        assert name in result.output
+
+
+def test_version(invoke):
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.output.startswith("ddb2bt ")
+
+
+def test_importing_the_cli_loads_no_heavy_modules():
+    # (the bare `google.cloud` namespace is preloaded by a .pth file in site-packages, so name the real packages)
+    code = (
+        "import sys, ddb2bt.cli.main\n"
+        "heavy = [m for m in ('apache_beam', 'google.cloud.bigtable', 'google.api_core', 'boto3', 'botocore', 'ddb2bt.mappers.spec') if m in sys.modules]\n"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
+
+
+def test_help_is_fast():
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "ddb2bt.cli.main", "--help"], capture_output=True, check=False)
+    subprocess.run([sys.executable, "-c", "from ddb2bt.cli.main import app; app(['--help'])"], capture_output=True, check=False)
+    assert (time.monotonic() - start) / 2 < 2.0
+
+
+@pytest.mark.parametrize("args", [["no-such-command"], ["migrate-plan"], ["migrate-plan", "x.yaml", "--format", "xml"],
+                                  ["migrate-plan", "x.yaml", "--sample", "0"], ["init", "--bogus"]])
+def test_usage_errors_exit_2(invoke, args):
+    assert invoke(*args).exit_code == 2
+
+
+def test_missing_spec_file_is_one_line_exit_2(invoke, tmp_path):
+    result = invoke("migrate-plan", tmp_path / "nope.yaml")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: {tmp_path / 'nope.yaml'}: cannot read the spec: No such file or directory"
+    assert "Traceback" not in result.output
+
+
+def test_bad_spec_names_file_line_and_field(invoke, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("source: {table: T}\ntarget: {table: t, families: {f: {}}}\nentities:\n  - name: e\n    row_key: '{pk|revers}'\n    rest: {family: f}\n")
+    result = invoke("migrate-plan", spec)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"error: {spec}:5: entities[0].row_key")
+    assert "unknown transform 'revers'" in lines[0]
+
+
+def test_several_spec_problems_one_line_each(invoke, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("source: {table: T}\ntarget: {table: t, families: {f: {}}}\nentities:\n"
+                    "  - {name: a, row_key: '{pk}', rest: {family: x}}\n  - {name: b, row_key: '{pk}', rest: {family: y}}\n")
+    result = invoke("migrate-plan", spec)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 3 and all(line.startswith(f"error: {spec}:") for line in lines)
+    assert "family 'x' is not declared" in lines[0] and "family 'y' is not declared" in result.stderr
+
+
+def test_debug_reraises(invoke, tmp_path):
+    result = invoke("--debug", "migrate-plan", tmp_path / "nope.yaml")
+    assert result.exit_code == 1 and type(result.exception).__name__ == "SpecError"
+
+
+def test_unreachable_endpoint_is_one_line_exit_3(invoke):
+    result = invoke("infer", "--table", "T", "--endpoint-url", "http://127.0.0.1:9", "--region", "us-east-1")
+    assert result.exit_code == 3
+    assert result.stderr.count("\n") == 1 and "check --endpoint-url" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "text"),
+    [
+        (NoCredentialsError(), 3, "configure AWS credentials"),
+        (EndpointConnectionError(endpoint_url="http://x"), 3, "http://x"),
+        (ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "Requested resource not found"}}, "DescribeTable"),
+         2, "check the table name"),
+        (ClientError({"Error": {"Code": "AccessDeniedException", "Message": "nope"}}, "Scan"), 3, "AccessDeniedException: nope"),
+        (FileExistsError("spec.yaml already exists"), 2, "already exists"),
+    ],
+)
+def test_classify(error, code, text):
+    found_code, message = classify(error)
+    assert found_code == code and text in message and "\n" not in message
+
+
+def test_unknown_errors_are_not_classified():
+    assert classify(ZeroDivisionError("x")) is None
