@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything tests, the demo and benchmarks need on a fresh Debian machine:
-# the .venv, a Bigtable emulator and dynalite (moto_server comes with the venv).
+# the .venv, a Bigtable emulator, dynalite (moto_server comes with the venv) and Chromium.
 # Idempotent and quiet: each step is skipped when already done, and a step's output is
 # shown only when it fails.
 set -euo pipefail
@@ -64,3 +64,6 @@ if ! stamp_fresh "$NODE_STAMP" tools/node/package.json tools/node/package-lock.j
   digest tools/node/package.json tools/node/package-lock.json >"$NODE_STAMP"
 fi
 "$VPY" pipelines/local_servers.py which dynalite >/dev/null
+
+# 4. Headless Chromium (Debian's package), used by the test that renders the HTML report.
+command -v chromium >/dev/null || apt_install chromium
