@@ -15,6 +15,7 @@ counters must add up: ``items_read = rows_written + dead_lettered + skipped``.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -219,6 +220,8 @@ def run_migration(spec: Any, *, run_dir: str | None = None, dead_letter: str | N
     from .options import default_run_dir
 
     options = PipelineOptions(list(pipeline_args))
+    # One "now" for the whole run: every worker must default to the same cell timestamps and TTL cut-off.
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     dry_run = bool(options.view_as(TestOptions).dry_run)
     scanning = spec.source.export is None and sample is None
     if resume and not run_dir:
