@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,9 +12,9 @@ def command(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Print the JSON Schema of the mapping spec (point `$schema` at it for editor completion)."""
-    from ...mappers.spec import MappingSpec
+    from ...mappers.schema import json_schema_text
 
-    text = json.dumps(MappingSpec.model_json_schema(by_alias=True), indent=2) + "\n"
+    text = json_schema_text()
     if output is None:
         typer.echo(text, nl=False)
     else:

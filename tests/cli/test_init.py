@@ -81,3 +81,12 @@ def test_new_templates_map_their_documented_example(name):
 def test_time_series_key_never_starts_with_the_time():
     spec = load_spec(catalog.resources.files("ddb2bt.templates") / "time_series.yaml")
     assert spec.entities[0].row_key.template.startswith("{device}")
+
+
+def test_schema_prints_the_shipped_schema(invoke, tmp_path):
+    from ddb2bt.mappers.schema import SCHEMA_PATH
+
+    result = invoke("schema")
+    assert result.exit_code == 0 and result.stdout == SCHEMA_PATH.read_text()
+    assert invoke("schema", "-o", tmp_path / "s.json").exit_code == 0
+    assert (tmp_path / "s.json").read_text() == SCHEMA_PATH.read_text()
