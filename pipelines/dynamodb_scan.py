@@ -24,7 +24,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, HTTPClientError
 
-from .dynamodb_client import ClientSettings, make_client
+from .dynamodb_client import ClientSettings, TableInfo, describe_source, make_client
 
 log = logging.getLogger(__name__)
 
@@ -290,12 +290,19 @@ class ScanDynamoDB(beam.PTransform):
     Segment numbers are created, reshuffled so the runner spreads them over workers, and each is
     scanned to its end by one DoFn call. ``completed_segments`` (from a checkpoint) are left out,
     which is what ``--resume`` relies on: a segment is reported done only after all its items were
-    emitted. ``rcu_per_segment`` (see :meth:`ReadBudget.per_segment_rate`) caps each segment's
-    read rate; None leaves pacing to botocore's adaptive retry mode.
+    emitted.
+
+    Read budget: each segment may consume ``rcu_per_segment`` RCU/s. Left as None it is
+    ``source.read_budget × capacity / segments_in_flight`` (see :meth:`ReadBudget.per_segment_rate`),
+    capacity coming from ``table_info`` or one DescribeTable call when the pipeline is built.
+    ``segments_in_flight`` defaults to every segment, which never overspends but is slow when far
+    fewer run at once: pass the real concurrency (workers × threads) when it is known.
+    ``math.inf`` turns the budget off, leaving pacing to botocore's adaptive retry mode.
     """
 
     def __init__(self, source_settings: Any, total_segments: int, consistent_read: bool | None = None,
                  completed_segments: frozenset[int] | set[int] = frozenset(), *, rcu_per_segment: float | None = None,
+                 segments_in_flight: int | None = None, table_info: TableInfo | None = None,
                  retry: RetryPolicy = RetryPolicy(), page_limit: int | None = None,
                  client_settings: ClientSettings | None = None) -> None:
         super().__init__()
@@ -308,11 +315,24 @@ class ScanDynamoDB(beam.PTransform):
         done = frozenset(completed_segments)
         self._segments = [s for s in range(total_segments) if s not in done]
         self._settings = client_settings or ClientSettings.from_source(source_settings)
-        self._rate, self._retry, self._limit = rcu_per_segment, retry, page_limit
+        self._budget = (getattr(source_settings, "read_budget", 0.5), getattr(source_settings, "on_demand_rcu", 4000))
+        self._in_flight = min(segments_in_flight or total_segments, total_segments)
+        self._rate, self._info, self._retry, self._limit = rcu_per_segment, table_info, retry, page_limit
+
+    def rcu_per_segment(self) -> float | None:
+        """The per-segment read rate the scan will hold (None: unlimited); may call DescribeTable once."""
+        rate = self._rate
+        if rate is None:
+            info = self._info or describe_source(make_client(self._settings), self._table)
+            read_budget, on_demand_rcu = self._budget
+            rate = ReadBudget.per_segment_rate(info.capacity_rcu(on_demand_rcu), read_budget, self._in_flight)
+        return None if math.isinf(rate) else rate
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
-        fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, self._rate, self._retry,
-                            self._limit)
+        rate = self.rcu_per_segment()
+        log.info("scan %s: %d of %d segments, %s RCU/s per segment", self._table, len(self._segments), self._total,
+                 "unlimited" if rate is None else f"{rate:.1f}")
+        fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, rate, self._retry, self._limit)
         outputs = (
             pbegin
             | "Segments" >> beam.Create(self._segments)

@@ -7,6 +7,7 @@ servers (dynalite pages at 1 MB and validates strictly, which is the point).
 from __future__ import annotations
 
 import itertools
+import math
 import pickle
 
 import apache_beam as beam
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from ddb2bt.mappers.spec import SourceSpec
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, describe_source, make_client
+from ddb2bt.pipelines.dynamodb_client import ClientSettings, TableInfo, describe_source, make_client
 from ddb2bt.pipelines.dynamodb_scan import (
     GIB,
     ReadBudget,
@@ -140,6 +141,25 @@ def test_budget_holds_the_long_run_rate():
 
 
 # --------------------------------------------------------------------------- plain iterators (moto in-process)
+
+
+def test_scan_spends_no_more_than_its_budget(moto_client):
+    create_table(moto_client, "t", make_items(30, padding=10))
+    clock = FakeClock()
+    pages = list(scan_pages(moto_client, "t", limit=3, budget=ReadBudget(2, burst=2, clock=clock, sleep=clock.sleep)))
+    spent = sum(page.consumed_rcu for page in pages)
+    assert len(pages) >= 10 and clock.now == pytest.approx((spent - pages[-1].consumed_rcu - 2) / 2)
+
+
+def test_scan_budget_defaults_to_a_share_of_the_table_capacity(moto_client):
+    create_table(moto_client, "t", ProvisionedThroughput={"ReadCapacityUnits": 300, "WriteCapacityUnits": 5})
+    source = SourceSpec(table="t", region=REGION, read_budget=0.2)
+    assert ScanDynamoDB(source, 4).rcu_per_segment() == pytest.approx(15)  # DescribeTable: 0.2 * 300 / 4
+    assert ScanDynamoDB(source, 4, segments_in_flight=2).rcu_per_segment() == pytest.approx(30)
+    on_demand = TableInfo("t", "pk", "sk", 0, 0, "PAY_PER_REQUEST", None)
+    assert ScanDynamoDB(source, 8, table_info=on_demand).rcu_per_segment() == pytest.approx(0.2 * 4000 / 8)
+    assert ScanDynamoDB(source, 4, rcu_per_segment=12.5).rcu_per_segment() == 12.5
+    assert ScanDynamoDB(source, 4, rcu_per_segment=math.inf).rcu_per_segment() is None
 
 
 def test_pages_follow_last_evaluated_key_to_the_end_exactly(moto_client):
