@@ -1,0 +1,490 @@
+"""ddb2bt against the hand-written baseline, same data, same run: ``python -m benchmarks.run [--items N] [--quick]``.
+
+Sections (each figure is also in ``benchmarks/results/latest.json``):
+
+* **mapper**: ``compile_spec(...).map_item`` + ``to_mutation_entry`` vs the floor, boto3's
+  ``TypeDeserializer`` over the same items plus building the same ``RowMutationEntry``/``SetCell``
+  objects directly; also checks that baseline.translate and ddb2bt give the same cells.
+* **end to end** (dynalite + Bigtable emulator, loaded once): baseline (one-segment Scan, hand
+  translation, ``MutationsBatcher``) vs ``run_migration`` on the DirectRunner in several local
+  configurations (the best one is used below); then both from an export folder; then both
+  through ``latency_proxy`` adding 20 ms to every DynamoDB request.
+* **memory**: peak RSS of the pipeline's process tree (psutil, sampled every 50 ms) at N items
+  and at ``--memory-items`` (1,000,000 by default, read from an export folder to keep the time sane).
+
+The machine has few cores shared by dynalite, the emulator and the pipeline: absolute figures
+drift between runs, ratios within one run hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+PROJECT, INSTANCE = "bench-project", "bench-instance"
+
+TARGETS = {
+    "e2e_loopback_ratio": 1.5,
+    "e2e_latency_ratio": 4.0,
+    "mapper_ratio": 0.8,
+    "memory_ratio_max": 1.25,
+    "memory_peak_max_bytes": 1 << 30,
+}
+
+
+# --------------------------------------------------------------------------- environment
+
+
+def machine() -> dict[str, Any]:
+    import psutil
+
+    model = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu_model": model, "cores": os.cpu_count(), "ram_bytes": psutil.virtual_memory().total,
+            "platform": platform.platform(), "python": platform.python_version()}
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("ddb2bt", "apache-beam", "google-cloud-bigtable", "boto3", "botocore", "grpcio", "protobuf",
+                 "pydantic", "psutil", "pyinstrument"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    try:
+        found["git_commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                             text=True, check=False).stdout.strip() or None
+    except OSError:
+        found["git_commit"] = None
+    return found
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- mapper
+
+
+def mapper_section(n: int, repeats: int = 3) -> dict[str, Any]:
+    """Items/s of ddb2bt's mapper + mutation objects vs the floor; and the baseline/ddb2bt equivalence check."""
+    from boto3.dynamodb.types import TypeDeserializer
+    from google.cloud.bigtable.data import RowMutationEntry, SetCell
+
+    from ddb2bt.mappers.compiler import compile_spec
+    from ddb2bt.mappers.loader import load_spec
+    from ddb2bt.mappers.results import MappedRow
+    from ddb2bt.pipelines.bigtable_sink import to_mutation_entry
+    from ddb2bt.pipelines.dead_letters import item_to_json
+
+    from . import baseline, dataset
+
+    items = list(dataset.generate(n))
+    compiled = compile_spec(load_spec(HERE / "spec.yaml"))
+    rows = [compiled.map_item(item) for item in items]
+    not_rows = sum(not isinstance(row, MappedRow) for row in rows)
+
+    # the same items must give the same cells both ways, in wire (boto3) and export (base64) form
+    mismatches = 0
+    for item, row in zip(items, rows):
+        for form in (item, item_to_json(item)):
+            mapped = compiled.map_item(form) if form is not item else row
+            key, cells = baseline.translate(form)
+            if not isinstance(mapped, MappedRow) or mapped.row_key != key or sorted(mapped.cells) != sorted(cells):
+                mismatches += 1
+
+    def ours() -> None:
+        map_item, convert = compiled.map_item, to_mutation_entry
+        for item in items:
+            convert(map_item(item))
+
+    def floor() -> None:
+        deserialize = TypeDeserializer().deserialize
+        for item, row in zip(items, rows):
+            {name: deserialize(value) for name, value in item.items()}
+            RowMutationEntry(row.row_key, [SetCell(f, q, v, ts) for f, q, ts, v in row.cells])
+
+    def hand_written() -> None:
+        translate = baseline.translate
+        for item in items:
+            key, cells = translate(item)
+            RowMutationEntry(key, [SetCell(f, q, v, ts) for f, q, ts, v in cells])
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(repeats):
+            gc.collect()
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return n / min(times)
+
+    rates = {}
+    for name, fn in (("ddb2bt", ours), ("floor", floor), ("baseline_translate", hand_written)):
+        rates[name] = best(fn)  # interleaved order is the same each run; best of `repeats`
+    cells = sum(len(row.cells) for row in rows if isinstance(row, MappedRow))
+    return {
+        "items": n, "cells": cells, "not_mapped": not_rows, "equivalence_mismatches": mismatches,
+        "equivalent": mismatches == 0 and not_rows == 0,
+        "ddb2bt_items_per_s": rates["ddb2bt"], "floor_items_per_s": rates["floor"],
+        "baseline_translate_items_per_s": rates["baseline_translate"],
+        "ratio_vs_floor": rates["ddb2bt"] / rates["floor"],
+        "what": "ddb2bt: compile_spec(spec).map_item + to_mutation_entry; floor: boto3 TypeDeserializer over every "
+                "attribute + RowMutationEntry/SetCell built directly from the same cells; best of "
+                f"{repeats}, one process",
+    }
+
+
+# --------------------------------------------------------------------------- measured child processes
+
+
+class RssSampler(threading.Thread):
+    """Peak of the summed RSS of a process and all its descendants, sampled every `interval` seconds."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        import psutil
+
+        self.root = psutil.Process(pid)
+        self.interval, self.peak, self.samples = interval, 0, 0
+        self.max_processes = 0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        while not self._halt.is_set():
+            try:
+                processes = [self.root, *self.root.children(recursive=True)]
+            except psutil.Error:
+                break
+            total = 0
+            for process in processes:
+                try:
+                    total += process.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, total)
+            self.max_processes = max(self.max_processes, len(processes))
+            self.samples += 1
+            self._halt.wait(self.interval)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+
+def run_child(job: dict, env: dict[str, str], timeout: float = 1800) -> dict[str, Any]:
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.child", json.dumps(job)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = RssSampler(proc.pid)
+    sampler.start()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        sampler.stop()
+    wall = time.perf_counter() - started
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"job {job['kind']} failed ({proc.returncode}):\n{err[-4000:]}")
+    result = json.loads(lines[-1])
+    result.update(peak_rss_bytes=sampler.peak, rss_samples=sampler.samples, processes=sampler.max_processes,
+                  process_wall_seconds=wall)
+    result["items_per_s"] = result["items_read"] / result["seconds"] if result["seconds"] else 0.0
+    return result
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+class Bench:
+    def __init__(self, n: int, env: dict[str, str], dynamodb_endpoint: str, table: str, export_dir: str,
+                 workdir: str, profile: bool) -> None:
+        self.n, self.env, self.endpoint, self.table = n, env, dynamodb_endpoint, table
+        self.export_dir, self.workdir, self.profile = export_dir, workdir, profile
+        self.runs = 0
+
+    def reset_target(self) -> str:
+        """Drop and recreate the Bigtable table, with the spec's families."""
+        from google.cloud.bigtable import Client
+
+        from ddb2bt.pipelines.bigtable_sink import ensure_table
+
+        from .child import bench_spec
+
+        spec = bench_spec({"project": PROJECT, "instance": INSTANCE, "target": "bench", "endpoint": self.endpoint})
+        table = Client(project=PROJECT, admin=True).instance(INSTANCE).table("bench")
+        if table.exists():
+            table.delete()
+        ensure_table(spec.target)
+        return "bench"
+
+    def job(self, kind: str, **extra: Any) -> dict[str, Any]:
+        self.runs += 1
+        target = self.reset_target()
+        job = {"kind": kind, "endpoint": extra.pop("endpoint", self.endpoint), "table": self.table,
+               "project": PROJECT, "instance": INSTANCE, "target": target,
+               "run_dir": os.path.join(self.workdir, f"run{self.runs}"), **extra}
+        label = extra.pop("label", kind)
+        job.pop("label", None)
+        if self.profile:
+            job["profile"] = str(RESULTS / f"profile-{self.runs:02d}-{label}.txt")
+        log(f"run {self.runs}: {label} {json.dumps({k: v for k, v in job.items() if k in ('segments', 'mode', 'workers', 'export_dir')})}")
+        result = run_child(job, self.env)
+        expected = extra.get("expected", self.n)
+        if result["items_read"] != expected or result["rows_written"] != expected:
+            raise RuntimeError(f"{label}: read {result['items_read']}, wrote {result['rows_written']}, "
+                               f"expected {expected}: {result.get('problems')}")
+        if kind == "ddb2bt" and not result.get("ok", True):
+            raise RuntimeError(f"{label}: run not OK: {result.get('problems')}")
+        result["label"] = label
+        log(f"  {result['items_per_s']:,.0f} items/s ({result['seconds']:.1f}s, peak RSS "
+            f"{result['peak_rss_bytes'] / 2**20:,.0f} MiB over {result['processes']} processes)")
+        return result
+
+
+def ddb2bt_configs(quick: bool) -> list[dict[str, Any]]:
+    configs = [
+        {"label": "in_memory/1 worker/4 segments", "mode": "in_memory", "workers": 1, "segments": 4},
+        {"label": "multi_threading/2 workers/4 segments", "mode": "multi_threading", "workers": 2, "segments": 4},
+        {"label": "multi_processing/2 workers/4 segments", "mode": "multi_processing", "workers": 2, "segments": 4},
+        {"label": "multi_processing/2 workers/8 segments", "mode": "multi_processing", "workers": 2, "segments": 8},
+    ]
+    return configs[:1] + configs[2:3] if quick else configs
+
+
+def e2e_section(bench: Bench, quick: bool, proxy_endpoint: str | None) -> dict[str, Any]:
+    section: dict[str, Any] = {}
+    base = bench.job("baseline_scan", label="baseline scan")
+    tried = [bench.job("ddb2bt", **config) for config in ddb2bt_configs(quick)]
+    best = max(tried, key=lambda r: r["items_per_s"])
+    best_config = next(c for c in ddb2bt_configs(quick) if c["label"] == best["label"])
+    section["loopback"] = {"baseline": base, "ddb2bt_configs": tried, "ddb2bt_best": best["label"],
+                           "ratio": best["items_per_s"] / base["items_per_s"]}
+
+    mode = {k: best_config[k] for k in ("mode", "workers")}
+    base_export = bench.job("baseline_export", export_dir=bench.export_dir, label="baseline export")
+    ours_export = bench.job("ddb2bt", export_dir=bench.export_dir, label=f"ddb2bt export {mode['mode']}", **mode)
+    section["export"] = {"baseline": base_export, "ddb2bt": ours_export,
+                         "ratio": ours_export["items_per_s"] / base_export["items_per_s"]}
+
+    if proxy_endpoint:
+        base_far = bench.job("baseline_scan", endpoint=proxy_endpoint, label="baseline scan +20ms")
+        far = [bench.job("ddb2bt", endpoint=proxy_endpoint, segments=segments,
+                         label=f"ddb2bt +20ms {mode['mode']}/{segments} segments", **mode)
+               for segments in ((8,) if quick else (8, 32))]
+        best_far = max(far, key=lambda r: r["items_per_s"])
+        section["latency_20ms"] = {"baseline": base_far, "ddb2bt_configs": far, "ddb2bt_best": best_far["label"],
+                                   "ratio": best_far["items_per_s"] / base_far["items_per_s"]}
+    section["best_local_config"] = best_config
+    return section
+
+
+def memory_section(bench: Bench, best_config: dict[str, Any], small_dir: str, small_n: int, big_dir: str,
+                   big_n: int) -> dict[str, Any]:
+    mode = {k: best_config[k] for k in ("mode", "workers")}
+    small = bench.job("ddb2bt", export_dir=small_dir, expected=small_n, label=f"memory {small_n} export", **mode)
+    big = bench.job("ddb2bt", export_dir=big_dir, expected=big_n, label=f"memory {big_n} export", **mode)
+    return {"source": "export folder (gzipped DynamoDB JSON), same DirectRunner configuration as the best local one",
+            "small": {"items": small_n, "peak_rss_bytes": small["peak_rss_bytes"], "run": small},
+            "big": {"items": big_n, "peak_rss_bytes": big["peak_rss_bytes"], "run": big},
+            "ratio": big["peak_rss_bytes"] / small["peak_rss_bytes"]}
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _fmt_rate(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def verdicts(results: dict[str, Any]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    mapper = results.get("mapper")
+    if mapper:
+        found["mapper_ratio"] = {"value": mapper["ratio_vs_floor"], "target": ">= 0.8",
+                                 "met": mapper["ratio_vs_floor"] >= TARGETS["mapper_ratio"]}
+    e2e = results.get("end_to_end")
+    if e2e:
+        ratio = e2e["loopback"]["ratio"]
+        found["e2e_loopback_ratio"] = {"value": ratio, "target": ">= 1.5 (never < 1.0)",
+                                       "met": ratio >= TARGETS["e2e_loopback_ratio"]}
+        found["e2e_export_ratio"] = {"value": e2e["export"]["ratio"], "target": ">= 1.5 (never < 1.0)",
+                                     "met": e2e["export"]["ratio"] >= TARGETS["e2e_loopback_ratio"]}
+        if "latency_20ms" in e2e:
+            ratio = e2e["latency_20ms"]["ratio"]
+            found["e2e_latency_ratio"] = {"value": ratio, "target": ">= 4", "met": ratio >= TARGETS["e2e_latency_ratio"]}
+    memory = results.get("memory")
+    if memory:
+        found["memory_ratio"] = {"value": memory["ratio"], "target": "<= 1.25",
+                                 "met": memory["ratio"] <= TARGETS["memory_ratio_max"]}
+        peak = memory["big"]["peak_rss_bytes"]
+        found["memory_peak"] = {"value": peak, "target": "< 1 GiB", "met": peak < TARGETS["memory_peak_max_bytes"]}
+    return found
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = [f"ddb2bt benchmark, {results['date']}, {results['machine']['cpu_model']}, "
+             f"{results['machine']['cores']} cores, {results['machine']['ram_bytes'] / 2**30:.1f} GiB RAM",
+             f"items: {results['config']['items']:,} ({results['config']['mode']})", ""]
+    row = "{:<44} {:>14} {:>14} {:>8}  {}"
+    lines.append(row.format("scenario", "baseline", "ddb2bt", "ratio", "ddb2bt configuration"))
+    mapper = results.get("mapper")
+    if mapper:
+        lines.append(row.format("mapper items/s (vs floor)", _fmt_rate(mapper["floor_items_per_s"]),
+                                _fmt_rate(mapper["ddb2bt_items_per_s"]), f"{mapper['ratio_vs_floor']:.2f}",
+                                "map_item + to_mutation_entry"))
+        lines.append(row.format("  hand-written translate + entries items/s", "",
+                                _fmt_rate(mapper["baseline_translate_items_per_s"]), "", "(for reference)"))
+    e2e = results.get("end_to_end")
+    if e2e:
+        loop = e2e["loopback"]
+        best = next(r for r in loop["ddb2bt_configs"] if r["label"] == loop["ddb2bt_best"])
+        lines.append(row.format("end to end, live scan, loopback (items/s)", _fmt_rate(loop["baseline"]["items_per_s"]),
+                                _fmt_rate(best["items_per_s"]), f"{loop['ratio']:.2f}", loop["ddb2bt_best"]))
+        for run in loop["ddb2bt_configs"]:
+            lines.append(row.format("  ddb2bt " + run["label"], "", _fmt_rate(run["items_per_s"]),
+                                    f"{run['items_per_s'] / loop['baseline']['items_per_s']:.2f}", ""))
+        exp = e2e["export"]
+        lines.append(row.format("end to end, export folder (items/s)", _fmt_rate(exp["baseline"]["items_per_s"]),
+                                _fmt_rate(exp["ddb2bt"]["items_per_s"]), f"{exp['ratio']:.2f}", exp["ddb2bt"]["label"]))
+        if "latency_20ms" in e2e:
+            far = e2e["latency_20ms"]
+            best = next(r for r in far["ddb2bt_configs"] if r["label"] == far["ddb2bt_best"])
+            lines.append(row.format("end to end, live scan, +20 ms/request", _fmt_rate(far["baseline"]["items_per_s"]),
+                                    _fmt_rate(best["items_per_s"]), f"{far['ratio']:.2f}", far["ddb2bt_best"]))
+            for run in far["ddb2bt_configs"]:
+                lines.append(row.format("  ddb2bt " + run["label"], "", _fmt_rate(run["items_per_s"]),
+                                        f"{run['items_per_s'] / far['baseline']['items_per_s']:.2f}", ""))
+    memory = results.get("memory")
+    if memory:
+        mib = 2**20
+        lines.append(row.format(f"peak RSS, MiB ({memory['small']['items']:,} -> {memory['big']['items']:,} items)",
+                                f"{memory['small']['peak_rss_bytes'] / mib:,.0f}",
+                                f"{memory['big']['peak_rss_bytes'] / mib:,.0f}", f"{memory['ratio']:.2f}",
+                                "ddb2bt from export; sum over the process tree"))
+    lines.append("")
+    for name, verdict in results.get("targets", {}).items():
+        value = verdict["value"]
+        shown = f"{value / 2**20:,.0f} MiB" if name == "memory_peak" else f"{value:.2f}"
+        lines.append(f"target {name:<20} {shown:>12}  ({verdict['target']}): {'met' if verdict['met'] else 'NOT met'}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=None, help="items in the table (default 100,000; --quick 5,000)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 5,000 items, fewer configurations")
+    parser.add_argument("--mapper-only", action="store_true", help="only the mapper section (no servers)")
+    parser.add_argument("--mapper-items", type=int, default=None, help="items for the mapper section (default min(N, 50,000))")
+    parser.add_argument("--memory-items", type=int, default=None, help="items for the big memory run (default 1,000,000)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory section")
+    parser.add_argument("--no-latency", action="store_true", help="skip the +20 ms section")
+    parser.add_argument("--profile", action="store_true", help="pyinstrument every end-to-end job (results/profile-*.txt)")
+    parser.add_argument("--output", default=str(RESULTS / "latest.json"))
+    args = parser.parse_args(argv)
+
+    n = args.items or (5_000 if args.quick else 100_000)
+    mapper_n = args.mapper_items or min(n, 50_000)
+    memory_n = args.memory_items or (4 * n if args.quick else 1_000_000)
+    results: dict[str, Any] = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(), "versions": versions(),
+        "config": {"items": n, "mode": "quick" if args.quick else "full", "mapper_items": mapper_n,
+                   "memory_items": None if args.no_memory or args.mapper_only else memory_n,
+                   "latency_ms": None if args.no_latency or args.mapper_only else 20, "seed": None},
+        "targets_wanted": TARGETS,
+    }
+    from . import dataset
+
+    results["config"]["seed"] = dataset.SEED
+    started = time.perf_counter()
+    log(f"mapper: {mapper_n:,} items")
+    results["mapper"] = mapper_section(mapper_n)
+    if not args.mapper_only:
+        results.update(servers_part(args, n, memory_n))
+    results["targets"] = verdicts(results)
+    results["total_seconds"] = time.perf_counter() - started
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.output).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    print(render(results))
+    print(f"\n(full figures: {args.output}; {results['total_seconds']:.0f}s)")
+    return results
+
+
+def servers_part(args: argparse.Namespace, n: int, memory_n: int) -> dict[str, Any]:
+    from ddb2bt.pipelines import local_servers
+
+    from . import dataset, load
+
+    out: dict[str, Any] = {}
+    files = 8 if n >= 50_000 else 4
+    log(f"export folder: {n:,} items")
+    export_dir, reused = load.cached_export(n, files)
+    out["dataset"] = {"items": n, "export_dir": export_dir, "export_reused": reused,
+                      "summary": dataset.summary(dataset.generate(min(n, 20_000))) | {"summary_of_first": min(n, 20_000)}}
+    env = {**os.environ, **local_servers.FAKE_AWS_ENV, "PYTHONPATH": str(ROOT)}
+    env.pop("AWS_PROFILE", None)
+    with tempfile.TemporaryDirectory(prefix="ddb2bt-bench-") as workdir, \
+            local_servers.dynalite() as dynamo, local_servers.bigtable_emulator() as emulator, \
+            local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
+        env["BIGTABLE_EMULATOR_HOST"] = emulator.endpoint
+        log(f"loading {n:,} items into dynalite")
+        out["dataset"]["load"] = load.load_table(dynamo.endpoint, "bench", dataset.generate(n))
+        log(f"  loaded in {out['dataset']['load']['seconds']:.0f}s")
+        bench = Bench(n, env, dynamo.endpoint, "bench", export_dir, workdir, args.profile)
+        proxy = None
+        proxy_endpoint = None
+        try:
+            if not args.no_latency:
+                proxy = subprocess.Popen([sys.executable, "-m", "benchmarks.latency_proxy", "--target",
+                                          dynamo.endpoint.removeprefix("http://"), "--delay-ms", "20",
+                                          "--idle-seconds", "900"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                         text=True)
+                port = proxy.stdout.readline().split()[1]
+                proxy_endpoint = f"http://127.0.0.1:{port}"
+            out["end_to_end"] = e2e_section(bench, args.quick, proxy_endpoint)
+        finally:
+            if proxy is not None:
+                proxy.terminate()
+                proxy.wait(10)
+        if not args.no_memory:
+            log(f"export folder: {memory_n:,} items (memory check)")
+            big_dir, _ = load.cached_export(memory_n, 16 if memory_n >= 500_000 else files)
+            out["memory"] = memory_section(bench, out["end_to_end"]["best_local_config"], export_dir, n, big_dir,
+                                           memory_n)
+    return out
+
+
+if __name__ == "__main__":
+    main()
