@@ -249,13 +249,39 @@ def sample_items(client: Any, table: str, n: int, *, consistent_read: bool = Fal
     return found
 
 
+@dataclass(frozen=True)
+class BudgetPlan:
+    """How a segment's read rate is set: given outright, or a share of the table's capacity.
+
+    Resolved where a client is at hand (a worker's ``setup``), so building the pipeline, e.g. a
+    Dataflow dry run, needs no access to DynamoDB.
+    """
+
+    rcu_per_segment: float | None = None
+    """Fixed RCU/s per segment; ``math.inf`` for no limit; None to derive it from the capacity."""
+    read_budget: float = 0.5
+    on_demand_rcu: int = 4000
+    segments_in_flight: int = 1
+    table_info: TableInfo | None = None
+
+    def resolve(self, client: Any, table: str) -> float | None:
+        """RCU/s per segment, None when unlimited; calls DescribeTable when neither rate nor table_info is given."""
+        rate = self.rcu_per_segment
+        if rate is None:
+            info = self.table_info or describe_source(client, table)
+            rate = ReadBudget.per_segment_rate(info.capacity_rcu(self.on_demand_rcu), self.read_budget,
+                                               self.segments_in_flight)
+        return None if math.isinf(rate) else rate
+
+
 class _ScanSegmentFn(beam.DoFn):
-    """Scans the segment numbers it receives; the client is built per worker in ``setup``."""
+    """Scans the segment numbers it receives; client and read rate are set up per worker in ``setup``."""
 
     def __init__(self, settings: ClientSettings, table: str, total_segments: int, consistent_read: bool,
-                 rcu_per_segment: float | None, retry: RetryPolicy, page_limit: int | None) -> None:
+                 budget: BudgetPlan, retry: RetryPolicy, page_limit: int | None) -> None:
         self._settings, self._table, self._total = settings, table, total_segments
-        self._consistent, self._rate, self._retry, self._limit = consistent_read, rcu_per_segment, retry, page_limit
+        self._consistent, self._plan, self._retry, self._limit = consistent_read, budget, retry, page_limit
+        self._rate: float | None = None
         self._items = Metrics.counter(METRICS_NAMESPACE, "items_read")
         self._pages = Metrics.counter(METRICS_NAMESPACE, "scan_pages")
         self._rcu = Metrics.counter(METRICS_NAMESPACE, "consumed_rcu")
@@ -264,6 +290,9 @@ class _ScanSegmentFn(beam.DoFn):
 
     def setup(self) -> None:
         self._client = make_client(self._settings)
+        self._rate = self._plan.resolve(self._client, self._table)
+        log.info("scan %s: %s RCU/s per segment", self._table,
+                 "unlimited" if self._rate is None else f"{self._rate:.1f}")
 
     def process(self, segment: int) -> Iterable[Any]:
         budget = ReadBudget(self._rate) if self._rate else None
@@ -294,7 +323,8 @@ class ScanDynamoDB(beam.PTransform):
 
     Read budget: each segment may consume ``rcu_per_segment`` RCU/s. Left as None it is
     ``source.read_budget × capacity / segments_in_flight`` (see :meth:`ReadBudget.per_segment_rate`),
-    capacity coming from ``table_info`` or one DescribeTable call when the pipeline is built.
+    capacity coming from ``table_info`` or a DescribeTable call in each worker's ``setup`` (never at
+    build time, so a Dataflow dry run stays offline).
     ``segments_in_flight`` defaults to every segment, which never overspends but is slow when far
     fewer run at once: pass the real concurrency (workers × threads) when it is known.
     ``math.inf`` turns the budget off, leaving pacing to botocore's adaptive retry mode.
@@ -315,24 +345,22 @@ class ScanDynamoDB(beam.PTransform):
         done = frozenset(completed_segments)
         self._segments = [s for s in range(total_segments) if s not in done]
         self._settings = client_settings or ClientSettings.from_source(source_settings)
-        self._budget = (getattr(source_settings, "read_budget", 0.5), getattr(source_settings, "on_demand_rcu", 4000))
-        self._in_flight = min(segments_in_flight or total_segments, total_segments)
-        self._rate, self._info, self._retry, self._limit = rcu_per_segment, table_info, retry, page_limit
+        self._budget = BudgetPlan(
+            rcu_per_segment,
+            getattr(source_settings, "read_budget", 0.5),
+            getattr(source_settings, "on_demand_rcu", 4000),
+            min(segments_in_flight or total_segments, total_segments),
+            table_info,
+        )
+        self._retry, self._limit = retry, page_limit
 
     def rcu_per_segment(self) -> float | None:
         """The per-segment read rate the scan will hold (None: unlimited); may call DescribeTable once."""
-        rate = self._rate
-        if rate is None:
-            info = self._info or describe_source(make_client(self._settings), self._table)
-            read_budget, on_demand_rcu = self._budget
-            rate = ReadBudget.per_segment_rate(info.capacity_rcu(on_demand_rcu), read_budget, self._in_flight)
-        return None if math.isinf(rate) else rate
+        return self._budget.resolve(make_client(self._settings), self._table)
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
-        rate = self.rcu_per_segment()
-        log.info("scan %s: %d of %d segments, %s RCU/s per segment", self._table, len(self._segments), self._total,
-                 "unlimited" if rate is None else f"{rate:.1f}")
-        fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, rate, self._retry, self._limit)
+        fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, self._budget, self._retry,
+                            self._limit)
         outputs = (
             pbegin
             | "Segments" >> beam.Create(self._segments)

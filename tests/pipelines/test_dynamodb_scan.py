@@ -305,9 +305,11 @@ def test_beam_scan_in_process_many_pages_and_resume():
         run_scan(source, rest, 4, completed={0, 2})
 
 
-def test_transform_pickles_settings_not_clients():
-    transform = ScanDynamoDB(SourceSpec(table="t", endpoint_url="http://127.0.0.1:1"), 3)
-    assert pickle.loads(pickle.dumps(transform))._settings.endpoint_url == "http://127.0.0.1:1"
+def test_transform_pickles_settings_not_clients_and_builds_offline():
+    transform = ScanDynamoDB(SourceSpec(table="t", endpoint_url="http://127.0.0.1:9"), 3)
+    assert pickle.loads(pickle.dumps(transform))._settings.endpoint_url == "http://127.0.0.1:9"
+    out = beam.Pipeline(runner="DirectRunner") | transform  # nothing listens on port 9: expand must not call out
+    assert set(out) == {"items", "segment_done"}
     with pytest.raises(ValueError):
         ScanDynamoDB(SourceSpec(export={"path": "/x"}), 3)
 
