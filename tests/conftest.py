@@ -14,6 +14,7 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore:Connecting to Bigtable emulator:RuntimeWarning")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m filtering reads the markers
 def pytest_collection_modifyitems(items):
     """Tests that use a server fixture get the `servers` marker even if they forgot it,
     so `-m "not servers"` never starts a server."""
