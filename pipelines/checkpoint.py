@@ -121,3 +121,13 @@ def completed_segments(run_dir: str) -> frozenset[int]:
 def mark_segment_done(run_dir: str, segment: int) -> None:
     """Record one segment as completely migrated (idempotent)."""
     _write(_join(run_dir, SEGMENTS_DIR, f"{segment}.done"), b"")
+
+
+def segment_progress(run_dir: str) -> tuple[int, int | None]:
+    """(segments done, total segments or None before the run has started): what a progress bar shows.
+
+    Markers are written as each segment's rows are stored, so polling them from another thread
+    tracks a DirectRunner run that Beam itself reports only at the end.
+    """
+    total = Checkpoint.saved_total_segments(run_dir)
+    return (len(completed_segments(run_dir)) if total is not None else 0), total
