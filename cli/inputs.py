@@ -59,24 +59,16 @@ def source_description(spec: MappingSpec) -> SourceDescription | None:
 
 def read_sample(spec: MappingSpec, n: int) -> list[dict]:
     """Up to `n` items from the start of the export or the table: a few pages, never a full scan."""
-    if spec.source.export is not None:
-        from ..pipelines.export_source import iter_export_items
+    from ..pipelines.sources import read_items
 
-        return list(iter_export_items(spec.source.export.path, limit=n))
-    from ..pipelines.dynamodb_scan import sample_items
-
-    return sample_items(client_for(spec), spec.source.table, n, max_pages=max(3, n // 100 + 1))[:n]
+    return read_items(spec.source, n)
 
 
 def read_all(spec: MappingSpec) -> list[dict]:
     """Every item of the export or the table (one sequential scan: for validate --full)."""
-    if spec.source.export is not None:
-        from ..pipelines.export_source import iter_export_items
+    from ..pipelines.sources import read_items
 
-        return list(iter_export_items(spec.source.export.path))
-    from ..pipelines.dynamodb_scan import scan_segment
-
-    return list(scan_segment(client_for(spec), spec.source.table))
+    return read_items(spec.source)
 
 
 def plan_for(spec: MappingSpec, sample: int) -> MigrationPlan:

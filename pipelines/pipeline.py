@@ -26,6 +26,7 @@ from ..mappers.results import ItemError, MappedRow, Skipped
 from . import checkpoint as ckpt
 from .bigtable_sink import NAMESPACE, FlowControl, WriteToBigtable, ensure_table
 from .dead_letters import DeadLetter, consolidate, write_part
+from .sources import read_items
 
 log = logging.getLogger(__name__)
 
@@ -191,18 +192,6 @@ def _describe(spec: Any) -> Any:
     return describe_source(make_client(ClientSettings.from_source(spec.source)), spec.source.table)
 
 
-def _sample_items(spec: Any, n: int) -> list[dict]:
-    if spec.source.export is not None:
-        from .export_source import iter_export_items
-
-        return list(iter_export_items(spec.source.export.path, limit=n))
-    from .dynamodb_client import ClientSettings, make_client
-    from .dynamodb_scan import sample_items
-
-    client = make_client(ClientSettings.from_source(spec.source))
-    return sample_items(client, spec.source.table, n, max_pages=max(3, n // 100 + 1))[:n]
-
-
 def run_migration(spec: Any, *, run_dir: str | None = None, dead_letter: str | None = None, resume: bool = False,
                   total_segments: int | None = None, flow: FlowControl | None = None, sample: int | None = None,
                   pipeline_args: list[str] | tuple[str, ...] = (), create_table: bool = True,
@@ -245,7 +234,7 @@ def run_migration(spec: Any, *, run_dir: str | None = None, dead_letter: str | N
             log.info("scan: %d segments, %d already done", total, len(completed))
     if not dry_run:
         ensure_table(spec.target, create=create_table)
-    items = _sample_items(spec, sample) if sample is not None else None
+    items = read_items(spec.source, sample) if sample is not None else None
 
     p = beam.Pipeline(options=options)
     build_pipeline(p, spec, dead_letter=dead_letter, run_dir=run_dir if scanning else None, total_segments=total,

@@ -1,0 +1,23 @@
+"""Items from a spec's source without Beam: a sample for the dry run, or everything for `validate --full`."""
+
+from __future__ import annotations
+
+from ..mappers.spec import SourceSpec
+
+
+def read_items(source: SourceSpec, limit: int | None = None) -> list[dict]:
+    """The first `limit` items (a few scan pages, never a full scan), or every item (one sequential scan)."""
+    if source.export is not None:
+        from apache_beam.options.pipeline_options import PipelineOptions
+
+        from .export_source import iter_export_items
+
+        # Beam's S3 filesystem wants options even outside a pipeline; the defaults use the standard AWS chain.
+        return list(iter_export_items(source.export.path, limit=limit, options=PipelineOptions([])))
+    from .dynamodb_client import ClientSettings, make_client
+    from .dynamodb_scan import sample_items, scan_segment
+
+    client = make_client(ClientSettings.from_source(source))
+    if limit is None:
+        return list(scan_segment(client, source.table))
+    return sample_items(client, source.table, limit, max_pages=max(3, limit // 100 + 1))[:limit]
