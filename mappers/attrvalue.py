@@ -14,27 +14,34 @@ from typing import Any
 
 from .numbers import canonical_text, parse_number
 
-_PLAIN_INTEGER = re.compile(r"^-?(0|[1-9][0-9]{0,37})$")
 
 
 class AttributeValueError(ValueError):
     """A value that cannot be used where the spec puts it."""
 
 
+_CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?")
+
+
 def kind_of(value: dict) -> tuple[str, Any]:
     """The type tag and payload of one AttributeValue (`{"S": "x"}` -> `("S", "x")`)."""
-    if len(value) != 1:
-        raise AttributeValueError(f"not a DynamoDB AttributeValue: {sorted(value)!r}")
-    for item in value.items():
-        return item
-    raise AssertionError("unreachable")
+    try:
+        (item,) = value.items()
+    except ValueError:
+        raise AttributeValueError(f"not a DynamoDB AttributeValue: {sorted(value)!r}") from None
+    return item
 
 
 def number_text(text: str) -> str:
-    """Canonical decimal text of a DynamoDB number (fast for plain integers)."""
-    if _PLAIN_INTEGER.match(text) and text != "-0":
+    """Canonical decimal text of a DynamoDB number (fast for text already canonical, as DynamoDB returns it)."""
+    if is_canonical_number(text):
         return text
     return canonical_text(parse_number(text))
+
+
+def is_canonical_number(text: str) -> bool:
+    """No exponent, no leading or trailing zeros, at most 38 characters: exactly what canonical_text gives."""
+    return len(text) <= 38 and _CANONICAL.fullmatch(text) is not None and text != "-0"
 
 
 def binary(payload: bytes | str) -> bytes:
@@ -44,6 +51,9 @@ def binary(payload: bytes | str) -> bytes:
 
 def key_text(value: dict) -> str:
     """Text of a scalar for templates and match conditions: S as is, N canonical, B hex, BOOL true/false."""
+    payload = value.get("S")
+    if payload is not None and len(value) == 1:
+        return payload
     tag, payload = kind_of(value)
     if tag == "S":
         return payload
@@ -56,10 +66,14 @@ def key_text(value: dict) -> str:
     raise AttributeValueError(f"a {tag} value cannot be used as text in a key, qualifier or condition")
 
 
+# json.dumps(text, ensure_ascii=False) without building a JSONEncoder per call (same C function)
+_json_string = json.encoder.encode_basestring
+
+
 def _json_parts(value: dict, out: list[str]) -> None:
     tag, payload = kind_of(value)
     if tag == "S":
-        out.append(json.dumps(payload, ensure_ascii=False))
+        out.append(_json_string(payload))
     elif tag == "N":
         out.append(number_text(payload))
     elif tag == "BOOL":
@@ -82,7 +96,7 @@ def _json_parts(value: dict, out: list[str]) -> None:
         for index, name in enumerate(sorted(payload)):
             if index:
                 out.append(",")
-            out.append(json.dumps(name, ensure_ascii=False))
+            out.append(_json_string(name))
             out.append(":")
             _json_parts(payload[name], out)
         out.append("}")

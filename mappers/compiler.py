@@ -117,7 +117,14 @@ def _compile_condition(attribute: str, condition) -> Callable[[Item], bool]:
             checks.append(lambda value: value == {"BOOL": expected})
         else:
             wanted = str(expected)
-            checks.append(lambda value: _text_or_none(value) == wanted)
+
+            def equals(value: dict) -> bool:
+                payload = value.get("S")  # fast path: a plain string value
+                if payload is not None and len(value) == 1:
+                    return payload == wanted
+                return _text_or_none(value) == wanted
+
+            checks.append(equals)
     if condition.prefix is not None:
         prefix = condition.prefix
         checks.append(lambda value: (text := _text_or_none(value)) is not None and text.startswith(prefix))
@@ -126,6 +133,15 @@ def _compile_condition(attribute: str, condition) -> Callable[[Item], bool]:
         checks.append(lambda value: (text := _text_or_none(value)) is not None and pattern.search(text) is not None)
     if condition.exists is False:
         return lambda item: attribute not in item
+
+    if len(checks) == 1:  # the usual case, without the loop
+        check = checks[0]
+
+        def holds_one(item: Item) -> bool:
+            value = item.get(attribute)
+            return value is not None and check(value)
+
+        return holds_one
 
     def holds(item: Item) -> bool:
         value = item.get(attribute)
@@ -147,9 +163,9 @@ def _text_or_none(value: dict) -> str | None:
 class _Column:
     """One compiled column: everything decided, nothing left to parse."""
 
-    __slots__ = ("attribute", "family", "qualifier", "encode", "layout", "timestamp", "required")
+    __slots__ = ("attribute", "family", "qualifier", "encode", "layout", "timestamp", "required", "emit")
 
-    def __init__(self, spec: ColumnSpec, default_timestamp):
+    def __init__(self, spec: ColumnSpec):
         self.attribute = spec.attribute
         self.family = spec.family
         qualifier = spec.qualifier
@@ -165,34 +181,53 @@ class _Column:
             self.qualifier = compile_template(qualifier)
         self.encode = encoder_for(spec.encoding)
         self.layout = spec.layout
-        self.timestamp = (
-            compile_timestamp(spec.timestamp, compile_template) if spec.timestamp is not None else default_timestamp
-        )
+        # None: the entity's timestamp, computed once per item rather than once per column
+        self.timestamp = compile_timestamp(spec.timestamp, compile_template) if spec.timestamp is not None else None
         self.required = spec.required
+        self.emit = self.cells
+        if self.qualifier.__class__ is bytes and self.layout in (Layout.cell, Layout.json):
+            # the common case as one closure: no layout or qualifier decisions per item
+            family, fixed = self.family, self.qualifier
+            encode = self.encode if self.layout is Layout.cell else _encode_json
+
+            def emit(item: Item, value: dict, timestamp_us: int, out: list[Cell]) -> None:
+                out.append(_new_cell(Cell, (family, fixed, timestamp_us, encode(value))))
+
+            self.emit = emit
 
     def cells(self, item: Item, value: dict, timestamp_us: int, out: list[Cell]) -> None:
         qualifier = self.qualifier if self.qualifier.__class__ is bytes else self.qualifier(item).encode()
         layout = self.layout
+        family = self.family
         if layout is Layout.cell or layout is Layout.json:
             encoded = self.encode(value) if layout is Layout.cell else _encode_json(value)
-            out.append(Cell(self.family, qualifier, timestamp_us, encoded))
+            out.append(_new_cell(Cell, (family, qualifier, timestamp_us, encoded)))
             return
         tag, payload = kind_of(value)
         if layout is Layout.set:
-            if tag not in ("SS", "NS", "BS"):
+            if tag == "SS":
+                for member in payload:
+                    out.append(_new_cell(Cell, (family, qualifier + member.encode(), timestamp_us, b"\x00")))
+                return
+            if tag not in ("NS", "BS"):
                 raise EncodingError(f"layout set needs SS, NS or BS, got {tag}")
             for member in payload:
-                out.append(Cell(self.family, qualifier + member_bytes(tag, member), timestamp_us, b"\x00"))
+                out.append(_new_cell(Cell, (family, qualifier + member_bytes(tag, member), timestamp_us, b"\x00")))
         elif layout is Layout.map:
             if tag != "M":
                 raise EncodingError(f"layout map needs M, got {tag}")
+            encode = self.encode
             for name, element in payload.items():
-                out.append(Cell(self.family, qualifier + name.encode(), timestamp_us, self.encode(element)))
+                out.append(_new_cell(Cell, (family, qualifier + name.encode(), timestamp_us, encode(element))))
         else:  # list: one cell per element, one millisecond apart, so the order survives
             if tag != "L":
                 raise EncodingError(f"layout list needs L, got {tag}")
+            encode = self.encode
             for index, element in enumerate(payload):
-                out.append(Cell(self.family, qualifier, timestamp_us + index * 1000, self.encode(element)))
+                out.append(_new_cell(Cell, (family, qualifier, timestamp_us + index * 1000, encode(element))))
+
+
+_new_cell = tuple.__new__  # Cell(...) through the NamedTuple's Python __new__ costs 2.5x more
 
 
 _encode_json = encoder_for(Encoding.json)
@@ -218,10 +253,8 @@ class _Entity:
         self.row_key = compile_template(spec.row_key)
         self.salt = spec.row_key.salt_buckets
         self.delimiter = spec.row_key.delimiter
-        constant = lambda item, _us=self.default_us: _us  # noqa: E731 - the cheapest default
         self.timestamp = compile_timestamp(spec.timestamp, compile_template) if spec.timestamp else None
-        entity_timestamp = self.timestamp or constant
-        self.columns = tuple(_Column(column, entity_timestamp) for column in spec.columns)
+        self.columns = tuple(_Column(column) for column in spec.columns)
         self.rest = (spec.rest.family, encoder_for(spec.rest.encoding)) if spec.rest else None
         self.consumed = frozenset(consumed_attributes(spec))
         self.ttl_attribute = spec.ttl.attribute if spec.ttl else None
@@ -266,6 +299,8 @@ class _Entity:
             raise ItemFailure(f"row key is {len(key)} bytes; Bigtable allows {limits.ROW_KEY_MAX_BYTES}")
 
         cells: list[Cell] = []
+        entity_timestamp = self.timestamp
+        entity_us = None if entity_timestamp else self.default_us
         for column in self.columns:
             value = item.get(column.attribute)
             if value is None:
@@ -273,13 +308,19 @@ class _Entity:
                     raise ItemFailure("required attribute is missing", column.attribute)
                 continue
             try:
-                column.cells(item, value, column.timestamp(item) + version_us, cells)
+                if column.timestamp is not None:
+                    timestamp_us = column.timestamp(item)
+                else:
+                    if entity_us is None:
+                        entity_us = entity_timestamp(item)
+                    timestamp_us = entity_us
+                column.emit(item, value, timestamp_us + version_us, cells)
             except (EncodingError, AttributeValueError, TimestampError) as err:
                 raise ItemFailure(str(err), column.attribute) from None
-        self._rest(item, cells, version_us)
+        self._rest(item, cells, version_us, entity_us)
         if expiry_us is not None:
             cells = self._expire(cells, expiry_us)
-        return MappedRow(key, tuple(cells), self.name, limits.check_cells(cells))
+        return _new_cell(MappedRow, (key, tuple(cells), self.name, limits.check_cells(cells)))
 
     def _unversion(self, item: Item) -> tuple[Item, int]:
         attribute, pattern = self.versioning
@@ -314,7 +355,7 @@ class _Entity:
             expired.append(cell._replace(timestamp_micros=expiry_us - self.family_age_us[cell.family] + offset))
         return expired
 
-    def _rest(self, item: Item, cells: list[Cell], version_us: int) -> None:
+    def _rest(self, item: Item, cells: list[Cell], version_us: int, entity_us: int | None = None) -> None:
         consumed = self.consumed
         leftovers = [name for name in item if name not in consumed]
         if not leftovers:
@@ -325,7 +366,9 @@ class _Entity:
                 leftovers[0],
             )
         family, encode = self.rest
-        timestamp = (self.timestamp(item) if self.timestamp else self.default_us) + version_us
+        if entity_us is None:
+            entity_us = self.timestamp(item) if self.timestamp else self.default_us
+        timestamp = entity_us + version_us
         for name in leftovers:
             try:
                 cells.append(Cell(family, name.encode(), timestamp, encode(item[name])))
@@ -354,6 +397,29 @@ def consumed_attributes(entity: EntitySpec) -> set[str]:
 # --------------------------------------------------------------------------- the compiled spec
 
 
+def _dispatch_table(spec: MappingSpec, entities: tuple[_Entity, ...]) -> tuple[str, dict[str, _Entity]] | None:
+    """(attribute, text -> entity) when every entity matches on `attribute: <text>` alone, else None.
+
+    The usual single-table design (`type: order`, `type: customer`, ...) then finds its entity
+    with one lookup instead of trying the entities in turn (profiled: a tenth of the mapper's
+    time with five entities); the first entity listed for a text wins, as in the ordered scan.
+    """
+    attributes = set()
+    table: dict[str, _Entity] = {}
+    for entity_spec, entity in zip(spec.entities, entities):
+        if len(entity_spec.match) != 1:
+            return None
+        ((attribute, condition),) = entity_spec.match.items()
+        if (condition.equals is None or isinstance(condition.equals, bool) or condition.prefix is not None
+                or condition.regex is not None or condition.exists is not None):
+            return None
+        attributes.add(attribute)
+        table.setdefault(str(condition.equals), entity)
+    if len(attributes) != 1:
+        return None
+    return attributes.pop(), table
+
+
 class CompiledSpec:
     """A spec turned into callables; `map_item` is the per-item hot path."""
 
@@ -366,8 +432,13 @@ class CompiledSpec:
         self.migration_ms = migration_ms
         self.entities = tuple(_Entity(entity, spec, self.now_ms, migration_ms) for entity in spec.entities)
         self.unmatched = spec.unmatched
+        self._dispatch = _dispatch_table(spec, self.entities)
 
     def entity_for(self, item: Item) -> _Entity | None:
+        if self._dispatch is not None:
+            attribute, by_text = self._dispatch
+            value = item.get(attribute)
+            return None if value is None else by_text.get(_text_or_none(value))
         for entity in self.entities:
             if entity.matches(item):
                 return entity

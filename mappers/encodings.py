@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable
 from decimal import Decimal
 
-from .attrvalue import AttributeValueError, binary, kind_of, number_text, to_json
+from .attrvalue import AttributeValueError, binary, is_canonical_number, kind_of, number_text, to_json
 from .numbers import DecimalError, canonical_text, parse_number
 from .spec import Encoding
 
@@ -131,7 +131,83 @@ def encoder_for(encoding: Encoding) -> Callable[[dict], bytes]:
         except (AttributeValueError, DecimalError, ValueError, TypeError) as err:
             raise EncodingError(f"{encoding.value}: {err}") from None
 
-    return checked
+    fast = _FAST.get(encoding)
+    return fast(checked) if fast else checked
+
+
+# Fast paths for the common, well-formed values (profiled: the generic path's tag checks and call
+# layers were a third of the mapper's time). Anything unusual falls through to `checked`, which
+# gives the exact same result or error.
+
+
+def _fast_utf8(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    def encode(value: dict) -> bytes:
+        payload = value.get("S")
+        if payload.__class__ is str and len(value) == 1:
+            try:
+                return payload.encode()
+            except UnicodeEncodeError:  # a lone surrogate: let the checked path word the error
+                pass
+        return checked(value)
+
+    return encode
+
+
+def _fast_decimal(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    def encode(value: dict) -> bytes:
+        payload = value.get("N")
+        if payload.__class__ is str and len(value) == 1 and is_canonical_number(payload):
+            return payload.encode()
+        return checked(value)
+
+    return encode
+
+
+def _fast_int64(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    def encode(value: dict) -> bytes:
+        payload = value.get("N")
+        if payload.__class__ is str and len(value) == 1 and len(payload) < 19 and payload.isdigit():
+            return int(payload).to_bytes(8, "big", signed=True)  # < 10**18: always fits
+        return checked(value)
+
+    return encode
+
+
+def _fast_bool(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    def encode(value: dict) -> bytes:
+        payload = value.get("BOOL")
+        if payload.__class__ is bool and len(value) == 1:
+            return b"\x01" if payload else b"\x00"
+        return checked(value)
+
+    return encode
+
+
+def _fast_auto(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    def encode(value: dict) -> bytes:
+        if len(value) == 1:
+            payload = value.get("S")
+            if payload.__class__ is str:
+                try:
+                    return payload.encode()
+                except UnicodeEncodeError:
+                    pass
+            else:
+                payload = value.get("N")
+                if payload.__class__ is str and is_canonical_number(payload):
+                    return payload.encode()
+        return checked(value)
+
+    return encode
+
+
+_FAST: dict[Encoding, Callable] = {
+    Encoding.utf8: _fast_utf8,
+    Encoding.decimal: _fast_decimal,
+    Encoding.int64: _fast_int64,
+    Encoding.bool: _fast_bool,
+    Encoding.auto: _fast_auto,
+}
 
 
 # --------------------------------------------------------------------------- decoders
