@@ -14,6 +14,7 @@ family, qualifier and timestamp replaces it with itself.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from dataclasses import dataclass
@@ -180,11 +181,39 @@ def ensure_table(target: TargetSpec, create: bool = True) -> TableSetup:
 
 def to_mutation_entry(row: MappedRow) -> Any:
     """The ``RowMutationEntry`` for one mapped item (hot path: no checks beyond the client's own)."""
-    from google.cloud.bigtable.data import RowMutationEntry, SetCell
+    entry_class, set_cell = _entry_classes()
+    return entry_class(row.row_key, [set_cell(c.family, c.qualifier, c.value, c.timestamp_micros) for c in row.cells])
 
-    return RowMutationEntry(
-        row.row_key, [SetCell(c.family, c.qualifier, c.value, c.timestamp_micros) for c in row.cells]
-    )
+
+@functools.cache
+def _entry_classes() -> tuple[type, type]:
+    """A ``RowMutationEntry`` whose protobuf is built with the raw (upb) classes, and ``SetCell``.
+
+    Profiled: the client's own ``_to_pb`` goes through proto-plus per cell and cost ~100 us per
+    item (10 cells), more than mapping it; filling the raw message in place costs ~10 us. The
+    bytes on the wire are identical (a test compares the serialized messages).
+    """
+    from google.cloud.bigtable.data import RowMutationEntry, SetCell
+    from google.cloud.bigtable_v2.types import bigtable as types_pb
+
+    wrap = types_pb.MutateRowsRequest.Entry.wrap
+    raw_entry = types_pb.MutateRowsRequest.Entry.pb()
+
+    class FastRowMutationEntry(RowMutationEntry):
+        def _to_pb(self) -> Any:
+            if any(mutation.__class__ is not SetCell for mutation in self.mutations):
+                return super()._to_pb()
+            entry = raw_entry(row_key=self.row_key)
+            add = entry.mutations.add
+            for mutation in self.mutations:
+                cell = add().set_cell
+                cell.family_name = mutation.family
+                cell.column_qualifier = mutation.qualifier
+                cell.timestamp_micros = mutation.timestamp_micros
+                cell.value = mutation.new_value
+            return wrap(entry)
+
+    return FastRowMutationEntry, SetCell
 
 
 @dataclass(frozen=True)
