@@ -13,6 +13,7 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import random
@@ -231,6 +232,28 @@ def scan_pages(
             return
 
 
+def keep_items_raw(client: Any) -> None:
+    """Let ``client.scan`` return its ``Items`` as the raw JSON, skipping botocore's per-value parsing.
+
+    Profiled: botocore walks every attribute of every item against the service model, ~65 us of
+    CPU per item, three quarters of the scan's client time; ``json.loads`` of the same page costs
+    ~13 us per item. Items stay in wire format, except that ``B`` values stay base64 text, the
+    export form the mapper and dead letters already take. The rest of the response (keys, counts,
+    consumed capacity) is parsed by botocore as usual.
+    """
+    client.meta.events.register("before-parse.dynamodb.Scan", _raw_items, unique_id="ddb2bt-raw-scan-items")
+
+
+def _raw_items(response_dict: dict, customized_response_dict: dict, **_: Any) -> None:
+    if response_dict.get("status_code") != 200 or not response_dict.get("body"):
+        return
+    data = json.loads(response_dict["body"])
+    items = data.pop("Items", None)
+    if items is not None:
+        customized_response_dict["Items"] = items
+        response_dict["body"] = json.dumps(data).encode()
+
+
 def scan_segment(client: Any, table: str, segment: int = 0, total_segments: int = 1, **options: Any) -> Iterator[dict]:
     """The items of one segment (see :func:`scan_pages` for the options)."""
     for page in scan_pages(client, table, segment, total_segments, **options):
@@ -290,6 +313,7 @@ class _ScanSegmentFn(beam.DoFn):
 
     def setup(self) -> None:
         self._client = make_client(self._settings)
+        keep_items_raw(self._client)
         self._rate = self._plan.resolve(self._client, self._table)
         log.info("scan %s: %s RCU/s per segment", self._table,
                  "unlimited" if self._rate is None else f"{self._rate:.1f}")
