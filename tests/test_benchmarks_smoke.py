@@ -1,0 +1,66 @@
+"""Smoke test of the benchmarks: the quick mode's mapper part (no servers, no timing assertions)."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks import baseline, dataset, run
+from ddb2bt.mappers.compiler import compile_spec
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.mappers.results import MappedRow
+from ddb2bt.pipelines.bigtable_sink import to_mutation_entry
+from ddb2bt.pipelines.dead_letters import item_to_json
+
+
+def test_quick_mapper_run_writes_every_field(tmp_path):
+    out = tmp_path / "latest.json"
+    run.main(["--quick", "--mapper-only", "--mapper-items", "2000", "--output", str(out)])
+    results = json.loads(out.read_text())
+    for key in ("date", "machine", "versions", "config", "mapper", "targets"):
+        assert key in results
+    assert {"cpu_model", "cores", "ram_bytes"} <= set(results["machine"])
+    assert results["versions"]["apache-beam"] and results["versions"]["google-cloud-bigtable"]
+    mapper = results["mapper"]
+    for key in ("ddb2bt_items_per_s", "floor_items_per_s", "ratio_vs_floor", "baseline_translate_items_per_s"):
+        assert mapper[key] > 0
+    assert mapper["equivalent"] and mapper["equivalence_mismatches"] == 0 and mapper["items"] == 2000
+    assert "mapper_ratio" in results["targets"]
+
+
+def test_baseline_and_ddb2bt_write_the_same_cells():
+    compiled = compile_spec(load_spec(run.HERE / "spec.yaml"))
+    items = list(dataset.generate(3000))
+    kinds = {item["type"]["S"] for item in items}
+    assert kinds == {"customer", "order", "line", "product", "review"}
+    for item in items:
+        for form in (item, item_to_json(item)):  # boto3 wire format (B bytes) and export form (B base64)
+            row = compiled.map_item(form)
+            assert isinstance(row, MappedRow), row
+            key, cells = baseline.translate(form)
+            assert row.row_key == key
+            assert sorted(row.cells) == sorted(cells)
+
+
+def test_fast_entry_protobuf_is_the_clients_own():
+    from google.cloud.bigtable.data import RowMutationEntry, SetCell
+    from google.cloud.bigtable_v2.types import bigtable as types_pb
+
+    compiled = compile_spec(load_spec(run.HERE / "spec.yaml"))
+    serialize = types_pb.MutateRowsRequest.Entry.serialize
+    for item in dataset.generate(500):
+        row = compiled.map_item(item)
+        ours = to_mutation_entry(row)
+        assert isinstance(ours, RowMutationEntry)
+        reference = RowMutationEntry(row.row_key, [SetCell(c.family, c.qualifier, c.value, c.timestamp_micros)
+                                                   for c in row.cells])
+        assert serialize(ours._to_pb()) == serialize(reference._to_pb())
+
+
+def test_dataset_is_deterministic_and_has_large_items():
+    first = [item_to_json(item) for item in dataset.generate(300)]
+    assert first == [item_to_json(item) for item in dataset.generate(300)]
+    assert first != [item_to_json(item) for item in dataset.generate(300, seed=1)]
+    sizes = [len(json.dumps(item_to_json(item))) for item in dataset.generate(21_000)
+             if item["type"]["S"] == "product"]
+    assert max(sizes) >= 100_000 and sum(size >= 100_000 for size in sizes) <= 5
+    assert all(8 <= len(item) - 3 <= 15 for item in dataset.generate(400))  # 8-15 attributes besides keys and type
