@@ -9,6 +9,7 @@ record the migration settings too.
 
 from __future__ import annotations
 
+import os
 import time
 
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -50,3 +51,22 @@ class MigrationOptions(PipelineOptions):
 def default_run_dir(table: str) -> str:
     """``runs/<table>-<UTC time>``: one folder per run, sortable by time."""
     return f"runs/{table}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+
+
+def concurrent_segments(options: PipelineOptions, total_segments: int) -> int:
+    """How many scan segments run at once, so the read budget is split among them and no more.
+
+    Known for the DirectRunner (one in memory, `direct_num_workers` in the multi-process and
+    multi-thread modes). Elsewhere (Dataflow autoscales) every segment is assumed in flight:
+    that never overspends the budget, it only reads more slowly than it could.
+    """
+    from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
+
+    runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    if "Direct" not in str(runner):
+        return total_segments
+    direct = options.view_as(DirectOptions)
+    if direct.direct_running_mode == "in_memory":
+        return 1
+    workers = direct.direct_num_workers or os.cpu_count() or 1  # 0 means one per core
+    return max(1, min(total_segments, workers))

@@ -106,7 +106,7 @@ def _mismatch_letter(record: dict) -> DeadLetter:
 def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: str | None = None,
                    total_segments: int = 1, completed: frozenset[int] = frozenset(),
                    flow: FlowControl | None = None, sample: list[dict] | None = None,
-                   now_ms: int | None = None) -> None:
+                   now_ms: int | None = None, segments_in_flight: int | None = None) -> None:
     """Add the migration to ``p``. ``sample`` replaces the source with these items (no checkpoint)."""
     streams: list[Any] = []
     mismatches = None
@@ -122,7 +122,8 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
     else:
         from .dynamodb_scan import ScanDynamoDB
 
-        read = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed)
+        read = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
+                                            segments_in_flight=segments_in_flight)
         done = read["segment_done"] | "SegmentDone" >> beam.Map(ckpt.SegmentDone)
         items = (read["items"], done) | "ItemsAndMarkers" >> beam.Flatten()
     mapped = items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms)).with_outputs(
@@ -206,7 +207,7 @@ def run_migration(spec: Any, *, run_dir: str | None = None, dead_letter: str | N
     from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
     from .dynamodb_scan import choose_total_segments
-    from .options import default_run_dir
+    from .options import concurrent_segments, default_run_dir
 
     options = PipelineOptions(list(pipeline_args))
     # One "now" for the whole run: every worker must default to the same cell timestamps and TTL cut-off.
@@ -238,7 +239,8 @@ def run_migration(spec: Any, *, run_dir: str | None = None, dead_letter: str | N
 
     p = beam.Pipeline(options=options)
     build_pipeline(p, spec, dead_letter=dead_letter, run_dir=run_dir if scanning else None, total_segments=total,
-                   completed=completed, flow=flow, sample=items, now_ms=now_ms)
+                   completed=completed, flow=flow, sample=items, now_ms=now_ms,
+                   segments_in_flight=concurrent_segments(options, total))
     result = p.run()
     if dry_run:
         return RunResult(dict.fromkeys(COUNTERS, 0), dead_letter, 0, run_dir, "DRY_RUN")
