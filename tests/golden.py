@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 
+from ddb2bt.templates import catalog
+
 MIGRATION = "2024-01-01T00:00:00"
 IMAGES = "https://storage.googleapis.com/ddb2bt-demo/"
 
@@ -106,8 +108,7 @@ def template_path(name: str) -> Path:
 
 def seed_items(name: str) -> list[dict]:
     """The seed table's items in DynamoDB JSON."""
-    text = (resources.files("ddb2bt.templates") / "seeds" / f"{name}.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return list(catalog.seed_items(name))
 
 
 def group_cells(rows) -> dict[bytes, dict[str, list[tuple[int, bytes]]]]:

@@ -57,6 +57,8 @@ def load_table(endpoint: str, table: str, items: list[dict]) -> None:
                                    {"AttributeName": "sk", "KeyType": "RANGE"}],
                         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
                                               {"AttributeName": "sk", "AttributeType": "S"}])
+    # dynalite answers ResourceNotFound until the table is ACTIVE, even with --createTableMs 0.
+    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.1, "MaxAttempts": 100})
     for item in items:
         client.put_item(TableName=table, Item=item)
 
