@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ddb2bt.pipelines.dead_letters import item_to_json
+from ddb2bt.pipelines.dynamodb_client import create_table
 
 from . import dataset
 
@@ -33,15 +34,6 @@ EXPORT_TIME = "2024-05-01T12:00:00.000Z"
 # --------------------------------------------------------------------------- DynamoDB
 
 
-def create_table(client: Any, table: str) -> None:
-    client.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
-                                   {"AttributeName": "sk", "KeyType": "RANGE"}],
-                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                              {"AttributeName": "sk", "AttributeType": "S"}])
-    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
-
-
 def load_table(endpoint: str, table: str, items: Iterable[dict], threads: int = 4) -> dict[str, Any]:
     """BatchWriteItem in batches of 25 from ``threads`` threads; unprocessed items are sent again."""
     import boto3
@@ -51,7 +43,7 @@ def load_table(endpoint: str, table: str, items: Iterable[dict], threads: int = 
         return boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
                             config=Config(retries={"mode": "standard", "total_max_attempts": 10}))
 
-    create_table(client(), table)
+    create_table(client(), table, "pk", "sk")
     batches: queue.Queue = queue.Queue(maxsize=threads * 8)
     stats = {"items": 0, "requests": 0, "unprocessed_retries": 0}
     lock = threading.Lock()

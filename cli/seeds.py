@@ -21,18 +21,9 @@ def seed_spec(template: catalog.StarterTemplate) -> Any:
 
 def load_seed_table(client: Any, template: catalog.StarterTemplate, table: str | None = None) -> tuple[str, int]:
     """Create the example's table (its key schema from the spec, string keys) and put its items; (table, items)."""
+    from ..pipelines.dynamodb_client import create_table, put_items
+
     spec = seed_spec(template)
     name = table or spec.source.table
-    keys = [(spec.source.partition_key, "HASH")] + ([(spec.source.sort_key, "RANGE")] if spec.source.sort_key else [])
-    client.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": attr, "KeyType": kind} for attr, kind in keys],
-        AttributeDefinitions=[{"AttributeName": attr, "AttributeType": "S"} for attr, _ in keys],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 0.2, "MaxAttempts": 50})
-    count = 0
-    for item in catalog.seed_items(template.seed):
-        client.put_item(TableName=name, Item=item)
-        count += 1
-    return name, count
+    create_table(client, name, spec.source.partition_key, spec.source.sort_key)
+    return name, put_items(client, name, catalog.seed_items(template.seed))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import boto3
@@ -152,3 +153,36 @@ def describe_source(client: Any, table: str) -> TableInfo:
         ttl_status=ttl_status,
         attribute_types={d["AttributeName"]: d["AttributeType"] for d in description.get("AttributeDefinitions", ())},
     )
+
+
+def create_table(client: Any, table: str, partition_key: str, sort_key: str | None = None, key_type: str = "S") -> None:
+    """An on-demand table with string (or `key_type`) keys, returned once ACTIVE: for demos, tests and benchmarks.
+
+    Waits because a strict server (dynalite, DynamoDB itself) answers ResourceNotFound until the table is ACTIVE.
+    """
+    keys = [(partition_key, "HASH")] + ([(sort_key, "RANGE")] if sort_key else [])
+    client.create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": name, "KeyType": kind} for name, kind in keys],
+        AttributeDefinitions=[{"AttributeName": name, "AttributeType": key_type} for name, _ in keys],
+    )
+    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.1, "MaxAttempts": 300})
+
+
+def put_items(client: Any, table: str, items: Iterable[dict]) -> int:
+    """BatchWriteItem in batches of 25, sending unprocessed items again until none are left; the count written."""
+    written, batch = 0, []
+    for item in items:
+        batch.append({"PutRequest": {"Item": item}})
+        if len(batch) == 25:
+            written += _write_batch(client, table, batch)
+            batch = []
+    return written + (_write_batch(client, table, batch) if batch else 0)
+
+
+def _write_batch(client: Any, table: str, requests: list[dict]) -> int:
+    count = len(requests)
+    while requests:
+        requests = client.batch_write_item(RequestItems={table: requests}).get("UnprocessedItems", {}).get(table, [])
+    return count

@@ -14,6 +14,7 @@ from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.results import MappedRow
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines import checkpoint as ckpt
+from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 from ddb2bt.pipelines.pipeline import build_pipeline, run_migration
 
 from .test_bigtable_sink import read_cells
@@ -52,15 +53,8 @@ def make_spec(table: str, endpoint: str, **source) -> MappingSpec:
 
 def load_table(endpoint: str, table: str, items: list[dict]) -> None:
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
-    client.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
-                                   {"AttributeName": "sk", "KeyType": "RANGE"}],
-                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                              {"AttributeName": "sk", "AttributeType": "S"}])
-    # dynalite answers ResourceNotFound until the table is ACTIVE, even with --createTableMs 0.
-    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.1, "MaxAttempts": 100})
-    for item in items:
-        client.put_item(TableName=table, Item=item)
+    create_table(client, table, "pk", "sk")
+    put_items(client, table, items)
 
 
 def expected_cells(spec: MappingSpec, items: list[dict]) -> dict:
