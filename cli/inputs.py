@@ -35,26 +35,13 @@ def client_for(spec: MappingSpec) -> Any:
     return dynamodb_client(spec.source.endpoint_url, spec.source.region, spec.source.profile)
 
 
-def describe(client: Any, table: str) -> tuple[dict, dict | None]:
-    """Raw DescribeTable and DescribeTimeToLive responses (the latter None where the server lacks it)."""
-    from botocore.exceptions import ClientError
-
-    response = client.describe_table(TableName=table)
-    try:
-        ttl = client.describe_time_to_live(TableName=table)
-    except ClientError:
-        ttl = None
-    return response, ttl
-
-
 def source_description(spec: MappingSpec) -> SourceDescription | None:
     """DescribeTable boiled down for the plan; None when the spec reads an export."""
-    from ..mappers.plan import SourceDescription
+    from ..pipelines.dynamodb_client import describe_source
 
     if spec.source.export is not None:
         return None
-    response, ttl = describe(client_for(spec), spec.source.table)
-    return SourceDescription.from_describe_table(response, ttl)
+    return describe_source(client_for(spec), spec.source.table)
 
 
 def read_sample(spec: MappingSpec, n: int) -> list[dict]:

@@ -66,6 +66,10 @@ class SourceDescription(_Frozen):
     key_types: dict[str, str] = {}
     """Declared key attribute types (S, N, B) from AttributeDefinitions."""
 
+    def capacity_rcu(self, on_demand_rcu: int) -> float:
+        """The read capacity a scan budget is a fraction of: provisioned RCU, or the stated on-demand assumption."""
+        return float(self.read_capacity) if self.read_capacity else float(on_demand_rcu)
+
     @property
     def ttl_active(self) -> str | None:
         """The TTL attribute when TTL is (being) enabled, else None."""

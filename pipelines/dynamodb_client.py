@@ -9,13 +9,15 @@ picklable nor thread-safe to share across processes; each worker builds its own 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
+
+from ..mappers.plan import SourceDescription
 
 log = logging.getLogger(__name__)
 
@@ -66,93 +68,20 @@ def make_client(settings: ClientSettings) -> Any:
     return session.client("dynamodb", endpoint_url=settings.endpoint_url, config=config)
 
 
-@dataclass(frozen=True)
-class IndexInfo:
-    name: str
-    partition_key: str
-    sort_key: str | None
-    projection: str
-    """ALL, KEYS_ONLY or INCLUDE."""
-
-
-@dataclass(frozen=True)
-class TableInfo:
-    """DescribeTable (+ DescribeTimeToLive) boiled down to what planning and reports use."""
-
-    table: str
-    partition_key: str
-    sort_key: str | None
-    item_count: int
-    """Approximate: DynamoDB refreshes it about every six hours."""
-    size_bytes: int
-    """Approximate, like item_count; drives the segment count."""
-    billing_mode: Literal["PROVISIONED", "PAY_PER_REQUEST"]
-    read_capacity: int | None
-    """Provisioned RCU, or None for on-demand tables (which publish no capacity)."""
-    global_indexes: tuple[IndexInfo, ...] = ()
-    local_indexes: tuple[IndexInfo, ...] = ()
-    stream_view_type: str | None = None
-    """Set when a stream is enabled (NEW_IMAGE, NEW_AND_OLD_IMAGES, ...)."""
-    ttl_attribute: str | None = None
-    ttl_status: str | None = None
-    """ENABLED, DISABLED, ENABLING, DISABLING, or None when the server cannot say."""
-    attribute_types: dict[str, str] = field(default_factory=dict)
-    """Declared key attribute types (S, N, B) from AttributeDefinitions."""
-
-    def capacity_rcu(self, on_demand_rcu: int) -> float:
-        """The read capacity a scan budget is a fraction of: provisioned RCU, or the stated on-demand assumption."""
-        return float(self.read_capacity) if self.read_capacity else float(on_demand_rcu)
-
-
-def _keys(schema: list[dict[str, str]]) -> tuple[str, str | None]:
-    by_type = {entry["KeyType"]: entry["AttributeName"] for entry in schema}
-    return by_type["HASH"], by_type.get("RANGE")
-
-
-def _indexes(descriptions: list[dict[str, Any]] | None) -> tuple[IndexInfo, ...]:
-    found = []
-    for index in descriptions or ():
-        partition_key, sort_key = _keys(index["KeySchema"])
-        projection = index.get("Projection", {}).get("ProjectionType", "ALL")
-        found.append(IndexInfo(index["IndexName"], partition_key, sort_key, projection))
-    return tuple(found)
-
-
-def _time_to_live(client: Any, table: str) -> tuple[str | None, str | None]:
-    """TTL attribute and status; (None, None) when the server does not implement the call (dynalite)."""
+def describe_raw(client: Any, table: str) -> tuple[dict, dict | None]:
+    """Raw DescribeTable and DescribeTimeToLive responses; the latter None where the server lacks the call (dynalite)."""
+    response = client.describe_table(TableName=table)
     try:
-        description = client.describe_time_to_live(TableName=table).get("TimeToLiveDescription", {})
+        ttl = client.describe_time_to_live(TableName=table)
     except ClientError as err:
         log.info("DescribeTimeToLive unavailable for %s (%s); TTL unknown", table, err.response["Error"].get("Code"))
-        return None, None
-    return description.get("AttributeName"), description.get("TimeToLiveStatus")
+        ttl = None
+    return response, ttl
 
 
-def describe_source(client: Any, table: str) -> TableInfo:
+def describe_source(client: Any, table: str) -> SourceDescription:
     """Describe the table; raises ``botocore.exceptions.ClientError`` (e.g. ResourceNotFoundException) as is."""
-    description = client.describe_table(TableName=table)["Table"]
-    partition_key, sort_key = _keys(description["KeySchema"])
-    billing = description.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")
-    rcu = description.get("ProvisionedThroughput", {}).get("ReadCapacityUnits") or None
-    if billing == "PAY_PER_REQUEST":
-        rcu = None
-    stream = description.get("StreamSpecification") or {}
-    ttl_attribute, ttl_status = _time_to_live(client, table)
-    return TableInfo(
-        table=table,
-        partition_key=partition_key,
-        sort_key=sort_key,
-        item_count=int(description.get("ItemCount", 0)),
-        size_bytes=int(description.get("TableSizeBytes", 0)),
-        billing_mode="PAY_PER_REQUEST" if rcu is None else "PROVISIONED",
-        read_capacity=rcu,
-        global_indexes=_indexes(description.get("GlobalSecondaryIndexes")),
-        local_indexes=_indexes(description.get("LocalSecondaryIndexes")),
-        stream_view_type=stream.get("StreamViewType") if stream.get("StreamEnabled") else None,
-        ttl_attribute=ttl_attribute,
-        ttl_status=ttl_status,
-        attribute_types={d["AttributeName"]: d["AttributeType"] for d in description.get("AttributeDefinitions", ())},
-    )
+    return SourceDescription.from_describe_table(*describe_raw(client, table))
 
 
 def create_table(client: Any, table: str, partition_key: str, sort_key: str | None = None, key_type: str = "S") -> None:

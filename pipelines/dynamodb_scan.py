@@ -25,7 +25,8 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, HTTPClientError
 
-from .dynamodb_client import ClientSettings, TableInfo, describe_source, make_client
+from ..mappers.plan import SourceDescription
+from .dynamodb_client import ClientSettings, describe_source, make_client
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +286,7 @@ class BudgetPlan:
     read_budget: float = 0.5
     on_demand_rcu: int = 4000
     segments_in_flight: int = 1
-    table_info: TableInfo | None = None
+    table_info: SourceDescription | None = None
 
     def resolve(self, client: Any, table: str) -> float | None:
         """RCU/s per segment, None when unlimited; calls DescribeTable when neither rate nor table_info is given."""
@@ -356,7 +357,7 @@ class ScanDynamoDB(beam.PTransform):
 
     def __init__(self, source_settings: Any, total_segments: int, consistent_read: bool | None = None,
                  completed_segments: frozenset[int] | set[int] = frozenset(), *, rcu_per_segment: float | None = None,
-                 segments_in_flight: int | None = None, table_info: TableInfo | None = None,
+                 segments_in_flight: int | None = None, table_info: SourceDescription | None = None,
                  retry: RetryPolicy = RetryPolicy(), page_limit: int | None = None,
                  client_settings: ClientSettings | None = None) -> None:
         super().__init__()

@@ -44,9 +44,10 @@ def command(
 def infer_table(client, table: str, sample: int):
     """(InferredSpec, items sampled) from DescribeTable, DescribeTimeToLive and a sample."""
     from ...mappers.infer import infer_spec
+    from ...pipelines.dynamodb_client import describe_raw
     from ...pipelines.dynamodb_scan import sample_items
 
-    response, ttl = inputs.describe(client, table)
+    response, ttl = describe_raw(client, table)
     items = sample_items(client, table, sample, max_pages=max(3, sample // 100 + 1))[:sample]
     ttl_description = (ttl or {}).get("TimeToLiveDescription", {})
     ttl_attribute = ttl_description.get("AttributeName") if ttl_description.get("TimeToLiveStatus") == "ENABLED" else None

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from ddb2bt.mappers.spec import SourceSpec
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, TableInfo, describe_source, make_client
+from ddb2bt.mappers.plan import SourceDescription
+from ddb2bt.pipelines.dynamodb_client import ClientSettings, describe_source, make_client
 from ddb2bt.pipelines.dynamodb_scan import (
     GIB,
     ReadBudget,
@@ -156,7 +157,7 @@ def test_scan_budget_defaults_to_a_share_of_the_table_capacity(moto_client):
     source = SourceSpec(table="t", region=REGION, read_budget=0.2)
     assert ScanDynamoDB(source, 4).rcu_per_segment() == pytest.approx(15)  # DescribeTable: 0.2 * 300 / 4
     assert ScanDynamoDB(source, 4, segments_in_flight=2).rcu_per_segment() == pytest.approx(30)
-    on_demand = TableInfo("t", "pk", "sk", 0, 0, "PAY_PER_REQUEST", None)
+    on_demand = SourceDescription(table="t", partition_key="pk", sort_key="sk", billing_mode="PAY_PER_REQUEST")
     assert ScanDynamoDB(source, 8, table_info=on_demand).rcu_per_segment() == pytest.approx(0.2 * 4000 / 8)
     assert ScanDynamoDB(source, 4, rcu_per_segment=12.5).rcu_per_segment() == 12.5
     assert ScanDynamoDB(source, 4, rcu_per_segment=math.inf).rcu_per_segment() is None
@@ -261,7 +262,7 @@ def test_describe_provisioned_table_with_indexes_stream_and_ttl(moto_client):
     assert [(i.name, i.partition_key, i.projection) for i in info.global_indexes] == [("by_sk", "sk", "KEYS_ONLY")]
     assert info.stream_view_type == "NEW_AND_OLD_IMAGES"
     assert (info.ttl_attribute, info.ttl_status) == ("exp", "ENABLED")
-    assert info.attribute_types == {"pk": "S", "sk": "N"}
+    assert info.key_types == {"pk": "S", "sk": "N"}
 
 
 def test_describe_on_demand_table_and_a_server_without_ttl(moto_client):
