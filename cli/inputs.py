@@ -61,6 +61,10 @@ def read_all(spec: MappingSpec) -> list[dict]:
 def plan_for(spec: MappingSpec, sample: int) -> MigrationPlan:
     """The dry run that migrate-plan prints and the report renders."""
     from ..mappers.plan import build_plan
+    from .progress import working
 
-    source = source_description(spec)
-    return build_plan(spec, read_sample(spec, sample), source)
+    with working(f"reading a sample of {sample} items from {spec.source.table or 'the export'}…"):
+        source = source_description(spec)
+        items = read_sample(spec, sample)
+    with working(f"mapping {len(items)} items and checking them…"):
+        return build_plan(spec, items, source)

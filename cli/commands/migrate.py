@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import inputs
+from ..progress import run_with_segment_progress
 from ..options import EndpointUrl, Profile, Region, SpecArg
 
 
@@ -34,18 +35,15 @@ def command(
     profile: Profile = None,
 ) -> None:
     """Migrate the table: scan (or read the export), map, write to Bigtable, reconcile. Exit 1 if the counts do not add up."""
-    from rich.console import Console
-
     from ...pipelines.options import default_run_dir
     from ...pipelines.pipeline import run_migration
 
     mapping = inputs.load(spec, endpoint_url, region, profile)
-    console = Console(stderr=True)
     beam_args = [f"--runner={runner.value}", *ctx.args]
     run_dir = run_dir or default_run_dir(mapping.target.table)
     label = f"{mapping.source.table or 'export'} → {mapping.target.table}"
-    result = run_with_progress(
-        console, label, run_dir,
+    result = run_with_segment_progress(
+        label, run_dir,
         lambda: run_migration(
             mapping, run_dir=run_dir, dead_letter=dead_letter, resume=resume, total_segments=total_segments,
             sample=sample, pipeline_args=beam_args,
@@ -57,39 +55,3 @@ def command(
     if not result.ok:
         raise typer.Exit(1)
 
-
-def run_with_progress(console, label: str, run_dir: str, run):
-    """Run the migration in a thread and show scan segments done, rate and ETA from the run's checkpoint.
-
-    Beam's DirectRunner reports counters only when the run ends; segment markers appear as each
-    segment's rows are stored, so they are what a live bar can honestly show. Exports and --sample
-    runs have no segments: they get a spinner.
-    """
-    import threading
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from ...pipelines.checkpoint import segment_progress
-
-    outcome: dict = {}
-
-    def target() -> None:
-        try:
-            outcome["result"] = run()
-        except BaseException as err:  # re-raised in the caller's thread, where the CLI's error handler is
-            outcome["error"] = err
-
-    worker = threading.Thread(target=target, name="ddb2bt-migrate", daemon=True)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("segments"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task(f"migrating {label}", total=None)
-        worker.start()
-        while worker.is_alive():
-            worker.join(0.5)
-            done, total = segment_progress(run_dir)
-            if total is not None:
-                progress.update(task, completed=done, total=total)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .. import inputs
+from ..progress import working
 from ..options import EndpointUrl, Profile, Region, Sample, SpecArg
 
 SHOWN = 20
@@ -22,10 +23,12 @@ def check(mapping, sample: int, full: bool):
     if mapping.source.export is None and mapping.source.partition_key is None:
         source = inputs.source_description(mapping)
         mapping = mapping.with_keys(source.partition_key, source.sort_key)
-    items = inputs.read_all(mapping) if full else inputs.read_sample(mapping, sample)
-    results = list(compile_spec(mapping).map_items(items))
-    expected = expected_rows(results)
-    actual = dict(read_cells(mapping.target, None if full else list(expected)))
+    with working("reading the source…"):
+        items = inputs.read_all(mapping) if full else inputs.read_sample(mapping, sample)
+    with working(f"mapping {len(items)} items and reading their rows from Bigtable…"):
+        results = list(compile_spec(mapping).map_items(items))
+        expected = expected_rows(results)
+        actual = dict(read_cells(mapping.target, None if full else list(expected)))
     return items, results, compare(expected, actual, mapping.target.families, full=full, now_us=int(time.time() * 1_000_000))
 
 
