@@ -22,6 +22,12 @@ def check_cells(cells: list[Cell]) -> tuple[str, ...]:
     """Raise LimitError for what Bigtable refuses; return warnings for what it merely advises against."""
     if len(cells) > MUTATIONS_PER_ENTRY_MAX:
         raise LimitError(f"{len(cells)} cells in one row entry; Bigtable allows {MUTATIONS_PER_ENTRY_MAX} mutations")
+    # Hot path (every item): plain tuple indexing, and the detailed pass only when something is large.
+    for cell in cells:
+        if len(cell[1]) > QUALIFIER_MAX_BYTES or len(cell[3]) > CELL_WARN_BYTES:
+            break
+    else:
+        return ()
     warnings = []
     for cell in cells:
         if len(cell.qualifier) > QUALIFIER_MAX_BYTES:
