@@ -182,7 +182,7 @@ def ensure_table(target: TargetSpec, create: bool = True) -> TableSetup:
 def to_mutation_entry(row: MappedRow) -> Any:
     """The ``RowMutationEntry`` for one mapped item (hot path: no checks beyond the client's own)."""
     entry_class, set_cell = _entry_classes()
-    return entry_class(row.row_key, [set_cell(c.family, c.qualifier, c.value, c.timestamp_micros) for c in row.cells])
+    return entry_class(row[0], [set_cell(family, qualifier, value, micros) for family, qualifier, micros, value in row[1]])
 
 
 @functools.cache
