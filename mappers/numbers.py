@@ -34,8 +34,8 @@ def parse_number(text: str) -> Decimal:
     if not number.is_finite():
         raise DecimalError(f"{text!r} is not a finite number")
     if number:
-        digits = number.normalize(_CONTEXT).as_tuple()
-        if len(digits.digits) > 38 or number.normalize(_CONTEXT) != number:
+        # normalize() rounds to 38 digits: a number it changes had more.
+        if number.normalize(_CONTEXT) != number:
             raise DecimalError(f"{text!r} has more than 38 significant digits")
         exponent = number.adjusted()
         if exponent > _EXP_MAX or exponent < -_EXP_BIAS:
