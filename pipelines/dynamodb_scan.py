@@ -261,11 +261,17 @@ def scan_segment(client: Any, table: str, segment: int = 0, total_segments: int 
         yield from page.items
 
 
-def sample_items(client: Any, table: str, n: int, *, consistent_read: bool = False, max_pages: int = 3) -> list[dict]:
-    """Up to ``n`` items from the start of the table, for a dry run: a few small pages, not a scan."""
+def sample_items(client: Any, table: str, n: int, *, consistent_read: bool = False,
+                 max_pages: int | None = None) -> list[dict]:
+    """Up to ``n`` items from the start of the table, for a dry run: a few small pages, not a scan.
+
+    ``max_pages`` defaults to a few more than ``n`` items need at ~100 per page, so a sparse
+    start of the table (filtered or tiny pages) cannot turn the sample into a full scan.
+    """
     found: list[dict] = []
     if n <= 0:
         return found
+    max_pages = max_pages or max(3, n // 100 + 1)
     for pages, page in enumerate(scan_pages(client, table, consistent_read=consistent_read, limit=n), start=1):
         found.extend(page.items[: n - len(found)])
         if len(found) >= n or pages >= max_pages:

@@ -20,4 +20,4 @@ def read_items(source: SourceSpec, limit: int | None = None) -> list[dict]:
     client = make_client(ClientSettings.from_source(source))
     if limit is None:
         return list(scan_segment(client, source.table))
-    return sample_items(client, source.table, limit, max_pages=max(3, limit // 100 + 1))[:limit]
+    return sample_items(client, source.table, limit)

@@ -51,7 +51,7 @@ def infer_table(client, table: str, sample: int):
 
     with working(f"describing {table} and reading a sample of {sample} items…"):
         response, ttl = describe_raw(client, table)
-        items = sample_items(client, table, sample, max_pages=max(3, sample // 100 + 1))[:sample]
+        items = sample_items(client, table, sample)
     ttl_description = (ttl or {}).get("TimeToLiveDescription", {})
     ttl_attribute = ttl_description.get("AttributeName") if ttl_description.get("TimeToLiveStatus") == "ENABLED" else None
     return infer_spec(response, items, ttl_attribute=ttl_attribute), len(items)
