@@ -207,14 +207,14 @@ def summary(items) -> dict[str, Any]:
     """Counts per entity type and the number of large (>= 100 KB) items, for the report."""
     import json
 
-    from ddb2bt.pipelines.dead_letters import item_to_json
+    from ddb2bt.mappers.attrvalue import to_export_json
 
     kinds: dict[str, int] = {}
     large = 0
     size = 0
     for item in items:
         kinds[item["type"]["S"]] = kinds.get(item["type"]["S"], 0) + 1
-        length = len(json.dumps(item_to_json(item)))
+        length = len(json.dumps(to_export_json(item)))
         size += length
         large += length >= 100_000
     return {"entities": kinds, "large_items": large, "json_bytes": size}

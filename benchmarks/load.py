@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ddb2bt.pipelines.dead_letters import item_to_json
+from ddb2bt.mappers.attrvalue import to_export_json
 from ddb2bt.pipelines.dynamodb_client import create_table
 
 from . import dataset
@@ -132,7 +132,7 @@ def write_export_stream(root: str | os.PathLike[str], items: Iterable[dict], cou
         path = os.path.join(export_dir, "data", name)
         with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=1) as out:
             for _ in range(size):
-                line = json.dumps({"Item": item_to_json(next(iterator))}, separators=(",", ":")) + "\n"
+                line = json.dumps({"Item": to_export_json(next(iterator))}, separators=(",", ":")) + "\n"
                 data = line.encode("utf-8")
                 billed += len(data)
                 out.write(data)

@@ -98,7 +98,7 @@ def mapper_section(n: int, repeats: int = 7) -> dict[str, Any]:
     from ddb2bt.mappers.loader import load_spec
     from ddb2bt.mappers.results import MappedRow
     from ddb2bt.pipelines.bigtable_sink import to_mutation_entry
-    from ddb2bt.pipelines.dead_letters import item_to_json
+    from ddb2bt.mappers.attrvalue import to_export_json
 
     from . import baseline, dataset
 
@@ -110,7 +110,7 @@ def mapper_section(n: int, repeats: int = 7) -> dict[str, Any]:
     # the same items must give the same cells both ways, in wire (boto3) and export (base64) form
     mismatches = 0
     for item, row in zip(items, rows):
-        for form in (item, item_to_json(item)):
+        for form in (item, to_export_json(item)):
             mapped = compiled.map_item(form) if form is not item else row
             key, cells = baseline.translate(form)
             if not isinstance(mapped, MappedRow) or mapped.row_key != key or sorted(mapped.cells) != sorted(cells):

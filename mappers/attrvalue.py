@@ -155,16 +155,12 @@ def to_plain(value: dict) -> Any:
     raise AttributeValueError(f"unknown DynamoDB type {tag!r}")
 
 
-def to_export_json(item: dict) -> dict:
-    """An item as DynamoDB JSON that `json.dumps` can write: binaries as base64 text, like exports."""
-
-    def convert(value: Any) -> Any:
-        if isinstance(value, bytes):
-            return base64.b64encode(value).decode()
-        if isinstance(value, dict):
-            return {name: convert(element) for name, element in value.items()}
-        if isinstance(value, list):
-            return [convert(element) for element in value]
-        return value
-
-    return convert(item)
+def to_export_json(value: Any) -> Any:
+    """DynamoDB wire format made JSON-safe: bytes become base64 text, as in DynamoDB exports."""
+    if isinstance(value, dict):
+        return {name: to_export_json(element) for name, element in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_export_json(element) for element in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return value

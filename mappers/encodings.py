@@ -7,13 +7,12 @@ rounding: the item is dead-lettered with the reason.
 
 from __future__ import annotations
 
-import base64
 import json
 import struct
 from collections.abc import Callable
 from decimal import Decimal
 
-from .attrvalue import AttributeValueError, binary, is_canonical_number, kind_of, number_text, to_json
+from .attrvalue import AttributeValueError, binary, is_canonical_number, kind_of, number_text, to_export_json, to_json
 from .numbers import DecimalError, canonical_text, parse_number
 from .spec import Encoding
 
@@ -78,17 +77,7 @@ def encode_json(value: dict) -> bytes:
 
 def encode_ddb_json(value: dict) -> bytes:
     """Lossless typed JSON (the AttributeValue itself), binaries as base64."""
-    return json.dumps(_ddb_json_ready(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _ddb_json_ready(value):
-    if isinstance(value, dict):
-        return {name: _ddb_json_ready(element) for name, element in value.items()}
-    if isinstance(value, list):
-        return [_ddb_json_ready(element) for element in value]
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return value
+    return json.dumps(to_export_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 _BY_TYPE: dict[str, Callable[[dict], bytes]] = {

@@ -12,10 +12,11 @@ operators can read.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from typing import Any, NamedTuple
+
+from ..mappers.attrvalue import to_export_json
 
 STAGES = ("source", "map", "write")
 
@@ -34,7 +35,7 @@ class DeadLetter(NamedTuple):
         """The dead-letter line described in docs/ARCHITECTURE.md."""
         return json.dumps(
             {
-                "item": item_to_json(self.item),
+                "item": to_export_json(self.item),
                 "entity": self.entity,
                 "attribute": self.attribute,
                 "stage": self.stage,
@@ -44,17 +45,6 @@ class DeadLetter(NamedTuple):
             ensure_ascii=False,
             sort_keys=True,
         )
-
-
-def item_to_json(item: Any) -> Any:
-    """DynamoDB wire format made JSON-safe: bytes become base64 text (as in DynamoDB exports)."""
-    if isinstance(item, dict):
-        return {key: item_to_json(value) for key, value in item.items()}
-    if isinstance(item, (list, tuple, set, frozenset)):
-        return [item_to_json(value) for value in item]
-    if isinstance(item, (bytes, bytearray, memoryview)):
-        return base64.b64encode(bytes(item)).decode("ascii")
-    return item
 
 
 def parts_dir(dead_letter_path: str) -> str:

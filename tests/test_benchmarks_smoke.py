@@ -9,7 +9,7 @@ from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.results import MappedRow
 from ddb2bt.pipelines.bigtable_sink import to_mutation_entry
-from ddb2bt.pipelines.dead_letters import item_to_json
+from ddb2bt.mappers.attrvalue import to_export_json
 
 
 def test_quick_mapper_run_writes_every_field(tmp_path):
@@ -33,7 +33,7 @@ def test_baseline_and_ddb2bt_write_the_same_cells():
     kinds = {item["type"]["S"] for item in items}
     assert kinds == {"customer", "order", "line", "product", "review"}
     for item in items:
-        for form in (item, item_to_json(item)):  # boto3 wire format (B bytes) and export form (B base64)
+        for form in (item, to_export_json(item)):  # boto3 wire format (B bytes) and export form (B base64)
             row = compiled.map_item(form)
             assert isinstance(row, MappedRow), row
             key, cells = baseline.translate(form)
@@ -57,10 +57,10 @@ def test_fast_entry_protobuf_is_the_clients_own():
 
 
 def test_dataset_is_deterministic_and_has_large_items():
-    first = [item_to_json(item) for item in dataset.generate(300)]
-    assert first == [item_to_json(item) for item in dataset.generate(300)]
-    assert first != [item_to_json(item) for item in dataset.generate(300, seed=1)]
-    sizes = [len(json.dumps(item_to_json(item))) for item in dataset.generate(21_000)
+    first = [to_export_json(item) for item in dataset.generate(300)]
+    assert first == [to_export_json(item) for item in dataset.generate(300)]
+    assert first != [to_export_json(item) for item in dataset.generate(300, seed=1)]
+    sizes = [len(json.dumps(to_export_json(item))) for item in dataset.generate(21_000)
              if item["type"]["S"] == "product"]
     assert max(sizes) >= 100_000 and sum(size >= 100_000 for size in sizes) <= 5
     assert all(8 <= len(item) - 3 <= 15 for item in dataset.generate(400))  # 8-15 attributes besides keys and type

@@ -20,7 +20,7 @@ from typing import Any
 
 from apache_beam.testing.util import BeamAssertException
 
-from ddb2bt.pipelines.dead_letters import item_to_json
+from ddb2bt.mappers.attrvalue import to_export_json
 
 EXPORT_TIME = "2024-05-01T12:00:00.000Z"
 
@@ -58,7 +58,7 @@ def item_key(item: dict[str, Any]) -> tuple[str, str]:
 
 def fingerprint(item: dict[str, Any]) -> tuple[tuple[str, str], str]:
     """(key, digest of the whole item): cheap to shuffle into assert_that, yet any changed byte shows."""
-    return item_key(item), hashlib.sha256(json.dumps(item_to_json(item), sort_keys=True).encode()).hexdigest()
+    return item_key(item), hashlib.sha256(json.dumps(to_export_json(item), sort_keys=True).encode()).hexdigest()
 
 
 def exactly(expected: Sequence[dict[str, Any]]) -> Any:
@@ -128,7 +128,7 @@ def write_export(
         pass
     manifest_lines, billed = [], 0
     for number, chunk in enumerate(_split(items, files)):
-        text = "".join(json.dumps({"Item": item_to_json(item)}, separators=(",", ":")) + "\n" for item in chunk)
+        text = "".join(json.dumps({"Item": to_export_json(item)}, separators=(",", ":")) + "\n" for item in chunk)
         billed += len(text)
         data = gzip.compress(text.encode("utf-8"), mtime=0)
         name = hashlib.sha1(f"{export_id}/{number}".encode()).hexdigest()[:26] + ".json.gz"
