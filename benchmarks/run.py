@@ -97,7 +97,7 @@ def mapper_section(n: int, repeats: int = 7) -> dict[str, Any]:
     from ddb2bt.mappers.compiler import compile_spec
     from ddb2bt.mappers.loader import load_spec
     from ddb2bt.mappers.results import MappedRow
-    from ddb2bt.pipelines.bigtable_sink import to_mutation_entry
+    from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
     from ddb2bt.mappers.attrvalue import to_export_json
 
     from . import baseline, dataset

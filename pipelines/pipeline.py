@@ -2,9 +2,11 @@
 
 Shape (one fused stage after the source's reshuffle, which is what makes checkpoints sound)::
 
-    source items ─┐
-    segment done ─┴─ Flatten ─ Map ─(rows)─ WriteToBigtable ─(dead letters, segment done)─┐
-                               └──(map dead letters)────────────────────────────────────┴─ Persist
+    source (item batches, segment done) ─ Map ─(row batches)─ WriteToBigtable ─(dead letters, segment done)─┐
+                                           └──(map dead letters)──────────────────────────────────────────┴─ Persist
+
+Items travel in batches (a Scan page, up to 1000 export lines), and everything up to the writer
+runs fused in one stage per worker: see ``ScanDynamoDB``.
 
 ``Persist`` writes dead letters to part files and only then marks a segment done, and the writer
 passes a segment's done marker on only after that segment's rows are stored, so a segment marked
@@ -31,12 +33,16 @@ from .sources import read_items
 log = logging.getLogger(__name__)
 
 DEAD_LETTER = "dead_letter"
+SAMPLE_BATCH = 1000
 COUNTERS = ("items_read", "items_mapped", "rows_written", "cells_written", "bytes_written", "dead_lettered",
             "skipped", "unmatched", "write_failures", "export_count_mismatch")
 
 
 class _MapFn(beam.DoFn):
-    """Maps items with the compiled spec; the spec travels as a plain dict and is compiled in setup."""
+    """Maps batches of items with the compiled spec into batches of ``(MappedRow, item)``.
+
+    The spec travels as a plain dict and is compiled in setup. Dead letters leave one by one.
+    """
 
     def __init__(self, spec: dict, now_ms: int | None) -> None:
         self._spec, self._now_ms = spec, now_ms
@@ -50,22 +56,28 @@ class _MapFn(beam.DoFn):
 
         self._compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
 
-    def process(self, item: Any) -> Iterator[Any]:
-        if isinstance(item, ckpt.SegmentDone):
-            yield item
+    def process(self, batch: Any) -> Iterator[Any]:
+        if isinstance(batch, ckpt.SegmentDone):
+            yield batch
             return
-        result = self._compiled.map_item(item)
-        if isinstance(result, MappedRow):
-            self._mapped.inc()
-            yield result, item
-        elif isinstance(result, Skipped):
-            self._skipped.inc()
-        else:
-            if result.stage == "unmatched":
-                self._unmatched.inc()
-            yield beam.pvalue.TaggedOutput(
-                DEAD_LETTER, DeadLetter(item, result.stage, result.reason, result.entity, result.attribute)
-            )
+        map_item = self._compiled.map_item
+        rows, skipped, unmatched = [], 0, 0
+        for item in batch:
+            result = map_item(item)
+            if isinstance(result, MappedRow):
+                rows.append((result, item))
+            elif isinstance(result, Skipped):
+                skipped += 1
+            else:
+                unmatched += result.stage == "unmatched"
+                yield beam.pvalue.TaggedOutput(
+                    DEAD_LETTER, DeadLetter(item, result.stage, result.reason, result.entity, result.attribute)
+                )
+        self._mapped.inc(len(rows))
+        self._skipped.inc(skipped)
+        self._unmatched.inc(unmatched)
+        if rows:
+            yield rows
 
 
 class _PersistFn(beam.DoFn):
@@ -111,21 +123,21 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
     streams: list[Any] = []
     mismatches = None
     if sample is not None:
-        items = (p | "Sample" >> beam.Create(sample)
-                 | "CountRead" >> beam.Map(lambda item: (Metrics.counter(NAMESPACE, "items_read").inc(), item)[1]))
+        batches = [sample[start:start + SAMPLE_BATCH] for start in range(0, len(sample), SAMPLE_BATCH)]
+        items = (p | "Sample" >> beam.Create(batches)
+                 | "CountRead" >> beam.Map(lambda batch: (Metrics.counter(NAMESPACE, "items_read").inc(len(batch)),
+                                                          batch)[1]))
         run_dir = None
     elif spec.source.export is not None:
         from .export_source import ReadDynamoDBExport
 
         read = p | "ReadExport" >> ReadDynamoDBExport(spec.source.export.path)
-        items, mismatches = read["items"], read["count_mismatch"]
+        items, mismatches = read["batches"], read["count_mismatch"]
     else:
         from .dynamodb_scan import ScanDynamoDB
 
-        read = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
-                                            segments_in_flight=segments_in_flight)
-        done = read["segment_done"] | "SegmentDone" >> beam.Map(ckpt.SegmentDone)
-        items = (read["items"], done) | "ItemsAndMarkers" >> beam.Flatten()
+        items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
+                                             segments_in_flight=segments_in_flight)
     mapped = items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms)).with_outputs(
         DEAD_LETTER, main="rows")
     written = mapped.rows | "WriteToBigtable" >> WriteToBigtable(spec.target, flow)

@@ -8,7 +8,6 @@ from benchmarks import baseline, dataset, run
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.results import MappedRow
-from ddb2bt.pipelines.bigtable_sink import to_mutation_entry
 from ddb2bt.mappers.attrvalue import to_export_json
 
 
@@ -39,21 +38,6 @@ def test_baseline_and_ddb2bt_write_the_same_cells():
             key, cells = baseline.translate(form)
             assert row.row_key == key
             assert sorted(row.cells) == sorted(cells)
-
-
-def test_fast_entry_protobuf_is_the_clients_own():
-    from google.cloud.bigtable.data import RowMutationEntry, SetCell
-    from google.cloud.bigtable_v2.types import bigtable as types_pb
-
-    compiled = compile_spec(load_spec(run.HERE / "spec.yaml"))
-    serialize = types_pb.MutateRowsRequest.Entry.serialize
-    for item in dataset.generate(500):
-        row = compiled.map_item(item)
-        ours = to_mutation_entry(row)
-        assert isinstance(ours, RowMutationEntry)
-        reference = RowMutationEntry(row.row_key, [SetCell(c.family, c.qualifier, c.value, c.timestamp_micros)
-                                                   for c in row.cells])
-        assert serialize(ours._to_pb()) == serialize(reference._to_pb())
 
 
 def test_dataset_is_deterministic_and_has_large_items():

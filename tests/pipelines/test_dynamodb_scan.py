@@ -21,6 +21,7 @@ from moto import mock_aws
 
 from ddb2bt.mappers.spec import SourceSpec
 from ddb2bt.mappers.plan import SourceDescription
+from ddb2bt.pipelines.checkpoint import SegmentDone
 from ddb2bt.pipelines.dynamodb_client import ClientSettings, describe_source, make_client
 from ddb2bt.pipelines.dynamodb_scan import (
     GIB,
@@ -286,8 +287,10 @@ def test_describe_on_demand_table_and_a_server_without_ttl(moto_client):
 def run_scan(source, items, total_segments, completed=frozenset(), **options):
     pipeline = beam.Pipeline(runner="DirectRunner")
     out = pipeline | ScanDynamoDB(source, total_segments, completed_segments=completed, **options)
-    assert_that(out["items"] | beam.Map(fingerprint), exactly(items))
-    assert_that(out["segment_done"], equal_to(sorted(set(range(total_segments)) - set(completed))), label="Done")
+    batches = out | beam.Filter(lambda element: isinstance(element, list))
+    done = out | beam.Filter(lambda element: isinstance(element, SegmentDone)) | beam.Map(lambda d: d.segment)
+    assert_that(batches | beam.FlatMap(lambda batch: batch) | beam.Map(fingerprint), exactly(items))
+    assert_that(done, equal_to(sorted(set(range(total_segments)) - set(completed))), label="Done")
     result = pipeline.run()
     result.wait_until_finish()
     return counter_totals(result)
@@ -306,11 +309,27 @@ def test_beam_scan_in_process_many_pages_and_resume():
         run_scan(source, rest, 4, completed={0, 2})
 
 
+def test_a_segment_is_its_pages_as_batches_then_its_done_marker():
+    from ddb2bt.pipelines.dynamodb_scan import BudgetPlan, _ScanSegmentFn
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        items = make_items(120, padding=20)
+        create_table(client, "t", items)
+        fn = _ScanSegmentFn(ClientSettings(region=REGION), "t", 2, False, BudgetPlan(math.inf), RetryPolicy(), 25)
+        fn.setup()
+        out = list(fn.process(1))
+        expected = sorted(map(fingerprint, scan_segment(client, "t", 1, 2)))
+    assert out[-1] == SegmentDone(1) and not any(isinstance(element, SegmentDone) for element in out[:-1])
+    assert all(isinstance(batch, list) and 0 < len(batch) <= 25 for batch in out[:-1])
+    assert sorted(map(fingerprint, (i for batch in out[:-1] for i in batch))) == expected
+
+
 def test_transform_pickles_settings_not_clients_and_builds_offline():
     transform = ScanDynamoDB(SourceSpec(table="t", endpoint_url="http://127.0.0.1:9"), 3)
     assert pickle.loads(pickle.dumps(transform))._settings.endpoint_url == "http://127.0.0.1:9"
     out = beam.Pipeline(runner="DirectRunner") | transform  # nothing listens on port 9: expand must not call out
-    assert set(out) == {"items", "segment_done"}
+    assert isinstance(out, beam.PCollection)
     with pytest.raises(ValueError):
         ScanDynamoDB(SourceSpec(export={"path": "/x"}), 3)
 

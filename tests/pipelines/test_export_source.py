@@ -39,7 +39,7 @@ def items():
 def run_export(path, expected_items, expected_mismatches=()):
     pipeline = beam.Pipeline(runner="DirectRunner")
     out = pipeline | ReadDynamoDBExport(path)
-    assert_that(out["items"] | beam.Map(fingerprint), exactly(expected_items))
+    assert_that(out["batches"] | beam.FlatMap(lambda batch: batch) | beam.Map(fingerprint), exactly(expected_items))
     assert_that(out["count_mismatch"], equal_to(list(expected_mismatches)), label="Mismatches")
     result = pipeline.run()
     result.wait_until_finish()
