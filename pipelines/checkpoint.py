@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 CHECKPOINT_FILE = "checkpoint.json"
 SEGMENTS_DIR = "segments"
@@ -26,12 +26,6 @@ SEGMENTS_DIR = "segments"
 
 class ResumeError(Exception):
     """The run directory cannot be resumed with this spec or segment count."""
-
-
-class SegmentDone(NamedTuple):
-    """Flows behind a segment's items; seen downstream of the writer, it means the segment is stored."""
-
-    segment: int
 
 
 def spec_hash(spec: Any) -> str:

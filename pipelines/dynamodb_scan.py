@@ -26,7 +26,7 @@ from apache_beam.metrics import Metrics
 from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, HTTPClientError
 
 from ..mappers.plan import SourceDescription
-from .checkpoint import SegmentDone
+from .batches import Batch, SegmentDone
 from .dynamodb_client import ClientSettings, describe_source, make_client
 
 log = logging.getLogger(__name__)
@@ -151,6 +151,8 @@ class ScanPage(NamedTuple):
     retries: int
     """Retries this page needed: botocore's (RetryAttempts) plus ours, mostly throttling."""
     scanned_count: int
+    nbytes: int = 0
+    """The response's size (its Content-Length), 0 where the transport does not say."""
 
 
 def _retryable(err: Exception) -> bool:
@@ -223,12 +225,14 @@ def scan_pages(
         if budget is not None:
             budget.spend(rcu)
         key = response.get("LastEvaluatedKey")
+        metadata = response.get("ResponseMetadata", {})
         yield ScanPage(
             response.get("Items", []),
             key,
             rcu,
-            attempt + response.get("ResponseMetadata", {}).get("RetryAttempts", 0),
+            attempt + metadata.get("RetryAttempts", 0),
             response.get("ScannedCount", 0),
+            int(metadata.get("HTTPHeaders", {}).get("content-length", 0)),
         )
         if key is None:
             return
@@ -340,7 +344,7 @@ class _ScanSegmentFn(beam.DoFn):
                 self._rcu.inc(int(spent))
                 spent -= int(spent)
             if page.items:
-                yield page.items  # the page is the batch (see ScanDynamoDB)
+                yield Batch(page.items, page.nbytes)  # the page is the batch
         if spent > 0:
             self._rcu.inc(math.ceil(spent))
         yield SegmentDone(segment)
@@ -350,12 +354,11 @@ class ScanDynamoDB(beam.PTransform):
     """Parallel Scan as a Beam source: a PCollection of item batches, each segment's followed by its ``SegmentDone``.
 
     Segment numbers are created, reshuffled so the runner spreads them over workers, and each is
-    scanned to its end by one DoFn call. Items travel as batches, one list per Scan page (up to
-    1 MB): Beam's per-element cost is a few microseconds per transform, a quarter of the whole
-    per-item cost when every item was an element (profiled). The done marker travels in the same
-    PCollection, in band, so that downstream steps fused with the scan see it after the segment's
-    last batch; a second output merged back with a Flatten would cut the fusion, and the runner
-    would then hold the whole scan in between (profiled too). ``completed_segments`` (from a checkpoint) are left out,
+    scanned to its end by one DoFn call. Items travel as a :class:`~.batches.Batch` per Scan page
+    (up to 1 MB). The done marker travels in the same PCollection, in band, so that steps fused
+    with the scan see it after the segment's last batch; a second output merged back with a
+    Flatten would cut the fusion, and the runner would then hold the whole scan in between
+    (profiled). ``completed_segments`` (from a checkpoint) are left out,
     which is what ``--resume`` relies on: a segment is reported done only after all its items were
     emitted.
 
@@ -403,6 +406,6 @@ class ScanDynamoDB(beam.PTransform):
             pbegin
             | "Segments" >> beam.Create(self._segments)
             | "Spread" >> beam.Reshuffle()
-            | "Scan" >> beam.ParDo(fn)
+            | "Scan" >> beam.ParDo(fn).with_output_types(Batch)
         )
         return outputs

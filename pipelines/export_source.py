@@ -27,6 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from .batches import Batch
 from .dynamodb_scan import METRICS_NAMESPACE
 
 SUMMARY = "manifest-summary.json"
@@ -145,7 +146,13 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
 
 
 def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
-    """The items of one data file: the ``Item`` of each JSON line, in wire format (``B`` as base64 text).
+    """The items of one data file: the ``Item`` of each JSON line, in wire format (``B`` as base64 text)."""
+    for _size, item in _sized_file_items(path):
+        yield item
+
+
+def _sized_file_items(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(bytes of its line, item)`` for each item of a data file.
 
     Gzip is decoded by the standard library over Beam's raw stream: its C reader splits lines far
     faster than Beam's pure-Python compressed-file wrapper.
@@ -156,7 +163,7 @@ def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)["Item"]
+                yield len(line), json.loads(line)["Item"]
             except (json.JSONDecodeError, KeyError, TypeError) as err:
                 raise ExportError(f"{path} line {number} is not an export item: {err!r}") from err
 
@@ -186,13 +193,14 @@ class _ReadExportFileFn(beam.DoFn):
 
     def process(self, data_file: ExportFile) -> Iterable[Any]:
         count = 0
-        batch: list[dict[str, Any]] = []
-        for item in iter_file_items(data_file.path):
+        batch = Batch()
+        for size, item in _sized_file_items(data_file.path):
             batch.append(item)
+            batch.nbytes += size
             if len(batch) == BATCH_ITEMS:
                 count += len(batch)
                 yield batch
-                batch = []
+                batch = Batch()
         if batch:
             count += len(batch)
             yield batch
@@ -212,9 +220,9 @@ def _check_total(actual: int, expected: int, where: str) -> Iterable[dict[str, A
 
 
 class ReadDynamoDBExport(beam.PTransform):
-    """Items of a DynamoDB export: ``{"batches": PCollection[list[item]], "count_mismatch": PCollection[dict]}``.
+    """Items of a DynamoDB export: ``{"batches": PCollection[Batch], "count_mismatch": PCollection[dict]}``.
 
-    Items travel in lists of up to ``BATCH_ITEMS`` (as a Scan's pages do, for the same reason).
+    Items travel in batches (:class:`~.batches.Batch`) of up to ``BATCH_ITEMS``.
 
     The manifest is read when the transform is built (it is small, and a wrong path should fail
     before any worker starts); ``.manifest`` gives the expected counts to the pipeline's report.
@@ -231,7 +239,8 @@ class ReadDynamoDBExport(beam.PTransform):
             pbegin
             | "Files" >> beam.Create(manifest.files)
             | "Spread" >> beam.Reshuffle()
-            | "Read" >> beam.ParDo(_ReadExportFileFn()).with_outputs("file_counts", "count_mismatch", main="batches")
+            | "Read" >> beam.ParDo(_ReadExportFileFn()).with_output_types(Batch).with_outputs(
+                "file_counts", "count_mismatch", main="batches")
         )
         total = (
             read.file_counts

@@ -5,8 +5,8 @@ Shape (one fused stage after the source's reshuffle, which is what makes checkpo
     source (item batches, segment done) ─ Map ─(row batches)─ WriteToBigtable ─(dead letters, segment done)─┐
                                            └──(map dead letters)──────────────────────────────────────────┴─ Persist
 
-Items travel in batches (a Scan page, up to 1000 export lines), and everything up to the writer
-runs fused in one stage per worker: see ``ScanDynamoDB``.
+Items travel in batches (a Scan page, up to 1000 export lines; see :mod:`.batches`), and
+everything up to the writer runs fused in one stage per worker (see ``ScanDynamoDB``).
 
 ``Persist`` writes dead letters to part files and only then marks a segment done, and the writer
 passes a segment's done marker on only after that segment's rows are stored, so a segment marked
@@ -16,6 +16,7 @@ counters must add up: ``items_read = rows_written + dead_lettered + skipped``.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from apache_beam.metrics import Metrics
 
 from ..mappers.results import ItemError, MappedRow, Skipped
 from . import checkpoint as ckpt
+from .batches import Batch, SegmentDone
 from .bigtable_sink import NAMESPACE, FlowControl, WriteToBigtable, ensure_table
 from .dead_letters import DeadLetter, consolidate, write_part
 from .sources import read_items
@@ -36,6 +38,22 @@ DEAD_LETTER = "dead_letter"
 SAMPLE_BATCH = 1000
 COUNTERS = ("items_read", "items_mapped", "rows_written", "cells_written", "bytes_written", "dead_lettered",
             "skipped", "unmatched", "write_failures", "export_count_mismatch")
+
+
+YOUNG_GC_THRESHOLD = 100_000
+
+
+def relax_young_gc() -> None:
+    """Collect the young generation every 100,000 allocations rather than every 700.
+
+    A Scan page parses into tens of thousands of dicts, so at the default threshold the collector
+    runs every few items and walks the page's survivors each time. Measured on the benchmark, the
+    pipeline ran ~15% faster this way, with the same peak RSS. It is process-wide, which suits a
+    worker process; a threshold already higher, or a disabled collector, is left as it is.
+    """
+    young, middle, old = gc.get_threshold()
+    if gc.isenabled() and 0 < young < YOUNG_GC_THRESHOLD:
+        gc.set_threshold(YOUNG_GC_THRESHOLD, max(middle, 20), max(old, 100))
 
 
 class _MapFn(beam.DoFn):
@@ -55,13 +73,14 @@ class _MapFn(beam.DoFn):
         from ..mappers.spec import MappingSpec
 
         self._compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
+        relax_young_gc()
 
     def process(self, batch: Any) -> Iterator[Any]:
-        if isinstance(batch, ckpt.SegmentDone):
+        if isinstance(batch, SegmentDone):
             yield batch
             return
         map_item = self._compiled.map_item
-        rows, skipped, unmatched = [], 0, 0
+        rows, skipped, unmatched = Batch(nbytes=batch.nbytes), 0, 0
         for item in batch:
             result = map_item(item)
             if isinstance(result, MappedRow):
@@ -91,7 +110,7 @@ class _PersistFn(beam.DoFn):
         self._lines: list[str] = []
 
     def process(self, element: Any) -> None:
-        if isinstance(element, ckpt.SegmentDone):
+        if isinstance(element, SegmentDone):
             self._flush()
             if self._run_dir is not None:
                 ckpt.mark_segment_done(self._run_dir, element.segment)
@@ -123,7 +142,7 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
     streams: list[Any] = []
     mismatches = None
     if sample is not None:
-        batches = [sample[start:start + SAMPLE_BATCH] for start in range(0, len(sample), SAMPLE_BATCH)]
+        batches = [Batch(sample[start:start + SAMPLE_BATCH]) for start in range(0, len(sample), SAMPLE_BATCH)]
         items = (p | "Sample" >> beam.Create(batches)
                  | "CountRead" >> beam.Map(lambda batch: (Metrics.counter(NAMESPACE, "items_read").inc(len(batch)),
                                                           batch)[1]))
@@ -138,8 +157,8 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
 
         items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
                                              segments_in_flight=segments_in_flight)
-    mapped = items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms)).with_outputs(
-        DEAD_LETTER, main="rows")
+    mapped = items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms)).with_output_types(
+        Batch).with_outputs(DEAD_LETTER, main="rows")
     written = mapped.rows | "WriteToBigtable" >> WriteToBigtable(spec.target, flow)
     streams += [mapped[DEAD_LETTER], written]
     if mismatches is not None:

@@ -21,7 +21,7 @@ from moto import mock_aws
 
 from ddb2bt.mappers.spec import SourceSpec
 from ddb2bt.mappers.plan import SourceDescription
-from ddb2bt.pipelines.checkpoint import SegmentDone
+from ddb2bt.pipelines.batches import Batch, SegmentDone
 from ddb2bt.pipelines.dynamodb_client import ClientSettings, describe_source, make_client
 from ddb2bt.pipelines.dynamodb_scan import (
     GIB,
@@ -287,7 +287,7 @@ def test_describe_on_demand_table_and_a_server_without_ttl(moto_client):
 def run_scan(source, items, total_segments, completed=frozenset(), **options):
     pipeline = beam.Pipeline(runner="DirectRunner")
     out = pipeline | ScanDynamoDB(source, total_segments, completed_segments=completed, **options)
-    batches = out | beam.Filter(lambda element: isinstance(element, list))
+    batches = out | beam.Filter(lambda element: not isinstance(element, SegmentDone))
     done = out | beam.Filter(lambda element: isinstance(element, SegmentDone)) | beam.Map(lambda d: d.segment)
     assert_that(batches | beam.FlatMap(lambda batch: batch) | beam.Map(fingerprint), exactly(items))
     assert_that(done, equal_to(sorted(set(range(total_segments)) - set(completed))), label="Done")
@@ -321,7 +321,7 @@ def test_a_segment_is_its_pages_as_batches_then_its_done_marker():
         out = list(fn.process(1))
         expected = sorted(map(fingerprint, scan_segment(client, "t", 1, 2)))
     assert out[-1] == SegmentDone(1) and not any(isinstance(element, SegmentDone) for element in out[:-1])
-    assert all(isinstance(batch, list) and 0 < len(batch) <= 25 for batch in out[:-1])
+    assert all(type(batch) is Batch and 0 < len(batch) <= 25 for batch in out[:-1])
     assert sorted(map(fingerprint, (i for batch in out[:-1] for i in batch))) == expected
 
 

@@ -203,3 +203,23 @@ def test_export_count_mismatch_fails_the_run(bigtable_env, unique_name, tmp_path
     assert not result.ok and any("export count mismatch" in problem for problem in result.problems)
     sources = [d for d in dead_letters(result.dead_letter) if d["stage"] == "source"]
     assert sources and all("should hold" in d["reason"] for d in sources)
+
+
+def test_young_gc_is_relaxed_only_upwards():
+    import gc
+
+    from ddb2bt.pipelines.pipeline import YOUNG_GC_THRESHOLD, relax_young_gc
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        relax_young_gc()
+        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, 20, 100)
+        gc.set_threshold(YOUNG_GC_THRESHOLD * 2, 5, 5)
+        relax_young_gc()
+        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD * 2, 5, 5)
+        gc.set_threshold(0)  # collector off: the user's choice stands
+        relax_young_gc()
+        assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*saved)
