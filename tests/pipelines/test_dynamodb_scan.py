@@ -349,3 +349,44 @@ def test_beam_scan_of_a_multi_megabyte_table_is_complete_and_exact(server, reque
     assert counters["items_read"] == 3000
     if server == "dynalite":  # real 1 MB pages
         assert counters["scan_pages"] > 4
+
+
+def test_read_ahead_fetches_the_next_page_while_the_caller_works():
+    import threading
+
+    from ddb2bt.pipelines.dynamodb_scan import read_ahead
+
+    fetched = []
+    second_requested = threading.Event()
+
+    def pages():
+        for n in range(4):
+            if n == 1:
+                second_requested.set()
+            fetched.append(n)
+            yield n
+
+    seen = []
+    for page in read_ahead(pages()):
+        if page == 0:  # still working on the first page: the second is already on its way
+            assert second_requested.wait(5)
+        seen.append(page)
+        assert len(fetched) <= len(seen) + 1  # never more than one page ahead
+    assert seen == [0, 1, 2, 3]
+
+
+def test_read_ahead_raises_where_the_pages_fail_and_can_be_left_early():
+    from ddb2bt.pipelines.dynamodb_scan import read_ahead
+
+    def failing():
+        yield 1
+        raise ScanFailedError("t", 0, 1, 3, None, RuntimeError("boom"))
+
+    got = []
+    with pytest.raises(ScanFailedError):
+        for page in read_ahead(failing()):
+            got.append(page)
+    assert got == [1]
+    ahead = read_ahead(iter(range(1000)))
+    assert next(ahead) == 0
+    ahead.close()  # returns at once, the background fetch finished or abandoned

@@ -214,7 +214,7 @@ def test_young_gc_is_relaxed_only_upwards():
     try:
         gc.set_threshold(700, 10, 10)
         relax_young_gc()
-        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, 20, 100)
+        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, 10, 10)
         gc.set_threshold(YOUNG_GC_THRESHOLD * 2, 5, 5)
         relax_young_gc()
         assert gc.get_threshold() == (YOUNG_GC_THRESHOLD * 2, 5, 5)
