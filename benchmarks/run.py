@@ -27,10 +27,11 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from .measure import run_child
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -131,6 +132,17 @@ def mapper_section(n: int, repeats: int = 7) -> dict[str, Any]:
             {name: deserialize(value) for name, value in item.items()}
             RowMutationEntry(row.row_key, [SetCell(f, q, v, ts) for f, q, ts, v in row.cells])
 
+    map_item = compiled.map_item
+
+    def map_only() -> None:
+        for item in items:
+            map_item(item)
+
+    def deserialize_only() -> None:
+        deserialize = TypeDeserializer().deserialize
+        for item in items:
+            {name: deserialize(value) for name, value in item.items()}
+
     def hand_written() -> None:
         translate = baseline.translate
         for item in items:
@@ -138,7 +150,8 @@ def mapper_section(n: int, repeats: int = 7) -> dict[str, Any]:
             RowMutationEntry(key, [SetCell(f, q, v, ts) for f, q, ts, v in cells])
 
     # interleaved rounds, so that a noisy stretch on the shared machine hits both sides alike
-    functions = (("ddb2bt", ours), ("floor", floor), ("baseline_translate", hand_written))
+    functions = (("ddb2bt", ours), ("floor", floor), ("baseline_translate", hand_written),
+                 ("map_item_only", map_only), ("type_deserializer_only", deserialize_only))
     times: dict[str, list[float]] = {name: [] for name, _ in functions}
     for _ in range(repeats):
         for name, fn in functions:
@@ -154,6 +167,8 @@ def mapper_section(n: int, repeats: int = 7) -> dict[str, Any]:
         "equivalent": mismatches == 0 and not_rows == 0,
         "ddb2bt_items_per_s": rates["ddb2bt"], "floor_items_per_s": rates["floor"],
         "baseline_translate_items_per_s": rates["baseline_translate"],
+        "map_item_only_items_per_s": rates["map_item_only"],
+        "type_deserializer_only_items_per_s": rates["type_deserializer_only"],
         "ratio_vs_floor": rates["ddb2bt"] / rates["floor"],
         "round_ratios": round_ratios, "median_round_ratio": round_ratios[len(round_ratios) // 2],
         "what": "ddb2bt: compile_spec(spec).map_item + to_mutation_entry; floor: boto3 TypeDeserializer over every "
@@ -162,76 +177,14 @@ def mapper_section(n: int, repeats: int = 7) -> dict[str, Any]:
     }
 
 
-# --------------------------------------------------------------------------- measured child processes
-
-
-class RssSampler(threading.Thread):
-    """Peak of the summed RSS of a process and all its descendants, sampled every `interval` seconds."""
-
-    def __init__(self, pid: int, interval: float = 0.05) -> None:
-        super().__init__(daemon=True)
-        import psutil
-
-        self.root = psutil.Process(pid)
-        self.interval, self.peak, self.samples = interval, 0, 0
-        self.max_processes = 0
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        import psutil
-
-        while not self._halt.is_set():
-            try:
-                processes = [self.root, *self.root.children(recursive=True)]
-            except psutil.Error:
-                break
-            total = 0
-            for process in processes:
-                try:
-                    total += process.memory_info().rss
-                except psutil.Error:
-                    pass
-            self.peak = max(self.peak, total)
-            self.max_processes = max(self.max_processes, len(processes))
-            self.samples += 1
-            self._halt.wait(self.interval)
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join()
-
-
-def run_child(job: dict, env: dict[str, str], timeout: float = 1800) -> dict[str, Any]:
-    started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.child", json.dumps(job)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sampler = RssSampler(proc.pid)
-    sampler.start()
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        sampler.stop()
-    wall = time.perf_counter() - started
-    lines = [line for line in out.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"job {job['kind']} failed ({proc.returncode}):\n{err[-4000:]}")
-    result = json.loads(lines[-1])
-    result.update(peak_rss_bytes=sampler.peak, rss_samples=sampler.samples, processes=sampler.max_processes,
-                  process_wall_seconds=wall)
-    result["items_per_s"] = result["items_read"] / result["seconds"] if result["seconds"] else 0.0
-    return result
-
-
 # --------------------------------------------------------------------------- end to end
 
 
 class Bench:
     def __init__(self, n: int, env: dict[str, str], dynamodb_endpoint: str, table: str, export_dir: str,
-                 workdir: str, profile: bool) -> None:
+                 workdir: str, profile: bool, servers: dict[str, int] | None = None) -> None:
         self.n, self.env, self.endpoint, self.table = n, env, dynamodb_endpoint, table
+        self.servers = dict(servers or {})
         self.export_dir, self.workdir, self.profile = export_dir, workdir, profile
         self.runs = 0
 
@@ -262,7 +215,7 @@ class Bench:
             slug = "".join(ch if ch.isalnum() else "-" for ch in label)
             job["profile"] = str(RESULTS / f"profile-{self.runs:02d}-{slug}.txt")
         log(f"run {self.runs}: {label} {json.dumps({k: v for k, v in job.items() if k in ('segments', 'mode', 'workers', 'export_dir')})}")
-        result = run_child(job, self.env)
+        result = run_child(job, self.env, servers=self.servers)
         expected = extra.get("expected", self.n)
         if result["items_read"] != expected or result["rows_written"] != expected:
             raise RuntimeError(f"{label}: read {result['items_read']}, wrote {result['rows_written']}, "
@@ -270,8 +223,10 @@ class Bench:
         if kind == "ddb2bt" and not result.get("ok", True):
             raise RuntimeError(f"{label}: run not OK: {result.get('problems')}")
         result["label"] = label
+        per_item = ", ".join(f"{name} {us:.0f}" for name, us in result.get("cpu_us_per_item", {}).items())
         log(f"  {result['items_per_s']:,.0f} items/s ({result['seconds']:.1f}s, peak RSS "
-            f"{result['peak_rss_bytes'] / 2**20:,.0f} MiB over {result['processes']} processes)")
+            f"{result['peak_rss_bytes'] / 2**20:,.0f} MiB over {result['processes']} processes; "
+            f"CPU us/item: {per_item})")
         return result
 
 
@@ -388,6 +343,12 @@ def render(results: dict[str, Any]) -> str:
                                 "map_item + to_mutation_entry"))
         lines.append(row.format("  hand-written translate + entries items/s", "",
                                 _fmt_rate(mapper["baseline_translate_items_per_s"]), "", "(for reference)"))
+        if "map_item_only_items_per_s" in mapper:
+            lines.append(row.format("  map_item alone vs TypeDeserializer alone",
+                                    _fmt_rate(mapper["type_deserializer_only_items_per_s"]),
+                                    _fmt_rate(mapper["map_item_only_items_per_s"]),
+                                    f"{mapper['map_item_only_items_per_s'] / mapper['type_deserializer_only_items_per_s']:.2f}",
+                                    "(for reference: no mutation objects)"))
     e2e = results.get("end_to_end")
     if e2e:
         loop = e2e["loopback"]
@@ -397,6 +358,10 @@ def render(results: dict[str, Any]) -> str:
         for run in loop["ddb2bt_configs"]:
             lines.append(row.format("  ddb2bt " + run["label"], "", _fmt_rate(run["items_per_s"]),
                                     f"{run['items_per_s'] / loop['baseline']['items_per_s']:.2f}", ""))
+        if "cpu_us_per_item" in best:
+            for name in best["cpu_us_per_item"]:
+                lines.append(row.format(f"  CPU us per item: {name}", f"{loop['baseline']['cpu_us_per_item'][name]:.0f}",
+                                        f"{best['cpu_us_per_item'][name]:.0f}", "", "whole processes, start-up included"))
         exp = e2e["export"]
         lines.append(row.format("end to end, export folder (items/s)", _fmt_rate(exp["baseline"]["items_per_s"]),
                                 _fmt_rate(exp["ddb2bt"]["items_per_s"]), f"{exp['ratio']:.2f}", exp["ddb2bt"]["label"]))
@@ -491,7 +456,8 @@ def servers_part(args: argparse.Namespace, n: int, memory_n: int) -> dict[str, A
         log(f"loading {n:,} items into dynalite")
         out["dataset"]["load"] = load.load_table(dynamo.endpoint, "bench", dataset.generate(n))
         log(f"  loaded in {out['dataset']['load']['seconds']:.0f}s")
-        bench = Bench(n, env, dynamo.endpoint, "bench", export_dir, workdir, args.profile)
+        bench = Bench(n, env, dynamo.endpoint, "bench", export_dir, workdir, args.profile,
+                      servers={"dynalite": dynamo.pid, "emulator": emulator.pid})
         proxy = None
         proxy_endpoint = None
         try:
@@ -502,6 +468,7 @@ def servers_part(args: argparse.Namespace, n: int, memory_n: int) -> dict[str, A
                                          text=True)
                 port = proxy.stdout.readline().split()[1]
                 proxy_endpoint = f"http://127.0.0.1:{port}"
+                bench.servers["latency_proxy"] = proxy.pid
             out["end_to_end"] = e2e_section(bench, args.quick, proxy_endpoint)
         finally:
             if proxy is not None:
