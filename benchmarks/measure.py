@@ -8,11 +8,13 @@ what the ceiling on this machine is.
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -76,14 +78,23 @@ def _children_cpu() -> float:
 
 
 def run_child(job: dict, env: dict[str, str], timeout: float = 1800,
-              servers: dict[str, int] | None = None) -> dict[str, Any]:
-    """Run one job in its own process; ``servers`` (name -> pid) get their CPU during the job counted too."""
+              servers: dict[str, int] | None = None, py_spy: Path | None = None) -> dict[str, Any]:
+    """Run one job in its own process; ``servers`` (name -> pid) get their CPU during the job counted too.
+
+    With ``py_spy``, the job runs under ``py-spy record --gil`` (every thread and subprocess,
+    sampled while holding the GIL, which is what bounds a Python pipeline) and a summary of
+    where the samples fell is written there.
+    """
     servers = servers or {}
     servers_before = {name: cpu_seconds(pid) for name, pid in servers.items()}
     job_before = _children_cpu()
+    argv = [sys.executable, "-m", "benchmarks.child", json.dumps(job)]
+    raw = py_spy.with_suffix(".raw") if py_spy else None
+    if raw:
+        argv = [str(Path(sys.executable).with_name("py-spy")), "record", "--gil", "--subprocesses", "--rate", "200",
+                "--format", "raw", "--output", str(raw), "--", *argv]
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.child", json.dumps(job)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sampler = RssSampler(proc.pid)
     sampler.start()
     try:
@@ -104,8 +115,36 @@ def run_child(job: dict, env: dict[str, str], timeout: float = 1800,
                   process_wall_seconds=wall)
     result["items_per_s"] = result["items_read"] / result["seconds"] if result["seconds"] else 0.0
     result["cpu_seconds"] = cpu  # whole process lifetimes, interpreter start and imports included
+    if raw and raw.exists():
+        py_spy.write_text(summarize_py_spy(raw.read_text(), title=json.dumps(job)))
+        raw.unlink()
     if result["items_read"]:
         result["cpu_us_per_item"] = {name: seconds / result["items_read"] * 1e6 for name, seconds in cpu.items()}
     return result
 
 
+
+
+_LINE = re.compile(r":\d+\)$")  # "f (file.py:12)" -> "f (file.py)": one line per function
+
+
+def summarize_py_spy(raw: str, title: str = "", top: int = 40) -> str:
+    """Self and inclusive shares of the samples in py-spy's raw (collapsed stacks) output, per function."""
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = [_LINE.sub(")", frame) for frame in stack.split(";") if not frame.startswith("process ")]
+        frames = frames or ["(native)"]
+        total += int(count)
+        own[frames[-1]] += int(count)
+        for frame in set(frames):
+            inclusive[frame] += int(count)
+    lines = [f"py-spy --gil, {total} samples: {title}", "", "-- self (where the GIL was held)"]
+    lines += [f"{n / total:6.1%}  {frame}" for frame, n in own.most_common(top)]
+    lines += ["", "-- inclusive"]
+    lines += [f"{n / total:6.1%}  {frame}" for frame, n in inclusive.most_common(top)]
+    return "\n".join(lines) + "\n"

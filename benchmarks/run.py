@@ -182,7 +182,7 @@ def mapper_section(n: int, repeats: int = 7) -> dict[str, Any]:
 
 class Bench:
     def __init__(self, n: int, env: dict[str, str], dynamodb_endpoint: str, table: str, export_dir: str,
-                 workdir: str, profile: bool, servers: dict[str, int] | None = None) -> None:
+                 workdir: str, profile: str | None, servers: dict[str, int] | None = None) -> None:
         self.n, self.env, self.endpoint, self.table = n, env, dynamodb_endpoint, table
         self.servers = dict(servers or {})
         self.export_dir, self.workdir, self.profile = export_dir, workdir, profile
@@ -211,11 +211,12 @@ class Bench:
                "run_dir": os.path.join(self.workdir, f"run{self.runs}"), **extra}
         label = extra.pop("label", kind)
         job.pop("label", None)
-        if self.profile:
-            slug = "".join(ch if ch.isalnum() else "-" for ch in label)
+        slug = "".join(ch if ch.isalnum() else "-" for ch in label)
+        py_spy = RESULTS / f"py-spy-{self.runs:02d}-{slug}.txt" if self.profile == "py-spy" else None
+        if self.profile == "pyinstrument":
             job["profile"] = str(RESULTS / f"profile-{self.runs:02d}-{slug}.txt")
         log(f"run {self.runs}: {label} {json.dumps({k: v for k, v in job.items() if k in ('segments', 'mode', 'workers', 'export_dir')})}")
-        result = run_child(job, self.env, servers=self.servers)
+        result = run_child(job, self.env, servers=self.servers, py_spy=py_spy)
         expected = extra.get("expected", self.n)
         if result["items_read"] != expected or result["rows_written"] != expected:
             raise RuntimeError(f"{label}: read {result['items_read']}, wrote {result['rows_written']}, "
@@ -360,6 +361,8 @@ def render(results: dict[str, Any]) -> str:
                                     f"{run['items_per_s'] / loop['baseline']['items_per_s']:.2f}", ""))
         if "cpu_us_per_item" in best:
             for name in best["cpu_us_per_item"]:
+                if max(best["cpu_us_per_item"][name], loop["baseline"]["cpu_us_per_item"][name]) < 0.5:
+                    continue  # e.g. the latency proxy, idle on loopback
                 lines.append(row.format(f"  CPU us per item: {name}", f"{loop['baseline']['cpu_us_per_item'][name]:.0f}",
                                         f"{best['cpu_us_per_item'][name]:.0f}", "", "whole processes, start-up included"))
         exp = e2e["export"]
@@ -404,7 +407,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--memory-items", type=int, default=None, help="items for the big memory run (default 1,000,000)")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory section")
     parser.add_argument("--no-latency", action="store_true", help="skip the +20 ms section")
-    parser.add_argument("--profile", action="store_true", help="pyinstrument every end-to-end job (results/profile-*.txt)")
+    parser.add_argument("--profile", nargs="?", const="pyinstrument", choices=("pyinstrument", "py-spy"),
+                        help="profile every end-to-end job: pyinstrument (main thread; results/profile-*.txt) or "
+                             "py-spy (all threads and processes, GIL samples; results/py-spy-*.txt); "
+                             "a profiled run's own figures are slowed by the profiler and not comparable")
     parser.add_argument("--output", default=str(RESULTS / "latest.json"))
     args = parser.parse_args(argv)
 

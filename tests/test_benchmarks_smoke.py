@@ -48,3 +48,18 @@ def test_dataset_is_deterministic_and_has_large_items():
              if item["type"]["S"] == "product"]
     assert max(sizes) >= 100_000 and sum(size >= 100_000 for size in sizes) <= 5
     assert all(8 <= len(item) - 3 <= 15 for item in dataset.generate(400))  # 8-15 attributes besides keys and type
+
+
+def test_py_spy_summary_shares_self_and_inclusive_samples():
+    from benchmarks.measure import summarize_py_spy
+
+    raw = ("process 1:\"python\";main (a.py:1);scan (b.py:2);loads (json:3) 4\n"
+           "process 1:\"python\";main (a.py:1);scan (b.py:7);loads (json:3) 2\n"
+           "process 1:\"python\";main (a.py:1);map (c.py:4) 3\n"
+           "process 1:\"python\" 1\n")
+    text = summarize_py_spy(raw, title="job")
+    self_part, inclusive_part = text.split("-- inclusive")
+    assert "10 samples: job" in text
+    assert " 60.0%  loads (json)" in self_part and " 30.0%  map (c.py)" in self_part
+    assert " 10.0%  (native)" in self_part
+    assert " 90.0%  main (a.py)" in inclusive_part and " 60.0%  scan (b.py)" in inclusive_part
