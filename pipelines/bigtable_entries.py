@@ -12,9 +12,10 @@ than mapping the item does:
 * ``_to_pb()`` goes through proto-plus per cell: ~100 us per item.
 
 :class:`CellsEntry` keeps the mapper's cell tuples instead. ``SetCell`` objects are made only
-if something reads ``mutations`` item by item (the error path does), ``size()`` is the row's real
-byte count, computed once, and ``_to_pb()`` fills the raw (upb) message directly. What goes on
-the wire is byte for byte what the client's classes send (tests/pipelines/test_bigtable_entries.py).
+if something reads ``mutations`` item by item (the error path does); the raw (upb) message is
+filled directly, once, when the batcher first asks for the size, and ``size()`` is its serialized
+size. What goes on the wire is byte for byte what the client's classes send
+(tests/pipelines/test_bigtable_entries.py).
 """
 
 from __future__ import annotations
@@ -25,10 +26,6 @@ from typing import Any
 
 from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from ..mappers.results import MappedRow
-
-CELL_OVERHEAD_BYTES = 16
-"""Per-cell bytes beyond family, qualifier and value (timestamp, tags): a fair size, not an exact one."""
-
 
 def to_mutation_entry(row: MappedRow) -> Any:
     """The ``RowMutationEntry`` that writes one mapped row (hot path: no checks beyond the mapper's)."""
@@ -70,27 +67,29 @@ def _cells_entry_class() -> type:
             self.row_key = row_key
             self.cells = cells
             self.mutations = SetCells(cells)
-            self._size = -1
+            self._pb: Any = None
 
         def size(self) -> int:
-            if self._size < 0:
-                self._size = len(self.row_key) + sum(
-                    len(family) + len(qualifier) + len(value) + CELL_OVERHEAD_BYTES
-                    for family, qualifier, _micros, value in self.cells)
-            return self._size
+            """Bytes on the wire (the batcher asks three times; the message is built on the first)."""
+            return self._raw().ByteSize()
 
         def is_idempotent(self) -> bool:
             return all(cell[2] >= 0 for cell in self.cells)  # -1 would be a server-side timestamp
 
         def _to_pb(self) -> Any:
-            entry = raw_entry(row_key=self.row_key)
-            add = entry.mutations.add
-            for family, qualifier, micros, value in self.cells:
-                cell = add().set_cell
-                cell.family_name = family
-                cell.column_qualifier = qualifier
-                cell.timestamp_micros = micros
-                cell.value = value
-            return wrap(entry)
+            return wrap(self._raw())
+
+        def _raw(self) -> Any:
+            if self._pb is None:
+                entry = raw_entry(row_key=self.row_key)
+                add = entry.mutations.add
+                for family, qualifier, micros, value in self.cells:
+                    cell = add().set_cell
+                    cell.family_name = family
+                    cell.column_qualifier = qualifier
+                    cell.timestamp_micros = micros
+                    cell.value = value
+                self._pb = entry
+            return self._pb
 
     return CellsEntry
