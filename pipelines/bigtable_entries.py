@@ -62,34 +62,38 @@ def _cells_entry_class() -> type:
         """A ``RowMutationEntry`` of ``SetCell`` mutations held as ``(family, qualifier, micros, value)``."""
 
         def __init__(self, row_key: bytes, cells: tuple) -> None:  # not super().__init__: it builds SetCells
-            if not 0 < len(cells) <= MUTATIONS_PER_ENTRY_MAX:  # the client's own checks, same errors
+            if not 0 < len(cells) <= MUTATIONS_PER_ENTRY_MAX:  # the client's own limits
                 raise ValueError(f"a row entry needs 1 to {MUTATIONS_PER_ENTRY_MAX} mutations, not {len(cells)}")
             self.row_key = row_key
             self.cells = cells
             self.mutations = SetCells(cells)
             self._pb: Any = None
+            self._size = -1
 
         def size(self) -> int:
-            """Bytes on the wire (the batcher asks three times; the message is built on the first)."""
-            return self._raw().ByteSize()
+            """Bytes on the wire; the batcher asks three times, the message is built on the first."""
+            if self._size < 0:
+                self._pb = self._build()
+                self._size = self._pb.ByteSize()
+            return self._size
 
         def is_idempotent(self) -> bool:
             return all(cell[2] >= 0 for cell in self.cells)  # -1 would be a server-side timestamp
 
         def _to_pb(self) -> Any:
-            return wrap(self._raw())
+            # Asked once per entry (the client keeps it for retries): hand the message over, hold it no longer.
+            entry, self._pb = self._pb or self._build(), None
+            return wrap(entry)
 
-        def _raw(self) -> Any:
-            if self._pb is None:
-                entry = raw_entry(row_key=self.row_key)
-                add = entry.mutations.add
-                for family, qualifier, micros, value in self.cells:
-                    cell = add().set_cell
-                    cell.family_name = family
-                    cell.column_qualifier = qualifier
-                    cell.timestamp_micros = micros
-                    cell.value = value
-                self._pb = entry
-            return self._pb
+        def _build(self) -> Any:
+            entry = raw_entry(row_key=self.row_key)
+            add = entry.mutations.add
+            for family, qualifier, micros, value in self.cells:
+                cell = add().set_cell
+                cell.family_name = family
+                cell.column_qualifier = qualifier
+                cell.timestamp_micros = micros
+                cell.value = value
+            return entry
 
     return CellsEntry

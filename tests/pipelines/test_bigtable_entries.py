@@ -58,3 +58,14 @@ def test_the_clients_mutation_count_limits_hold(count):
     cells = tuple(Cell("f", b"q%d" % i, 1000, b"v") for i in range(count))
     with pytest.raises(ValueError, match="mutations"):
         to_mutation_entry(MappedRow(b"row", cells, "entity"))
+
+
+def test_the_message_is_built_once_and_not_held_after_it_is_handed_over():
+    row = mapped_rows()[1]
+    entry = to_mutation_entry(row)
+    size = entry.size()
+    built = entry._pb
+    assert built is not None and entry.size() == size and entry._pb is built
+    first = entry._to_pb()
+    assert entry._pb is None and entry.size() == size  # the size stays known without the message
+    assert serialize(first) == serialize(entry._to_pb()) == serialize(reference_entry(row)._to_pb())
