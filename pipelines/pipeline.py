@@ -84,7 +84,7 @@ class _MapFn(beam.DoFn):
             yield batch
             return
         map_item = self._compiled.map_item
-        rows, skipped, unmatched = Batch(nbytes=batch.nbytes), 0, 0
+        rows, skipped, unmatched = Batch(nbytes=getattr(batch, "nbytes", 0)), 0, 0
         for item in batch:
             result = map_item(item)
             if isinstance(result, MappedRow):

@@ -174,3 +174,16 @@ def test_reads_an_export_from_s3(tmp_path, items, monkeypatch):
                 s3.upload_file(full, "bkt", os.path.relpath(full, local_root))
         read = list(iter_export_items("s3://bkt/exports/daily", options=PipelineOptions()))
     assert sorted(map(fingerprint, read)) == sorted(map(fingerprint, items[:60]))
+
+
+def test_a_data_file_is_read_in_batches_sized_for_beam(tmp_path):
+    from ddb2bt.pipelines.batches import Batch
+    from ddb2bt.pipelines.export_source import BATCH_ITEMS, _ReadExportFileFn
+
+    many = make_items(2 * BATCH_ITEMS + 500, padding=10)
+    manifest = read_manifest(write_export(tmp_path, many, files=1))
+    out = list(_ReadExportFileFn().process(manifest.files[0]))
+    batches = [element for element in out if type(element) is Batch]
+    assert [len(batch) for batch in batches] == [BATCH_ITEMS, BATCH_ITEMS, 500]
+    assert all(batch.nbytes > 100 * len(batch) for batch in batches)  # the lines' bytes, not a guess
+    assert sorted(map(fingerprint, (item for batch in batches for item in batch))) == sorted(map(fingerprint, many))
