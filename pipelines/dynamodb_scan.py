@@ -163,14 +163,18 @@ def _retryable(err: Exception) -> bool:
     return isinstance(err, (BotoConnectionError, HTTPClientError))
 
 
-def _page_rcu(response: dict[str, Any], consistent_read: bool) -> float:
+def _response_bytes(response: dict[str, Any]) -> int:
+    """The response's Content-Length; 0 where the transport does not say (e.g. moto in-process)."""
+    return int(response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("content-length", 0))
+
+
+def _page_rcu(response: dict[str, Any], nbytes: int, consistent_read: bool) -> float:
     consumed = response.get("ConsumedCapacity")
     if consumed and "CapacityUnits" in consumed:
         return float(consumed["CapacityUnits"])
-    length = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("content-length")
-    if length is None:  # e.g. moto in-process; rough size from the item count (4 KB reads assumed)
+    if not nbytes:  # size unknown; rough size from the item count (4 KB reads assumed)
         return estimate_rcu(4096 * response.get("ScannedCount", 0), consistent_read)
-    return estimate_rcu(int(length), consistent_read)
+    return estimate_rcu(nbytes, consistent_read)
 
 
 def scan_pages(
@@ -222,7 +226,8 @@ def scan_pages(
                 pause = retry.backoff(attempt)
                 log.warning("scan %s segment %d: %s, retry %d in %.1fs", table, segment, err, attempt, pause)
                 sleep(pause)
-        rcu = _page_rcu(response, consistent_read)
+        nbytes = _response_bytes(response)
+        rcu = _page_rcu(response, nbytes, consistent_read)
         if budget is not None:
             budget.spend(rcu)
         key = response.get("LastEvaluatedKey")
@@ -233,7 +238,7 @@ def scan_pages(
             rcu,
             attempt + metadata.get("RetryAttempts", 0),
             response.get("ScannedCount", 0),
-            int(metadata.get("HTTPHeaders", {}).get("content-length", 0)),
+            nbytes,
         )
         if key is None:
             return
