@@ -15,6 +15,10 @@ from typing import Any, Iterable
 
 import apache_beam as beam
 
+BATCH_ITEMS = 1000
+"""Items per batch where ddb2bt chooses (export lines, samples; a Scan page is its own size): big
+enough that Beam's per-element cost vanishes, small enough to spread over workers."""
+
 
 class Batch(list):
     """Items, or ``(MappedRow, item)`` pairs, moving as one element; ``nbytes`` estimates their source size."""

@@ -27,13 +27,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from .batches import Batch
+from .batches import BATCH_ITEMS, Batch
 from .dynamodb_scan import METRICS_NAMESPACE
 
 SUMMARY = "manifest-summary.json"
 EXPORT_DIR = "AWSDynamoDB"
-BATCH_ITEMS = 1000
-"""Items per element the reader emits: big enough to make Beam's per-element cost vanish, small enough to spread."""
 _KEY = re.compile(rf"(?:^|/){EXPORT_DIR}/[^/]+/(.+)$")
 
 

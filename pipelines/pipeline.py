@@ -27,7 +27,7 @@ from apache_beam.metrics import Metrics
 
 from ..mappers.results import ItemError, MappedRow, Skipped
 from . import checkpoint as ckpt
-from .batches import Batch, SegmentDone
+from .batches import BATCH_ITEMS, Batch, SegmentDone
 from .bigtable_sink import NAMESPACE, FlowControl, WriteToBigtable, ensure_table
 from .dead_letters import DeadLetter, consolidate, write_part
 from .sources import read_items
@@ -35,7 +35,6 @@ from .sources import read_items
 log = logging.getLogger(__name__)
 
 DEAD_LETTER = "dead_letter"
-SAMPLE_BATCH = 1000
 COUNTERS = ("items_read", "items_mapped", "rows_written", "cells_written", "bytes_written", "dead_lettered",
             "skipped", "unmatched", "write_failures", "export_count_mismatch")
 
@@ -146,7 +145,7 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
     streams: list[Any] = []
     mismatches = None
     if sample is not None:
-        batches = [Batch(sample[start:start + SAMPLE_BATCH]) for start in range(0, len(sample), SAMPLE_BATCH)]
+        batches = [Batch(sample[start:start + BATCH_ITEMS]) for start in range(0, len(sample), BATCH_ITEMS)]
         items = (p | "Sample" >> beam.Create(batches)
                  | "CountRead" >> beam.Map(lambda batch: (Metrics.counter(NAMESPACE, "items_read").inc(len(batch)),
                                                           batch)[1]))

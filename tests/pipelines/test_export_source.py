@@ -177,8 +177,8 @@ def test_reads_an_export_from_s3(tmp_path, items, monkeypatch):
 
 
 def test_a_data_file_is_read_in_batches_sized_for_beam(tmp_path):
-    from ddb2bt.pipelines.batches import Batch
-    from ddb2bt.pipelines.export_source import BATCH_ITEMS, _ReadExportFileFn
+    from ddb2bt.pipelines.batches import BATCH_ITEMS, Batch
+    from ddb2bt.pipelines.export_source import _ReadExportFileFn
 
     many = make_items(2 * BATCH_ITEMS + 500, padding=10)
     manifest = read_manifest(write_export(tmp_path, many, files=1))
