@@ -331,6 +331,18 @@ def verdicts(results: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+def _scenario_rows(lines: list[str], row: str, title: str, section: dict[str, Any]) -> dict[str, Any]:
+    """The scenario's headline (baseline vs ddb2bt's best) and a row per ddb2bt configuration; returns the best run."""
+    base = section["baseline"]["items_per_s"]
+    best = next(r for r in section["ddb2bt_configs"] if r["label"] == section["ddb2bt_best"])
+    lines.append(row.format(title, _fmt_rate(base), _fmt_rate(best["items_per_s"]), f"{section['ratio']:.2f}",
+                            section["ddb2bt_best"]))
+    for run in section["ddb2bt_configs"]:
+        lines.append(row.format("  ddb2bt " + run["label"], "", _fmt_rate(run["items_per_s"]),
+                                f"{run['items_per_s'] / base:.2f}", ""))
+    return best
+
+
 def render(results: dict[str, Any]) -> str:
     lines = [f"ddb2bt benchmark, {results['date']}, {results['machine']['cpu_model']}, "
              f"{results['machine']['cores']} cores, {results['machine']['ram_bytes'] / 2**30:.1f} GiB RAM",
@@ -353,12 +365,7 @@ def render(results: dict[str, Any]) -> str:
     e2e = results.get("end_to_end")
     if e2e:
         loop = e2e["loopback"]
-        best = next(r for r in loop["ddb2bt_configs"] if r["label"] == loop["ddb2bt_best"])
-        lines.append(row.format("end to end, live scan, loopback (items/s)", _fmt_rate(loop["baseline"]["items_per_s"]),
-                                _fmt_rate(best["items_per_s"]), f"{loop['ratio']:.2f}", loop["ddb2bt_best"]))
-        for run in loop["ddb2bt_configs"]:
-            lines.append(row.format("  ddb2bt " + run["label"], "", _fmt_rate(run["items_per_s"]),
-                                    f"{run['items_per_s'] / loop['baseline']['items_per_s']:.2f}", ""))
+        best = _scenario_rows(lines, row, "end to end, live scan, loopback (items/s)", loop)
         if "cpu_us_per_item" in best:
             for name in best["cpu_us_per_item"]:
                 if max(best["cpu_us_per_item"][name], loop["baseline"]["cpu_us_per_item"][name]) < 0.5:
@@ -369,13 +376,7 @@ def render(results: dict[str, Any]) -> str:
         lines.append(row.format("end to end, export folder (items/s)", _fmt_rate(exp["baseline"]["items_per_s"]),
                                 _fmt_rate(exp["ddb2bt"]["items_per_s"]), f"{exp['ratio']:.2f}", exp["ddb2bt"]["label"]))
         if "latency_20ms" in e2e:
-            far = e2e["latency_20ms"]
-            best = next(r for r in far["ddb2bt_configs"] if r["label"] == far["ddb2bt_best"])
-            lines.append(row.format("end to end, live scan, +20 ms/request", _fmt_rate(far["baseline"]["items_per_s"]),
-                                    _fmt_rate(best["items_per_s"]), f"{far['ratio']:.2f}", far["ddb2bt_best"]))
-            for run in far["ddb2bt_configs"]:
-                lines.append(row.format("  ddb2bt " + run["label"], "", _fmt_rate(run["items_per_s"]),
-                                        f"{run['items_per_s'] / far['baseline']['items_per_s']:.2f}", ""))
+            _scenario_rows(lines, row, "end to end, live scan, +20 ms/request", e2e["latency_20ms"])
     memory = results.get("memory")
     if memory:
         mib = 2**20
