@@ -13,12 +13,13 @@ import yaml
 from pydantic import ValidationError
 
 from .checks import check_spec
+from .errors import UsageError
 from .spec import MappingSpec
 
 Path_ = tuple[str | int, ...]
 
 
-class SpecError(Exception):
+class SpecError(UsageError):
     """A spec that cannot be used; `str()` is the one-line message for the user."""
 
     def __init__(self, message: str, file: str | None = None, path: str | None = None, line: int | None = None):

@@ -26,6 +26,7 @@ from ..mappers.results import MappedRow
 from .batches import SegmentDone
 from .bigtable_entries import to_mutation_entry
 from .dead_letters import DeadLetter
+from ..mappers.errors import ServiceError, UsageError
 
 if TYPE_CHECKING:
     from ..mappers.spec import GcPolicy, TargetSpec
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 NAMESPACE = "ddb2bt"
 
 
-class BigtableSetupError(Exception):
+class BigtableSetupError(UsageError):
     """The target table cannot be used as the spec asks; nothing has been written."""
 
 
@@ -47,7 +48,7 @@ class TableMissingError(BigtableSetupError):
     """The table does not exist and creating it was not allowed."""
 
 
-class BigtableWriteError(Exception):
+class BigtableWriteError(ServiceError):
     """Bigtable could not be reached or kept timing out; the bundle fails so the runner retries it."""
 
 

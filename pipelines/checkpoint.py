@@ -19,12 +19,13 @@ import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
+from ..mappers.errors import UsageError
 
 CHECKPOINT_FILE = "checkpoint.json"
 SEGMENTS_DIR = "segments"
 
 
-class ResumeError(Exception):
+class ResumeError(UsageError):
     """The run directory cannot be resumed with this spec or segment count."""
 
 

@@ -29,6 +29,7 @@ from botocore.exceptions import ClientError, ConnectionError as BotoConnectionEr
 from ..mappers.plan import SourceDescription
 from .batches import Batch, SegmentDone
 from .dynamodb_client import ClientSettings, describe_source, make_client
+from ..mappers.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ class RetryPolicy:
         return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
 
 
-class ScanFailedError(RuntimeError):
+class ScanFailedError(ServiceError):
     """A Scan page still failed after every retry; the scan stops rather than skip the page."""
 
     def __init__(self, table: str, segment: int, total_segments: int, attempts: int, start_key: Any, cause: Exception):

@@ -29,13 +29,14 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from .batches import BATCH_ITEMS, Batch
 from .dynamodb_scan import METRICS_NAMESPACE
+from ..mappers.errors import UsageError
 
 SUMMARY = "manifest-summary.json"
 EXPORT_DIR = "AWSDynamoDB"
 _KEY = re.compile(rf"(?:^|/){EXPORT_DIR}/[^/]+/(.+)$")
 
 
-class ExportError(ValueError):
+class ExportError(UsageError):
     """The path is not a readable DynamoDB export, or the export is not in a format we read."""
 
 

@@ -25,6 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+try:
+    from ddb2bt.mappers.errors import ServiceError, UsageError
+except ImportError:  # run as a script (`which`) by tools/setup.sh, where only the standard library is sure to be there
+    UsageError = ServiceError = RuntimeError  # type: ignore[misc,assignment]
+
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 SETUP_HINT = "run `make setup` (bash tools/setup.sh) from the repository root"
@@ -37,11 +42,11 @@ FAKE_AWS_ENV = {
 }
 
 
-class ServerNotInstalled(RuntimeError):
+class ServerNotInstalled(UsageError):
     """A server binary is missing; the message says how to install it."""
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(ServiceError):
     """A server did not come up; the message carries the tail of its output."""
 
 

@@ -9,9 +9,10 @@ import json
 import re
 from importlib import resources
 from typing import Iterator, NamedTuple
+from ..mappers.errors import UsageError
 
 
-class TemplateNotFound(LookupError):
+class TemplateNotFound(UsageError, LookupError):
     """No template by that name; the message lists the ones there are."""
 
 
