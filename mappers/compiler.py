@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from urllib.parse import unquote
 import zlib
 from collections.abc import Callable, Iterable
 from datetime import timedelta
@@ -53,6 +54,7 @@ def compile_template(spec: Template | str, delimiter: str = "#", on_delimiter: s
         # The last value may hold the delimiter: everything after the last separator is unambiguous.
         steps.append((piece.attribute, calls, index != last_placeholder and on_delimiter != "allow"))
     escape = on_delimiter == "escape"
+    unsafe = _unsafe_characters(delimiter)
 
     def render(item: Item) -> str:
         out = []
@@ -70,13 +72,14 @@ def compile_template(spec: Template | str, delimiter: str = "#", on_delimiter: s
                     text = call(text)
             except (TransformError, AttributeValueError, ValueError) as err:
                 raise ItemFailure(str(err), attribute) from None
-            if guarded and delimiter in text:
-                if not escape:
+            if guarded:
+                if escape:  # every guarded value, so that `%` is always an escape and the key reads back
+                    text = escape_delimiter(text, delimiter)
+                elif unsafe(text):
                     raise ItemFailure(
                         f"value {text!r} contains the key delimiter {delimiter!r} (set on_delimiter: escape to %-escape it)",
                         attribute,
                     )
-                text = escape_delimiter(text, delimiter)
             out.append(text)
         return "".join(out)
 
@@ -88,16 +91,26 @@ def _bind(name: str, args: tuple) -> Callable[[str], str]:
     return (lambda value: fn(value, *args)) if args else fn
 
 
+def _unsafe_characters(delimiter: str) -> Callable[[str], bool]:
+    """Whether a value holds a character of the delimiter (`a:` + `::` + `b` reads back as `a` + `::` + `:b`)."""
+    if len(delimiter) == 1:
+        return lambda text: delimiter in text
+    characters = frozenset(delimiter)
+    return lambda text: not characters.isdisjoint(text)
+
+
 def escape_delimiter(text: str, delimiter: str) -> str:
-    """%-escape `%` and the delimiter so that splitting on the delimiter is unambiguous again."""
-    escaped_delimiter = "".join(f"%{byte:02X}" for byte in delimiter.encode())
-    return text.replace("%", "%25").replace(delimiter, escaped_delimiter)
+    """%-escape `%` and every character of the delimiter: the first delimiter in a key then ends the value."""
+    text = text.replace("%", "%25")
+    for character in dict.fromkeys(delimiter):
+        if character in text:
+            text = text.replace(character, "".join(f"%{byte:02X}" for byte in character.encode()))
+    return text
 
 
 def unescape_delimiter(text: str, delimiter: str) -> str:
-    """Inverse of :func:`escape_delimiter`."""
-    escaped_delimiter = "".join(f"%{byte:02X}" for byte in delimiter.encode())
-    return text.replace(escaped_delimiter, delimiter).replace("%25", "%")
+    """Inverse of :func:`escape_delimiter` (every `%` in escaped text starts an escape)."""
+    return unquote(text, errors="strict")
 
 
 def salt_prefix(key: bytes, buckets: int, delimiter: str) -> bytes:

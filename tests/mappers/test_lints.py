@@ -38,6 +38,8 @@ def make_spec(row_key="{pk}", *, families=None, entities=None, **top):
 
 
 def run_lints(spec, items, ttl_attribute=None):
+    if all(entity.rest for entity in spec.entities):  # one attribute besides the key: an item must write a cell
+        items = [{"x": S("x"), **item} for item in items]
     results = [compile_spec(spec, NOW_MS).map_item(item) for item in items]
     sample = analyse_sample(items, results)
     return lint(spec, sample, ttl_attribute=ttl_attribute, hotspots=hotspot_reports(sample))
@@ -48,6 +50,8 @@ def codes(lints):
 
 
 def keyed(values, attribute="pk", **other):
+    """Items with these key values and one more attribute (an item must write a cell)."""
+    other = other or {"x": "1"}
     return [{attribute: S(value), **{k: S(v) for k, v in other.items()}} for value in values]
 
 
@@ -57,10 +61,10 @@ def md5(i):
 
 CASES = {
     "iso timestamp first": (make_spec("{pk}"), keyed(f"2023-09-{d:02d}T10:00:00" for d in range(1, 4)), ("key-starts-with-timestamp", "error")),
-    "epoch seconds first": (make_spec("{pk}#{d}"), [{"pk": N(1694359308 + i), "d": S("x")} for i in range(3)], ("key-starts-with-timestamp", "error")),
+    "epoch seconds first": (make_spec("{pk}#{d}"), [{"pk": N(1694359308 + i), "d": S("x"), "x": S("x")} for i in range(3)], ("key-starts-with-timestamp", "error")),
     "epoch transform in template": (make_spec("{pk|epoch_ms}#{d}"), [{"pk": S("2023-09-10T10:00:00"), "d": S("a")}], ("key-starts-with-timestamp", "error")),
     "reverse timestamp still first": (make_spec("{pk|reverse_timestamp(9999999999)}"), keyed(["1694359308"]), ("key-starts-with-timestamp", "error")),
-    "sequential ids": (make_spec("{pk}"), [{"pk": N(1000 + i)} for i in range(20)], ("key-starts-with-sequential-id", "warning")),
+    "sequential ids": (make_spec("{pk}"), [{"pk": N(1000 + i), "x": S("x")} for i in range(20)], ("key-starts-with-sequential-id", "warning")),
     "sequential with a letter prefix": (make_spec("{pk}"), keyed(f"INV{9000 + i}" for i in range(12)), ("key-starts-with-sequential-id", "warning")),
     "md5 keys": (make_spec("{pk}"), keyed(md5(i) for i in range(10)), ("key-hashed", "warning")),
     "sha256 segment": (make_spec("{t}#{pk}"), [{"t": S("acme"), "pk": S(hashlib.sha256(b"%d" % i).hexdigest())} for i in range(5)], ("key-hashed", "warning")),
@@ -93,7 +97,7 @@ def test_lint_fires(name):
 
 
 QUIET = {
-    "reversed sequential ids": (make_spec("{pk|reverse}"), [{"pk": N(1000 + i)} for i in range(20)]),
+    "reversed sequential ids": (make_spec("{pk|reverse}"), [{"pk": N(1000 + i), "x": S("x")} for i in range(20)]),
     "too few keys to call a sequence": (make_spec("{pk}"), [{"pk": N(1000 + i)} for i in range(3)]),
     "padded numbers": (make_spec("{user}#{pk|pad(4)}"), [{"user": S("ann"), "pk": N(n)} for n in (3, 20, 100)]),
     "tenant first, timestamp later": (make_spec("{t}#{pk}"), [{"t": S(f"tenant{i % 7}"), "pk": S(f"2023-09-10T10:00:{i:02d}")} for i in range(10)]),

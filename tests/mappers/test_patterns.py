@@ -98,7 +98,7 @@ entities:
 
 def test_write_shard_suffix_is_removed_not_copied():
     spec = compiled(SHARDED)
-    rows = [spec.map_item({"pk": S(f"2023-09-10.{shard}"), "sk": S(f"evt{shard}")}) for shard in range(3)]
+    rows = [spec.map_item({"pk": S(f"2023-09-10.{shard}"), "sk": S(f"evt{shard}"), "n": N(shard)}) for shard in range(3)]
     assert [row.row_key for row in rows] == [b"2023-09-10#evt0", b"2023-09-10#evt1", b"2023-09-10#evt2"]
 
 
@@ -109,7 +109,7 @@ def test_unsharded_value_without_suffix_is_an_item_error():
 
 def test_salt_prefix_is_deterministic_and_bounded():
     spec = compiled(SHARDED.replace('row_key: "{pk|unshard}#{sk}"', 'row_key: {template: "{pk|unshard}#{sk}", salt_buckets: 16}'))
-    row = spec.map_item({"pk": S("2023-09-10.3"), "sk": S("evt")})
+    row = spec.map_item({"pk": S("2023-09-10.3"), "sk": S("evt"), "n": N(1)})
     bucket, _, key = row.row_key.partition(b"#")
     assert key == b"2023-09-10#evt" and int(bucket) == zlib.crc32(b"2023-09-10#evt") % 16 and len(bucket) == 2
 
@@ -141,12 +141,13 @@ def test_item_without_tenant_is_unmatched_and_dead_lettered():
 
 
 def test_delimiter_in_a_leading_value_is_an_item_error_or_escaped():
-    item = {"tenant": S("a#b"), "pk": S("o"), "sk": S("x#y")}
+    item = {"tenant": S("a#b"), "pk": S("o"), "sk": S("x#y"), "qty": N(1)}
     error = compiled(MULTI_TENANT).map_item(item)
     assert isinstance(error, ItemError) and error.attribute == "tenant" and "delimiter" in error.reason
     escaping = MULTI_TENANT.replace('row_key: "{tenant|lower}#{pk}#{sk}"', 'row_key: {template: "{tenant|lower}#{pk}#{sk}", on_delimiter: escape}')
     row = compiled(escaping).map_item(item)
     assert row.row_key == b"a%23b#o#x#y"  # the last part may keep '#': it is everything after the second one
+    assert compiled(escaping).map_item({**item, "tenant": S("a%23b")}).row_key == b"a%2523b#o#x#y"  # issue 10
     tenant, pk, rest = row.row_key.decode().split("#", 2)
     assert unescape_delimiter(tenant, "#") == "a#b" and rest == "x#y"
 
@@ -273,5 +274,5 @@ migration_time: "2024-01-01T00:00:00Z"
 entities:
   - {name: n, match: {pk: 12345678901234567890123456789012345678}, row_key: "{pk|sortable_number}", rest: {family: f}}
 """
-    row = compiled(spec).map_item({"pk": N("12345678901234567890123456789012345678")})
+    row = compiled(spec).map_item({"pk": N("12345678901234567890123456789012345678"), "v": S("x")})
     assert isinstance(row, MappedRow) and row.row_key == b"2167" + b"12345678901234567890123456789012345678"
