@@ -1,4 +1,9 @@
-"""Bigtable's limits, checked where the mutations are built (not when the server refuses them)."""
+"""Bigtable's limits, checked where the mutations are built (not when the server refuses them).
+
+Whatever Bigtable (or its client) would refuse about a row entry is refused here, so a bad item
+becomes a dead letter with its reason instead of an exception in the writer: cell timestamps
+(range and millisecond granularity), qualifier, cell and entry sizes, and the mutation count.
+"""
 
 from __future__ import annotations
 
@@ -13,28 +18,67 @@ ROW_MAX_BYTES = 256 * 1024 * 1024
 MUTATIONS_PER_ENTRY_MAX = 100_000
 FAMILIES_WARN = 100
 
+TIMESTAMP_MAX_MICROS = 253_402_300_799_999_000
+"""9999-12-31T23:59:59.999Z, the latest cell timestamp ddb2bt writes. Bigtable's own bound is int64
+microseconds (year 294,247), but a time past 9999 is no date Python (plan previews, validation,
+readers) can show, and no DynamoDB value means one: it is a unit mistake or a sentinel."""
+TIMESTAMP_GRANULARITY_MICROS = 1000
+"""Bigtable keeps milliseconds: a timestamp that is not a multiple of 1000 microseconds is refused."""
+
 
 class LimitError(ValueError):
     """A mutation Bigtable would refuse."""
 
 
+def timestamp_problem(micros: int) -> str | None:
+    """Why Bigtable (or ddb2bt) cannot store a cell at `micros`, or None when it can."""
+    if micros < 0:
+        return f"timestamp {micros} is before 1970; Bigtable cell timestamps cannot be negative"
+    if micros > TIMESTAMP_MAX_MICROS:
+        return f"timestamp {micros} us is after 9999-12-31 (the limit is {TIMESTAMP_MAX_MICROS} us); is the unit right?"
+    if micros % TIMESTAMP_GRANULARITY_MICROS:
+        return f"timestamp {micros} us is not a whole millisecond; Bigtable keeps millisecond granularity"
+    return None
+
+
 def check_cells(cells: list[Cell]) -> tuple[str, ...]:
-    """Raise LimitError for what Bigtable refuses; return warnings for what it merely advises against."""
-    if len(cells) > MUTATIONS_PER_ENTRY_MAX:
-        raise LimitError(f"{len(cells)} cells in one row entry; Bigtable allows {MUTATIONS_PER_ENTRY_MAX} mutations")
-    # Hot path (every item): plain tuple indexing, and the detailed pass only when something is large.
+    """Raise LimitError for what Bigtable refuses; return warnings for what it merely advises against.
+
+    Hot path (every item): one pass of plain tuple indexing and integer comparisons per cell; the
+    detailed pass (which names the offending cell) runs only when something is refused or large.
+    """
+    if not 0 < len(cells) <= MUTATIONS_PER_ENTRY_MAX:
+        if cells:
+            raise LimitError(f"{len(cells)} cells in one row entry; Bigtable allows {MUTATIONS_PER_ENTRY_MAX} mutations")
+        raise LimitError("the item writes no cell (none of its mapped attributes is present); Bigtable refuses an empty row entry")
+    size = 0
     for cell in cells:
-        if len(cell[1]) > QUALIFIER_MAX_BYTES or len(cell[3]) > CELL_WARN_BYTES:
+        micros = cell[2]
+        if micros % 1000 or not 0 <= micros <= TIMESTAMP_MAX_MICROS or len(cell[1]) > QUALIFIER_MAX_BYTES:
             break
+        size += len(cell[1]) + len(cell[3])
     else:
-        return ()
+        if size <= CELL_WARN_BYTES:  # no cell can be over the advised size when all of them together are not
+            return ()
+    return _check_in_detail(cells)
+
+
+def _check_in_detail(cells: list[Cell]) -> tuple[str, ...]:
     warnings = []
-    for cell in cells:
-        if len(cell.qualifier) > QUALIFIER_MAX_BYTES:
-            raise LimitError(f"qualifier {cell.qualifier[:40]!r}... is {len(cell.qualifier)} bytes; the limit is 16 KiB")
-        size = len(cell.value)
-        if size > CELL_WARN_BYTES:
-            if size > CELL_MAX_BYTES:
-                raise LimitError(f"cell {cell.family}:{cell.qualifier[:40]!r} is {size} bytes; the limit is 100 MiB")
-            warnings.append(f"cell {cell.family}:{cell.qualifier[:40]!r} is {size} bytes (over the advised 10 MiB)")
+    size = 0
+    for family, qualifier, micros, value in cells:
+        problem = timestamp_problem(micros)
+        if problem:
+            raise LimitError(f"cell {family}:{qualifier[:40]!r}: {problem}")
+        if len(qualifier) > QUALIFIER_MAX_BYTES:
+            raise LimitError(f"qualifier {qualifier[:40]!r}... is {len(qualifier)} bytes; the limit is 16 KiB")
+        if len(value) > CELL_WARN_BYTES:
+            if len(value) > CELL_MAX_BYTES:
+                raise LimitError(f"cell {family}:{qualifier[:40]!r} is {len(value)} bytes; the limit is 100 MiB")
+            warnings.append(f"cell {family}:{qualifier[:40]!r} is {len(value)} bytes (over the advised 10 MiB)")
+        size += len(qualifier) + len(value)
+    if size > ROW_MAX_BYTES:
+        raise LimitError(f"the row entry is {size} bytes; a Bigtable row is at most 256 MiB")
+    if size > ROW_WARN_BYTES:
+        warnings.append(f"the row entry is {size} bytes (over the advised 100 MiB per row)")
     return tuple(warnings)

@@ -1,7 +1,9 @@
 """Cell timestamps: from an attribute, a template (e.g. a reverse timestamp in the sort key) or a fixed time.
 
 Always deterministic for the same item (a re-run rewrites the same cells) and truncated to
-milliseconds, the only granularity Bigtable keeps. Values are microseconds since the epoch.
+milliseconds, the only granularity Bigtable keeps. Values are microseconds since the epoch, from
+1970 to 9999 (:data:`.limits.TIMESTAMP_MAX_MICROS`): a value outside is a TimestampError (a dead
+letter naming the attribute), never a cell that Bigtable refuses later.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from .attrvalue import AttributeValueError, key_text
+from .limits import TIMESTAMP_MAX_MICROS
 from .spec import TimestampSpec
 
 _EPOCH_SCALE = {"epoch_s": 1_000_000, "epoch_ms": 1000, "epoch_us": 1}
@@ -44,9 +47,12 @@ def parse_timestamp(text: str, fmt: str = "auto") -> int:
             micros = int(whole) * scale + (int(fraction.ljust(6, "0")[:6]) * scale // 1_000_000 if fraction else 0)
         except (KeyError, ValueError):
             raise TimestampError(f"{text!r} is not a {fmt} number") from None
+    micros -= micros % 1000
     if micros < 0:
         raise TimestampError(f"{text!r} is before 1970; Bigtable timestamps cannot be negative")
-    return micros - micros % 1000
+    if micros > TIMESTAMP_MAX_MICROS:
+        raise TimestampError(f"{text!r} ({fmt}) is after 9999-12-31; is the unit right?")
+    return micros
 
 
 def compile_timestamp(spec: TimestampSpec, compile_template: Callable) -> Callable[[dict], int]:
@@ -66,7 +72,7 @@ def compile_timestamp(spec: TimestampSpec, compile_template: Callable) -> Callab
             raise TimestampError(f"timestamp attribute {attribute!r} is missing")
         try:
             return parse_timestamp(key_text(value), fmt)
-        except AttributeValueError as err:
-            raise TimestampError(str(err)) from None
+        except (AttributeValueError, TimestampError) as err:
+            raise TimestampError(f"timestamp attribute {attribute!r}: {err}") from None
 
     return from_attribute
