@@ -6,6 +6,9 @@ The error names the file, the field path (`entities[2].row_key`) and, for YAML, 
 
 from __future__ import annotations
 
+import json
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,13 @@ from .errors import UsageError
 from .spec import MappingSpec
 
 Path_ = tuple[str | int, ...]
+
+MAX_SPEC_BYTES = 4 * 1024 * 1024
+"""A spec is a few kilobytes; anything over this is not one (and is refused before it is parsed)."""
+MAX_DEPTH = 32
+"""Nesting a spec may have (a real one needs 8); YAML aliases count as the nesting they stand for."""
+MAX_NODES = 200_000
+"""Values a spec may expand to, aliases expanded: an alias bomb is refused while it is being read."""
 
 
 class SpecError(UsageError):
@@ -52,8 +62,56 @@ def format_path(path: Path_) -> str:
     return out
 
 
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys (PyYAML would silently keep the last one)."""
+class _SpecLoader(yaml.SafeLoader):
+    """SafeLoader that bounds what a hostile document can cost before any object is built.
+
+    Composing keeps, for every node, how many values it expands to and how deep it reaches with
+    its aliases followed (aliases point to nodes already measured), so nesting and alias
+    expansion are refused at the node that goes over, in time linear in the text.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._depth = 0
+        self._measured: dict[yaml.Node, tuple[int, int]] = {}  # node -> (values, height)
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        event = self.peek_event()
+        line = event.start_mark.line + 1
+        if self._depth >= MAX_DEPTH:
+            raise _too_deep(line)
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        values, height = self._measured.get(node) or self._measure(node, event)
+        if values > MAX_NODES:
+            raise SpecError(f"the spec expands to more than {MAX_NODES:,} values (YAML aliases expanded); "
+                            "a spec is far smaller: remove the aliases that multiply it", line=line)  # fmt: skip
+        if self._depth + height > MAX_DEPTH:
+            raise _too_deep(line)
+        return node
+
+    def _measure(self, node: yaml.Node, event: yaml.Event) -> tuple[int, int]:
+        """(values, height) of a node just composed, from its children's (all measured already)."""
+        if isinstance(event, yaml.AliasEvent):  # an alias to a node not measured yet: one still being composed
+            raise SpecError(f"alias *{event.anchor} refers to a value that contains it", line=event.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        else:
+            children = node.value if isinstance(node, yaml.SequenceNode) else []
+        measured = [self._measured[child] for child in children]
+        self._measured[node] = 1 + sum(values for values, _ in measured), 1 + max((height for _, height in measured), default=0)
+        return self._measured[node]
+
+
+def _too_deep(line: int) -> SpecError:
+    return SpecError(f"nested more than {MAX_DEPTH} levels deep; a spec needs far fewer", line=line)
+
+
+class _DuplicateKey(SpecError):
+    """A key given twice in one mapping (YAML and JSON parsers would silently keep the last)."""
 
 
 def _lines(node: yaml.Node, path: Path_, out: dict[Path_, int]) -> None:
@@ -63,7 +121,7 @@ def _lines(node: yaml.Node, path: Path_, out: dict[Path_, int]) -> None:
         for key_node, value_node in node.value:
             key = key_node.value
             if key in seen:
-                raise SpecError(f"duplicate key {key!r}", path=format_path(path + (key,)), line=key_node.start_mark.line + 1)
+                raise _DuplicateKey(f"duplicate key {key!r}", path=format_path(path + (key,)), line=key_node.start_mark.line + 1)
             seen.add(key)
             out[path + (key,)] = key_node.start_mark.line + 1
             _lines(value_node, path + (key,), out)
@@ -72,22 +130,78 @@ def _lines(node: yaml.Node, path: Path_, out: dict[Path_, int]) -> None:
             _lines(child, path + (index,), out)
 
 
-def parse_document(text: str, file: str | None = None) -> tuple[Any, dict[Path_, int]]:
-    """The data of a YAML/JSON document and the line of every path in it."""
+def _in_file(error: SpecError, file: str | None) -> SpecError:
+    return type(error)(error.message, file, error.path, error.line)
+
+
+def _parse_yaml(text: str, file: str | None) -> tuple[Any, dict[Path_, int]]:
+    """Data and lines of a YAML document, composed once (bounded) and constructed from that node."""
+    loader = None
     try:
-        node = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        loader = _SpecLoader(text)  # reading the text already refuses characters YAML does not allow
+        node = loader.get_single_node()
+        data = None if node is None else loader.construct_document(node)
+    except SpecError as err:
+        raise _in_file(err, file) from None
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        raise SpecError(f"not valid YAML: {err.problem or err.context}", file, line=mark.line + 1 if mark else None) from None
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow (control characters, ...): its code point
+        line = text.count("\n", 0, err.position) + 1
+        raise SpecError(f"not valid YAML: character U+{err.character:04X} is not allowed in a YAML file", file, line=line) from None
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise SpecError(f"not valid YAML/JSON: {getattr(err, 'problem', err)}", file, line=mark.line + 1 if mark else None) from None
+        raise SpecError(f"not valid YAML: {err}", file) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
     lines: dict[Path_, int] = {}
     if node is not None:
         try:
             _lines(node, (), lines)
         except SpecError as err:
-            err.file = file
-            raise SpecError(err.message, file, err.path, err.line) from None
+            raise _in_file(err, file) from None
     return data, lines
+
+
+_JSON_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[][{}]')
+
+
+def _parse_json(text: str, file: str | None) -> tuple[Any, dict[Path_, int]]:
+    """Data of a JSON document, parsed as strict JSON; lines from the same text read as YAML (JSON is YAML)."""
+    depth = 0
+    for token in _JSON_BRACKETS.finditer(text):  # before json.loads, whose recursion would overflow first
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(token.group(), 0)
+        if depth > MAX_DEPTH:
+            raise _in_file(_too_deep(text.count("\n", 0, token.start()) + 1), file)
+    duplicates: list[str] = []
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) < len(pairs):
+            duplicates.extend(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        return out
+
+    try:
+        data = json.loads(text, object_pairs_hook=unique_keys)
+    except json.JSONDecodeError as err:
+        raise SpecError(f"not valid JSON: {err.msg} (column {err.colno})", file, line=err.lineno) from None
+    try:
+        # Outside strings (where JSON allows no raw tab), a tab is only blank space: YAML wants spaces.
+        _, lines = _parse_yaml(text.replace("\t", " "), file)
+    except _DuplicateKey:
+        raise  # with its line
+    except SpecError:
+        lines = {}  # a JSON subtlety that YAML reads otherwise: the data stand, only the lines are unknown
+    if duplicates:
+        raise SpecError(f"duplicate key {duplicates[0]!r}", file)
+    return data, lines
+
+
+def parse_document(text: str, file: str | None = None) -> tuple[Any, dict[Path_, int]]:
+    """The data of a spec document and the line of every path in it: JSON for a `.json` file, else YAML."""
+    if file is not None and file.lower().endswith(".json"):
+        return _parse_json(text, file)
+    return _parse_yaml(text, file)
 
 
 def _line_for(path: Path_, lines: dict[Path_, int]) -> int | None:
@@ -109,6 +223,8 @@ def _message(error: dict) -> str:
 def validate_data(data: Any, file: str | None = None, lines: dict[Path_, int] | None = None) -> MappingSpec:
     """Validate parsed data into a MappingSpec; shape errors and semantic checks both become SpecErrors."""
     lines = lines or {}
+    if data is None:
+        raise SpecError("the spec is empty; write source, target and entities (`ddb2bt init --list` shows starters)", file)
     if not isinstance(data, dict):
         raise SpecError("a spec is a mapping with source, target and entities", file, line=1)
     try:
@@ -136,9 +252,29 @@ def _is_internal(part: str) -> bool:
 def load_spec(path: str | Path) -> MappingSpec:
     """Read and validate a spec file; raise SpecError (file, field path, line) on any problem."""
     path = Path(path)
+    file = str(path)
+    raw = _read(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8-sig")  # an editor's byte-order mark is not an error
+    except UnicodeDecodeError as err:
+        line_start = raw.rfind(b"\n", 0, err.start) + 1
+        raise SpecError(
+            f"not UTF-8 text: byte 0x{raw[err.start]:02x} at column {err.start - line_start + 1}; save the spec as UTF-8",
+            file, line=raw.count(b"\n", 0, err.start) + 1,
+        ) from None  # fmt: skip
+    data, lines = parse_document(text, file)
+    return validate_data(data, file, lines)
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes, refused when it is a directory, unreadable, empty, or too large to be a spec."""
+    if path.is_dir():
+        raise SpecError("is a directory; give the spec file (.yaml, .yml or .json)", str(path))
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_SPEC_BYTES + 1)  # never more, whatever the file is (a device, a growing log)
     except OSError as err:
         raise SpecError(f"cannot read the spec: {err.strerror}", str(path)) from None
-    data, lines = parse_document(text, str(path))
-    return validate_data(data, str(path), lines)
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(f"larger than {MAX_SPEC_BYTES // 1024**2} MiB: not a spec (one is a few kilobytes)", str(path))
+    return raw

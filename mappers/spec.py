@@ -34,8 +34,12 @@ def _parse_duration(value: Any) -> Any:
 Duration = Annotated[timedelta, BeforeValidator(_parse_duration)]
 
 
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+def _cell_time(value: datetime) -> datetime:
+    """A time cells are written at: UTC (when no offset is given), and not before 1970."""
+    value = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    if value < datetime(1970, 1, 1, tzinfo=timezone.utc):
+        raise ValueError(f"{value.isoformat()} is before 1970; Bigtable cell timestamps cannot be negative")
+    return value
 
 
 class StrictModel(BaseModel):
@@ -107,6 +111,7 @@ class GcPolicy(StrictModel):
 
 
 _FAMILY_NAME = re.compile(r"^[-_.a-zA-Z0-9]+$")
+_TABLE_ID = re.compile(r"^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}$")  # Bigtable's CreateTable rule, at most 50 characters
 
 
 class TargetSpec(StrictModel):
@@ -120,6 +125,17 @@ class TargetSpec(StrictModel):
     """Bigtable app profile for the writes (single-cluster routing is a good choice for bulk loads)."""
     families: dict[str, GcPolicy | None]
     """Column families and their GC policies, e.g. `{SKU: {max_versions: 1}}`."""
+
+    @field_validator("table")
+    @classmethod
+    def _table_id(cls, value: str) -> str:
+        if not _TABLE_ID.match(value):
+            usable = re.sub(r"[^-_.a-zA-Z0-9]+", "_", value).strip("_-.")[:50]
+            raise ValueError(
+                f"{value!r} is not a Bigtable table id: 1-50 letters, digits, '_', '-' or '.', not starting with '-' or '.'"
+                + (f" (e.g. {usable!r})" if usable else "")
+            )
+        return value
 
     @field_validator("families")
     @classmethod
@@ -193,6 +209,13 @@ class Template(StrictModel):
         parse_template(value)
         return value
 
+    @field_validator("delimiter")
+    @classmethod
+    def _delimits(cls, value: str) -> str:
+        if not value:
+            raise ValueError("the delimiter cannot be empty (every value would contain it); use '#', ':' or '/'")
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
@@ -229,7 +252,7 @@ class TimestampSpec(StrictModel):
     @field_validator("fixed")
     @classmethod
     def _fixed_utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else _utc(value)
+        return None if value is None else _cell_time(value)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> TimestampSpec:
@@ -370,7 +393,7 @@ class MappingSpec(StrictModel):
     @field_validator("migration_time")
     @classmethod
     def _migration_time_utc(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else _utc(value)
+        return None if value is None else _cell_time(value)
 
     def with_keys(self, partition_key: str, sort_key: str | None) -> MappingSpec:
         """The same spec with key names filled in (from DescribeTable)."""

@@ -1,5 +1,8 @@
 """Bad specs: one clear message naming the file, the field path and (YAML) the line; pinned here."""
 
+import os
+import time
+
 import pytest
 
 from ddb2bt.mappers.loader import SpecError, load_spec
@@ -45,7 +48,7 @@ CASES = [
     ("touching placeholders", BASE.replace('"{pk}"', '"{pk}{sk}"'),
      ":11: entities[0].row_key: {pk} and {sk} touch; separate them with the delimiter '#'"),
     ("not YAML", BASE.replace("table: t", "table: [t"),
-     ":7: not valid YAML/JSON"),
+     ":7: not valid YAML: expected ',' or ']'"),
     ("duplicate key", BASE.replace("  table: t\n", "  table: t\n  table: u\n"),
      ":7: target.table: duplicate key 'table'"),
     ("bad duration", BASE.replace("{max_versions: 1}", "{max_age: 3 days}"),
@@ -110,3 +113,160 @@ def test_spec_survives_a_json_round_trip(tmp_path):
     path.write_text(BASE.replace("{max_versions: 1}", "{max_versions: 1, max_age: 30d}"))
     spec = load_spec(path)
     assert MappingSpec.model_validate(spec.model_dump(mode="json", by_alias=True)) == spec
+
+
+# --------------------------------------------------------------------------- specs that cannot work (issue 11)
+
+CANNOT_WORK = [
+    ("empty delimiter", BASE.replace('row_key: "{pk}"', 'row_key: {template: "{pk}", delimiter: ""}'),
+     ":11: entities[0].row_key.delimiter: the delimiter cannot be empty"),
+    ("table id Bigtable refuses", BASE.replace("table: t", "table: bad table!"),
+     ":6: target.table: 'bad table!' is not a Bigtable table id: 1-50 letters, digits, '_', '-' or '.', "
+     "not starting with '-' or '.' (e.g. 'bad_table')"),
+    ("table id of 51 characters", BASE.replace("table: t", "table: " + "t" * 51),
+     ":6: target.table: '" + "t" * 51 + "' is not a Bigtable table id"),
+    ("table id starting with a dot", BASE.replace("table: t", "table: .t"),
+     ":6: target.table: '.t' is not a Bigtable table id"),
+    ("family id Bigtable refuses", BASE.replace("f: {max_versions: 1}", "my family: {max_versions: 1}"),
+     ":7: target.families: family name 'my family' must be 1-64 characters of letters, digits, '-', '_' or '.'"),
+    ("fixed timestamp before 1970", BASE.replace("    columns:", "    timestamp: {fixed: '1969-07-20T20:17:00Z'}\n    columns:"),
+     ":12: entities[0].timestamp.fixed: 1969-07-20T20:17:00+00:00 is before 1970; Bigtable cell timestamps cannot be negative"),
+    ("migration_time before 1970", BASE + "migration_time: '1960-01-01T00:00:00'\n",
+     ":14: migration_time: 1960-01-01T00:00:00+00:00 is before 1970"),
+]
+
+
+@pytest.mark.parametrize("text, message", [case[1:] for case in CANNOT_WORK], ids=[case[0] for case in CANNOT_WORK])
+def test_spec_that_cannot_work_is_an_error(tmp_path, text, message):
+    test_bad_spec_message(tmp_path, text, message)
+
+
+@pytest.mark.parametrize("table", ["t", "_t", "9", "a.b-c_d", "t" * 50])
+def test_valid_table_ids_pass(tmp_path, table):
+    path = tmp_path / "spec.yaml"
+    path.write_text(BASE.replace("table: t", f"table: '{table}'"))
+    assert load_spec(path).target.table == table
+
+
+# --------------------------------------------------------------------------- hostile spec files (issue 11)
+
+ALIAS_BOMB = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n" for previous, name in zip("abcdefgh", "bcdefghi")
+)
+
+
+def refusal(path, data, seconds: float = 5.0) -> str:
+    """The one-line SpecError for a spec file holding `data`, which must come quickly."""
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    started = time.monotonic()
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert time.monotonic() - started < seconds
+    rendered = str(caught.value)
+    assert rendered.startswith(f"{path}:") and "\n" not in rendered, rendered
+    return rendered
+
+
+def test_alias_bomb_is_refused_at_once(tmp_path):
+    assert len(ALIAS_BOMB) < 700  # the fault sweep's took 70-91 s to refuse
+    message = refusal(tmp_path / "spec.yaml", ALIAS_BOMB, seconds=2)
+    assert ": the spec expands to more than 200,000 values (YAML aliases expanded)" in message
+
+
+def test_aliases_in_moderation_are_fine(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(BASE.replace("f: {max_versions: 1}", "f: &keep-one {max_versions: 1}\n    g: *keep-one"))
+    assert load_spec(path).target.families["g"].max_versions == 1
+
+
+def test_alias_to_its_own_container_is_refused(tmp_path):
+    assert ":1: alias *a refers to a value that contains it" in refusal(tmp_path / "spec.yaml", "a: &a [x, *a]\n")
+
+
+@pytest.mark.parametrize("name, text, line", [
+    ("flow", "source: " + "[" * 5000 + "]" * 5000 + "\n", 1),
+    ("block", "".join("  " * depth + "a:\n" for depth in range(40)), 32),
+    ("aliases", "a0: &a0 x\n" + "".join(f"a{n + 1}: &a{n + 1} [*a{n}]\n" for n in range(40)), 32),
+    ("json", '{"source":\n' + "[" * 5000 + "]" * 5000 + "}\n", 2),
+])
+def test_deep_nesting_is_refused_with_its_line(tmp_path, name, text, line):
+    suffix = ".json" if name == "json" else ".yaml"
+    message = refusal(tmp_path / f"spec{suffix}", text)
+    assert f":{line}: nested more than 32 levels deep" in message
+
+
+def test_bytes_that_are_not_utf8_are_named_with_file_and_line(tmp_path):
+    latin1 = BASE.replace("table: T", "table: Café").encode("latin-1")
+    assert ":2: not UTF-8 text: byte 0xe9 at column 13; save the spec as UTF-8" in refusal(tmp_path / "spec.yaml", latin1)
+
+
+def test_a_byte_order_mark_is_not_an_error(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + BASE.encode())
+    assert load_spec(path).target.table == "t"
+
+
+def test_control_characters_are_refused_with_their_line(tmp_path):
+    message = refusal(tmp_path / "spec.yaml", BASE.replace("table: t", "table: t\x00"))
+    assert ":6: not valid YAML: character U+0000 is not allowed" in message
+
+
+def json_spec(indent: int | str = 2) -> str:
+    import json
+
+    import yaml
+
+    return json.dumps(yaml.safe_load(BASE), indent=indent) + "\n"
+
+
+def test_json_spec_is_parsed_as_json(tmp_path):
+    text = json_spec()
+    lines = text.splitlines()
+    at = next(n for n, line in enumerate(lines) if '"max_versions": 1' in line)
+    lines[at] += ","  # a trailing comma: YAML accepts it, JSON does not
+    message = refusal(tmp_path / "spec.json", "\n".join(lines))
+    assert f":{at + 2}: not valid JSON: Expecting property name enclosed in double quotes" in message
+    assert "not valid JSON" in refusal(tmp_path / "yaml.json", BASE)  # YAML text in a .json file
+    assert load_spec(_written(tmp_path / "trailing.yaml", "\n".join(lines))).target.table == "t"
+
+
+def _written(path, text: str):
+    path.write_text(text)
+    return path
+
+
+def test_json_spec_errors_keep_their_lines(tmp_path):
+    text = json_spec(indent="\t").replace('"row_key"', '"row_kee"')
+    line = next(n for n, content in enumerate(text.splitlines(), 1) if "row_kee" in content)
+    assert f":{line}: entities[0].row_kee: unknown key" in refusal(tmp_path / "spec.json", text)
+
+
+def test_json_duplicate_key_is_refused_with_its_line(tmp_path):
+    text = json_spec().replace('"table": "t",', '"table": "t",\n    "table": "u",')
+    line = text.splitlines().index('    "table": "u",') + 1
+    assert f":{line}: target.table: duplicate key 'table'" in refusal(tmp_path / "spec.json", text)
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "# only a comment\n"])
+def test_empty_spec_is_refused(tmp_path, content):
+    assert "the spec is empty; write source, target and entities" in refusal(tmp_path / "spec.yaml", content)
+
+
+def test_directory_is_refused(tmp_path):
+    with pytest.raises(SpecError, match="is a directory; give the spec file"):
+        load_spec(tmp_path)
+
+
+def test_spec_too_large_is_refused_before_parsing(tmp_path):
+    from ddb2bt.mappers.loader import MAX_SPEC_BYTES
+
+    assert ": larger than 4 MiB: not a spec" in refusal(tmp_path / "spec.yaml", "#" * (MAX_SPEC_BYTES + 1), seconds=2)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_spec_is_refused(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(BASE)
+    path.chmod(0)
+    with pytest.raises(SpecError, match="cannot read the spec: Permission denied"):
+        load_spec(path)
