@@ -72,7 +72,7 @@ def key_text(value: dict) -> str:
 _json_string = json.encoder.encode_basestring
 
 
-def _json_parts(value: dict, out: list[str]) -> None:
+def _json_parts(value: dict, out: list[str], strict: bool) -> None:
     tag, payload = kind_of(value)
     if tag == "S":
         out.append(_json_string(payload))
@@ -82,6 +82,8 @@ def _json_parts(value: dict, out: list[str]) -> None:
         out.append("true" if payload else "false")
     elif tag == "NULL":
         out.append("null")
+    elif strict and tag in ("B", "SS", "NS", "BS"):
+        raise AttributeValueError(f"plain JSON cannot keep the type of a {tag} value (it would read back as a string or list); use ddb_json")
     elif tag == "B":
         out.append(json.dumps(base64.b64encode(binary(payload)).decode()))
     elif tag in ("SS", "NS", "BS"):
@@ -91,7 +93,7 @@ def _json_parts(value: dict, out: list[str]) -> None:
         for index, element in enumerate(payload):
             if index:
                 out.append(",")
-            _json_parts(element, out)
+            _json_parts(element, out, strict)
         out.append("]")
     elif tag == "M":
         out.append("{")
@@ -100,17 +102,68 @@ def _json_parts(value: dict, out: list[str]) -> None:
                 out.append(",")
             out.append(_json_string(name))
             out.append(":")
-            _json_parts(payload[name], out)
+            _json_parts(payload[name], out, strict)
         out.append("}")
     else:
         raise AttributeValueError(f"unknown DynamoDB type {tag!r}")
 
 
-def to_json(value: dict) -> str:
-    """Compact JSON of a value with exact numbers, sorted map keys, sorted set members, base64 binary."""
+def to_json(value: dict, strict: bool = False) -> str:
+    """Compact JSON of a value with exact numbers, sorted map keys, sorted set members, base64 binary.
+
+    `strict` refuses what plain JSON cannot bring back typed (B and sets): the `json` encoding's rule.
+    """
     out: list[str] = []
-    _json_parts(value, out)
+    _json_parts(value, out, strict)
     return "".join(out)
+
+
+def from_json(data: Any) -> dict:
+    """The AttributeValue a strict `to_json` text was made from (parsed with Decimal numbers)."""
+    if isinstance(data, str):
+        return {"S": data}
+    if isinstance(data, bool):
+        return {"BOOL": data}
+    if data is None:
+        return {"NULL": True}
+    if isinstance(data, Decimal):
+        return {"N": canonical_text(data)}
+    if isinstance(data, list):
+        return {"L": [from_json(element) for element in data]}
+    return {"M": {name: from_json(element) for name, element in data.items()}}
+
+
+def to_typed_json(value: dict) -> Any:
+    """The AttributeValue as JSON-ready data with one spelling per value: canonical numbers, sorted set
+    members, base64 binaries (what the `ddb_json` and `auto` encodings store)."""
+    tag, payload = kind_of(value)
+    if tag == "N":
+        return {"N": number_text(payload)}
+    if tag == "B":
+        return {"B": base64.b64encode(binary(payload)).decode()}
+    if tag in ("SS", "NS", "BS"):
+        return {tag: sorted_members(tag, payload)}
+    if tag == "L":
+        return {"L": [to_typed_json(element) for element in payload]}
+    if tag == "M":
+        return {"M": {name: to_typed_json(element) for name, element in payload.items()}}
+    if tag in ("S", "BOOL", "NULL"):
+        return {tag: payload}
+    raise AttributeValueError(f"unknown DynamoDB type {tag!r}")
+
+
+def from_typed_json(data: dict) -> dict:
+    """Inverse of :func:`to_typed_json`: binaries back to bytes."""
+    tag, payload = kind_of(data)
+    if tag == "B":
+        return {"B": base64.b64decode(payload)}
+    if tag == "BS":
+        return {"BS": [base64.b64decode(member) for member in payload]}
+    if tag == "L":
+        return {"L": [from_typed_json(element) for element in payload]}
+    if tag == "M":
+        return {"M": {name: from_typed_json(element) for name, element in payload.items()}}
+    return {tag: payload}
 
 
 def sorted_members(tag: str, members: list) -> list:

@@ -176,9 +176,10 @@ def _text_or_none(value: dict) -> str | None:
 class _Column:
     """One compiled column: everything decided, nothing left to parse."""
 
-    __slots__ = ("attribute", "family", "qualifier", "encode", "layout", "timestamp", "required", "emit")
+    __slots__ = ("spec", "attribute", "family", "qualifier", "encode", "layout", "timestamp", "required", "set_type", "emit")
 
     def __init__(self, spec: ColumnSpec):
+        self.spec = spec
         self.attribute = spec.attribute
         self.family = spec.family
         qualifier = spec.qualifier
@@ -197,6 +198,7 @@ class _Column:
         # None: the entity's timestamp, computed once per item rather than once per column
         self.timestamp = compile_timestamp(spec.timestamp, compile_template) if spec.timestamp is not None else None
         self.required = spec.required
+        self.set_type = SET_TYPES.get(spec.encoding) if spec.layout is Layout.set else None
         self.emit = self.cells
         if self.qualifier.__class__ is bytes and self.layout in (Layout.cell, Layout.json):
             # the common case as one closure: no layout or qualifier decisions per item
@@ -218,6 +220,8 @@ class _Column:
             return
         tag, payload = kind_of(value)
         if layout is Layout.set:
+            if not payload or self.set_type not in (None, tag):
+                raise EncodingError(f"layout set with encoding {self.spec.encoding.value} needs a non-empty {self.set_type or 'SS, NS or BS'}, got {tag}")
             if tag == "SS":
                 for member in payload:
                     out.append(_new_cell(Cell, (family, qualifier + member.encode(), timestamp_us, b"\x00")))
@@ -229,16 +233,28 @@ class _Column:
         elif layout is Layout.map:
             if tag != "M":
                 raise EncodingError(f"layout map needs M, got {tag}")
+            if not payload:  # an empty map is one cell at the bare prefix (map keys are never empty)
+                out.append(_new_cell(Cell, (family, qualifier, timestamp_us, b"")))
             encode = self.encode
             for name, element in payload.items():
                 out.append(_new_cell(Cell, (family, qualifier + name.encode(), timestamp_us, encode(element))))
         else:  # list: one cell per element, one millisecond apart, so the order survives
             if tag != "L":
                 raise EncodingError(f"layout list needs L, got {tag}")
+            if not payload:  # one empty cell: an element never encodes to b"" (but for utf8 and bytes)
+                if self.spec.encoding in (Encoding.utf8, Encoding.bytes):
+                    raise EncodingError(
+                        f"an empty list cannot be told from [\"\"] in layout list with encoding {self.spec.encoding.value}; use auto"
+                    )
+                out.append(_new_cell(Cell, (family, qualifier, timestamp_us, b"")))
+                return
             encode = self.encode
             for index, element in enumerate(payload):
                 out.append(_new_cell(Cell, (family, qualifier, timestamp_us + index * 1000, encode(element))))
 
+
+SET_TYPES = {Encoding.utf8: "SS", Encoding.decimal: "NS", Encoding.bytes: "BS"}
+"""Layout set: an explicit encoding names the set type, so that the members' qualifier bytes read back typed."""
 
 _new_cell = tuple.__new__  # Cell(...) through the NamedTuple's Python __new__ costs 2.5x more
 
@@ -253,6 +269,7 @@ class _Entity:
     __slots__ = (
         "name", "conditions", "skip", "row_key", "salt", "delimiter", "columns", "rest", "consumed",
         "timestamp", "ttl_attribute", "ttl_missing_skip", "family_age_us", "versioning", "now_us", "default_us",
+        "spans", "rest_taken",
     )  # fmt: skip
 
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, now_ms: int, migration_ms: int):
@@ -269,6 +286,17 @@ class _Entity:
         self.timestamp = compile_timestamp(spec.timestamp, compile_template) if spec.timestamp else None
         self.columns = tuple(_Column(column) for column in spec.columns)
         self.rest = (spec.rest.family, encoder_for(spec.rest.encoding)) if spec.rest else None
+        # Literal qualifiers of the rest family: a leftover attribute of that name would overwrite the column.
+        self.rest_taken = {
+            column.qualifier: column.attribute
+            for column in self.columns
+            if spec.rest and column.family == spec.rest.family and column.qualifier.__class__ is bytes
+        }
+        # Columns whose qualifiers vary per item (templates, set members, map keys) may meet another source's
+        # qualifier: such entities record which column wrote which cells and check them (see _duplicates).
+        self.spans = any(
+            column.qualifier.__class__ is not bytes or column.layout in (Layout.set, Layout.map) for column in self.columns
+        )
         self.consumed = frozenset(consumed_attributes(spec))
         self.ttl_attribute = spec.ttl.attribute if spec.ttl else None
         self.ttl_missing_skip = bool(spec.ttl and spec.ttl.on_missing == "skip")
@@ -289,7 +317,8 @@ class _Entity:
                 return False
         return True
 
-    def map(self, item: Item) -> MapResult:
+    def map(self, item: Item, trace: list | None = None) -> MapResult:
+        """The item's row; `trace`, when given, receives (source, first cell, end) spans: which column wrote what."""
         version_us = 0
         if self.versioning:
             item, version = self._unversion(item)
@@ -314,6 +343,7 @@ class _Entity:
         cells: list[Cell] = []
         entity_timestamp = self.timestamp
         entity_us = None if entity_timestamp else self.default_us
+        spans = trace if trace is not None else [] if self.spans else None
         for column in self.columns:
             value = item.get(column.attribute)
             if value is None:
@@ -327,10 +357,18 @@ class _Entity:
                     if entity_us is None:
                         entity_us = entity_timestamp(item)
                     timestamp_us = entity_us
+                start = len(cells)
                 column.emit(item, value, timestamp_us + version_us, cells)
             except (EncodingError, AttributeValueError, TimestampError) as err:
                 raise ItemFailure(str(err), column.attribute) from None
+            if spans is not None:
+                spans.append((column, start, len(cells)))
+        start = len(cells)
         self._rest(item, cells, version_us, entity_us)
+        if spans is not None:
+            spans.extend((name, index, index + 1) for index, name in enumerate(self._leftovers(item), start))
+            if self.spans:
+                _duplicates(cells, spans)
         if expiry_us is not None:
             cells = self._expire(cells, expiry_us)
         return _new_cell(MappedRow, (key, tuple(cells), self.name, limits.check_cells(cells)))
@@ -368,9 +406,12 @@ class _Entity:
             expired.append(cell._replace(timestamp_micros=expiry_us - self.family_age_us[cell.family] + offset))
         return expired
 
-    def _rest(self, item: Item, cells: list[Cell], version_us: int, entity_us: int | None = None) -> None:
+    def _leftovers(self, item: Item) -> list[str]:
         consumed = self.consumed
-        leftovers = [name for name in item if name not in consumed]
+        return [name for name in item if name not in consumed]
+
+    def _rest(self, item: Item, cells: list[Cell], version_us: int, entity_us: int | None = None) -> None:
+        leftovers = self._leftovers(item)
         if not leftovers:
             return
         if self.rest is None:
@@ -383,10 +424,36 @@ class _Entity:
             entity_us = self.timestamp(item) if self.timestamp else self.default_us
         timestamp = entity_us + version_us
         for name in leftovers:
+            if self.rest_taken and name.encode() in self.rest_taken:
+                raise ItemFailure(
+                    f"{family}:{name} is written by both column {self.rest_taken[name.encode()]!r} and rest attribute {name!r}", name
+                )
             try:
                 cells.append(Cell(family, name.encode(), timestamp, encode(item[name])))
             except EncodingError as err:
                 raise ItemFailure(str(err), name) from None
+
+
+def _source_name(source: _Column | str) -> str:
+    if source.__class__ is str:
+        return f"rest attribute {source!r}"
+    return f"attribute {source.attribute!r} ({source.layout.value} layout)"
+
+
+def _duplicates(cells: list[Cell], spans: list) -> None:
+    """Raise ItemFailure when two sources of one item write the same family:qualifier (one would overwrite the other)."""
+    owner: dict[tuple[str, bytes], object] = {}
+    for source, start, end in spans:
+        for index in range(start, end):
+            family, qualifier = cells[index][0], cells[index][1]
+            first = owner.setdefault((family, qualifier), source)
+            if first is not source:
+                attribute = source if source.__class__ is str else source.attribute
+                raise ItemFailure(
+                    f"{family}:{qualifier.decode(errors='replace')} is written by both {_source_name(first)} and "
+                    f"{_source_name(source)}; one cell would overwrite the other",
+                    attribute,
+                )
 
 
 def consumed_attributes(entity: EntitySpec) -> set[str]:

@@ -12,7 +12,9 @@ import struct
 from collections.abc import Callable
 from decimal import Decimal
 
-from .attrvalue import AttributeValueError, binary, is_canonical_number, kind_of, number_text, to_export_json, to_json
+from .attrvalue import (
+    AttributeValueError, binary, from_json, from_typed_json, is_canonical_number, kind_of, number_text, to_json, to_typed_json,
+)
 from .numbers import DecimalError, canonical_text, parse_number
 from .spec import Encoding
 
@@ -72,27 +74,26 @@ def encode_bool(value: dict) -> bytes:
 
 
 def encode_json(value: dict) -> bytes:
-    return to_json(value).encode()
+    """Plain JSON; refuses B and sets, whose type plain JSON cannot bring back."""
+    return to_json(value, strict=True).encode()
 
 
 def encode_ddb_json(value: dict) -> bytes:
-    """Lossless typed JSON (the AttributeValue itself), binaries as base64."""
-    return json.dumps(to_export_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-_BY_TYPE: dict[str, Callable[[dict], bytes]] = {
-    "S": encode_utf8,
-    "N": encode_decimal,
-    "B": encode_bytes,
-    "BOOL": encode_bool,
-    "NULL": lambda value: b"",
-}
+    """Lossless typed JSON (the AttributeValue itself): canonical numbers, sorted set members, base64 binaries."""
+    return json.dumps(to_typed_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def encode_auto(value: dict) -> bytes:
-    """S utf8, N decimal text, B raw, BOOL one byte, NULL empty, collections compact JSON."""
-    tag = next(iter(value))
-    return _BY_TYPE.get(tag, encode_json)(value)
+    """A string as its UTF-8 text; anything else (and an empty string, or one starting with `{`) as typed JSON.
+
+    Readable for the common case and lossless for all: a cell starting with `{` is typed JSON, any
+    other cell is a string, so S "42", N 42, B "42", NULL and S "" all stay apart; and no value is
+    b"", which layout list keeps for the empty list.
+    """
+    payload = value.get("S")
+    if payload and payload.__class__ is str and len(value) == 1 and payload[0] != "{":
+        return payload.encode()
+    return encode_ddb_json(value)
 
 
 ENCODERS: dict[Encoding, Callable[[dict], bytes]] = {
@@ -177,14 +178,15 @@ def _fast_auto(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
         if len(value) == 1:
             payload = value.get("S")
             if payload.__class__ is str:
-                try:
-                    return payload.encode()
-                except UnicodeEncodeError:
-                    pass
+                if payload and payload[0] != "{":
+                    try:
+                        return payload.encode()
+                    except UnicodeEncodeError:
+                        pass
             else:
                 payload = value.get("N")
                 if payload.__class__ is str and is_canonical_number(payload):
-                    return payload.encode()
+                    return b'{"N":"%s"}' % payload.encode()
         return checked(value)
 
     return encode
@@ -210,29 +212,27 @@ def _decode_float64(data: bytes) -> dict:
     return {"N": canonical_text(Decimal(repr(_FLOAT.unpack(data)[0])))}
 
 
-DECODERS: dict[Encoding, Callable[[bytes], object]] = {
+def _decode_auto(data: bytes) -> dict:
+    return _decode_ddb_json(data) if data[:1] == b"{" else {"S": data.decode()}
+
+
+def _decode_ddb_json(data: bytes) -> dict:
+    return from_typed_json(json.loads(data))
+
+
+DECODERS: dict[Encoding, Callable[[bytes], dict]] = {
     Encoding.utf8: lambda data: {"S": data.decode()},
     Encoding.decimal: lambda data: {"N": data.decode()},
     Encoding.int64: lambda data: {"N": str(int.from_bytes(data, "big", signed=True))},
     Encoding.float64: _decode_float64,
     Encoding.bytes: lambda data: {"B": data},
     Encoding.bool: lambda data: {"BOOL": data == b"\x01"},
-    # Plain JSON loses DynamoDB's type tags (a set reads back as a list): it decodes to plain values.
-    Encoding.json: _json_value,
-    Encoding.ddb_json: lambda data: json.loads(data, parse_float=Decimal),
+    Encoding.json: lambda data: from_json(_json_value(data)),
+    Encoding.ddb_json: _decode_ddb_json,
+    Encoding.auto: _decode_auto,
 }
 
 
-def decode(data: bytes, encoding: Encoding, dynamodb_type: str | None = None):
-    """Bytes written with `encoding` back to a DynamoDB value (plain values for `json`).
-
-    `auto` needs the DynamoDB type it was chosen for (`dynamodb_type`).
-    """
-    if encoding is Encoding.auto:
-        if dynamodb_type is None:
-            raise EncodingError("decoding auto needs the DynamoDB type")
-        if dynamodb_type == "NULL":
-            return {"NULL": True}
-        chosen = {"S": Encoding.utf8, "N": Encoding.decimal, "B": Encoding.bytes, "BOOL": Encoding.bool}
-        return decode(data, chosen.get(dynamodb_type, Encoding.json))
+def decode(data: bytes, encoding: Encoding) -> dict:
+    """Bytes written with `encoding` back to the DynamoDB value (AttributeValue, `B` as bytes), types included."""
     return DECODERS[encoding](data)

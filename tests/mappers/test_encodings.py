@@ -32,10 +32,20 @@ def test_scalar_round_trip(encoding, value):
     assert decode(encoder_for(encoding)(value), encoding) == value
 
 
-@pytest.mark.parametrize("value", [value for encoding, value in ROUND_TRIPS if encoding not in (Encoding.int64, Encoding.float64)] + [{"NULL": True}])
-def test_auto_round_trip_by_type(value):
-    tag = next(iter(value))
-    assert decode(encoder_for(Encoding.auto)(value), Encoding.auto, tag) == value
+TYPE_CLASHES = [{"S": "42"}, {"N": "42"}, {"B": b"42"}, {"NULL": True}, {"S": ""}, {"B": b""}, {"BOOL": True},
+                {"S": "true"}, {"SS": ["a"]}, {"L": [{"S": "a"}]}, {"S": '{"N":"42"}'}, {"L": []}, {"M": {}}]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", [value for _, value in ROUND_TRIPS] + TYPE_CLASHES)
+def test_auto_round_trips_every_type_without_being_told(value):
+    assert decode(encoder_for(Encoding.auto)(value), Encoding.auto) == value
+
+
+def test_auto_keeps_types_apart_and_strings_readable():
+    encoded = [encoder_for(Encoding.auto)(value) for value in TYPE_CLASHES]
+    assert len(set(encoded)) == len(encoded)  # issue 10: S "42", N 42 and B "42" were the same bytes
+    assert encoder_for(Encoding.auto)({"S": "héllo"}) == "héllo".encode()
+    assert encoder_for(Encoding.auto)({"N": "30.0"}) == b'{"N":"30"}'  # canonical decimal text
 
 
 def test_int64_is_increment_compatible_big_endian():
@@ -70,21 +80,31 @@ NESTED = {
 }
 
 
-def test_json_keeps_every_digit_and_sorts_deterministically():
-    text = encoder_for(Encoding.json)(NESTED).decode()
+PLAIN = {"M": {k: v for k, v in NESTED["M"].items() if k not in ("tags", "nums", "blob")}}
+
+
+def test_json_keeps_every_digit_sorts_deterministically_and_reads_back():
+    text = encoder_for(Encoding.json)(PLAIN).decode()
     assert '"big":12345678901234567890123456789012345678' in text
     assert '"discount":0.1' in text
-    assert '"nums":["-1.5","9","10"]' in text  # numeric order, exact text
-    assert text == to_json(NESTED)
+    assert text == to_json(PLAIN)
     decoded = decode(text.encode(), Encoding.json)
-    assert decoded["big"] == Decimal("12345678901234567890123456789012345678")
-    assert decoded["blob"] == base64.b64encode(b"\x01\x02").decode()
+    assert decoded["M"]["big"] == {"N": "12345678901234567890123456789012345678"}
+    assert decoded == {"M": {**PLAIN["M"], "discount": {"N": "0.1"}}}  # the canonical decimal text
+
+
+@pytest.mark.parametrize("value", [{"B": b"x"}, {"SS": ["a"]}, {"M": {"n": {"NS": ["1"]}}}, {"L": [{"BS": [b"x"]}]}])
+def test_json_refuses_types_it_cannot_bring_back(value):
+    with pytest.raises(EncodingError, match="use ddb_json"):
+        encoder_for(Encoding.json)(value)
 
 
 def test_ddb_json_round_trips_losslessly_with_types():
     decoded = decode(encoder_for(Encoding.ddb_json)(NESTED), Encoding.ddb_json)
-    assert decoded["M"]["tags"] == {"SS": ["b", "a"]}
+    assert decoded["M"]["tags"] == {"SS": ["a", "b"]}  # members sorted: the same set always gives the same bytes
+    assert decoded["M"]["blob"] == {"B": b"\x01\x02"}
     assert to_plain(decoded) == to_plain(NESTED)
+    assert json.loads(to_json(NESTED))["nums"] == ["-1.5", "9", "10"]  # previews: numeric order, exact text
 
 
 def test_export_style_base64_binary_is_accepted():

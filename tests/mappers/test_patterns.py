@@ -132,7 +132,7 @@ def test_every_key_starts_with_the_tenant():
     spec = compiled(MULTI_TENANT)
     row = spec.map_item({"tenant": S("AcmeCo"), "pk": S("order-1"), "sk": S("line-2"), "qty": N(2)})
     assert row.row_key == b"acmeco#order-1#line-2"
-    assert [(cell.qualifier, cell.value) for cell in row.cells] == [(b"qty", b"2")]
+    assert [(cell.qualifier, cell.value) for cell in row.cells] == [(b"qty", b'{"N":"2"}')]  # auto: typed
 
 
 def test_item_without_tenant_is_unmatched_and_dead_lettered():
@@ -207,16 +207,46 @@ def test_collection_layouts():
             "tags": {"SS": ["red", "blue"]},
             "prefs": {"M": {"lang": S("fr"), "size": N(42)}},
             "history": {"L": [S("a"), S("b"), S("c")]},
-            "packed": {"M": {"z": N("1.50"), "a": {"NS": ["2", "10"]}}},
+            "packed": {"M": {"z": N("1.50"), "a": {"L": [N(10), S("2")]}}},
         }
     )
     cells = {(cell.family, cell.qualifier): (cell.timestamp_micros, cell.value) for cell in row.cells if cell.family != "h"}
     base = micros("2024-01-01T00:00:00")
     assert cells[("tags", b"red")] == (base, b"\x00") and cells[("tags", b"blue")] == (base, b"\x00")
-    assert cells[("prefs", b"lang")] == (base, b"fr") and cells[("prefs", b"size")] == (base, b"42")
-    assert cells[("p", b"packed")] == (base, b'{"a":["2","10"],"z":1.5}')
+    assert cells[("prefs", b"lang")] == (base, b"fr") and cells[("prefs", b"size")] == (base, b'{"N":"42"}')
+    assert cells[("p", b"packed")] == (base, b'{"a":[10,"2"],"z":1.5}')
     history = [(cell.timestamp_micros, cell.value) for cell in row.cells if cell.family == "h"]
     assert history == [(base, b"a"), (base + 1000, b"b"), (base + 2000, b"c")]  # insertion order by timestamp
+
+
+def test_empty_collections_are_not_absent():
+    spec = compiled(COLLECTIONS)
+    row = spec.map_item({"pk": S("u1"), "prefs": {"M": {}}})  # issue 10: was 0 cells, dead-lettered at write
+    assert [(cell.family, cell.qualifier, cell.value) for cell in row.cells] == [("prefs", b"", b"")]
+    row = spec.map_item({"pk": S("u1"), "history": {"L": []}})
+    assert [(cell.family, cell.qualifier, cell.value) for cell in row.cells] == [("h", b"history", b"")]
+    assert b"" not in [cell.value for cell in spec.map_item({"pk": S("u1"), "history": {"L": [S("")]}}).cells]
+    as_text = compiled(COLLECTIONS.replace("layout: list}", "layout: list, encoding: utf8}"))
+    error = as_text.map_item({"pk": S("u1"), "history": {"L": []}, "prefs": {"M": {"a": S("b")}}})
+    assert isinstance(error, ItemError) and error.attribute == "history" and "empty list" in error.reason
+    packed = spec.map_item({"pk": S("u1"), "packed": {"M": {"a": {"NS": ["1"]}}}})
+    assert isinstance(packed, ItemError) and "use ddb_json" in packed.reason  # plain JSON would lose the set type
+
+
+def test_two_sources_of_one_item_on_one_cell_is_an_item_error_naming_both():
+    clash = COLLECTIONS.replace("{attribute: prefs, family: prefs, layout: map}", "{attribute: prefs, family: h, layout: map}")
+    clash = clash.replace("{attribute: history, family: h, layout: list}", "{attribute: history, family: h}")
+    error = compiled(clash).map_item({"pk": S("u1"), "history": S("x"), "prefs": {"M": {"history": S("y")}}})
+    assert isinstance(error, ItemError) and "h:history" in error.reason
+    assert "attribute 'history'" in error.reason and "attribute 'prefs'" in error.reason
+    rest = """
+target: {table: t, families: {f: {}}}
+migration_time: "2024-01-01T00:00:00Z"
+entities:
+  - {name: e, row_key: "{pk}", columns: [{attribute: a, family: f, qualifier: b}], rest: {family: f}}
+"""
+    error = compiled(rest).map_item({"pk": S("k"), "a": S("1"), "b": S("2")})
+    assert isinstance(error, ItemError) and "column 'a'" in error.reason and "rest attribute 'b'" in error.reason
 
 
 def test_wrong_type_for_layout_is_an_item_error():
