@@ -2,16 +2,30 @@
 
 Shape errors are pydantic's job (spec.py); these catch a family used but not declared, an entity
 that can never match, a key template naming an attribute items may not have, and the like.
+:func:`sample_findings` adds what only a mapped sample can show: a spec that maps nothing.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import NamedTuple
 
+from .results import ItemError, MapResult
 from .spec import Condition, EntitySpec, Layout, MappingSpec
 from .templates import Placeholder, parse_template
 
 Problem = tuple[tuple, str]
+
+
+def format_path(path: tuple[str | int, ...]) -> str:
+    """`("entities", 2, "row_key")` -> `entities[2].row_key`."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
 def check_spec(spec: MappingSpec) -> list[Problem]:
@@ -169,3 +183,70 @@ def _duplicate_columns(entity: EntitySpec, at: tuple) -> list[Problem]:
             )
         seen.setdefault(target, j)
     return problems
+
+
+# --------------------------------------------------------------------------- what a mapped sample shows
+
+
+class SampleFinding(NamedTuple):
+    """A spec that cannot work on this data, shown by the sample: the fields of a plan lint of severity error."""
+
+    code: str
+    """Stable identifier: `timestamp-attribute-absent`, `entity-dead-letters-all` or `no-entity-matches`."""
+    where: str
+    """Spec path, as in the spec errors (`entities[1].timestamp.attribute`)."""
+    message: str
+
+
+def sample_findings(spec: MappingSpec, items: Sequence[dict], results: Sequence[MapResult]) -> list[SampleFinding]:
+    """Problems of `spec` that the sample `items` and their `results` (``map_item`` of each) show.
+
+    A timestamp attribute that no item of its entity has, an entity that dead-letters every item
+    it matched, and a spec that matches no item at all: each would make a run that migrates
+    nothing. Entities the sample does not reach are not judged.
+    """
+    matched: dict[str | None, list[tuple[dict, MapResult]]] = defaultdict(list)
+    for item, result in zip(items, results):
+        matched[result.entity].append((item, result))
+    findings = []
+    for index, entity in enumerate(spec.entities):
+        mine = matched.get(entity.name)
+        if not mine or entity.action != "map":
+            continue
+        seen = {name for item, _ in mine for name in item}
+        for path, attribute in _timestamp_attributes(entity, ("entities", index)):
+            if attribute not in seen:
+                findings.append(SampleFinding("timestamp-attribute-absent", format_path(path), (
+                    f"none of the {len(mine)} sampled items of entity {entity.name!r} has the timestamp attribute "
+                    f"{attribute!r}, so every one would be dead-lettered; {_spelling_hint(attribute, seen)}")))  # fmt: skip
+        errors = Counter(result.describe() for _, result in mine if isinstance(result, ItemError))
+        if errors.total() == len(mine):
+            reason, count = errors.most_common(1)[0]
+            findings.append(SampleFinding("entity-dead-letters-all", format_path(("entities", index)), (
+                f"all {len(mine)} sampled items of this entity would be dead-lettered ({count} for: {reason})")))  # fmt: skip
+    if items and len(matched.get(None, ())) == len(items):
+        seen = {name for item in items for name in item}
+        findings.append(SampleFinding("no-entity-matches", "entities", (
+            f"no entity matches any of the {len(items)} sampled items; check the match conditions ({_listed(seen)})")))  # fmt: skip
+    return findings
+
+
+def _timestamp_attributes(entity: EntitySpec, at: tuple) -> list[tuple[tuple, str]]:
+    """(path, attribute) of every timestamp read from an attribute, the entity's and its columns'."""
+    found = [(at + ("timestamp", "attribute"), entity.timestamp.attribute)] if entity.timestamp and entity.timestamp.attribute else []
+    found += [
+        (at + ("columns", j, "timestamp", "attribute"), column.timestamp.attribute)
+        for j, column in enumerate(entity.columns)
+        if column.timestamp and column.timestamp.attribute
+    ]
+    return found
+
+
+def _spelling_hint(attribute: str, seen: set[str]) -> str:
+    close = difflib.get_close_matches(attribute, sorted(seen), n=1)
+    return f"did you mean {close[0]!r}?" if close else _listed(seen)
+
+
+def _listed(attributes: set[str], most: int = 20) -> str:
+    names = sorted(attributes)
+    return f"attributes in the sample: {', '.join(names[:most])}" + (", ..." if len(names) > most else "")

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from .checks import check_spec
+from .checks import check_spec, format_path
 from .errors import UsageError
 from .spec import MappingSpec
 
@@ -53,13 +53,6 @@ class SpecErrors(SpecError):
 
     def render(self) -> str:
         return "\n".join(error.render() for error in self.errors)
-
-
-def format_path(path: Path_) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 class _SpecLoader(yaml.SafeLoader):
