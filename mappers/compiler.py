@@ -11,6 +11,7 @@ import time
 from urllib.parse import unquote
 import zlib
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 from datetime import timedelta
 
 from . import limits
@@ -269,7 +270,7 @@ class _Entity:
     __slots__ = (
         "name", "conditions", "skip", "row_key", "salt", "delimiter", "columns", "rest", "consumed",
         "timestamp", "ttl_attribute", "ttl_missing_skip", "family_age_us", "versioning", "now_us", "default_us",
-        "spans", "rest_taken",
+        "spans", "rest_taken", "rest_encoding",
     )  # fmt: skip
 
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, now_ms: int, migration_ms: int):
@@ -286,6 +287,7 @@ class _Entity:
         self.timestamp = compile_timestamp(spec.timestamp, compile_template) if spec.timestamp else None
         self.columns = tuple(_Column(column) for column in spec.columns)
         self.rest = (spec.rest.family, encoder_for(spec.rest.encoding)) if spec.rest else None
+        self.rest_encoding = spec.rest.encoding if spec.rest else None
         # Literal qualifiers of the rest family: a leftover attribute of that name would overwrite the column.
         self.rest_taken = {
             column.qualifier: column.attribute
@@ -500,6 +502,15 @@ def _dispatch_table(spec: MappingSpec, entities: tuple[_Entity, ...]) -> tuple[s
     return attributes.pop(), table
 
 
+class CellSource(NamedTuple):
+    """Which attribute wrote a cell and how: `part` True when the cell holds a member, key or element of it."""
+
+    attribute: str
+    encoding: Encoding
+    layout: Layout
+    part: bool
+
+
 class CompiledSpec:
     """A spec turned into callables; `map_item` is the per-item hot path."""
 
@@ -541,6 +552,28 @@ class CompiledSpec:
             return ItemError(str(err), entity.name if entity else None)
         except Exception as err:  # noqa: BLE001 - one odd item must never kill a batch; it is dead-lettered
             return ItemError(f"unexpected {type(err).__name__}: {err}", entity.name if entity else None)
+
+    def trace_item(self, item: Item) -> tuple[MapResult, tuple[CellSource, ...]]:
+        """map_item, plus which column (or rest attribute) wrote each cell: for previews, never the hot path."""
+        entity = self.entity_for(item)
+        if entity is None or entity.skip:
+            return self.map_item(item), ()
+        spans: list = []
+        try:
+            result = entity.map(item, spans)
+        except Exception:  # noqa: BLE001 - map_item words every failure the same way
+            return self.map_item(item), ()
+        sources = [None] * len(result.cells) if isinstance(result, MappedRow) else []
+        rest_encoding = entity.rest_encoding
+        for source, start, end in spans:
+            if source.__class__ is str:
+                described = CellSource(source, rest_encoding, Layout.cell, False)
+            else:
+                encoding = Encoding.json if source.layout is Layout.json else source.spec.encoding
+                described = CellSource(source.attribute, encoding, source.layout, source.layout is not Layout.cell)
+            for index in range(start, min(end, len(sources))):
+                sources[index] = described
+        return result, tuple(sources)
 
     def map_items(self, items: Iterable[Item]) -> Iterable[MapResult]:
         map_item = self.map_item

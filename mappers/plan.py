@@ -15,14 +15,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from .attrvalue import binary, kind_of, to_json
-from .compiler import compile_spec
+from .compiler import CellSource, CompiledSpec, compile_spec
 from .encodings import decode
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
 from .lints import Lint, lint
 from .results import Cell, ItemError, MappedRow, MapResult, Skipped
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
-from .spec import ColumnSpec, Encoding, EntitySpec, GcPolicy, Layout, MappingSpec
-from .templates import parse_template
+from .spec import EntitySpec, GcPolicy, Layout, MappingSpec
 
 PREVIEW_CHARS = 80
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -249,7 +248,10 @@ def duration_text(delta: timedelta) -> str:
 
 
 def iso_micros(micros: int) -> str:
-    return (_EPOCH + timedelta(microseconds=micros)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        return (_EPOCH + timedelta(microseconds=micros)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except OverflowError:  # past year 9999: no date to show
+        return f"{micros} us since 1970"
 
 
 def _clip(text: str) -> str:
@@ -262,73 +264,46 @@ def attribute_preview(name: str, value: dict) -> AttributePreview:
         text = payload if tag == "S" else binary(payload).hex() if tag == "B" else to_json(value)
     except (ValueError, TypeError):
         tag, text = "?", repr(value)
-    return AttributePreview(name=name, type=tag, value=_clip(text))
+    return AttributePreview(name=name, type=tag, value=_clip(_printable(text)))
 
 
 def item_preview(item: dict) -> tuple[AttributePreview, ...]:
     return tuple(attribute_preview(name, value) for name, value in item.items())
 
 
-_AUTO = {"S": Encoding.utf8, "N": Encoding.decimal, "B": Encoding.bytes, "BOOL": Encoding.bool}
-
-
-def value_preview(data: bytes, encoding: Encoding | None, dynamodb_type: str | None = None) -> tuple[str, str]:
-    """(preview, encoding label): decoded per the column's encoding where known, else printable text or hex."""
-    if encoding is Encoding.auto:
-        encoding = _AUTO.get(dynamodb_type or "", Encoding.json if dynamodb_type else None)
+def value_preview(data: bytes, source: CellSource | None) -> tuple[str, str]:
+    """(preview, encoding label): the cell decoded as its column wrote it, shown as text (never raw bytes)."""
+    if source is None:
+        return _clip(readable_bytes(data)), "bytes"
+    if source.layout is Layout.set:
+        return "(set member)", "marker 0x00"
+    if data == b"" and source.layout in (Layout.map, Layout.list) and source.part:
+        return "(empty)", f"{source.layout.value} marker"
     try:
-        if encoding in (Encoding.int64, Encoding.float64):
-            return decode(data, encoding)["N"], encoding.value
-        if encoding is Encoding.bool:
-            return ("true" if data == b"\x01" else "false"), encoding.value
-        if encoding is Encoding.bytes:
-            return _clip("0x" + data.hex()), encoding.value
-        if encoding is not None:
-            return _clip(data.decode()), encoding.value
-    except (ValueError, KeyError):
-        pass
-    return _clip(readable_bytes(data)), "bytes"
+        value = decode(data, source.encoding)
+    except (ValueError, KeyError, TypeError):
+        return _clip(readable_bytes(data)), "bytes"
+    return _clip(_printable(attribute_preview("", value).value)), source.encoding.value
 
 
-def _column_for(entity: EntitySpec, cell: Cell) -> ColumnSpec | None:
-    for column in entity.columns:
-        if column.family != cell.family:
-            continue
-        template = column.qualifier.template if column.qualifier else ("" if column.layout in (Layout.set, Layout.map) else column.attribute)
-        first = parse_template(template).pieces[:1]
-        literal = first[0] if first and isinstance(first[0], str) else ""
-        exact = parse_template(template).is_literal and column.layout not in (Layout.set, Layout.map)
-        if (cell.qualifier == literal.encode()) if exact else cell.qualifier.startswith(literal.encode()):
-            return column
-    return None
+def _printable(text: str) -> str:
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
-def cell_preview(entity: EntitySpec, cell: Cell, item: dict) -> CellPreview:
-    column = _column_for(entity, cell)
-    if column is not None:
-        value = item.get(column.attribute) or {}
-        if column.layout is Layout.set:
-            shown = ("(member)", "set marker 0x00")
-        else:
-            encoding = Encoding.json if column.layout is Layout.json else column.encoding
-            element = column.layout in (Layout.map, Layout.list)
-            shown = value_preview(cell.value, encoding, None if element else next(iter(value), None))
-    elif entity.rest is not None and cell.family == entity.rest.family:
-        value = item.get(cell.qualifier.decode(errors="replace")) or {}
-        shown = value_preview(cell.value, entity.rest.encoding, next(iter(value), None))
-    else:
-        shown = value_preview(cell.value, None)
+def cell_preview(cell: Cell, source: CellSource | None) -> CellPreview:
+    shown = value_preview(cell.value, source)
     return CellPreview(
         column=f"{cell.family}:{readable_bytes(cell.qualifier)}", value=shown[0], encoding=shown[1],
         timestamp=iso_micros(cell.timestamp_micros),
     )  # fmt: skip
 
 
-def example_row(entity: EntitySpec | None, item: dict, result: MapResult) -> ExampleRow:
-    if isinstance(result, MappedRow) and entity is not None:
+def example_row(compiled: CompiledSpec, item: dict) -> ExampleRow:
+    result, sources = compiled.trace_item(item)
+    if isinstance(result, MappedRow):
         return ExampleRow(
             item=item_preview(item), outcome="mapped", row_key=readable_bytes(result.row_key),
-            cells=tuple(cell_preview(entity, cell, item) for cell in result.cells),
+            cells=tuple(cell_preview(cell, source) for cell, source in zip(result.cells, sources)),
             note="; ".join(result.warnings) or None,
         )  # fmt: skip
     note = result.describe() if isinstance(result, ItemError) else result.reason
@@ -342,7 +317,7 @@ def _dead_letter(item: dict, error: ItemError) -> DeadLetterExample:
 # --------------------------------------------------------------------------- building the plan
 
 
-def _entity_plan(entity: EntitySpec, sample: Sample, examples: int) -> EntityPlan:
+def _entity_plan(entity: EntitySpec, sample: Sample, examples: int, compiled: CompiledSpec) -> EntityPlan:
     mine = [(item, result) for item, result in zip(sample.items, sample.results) if result.entity == entity.name]
     # Mapped examples first: they are what the reader wants to compare; errors are listed with the dead letters.
     shown = sorted(mine, key=lambda pair: not isinstance(pair[1], MappedRow))[:examples]
@@ -356,7 +331,7 @@ def _entity_plan(entity: EntitySpec, sample: Sample, examples: int) -> EntityPla
         skipped=sum(isinstance(result, Skipped) for _, result in mine),
         errors=sum(isinstance(result, ItemError) for _, result in mine),
         distinct_row_keys=len(set(sample.keys_by_entity.get(entity.name, ()))),
-        examples=tuple(example_row(entity, item, result) for item, result in shown),
+        examples=tuple(example_row(compiled, item) for item, _ in shown),
     )
 
 
@@ -413,7 +388,7 @@ def build_plan(
         ),  # fmt: skip
         migration_time=spec.migration_time.isoformat().replace("+00:00", "Z") if spec.migration_time else None,
         unmatched_policy=spec.unmatched,
-        entities=tuple(_entity_plan(entity, sample, examples_per_entity) for entity in spec.entities),
+        entities=tuple(_entity_plan(entity, sample, examples_per_entity, compiled) for entity in spec.entities),
         unmatched_examples=tuple(
             DeadLetterExample(reason=getattr(r, "reason", ""), entity=None, attribute=None, item=item_preview(item))
             for item, r in sample.unmatched[:dead_letter_examples]

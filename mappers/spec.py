@@ -354,6 +354,9 @@ class EntitySpec(StrictModel):
     """Where unmapped attributes go; without it, an item with an unmapped attribute is dead-lettered."""
     drop: list[str] = []
     """Attributes deliberately not migrated."""
+    lossy: list[str] = []
+    """Attributes this entity accepts not to read back exactly (a lossy transform such as `lower`, `on_delimiter: allow`,
+    a set layout with encoding auto): every loss the decoder finds must be listed here or in drop."""
     timestamp: TimestampSpec | None = None
     """Cell timestamps for this entity; the spec's migration_time when omitted."""
     ttl: TtlSpec | None = None

@@ -197,3 +197,42 @@ def test_sizes_and_gc_text():
     assert gc_text(GcPolicy()) == "keep all"
     assert gc_text(GcPolicy(max_versions=1000, max_age=timedelta(days=30))) == "max 1000 versions or max age 30d"
     assert gc_text(GcPolicy(max_age=timedelta(hours=36), combine="intersection")) == "max age 36h"
+
+
+# --------------------------------------------------------------------------- issue 10: provenance, crashes
+
+PROVENANCE = {
+    "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+    "target": {"table": "t", "families": {"o": {}, "tags": {}, "m": {}, "ttl": {"max_age": "7d"}}},
+    "migration_time": "2024-01-01T00:00:00Z",
+    "entities": [
+        {"name": "line", "match": {"kind": "line"}, "row_key": "{pk}", "drop": ["kind"], "columns": [
+            {"attribute": "qty", "family": "o", "qualifier": "{sk}", "encoding": "int64"},
+            {"attribute": "tags", "family": "tags", "layout": "set", "encoding": "utf8"},
+            {"attribute": "attrs", "family": "m", "layout": "map"},
+            {"attribute": "flag", "family": "o", "encoding": "bool"},
+        ]},
+        {"name": "session", "match": {"kind": "session"}, "row_key": "{pk}#{sk}", "ttl": {"attribute": "expires"},
+         "drop": ["kind"], "rest": {"family": "ttl"}},
+    ],
+}  # fmt: skip
+
+
+def test_plan_shows_each_cell_as_the_column_that_wrote_it():
+    spec = MappingSpec.model_validate(PROVENANCE)
+    item = {"pk": {"S": "o1"}, "sk": {"S": "sku-9"}, "kind": {"S": "line"}, "qty": {"N": "3"}, "flag": {"BOOL": False},
+            "tags": {"SS": ["a"]}, "attrs": {"M": {"colour": {"S": "red\x00"}, "n": {"N": "2"}}}}  # fmt: skip
+    plan = build_plan(spec, [item], now_ms=NOW_MS)  # set/map without a prefix: was "unexpected TemplateError"
+    cells = {cell.column: (cell.value, cell.encoding) for cell in plan.entities[0].examples[0].cells}
+    assert cells["o:sku-9"] == ("3", "int64")  # template qualifier: was shown blank as utf8
+    assert cells["o:flag"] == ("false", "bool")
+    assert cells["tags:a"] == ("(set member)", "marker 0x00")
+    assert cells["m:colour"] == ("red\\x00", "auto") and cells["m:n"] == ("2", "auto")
+    assert "\x00" not in json.dumps(plan.model_dump(mode="json"), ensure_ascii=False)
+
+
+def test_ttl_in_milliseconds_is_a_dead_letter_not_a_crash():
+    spec = MappingSpec.model_validate(PROVENANCE)
+    item = {"pk": {"S": "s"}, "sk": {"S": "1"}, "kind": {"S": "session"}, "expires": {"N": str(NOW_MS + 3_600_000)}, "u": {"S": "x"}}
+    plan = build_plan(spec, [item], now_ms=NOW_MS)  # was OverflowError
+    assert plan.entities[1].errors == 1 and "9999" in next(iter(plan.dead_letters.by_reason))

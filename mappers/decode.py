@@ -1,0 +1,453 @@
+"""Bigtable cells back to the DynamoDB items (wire format, types included) that a spec mapped them from.
+
+`compile_decoder(spec, types)` reads a spec the way `compile_spec` writes it: row-key and qualifier
+templates are split and their transforms inverted, cell values decoded per encoding and layout,
+timestamps turned back into the attributes and templates they came from. What cannot be read back
+is a `Loss`, found from the spec alone (`losses(spec)`): a loss is *declared* when the spec says it
+(`drop`, `lossy`, `action: skip`, `versioning`, `ttl`, `unmatched: skip`); an undeclared one is a
+spec error. Data-dependent normalisation (a text attribute with leading zeros under `pad`, an ISO
+time spelt otherwise than `2023-09-10T15:21:48`) is found by decoding a sample (`round_trip`).
+
+`types` names the DynamoDB type of attributes that only live in a key, qualifier or timestamp
+(their text does not say it): `{"pk": "S", "n": "N"}`; S when not given.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta, timezone
+from typing import NamedTuple
+
+from .attrvalue import AttributeValueError, binary, key_text, kind_of, number_text
+from .compiler import SET_TYPES, unescape_delimiter
+from .encodings import decode
+from .numbers import DecimalError, canonical_text, from_sortable_text
+from .results import Cell
+from .spec import ColumnSpec, Encoding, EntitySpec, Layout, MappingSpec, Template, TimestampSpec
+from .templates import Placeholder, parse_template
+from .transforms import reverse_domain
+
+Item = dict
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_SCALE = {"epoch_s": 1_000_000, "epoch_ms": 1000, "epoch_us": 1}
+
+
+class Loss(NamedTuple):
+    """Something of an entity's items the target cannot give back; `attribute` None: whole items."""
+
+    entity: str
+    attribute: str | None
+    reason: str
+    declared: bool
+
+    def describe(self) -> str:
+        what = f"attribute {self.attribute!r}" if self.attribute else "items"
+        return f"entity {self.entity!r}, {what}: {self.reason}" + ("" if self.declared else " (not declared: add it to lossy)")
+
+
+class DecodeError(ValueError):
+    """Cells that no reading of the spec explains."""
+
+
+# --------------------------------------------------------------------------- transforms, inverted
+
+INVERSES = {
+    "strip_prefix": lambda value, prefix: prefix + value,
+    "strip_suffix": lambda value, suffix: value + suffix,
+    "reverse": lambda value: value[::-1],
+    "reverse_domain": reverse_domain,
+    "sortable_number": lambda value: canonical_text(from_sortable_text(value)),
+    # exact for integers without leading zeros, as N values always are (round_trip checks text values)
+    "pad": lambda value, width, fill="0": value.lstrip(fill) or fill,
+    "reverse_timestamp": lambda value, max=9_999_999_999_999: str(max - int(value)),  # noqa: A006
+}
+LOSSY_TRANSFORMS = {
+    "part": "keeps one part of the value",
+    "lower": "lower-cases the value",
+    "upper": "upper-cases the value",
+    "unshard": "drops the write-shard suffix",
+    "epoch_ms": "keeps the time, not its ISO spelling",
+    "epoch_s": "keeps the time to the second, not its ISO spelling",
+}
+
+
+class TemplateReader:
+    """Splits rendered template text back into attribute texts; `problem` says why it cannot (then a loss)."""
+
+    def __init__(self, spec: Template | str, delimiter: str = "#", on_delimiter: str = "error"):
+        if isinstance(spec, Template):
+            text, delimiter, on_delimiter = spec.template, spec.delimiter, spec.on_delimiter
+        else:
+            text = spec
+        self.pieces = parse_template(text).pieces
+        self.delimiter, self.escape = delimiter, on_delimiter == "escape"
+        self.lossy: dict[str, str] = {}
+        placeholders = [i for i, piece in enumerate(self.pieces) if isinstance(piece, Placeholder)]
+        self.problem = None
+        for index in placeholders:
+            for call in self.pieces[index].transforms:
+                if call.name in LOSSY_TRANSFORMS:
+                    self.lossy.setdefault(self.pieces[index].attribute, f"{call.name} {LOSSY_TRANSFORMS[call.name]}")
+            if index != placeholders[-1]:
+                following = self.pieces[index + 1]
+                if on_delimiter == "allow":
+                    self.problem = "on_delimiter: allow: values holding the delimiter make the text ambiguous"
+                elif not isinstance(following, str) or delimiter not in following:
+                    self.problem = f"{{{self.pieces[index].attribute}}} is not followed by the delimiter {delimiter!r}"
+        self.attributes = tuple(self.pieces[i].attribute for i in placeholders)
+        self.last = placeholders[-1] if placeholders else -1
+
+    def read(self, text: str) -> dict[str, str]:
+        """attribute -> its text before the transforms; DecodeError when `text` is not of this template."""
+        values: dict[str, str] = {}
+        position = 0
+        for index, piece in enumerate(self.pieces):
+            if isinstance(piece, str):
+                if not text.startswith(piece, position):
+                    raise DecodeError(f"{text!r} does not have {piece!r} at {position}")
+                position += len(piece)
+                continue
+            if index == self.last:
+                tail = "".join(self.pieces[index + 1 :])
+                end = len(text) - len(tail)
+                if end < position or not text.endswith(tail):
+                    raise DecodeError(f"{text!r} does not end with {tail!r}")
+                value = text[position:end]
+            else:
+                following = self.pieces[index + 1]
+                found = text.find(self.delimiter, position)  # values hold no delimiter character
+                end = found - following.index(self.delimiter)
+                if found < 0 or end < position:
+                    raise DecodeError(f"{text!r} lacks the delimiter after {{{piece.attribute}}}")
+                value = text[position:end]
+                if self.escape:
+                    value = unescape_delimiter(value, self.delimiter)
+            position += len(text[position:end])
+            for call in reversed(piece.transforms):
+                try:
+                    value = INVERSES[call.name](value, *call.args) if call.name in INVERSES else value
+                except (ValueError, DecimalError) as err:
+                    raise DecodeError(f"{call.name} cannot be undone on {value!r}: {err}") from None
+            if values.setdefault(piece.attribute, value) != value:
+                raise DecodeError(f"{{{piece.attribute}}} reads {values[piece.attribute]!r} and {value!r}")
+        return values
+
+
+def typed(text: str, dynamodb_type: str) -> dict:
+    """A value rendered as key text (`key_text`) back in its type."""
+    if dynamodb_type == "N":
+        return {"N": text}
+    if dynamodb_type == "B":
+        return {"B": bytes.fromhex(text)}
+    if dynamodb_type == "BOOL":
+        return {"BOOL": text == "true"}
+    return {"S": text}
+
+
+def timestamp_text(micros: int, fmt: str, dynamodb_type: str) -> str:
+    """The text a timestamp was most likely read from: epoch digits in `fmt`, or ISO-8601 without offset."""
+    if fmt in _SCALE or (fmt == "auto" and dynamodb_type == "N"):
+        return str(micros // _SCALE.get(fmt, 1_000_000))
+    moment = (_EPOCH + timedelta(microseconds=micros)).replace(tzinfo=None)
+    return moment.isoformat(timespec="milliseconds" if micros % 1_000_000 else "seconds")
+
+
+# --------------------------------------------------------------------------- one entity
+
+
+class _ColumnReader:
+    def __init__(self, spec: ColumnSpec):
+        self.spec = spec
+        self.family, self.layout = spec.family, spec.layout
+        self.encoding = Encoding.json if spec.layout is Layout.json else spec.encoding
+        prefixed = spec.layout in (Layout.set, Layout.map)
+        template = spec.qualifier.template if spec.qualifier else ("" if prefixed else spec.attribute)
+        self.reader = TemplateReader(spec.qualifier) if spec.qualifier and not parse_template(template).is_literal else None
+        self.qualifier = None if self.reader else template.encode()
+        self.set_type = SET_TYPES.get(spec.encoding) if spec.layout is Layout.set else None
+
+    def claims(self, qualifier: bytes) -> dict[str, str] | None:
+        """The attribute texts the qualifier reveals ({} for a literal one) when this column wrote it, else None."""
+        if self.reader is None:
+            prefixed = self.layout in (Layout.set, Layout.map)
+            return {} if (qualifier.startswith(self.qualifier) if prefixed else qualifier == self.qualifier) else None
+        try:
+            return self.reader.read(qualifier.decode())
+        except (DecodeError, UnicodeDecodeError):
+            return None
+
+    def value(self, cells: list[Cell]) -> dict:
+        layout, encoding = self.layout, self.encoding
+        if layout is Layout.set:
+            size = len(self.qualifier)
+            members = [cell.qualifier[size:] for cell in cells]
+            if self.set_type == "BS":
+                return {"BS": members}
+            return {self.set_type or "SS": [member.decode() for member in members]}
+        if layout is Layout.map:
+            size = len(self.qualifier)
+            return {"M": {c.qualifier[size:].decode(): decode(c.value, encoding) for c in cells if len(c.qualifier) > size}}
+        if layout is Layout.list:
+            ordered = sorted(cells, key=lambda cell: cell.timestamp_micros)
+            if len(ordered) == 1 and ordered[0].value == b"":
+                return {"L": []}
+            return {"L": [decode(cell.value, encoding) for cell in ordered]}
+        if len(cells) != 1:
+            raise DecodeError(f"{len(cells)} cells for one {self.spec.attribute!r} value: items of one row cannot be told apart")
+        return decode(cells[0].value, encoding)
+
+
+class EntityDecoder:
+    def __init__(self, spec: EntitySpec, mapping: MappingSpec, types: Mapping[str, str]):
+        self.spec, self.name, self.types = spec, spec.name, types
+        self.key = TemplateReader(spec.row_key)
+        self.columns = [_ColumnReader(column) for column in spec.columns]
+        self.rest = spec.rest
+        self.ignore = set(spec.drop) | set(spec.lossy)
+        self.fixed = {
+            name: typed(str(condition.equals), types.get(name, "S"))
+            for name, condition in spec.match.items()
+            if condition.equals is not None and not isinstance(condition.equals, bool)
+        }
+        self.timestamp = spec.timestamp
+
+    def folds(self, source: object) -> bool:
+        """Whether items of this entity are told apart by the cell timestamps of this source (a timestamp template)."""
+        if isinstance(source, str):
+            return False
+        timestamp = source.spec.timestamp or self.timestamp
+        return timestamp is not None and timestamp.template is not None and source.layout is not Layout.list
+
+    def key_values(self, row_key: bytes) -> dict[str, str]:
+        if self.spec.row_key.salt_buckets:
+            row_key = row_key.split(self.spec.row_key.delimiter.encode(), 1)[-1]
+        return self.key.read(row_key.decode())
+
+    def claim(self, cell: Cell) -> tuple[object, dict[str, str]] | None:
+        """(column reader or the rest attribute name, revealed texts) for a cell of this entity, else None."""
+        for column in self.columns:
+            if column.family == cell.family:
+                revealed = column.claims(cell.qualifier)
+                if revealed is not None:
+                    return column, revealed
+        if self.rest and cell.family == self.rest.family:
+            return cell.qualifier.decode(), {}
+        return None
+
+    def item(self, texts: dict[str, str], claimed: list[tuple[object, Cell]]) -> Item:
+        """One item from its revealed attribute texts and its claimed cells."""
+        item = dict(self.fixed)
+        item.update({name: typed(text, self.types.get(name, "S")) for name, text in texts.items()})
+        by_column: dict[object, list[Cell]] = defaultdict(list)
+        for source, cell in claimed:
+            by_column[source].append(cell)
+        entity_times = []
+        for source, cells in by_column.items():
+            if isinstance(source, str):
+                item[source] = decode(cells[0].value, self.rest.encoding)
+            else:
+                item[source.spec.attribute] = source.value(cells)
+                if source.spec.timestamp:
+                    self._timestamp(source.spec.timestamp, min(c.timestamp_micros for c in cells), item)
+                    continue
+            entity_times.append(min(cell.timestamp_micros for cell in cells))
+        if self.timestamp and entity_times:
+            self._timestamp(self.timestamp, min(entity_times), item)
+        for name in self.ignore:
+            item.pop(name, None)
+        return item
+
+    def _timestamp(self, spec: TimestampSpec, micros: int, item: Item) -> None:
+        if spec.attribute:
+            kind = self.types.get(spec.attribute, "S")
+            item.setdefault(spec.attribute, typed(timestamp_text(micros, spec.format, kind), kind))
+        elif spec.template:
+            for name, text in TemplateReader(spec.template).read(timestamp_text(micros, spec.format, "N")).items():
+                item.setdefault(name, typed(text, self.types.get(name, "S")))
+
+
+# --------------------------------------------------------------------------- the spec
+
+
+class Decoder:
+    """Rows -> items for a whole spec; entities are tried in order, a row's cells go to the first that claims them."""
+
+    def __init__(self, spec: MappingSpec, types: Mapping[str, str] | None = None):
+        self.spec = spec
+        self.entities = [EntityDecoder(e, spec, types or {}) for e in spec.entities if e.action == "map"]
+        self.by_name = {entity.name: entity for entity in self.entities}
+        self.losses = losses(spec)
+
+    def decode_item(self, entity: str, row_key: bytes, cells: Iterable[Cell]) -> Item:
+        """The item that wrote exactly these cells (one MappedRow) through `entity`."""
+        decoder = self.by_name[entity]
+        texts = decoder.key_values(row_key)
+        claimed = []
+        for cell in cells:
+            found = decoder.claim(cell)
+            if found is None:
+                raise DecodeError(f"no column of entity {entity!r} writes {cell.family}:{cell.qualifier!r}")
+            source, revealed = found
+            texts.update(revealed)
+            claimed.append((source, cell))
+        return decoder.item(texts, claimed)
+
+    def decode_row(self, row_key: bytes, cells: Iterable[Cell]) -> list[Item]:
+        """Every item folded into one row: cells grouped per entity by what their qualifiers (or timestamps) reveal."""
+        left = list(cells)
+        items: list[Item] = []
+        for decoder in self.entities:
+            try:
+                texts = decoder.key_values(row_key)
+            except (DecodeError, UnicodeDecodeError):
+                continue
+            groups: dict[tuple, list] = defaultdict(list)
+            rest = []
+            for cell in left:
+                found = decoder.claim(cell)
+                if found is None:
+                    rest.append(cell)
+                    continue
+                source, revealed = found
+                key = tuple(sorted(revealed.items())) + ((cell.timestamp_micros,) if decoder.folds(source) else ())
+                groups[key].append((source, cell, revealed))
+            for members in groups.values():
+                group_texts = dict(texts)
+                for _, _, revealed in members:
+                    group_texts.update(revealed)
+                items.append(decoder.item(group_texts, [(source, cell) for source, cell, _ in members]))
+            left = rest
+        if left:
+            raise DecodeError(f"row {row_key!r}: no entity writes {sorted({(c.family, c.qualifier) for c in left})[:3]}")
+        return items
+
+
+def compile_decoder(spec: MappingSpec, types: Mapping[str, str] | None = None) -> Decoder:
+    return Decoder(spec, types)
+
+
+# --------------------------------------------------------------------------- losses
+
+
+def losses(spec: MappingSpec) -> tuple[Loss, ...]:
+    """Every loss the spec causes, declared or not, entity by entity (undeclared ones are spec errors)."""
+    found: list[Loss] = []
+    if spec.unmatched == "skip":
+        found.append(Loss("(unmatched)", None, "items no entity matches are skipped (unmatched: skip)", True))
+    for entity in spec.entities:
+        found += _entity_losses(entity, spec)
+    return tuple(found)
+
+
+def _entity_losses(entity: EntitySpec, spec: MappingSpec) -> list[Loss]:
+    name = entity.name
+    if entity.action == "skip":
+        return [Loss(name, None, "action: skip leaves these items out", True)]
+    declared = set(entity.drop) | set(entity.lossy)
+    found = [Loss(name, attribute, "in drop: not migrated", True) for attribute in entity.drop]
+
+    def lose(attribute: str, reason: str) -> None:
+        found.append(Loss(name, attribute, reason, attribute in declared))
+
+    if entity.versioning:
+        found.append(Loss(name, None, "versioning skips the v0_ copy of the newest version", True))
+        lose(entity.versioning.attribute or spec.source.sort_key or "?", "versioning folds the version number into timestamps")
+    if entity.ttl:
+        found.append(Loss(name, None, "ttl skips items already expired", True))
+        lose(entity.ttl.attribute, "ttl keeps the expiry as cell timestamps, to the second")
+    readers = [(TemplateReader(entity.row_key), "row key")]
+    readers += [(TemplateReader(c.qualifier), f"qualifier of {c.attribute!r}") for c in entity.columns if c.qualifier]
+    timestamps = [entity.timestamp] + [column.timestamp for column in entity.columns]
+    readers += [(TemplateReader(t.template), "timestamp template") for t in timestamps if t and t.template]
+    for reader, where in readers:
+        for attribute, reason in reader.lossy.items():
+            lose(attribute, f"the {where} {reason}")
+        if reader.problem:
+            for attribute in reader.attributes:
+                lose(attribute, f"the {where} cannot be split back: {reader.problem}")
+    for timestamp in timestamps:
+        if timestamp and (timestamp.template or timestamp.attribute) and entity.ttl:
+            for attribute in [timestamp.attribute] if timestamp.attribute else parse_template(timestamp.template).attributes:
+                lose(attribute, "ttl replaces the cell timestamps it was read from")
+    for column in entity.columns:
+        if column.layout is Layout.set and column.encoding not in SET_TYPES:
+            lose(column.attribute, "layout set with encoding auto does not keep the set type (use utf8, decimal or bytes)")
+    found += _shared_families(entity, declared)
+    return found
+
+
+def _shared_families(entity: EntitySpec, declared: set[str]) -> list[Loss]:
+    """Columns whose qualifiers another source of the same family could also have written."""
+    found = []
+    by_family: dict[str, list[ColumnSpec]] = defaultdict(list)
+    for column in entity.columns:
+        by_family[column.family].append(column)
+    for family, columns in by_family.items():
+        open_ended = [c for c in columns if c.layout in (Layout.set, Layout.map) or (c.qualifier and not parse_template(c.qualifier.template).is_literal)]
+        shared = len(columns) > 1 or (entity.rest is not None and entity.rest.family == family)
+        for column in open_ended if shared else ():
+            reason = f"its qualifiers in family {family!r} cannot be told from other columns' (give it a family of its own)"
+            found.append(Loss(entity.name, column.attribute, reason, column.attribute in declared))
+    return found
+
+
+def undeclared(spec: MappingSpec) -> list[tuple[tuple, str]]:
+    """Undeclared losses as spec problems (field path, message), the shape of `checks.check_spec`."""
+    index = {entity.name: i for i, entity in enumerate(spec.entities)}
+    return [
+        (("entities", index[loss.entity], "lossy"), f"{loss.describe()}")
+        for loss in losses(spec)
+        if not loss.declared
+    ]
+
+
+def round_trip(decoder: Decoder, item: Item, entity: str, row_key: bytes, cells: Iterable[Cell]) -> list[str]:
+    """What differs between an item and what its own cells read back as (declared losses aside)."""
+    try:
+        back = decoder.decode_item(entity, row_key, cells)
+    except (DecodeError, ValueError, AttributeValueError) as err:
+        return [f"cannot be read back: {err}"]
+    ignore = decoder.by_name[entity].ignore | _ignored_by_construct(decoder.by_name[entity].spec, decoder.spec)
+    want = {name: comparable(value) for name, value in item.items() if name not in ignore}
+    got = {name: comparable(value) for name, value in back.items() if name not in ignore}
+    return [
+        f"attribute {name!r}: {_show(item.get(name))} reads back as {_show(back.get(name))}"
+        for name in sorted(set(want) | set(got))
+        if want.get(name) != got.get(name)
+    ]
+
+
+def _ignored_by_construct(entity: EntitySpec, spec: MappingSpec) -> set[str]:
+    names = {entity.ttl.attribute} if entity.ttl else set()
+    if entity.versioning:
+        names.add(entity.versioning.attribute or spec.source.sort_key or "")
+    return names
+
+
+def comparable(value: dict):
+    """A value in one spelling: canonical numbers, sets as sorted tuples, binaries as bytes (sets are unordered)."""
+    tag, payload = kind_of(value)
+    if tag == "N":
+        return tag, number_text(payload)
+    if tag == "B":
+        return tag, binary(payload)
+    if tag in ("SS", "NS", "BS"):
+        convert = {"SS": str, "NS": number_text, "BS": binary}[tag]
+        return tag, tuple(sorted(convert(member) for member in payload))
+    if tag == "L":
+        return tag, tuple(comparable(element) for element in payload)
+    if tag == "M":
+        return tag, tuple(sorted((name, comparable(element)) for name, element in payload.items()))
+    return tag, payload
+
+
+def _show(value: dict | None) -> str:
+    if value is None:
+        return "(absent)"
+    try:
+        return key_text(value)[:40] if next(iter(value)) in ("S", "N") else str(comparable(value))[:60]
+    except (AttributeValueError, ValueError):
+        return str(value)[:60]
+
+
