@@ -44,19 +44,24 @@ def timestamp_problem(micros: int) -> str | None:
 def check_cells(cells: list[Cell]) -> tuple[str, ...]:
     """Raise LimitError for what Bigtable refuses; return warnings for what it merely advises against.
 
-    Hot path (every item): one pass of plain tuple indexing and integer comparisons per cell; the
-    detailed pass (which names the offending cell) runs only when something is refused or large.
+    Hot path (every item): one pass of integer comparisons per cell, the timestamp checked only when
+    it differs from the previous cell's (most cells of an item share one); the detailed pass, which
+    names the offending cell, runs only when something is refused or large.
     """
     if not 0 < len(cells) <= MUTATIONS_PER_ENTRY_MAX:
         if cells:
             raise LimitError(f"{len(cells)} cells in one row entry; Bigtable allows {MUTATIONS_PER_ENTRY_MAX} mutations")
         raise LimitError("the item writes no cell (none of its mapped attributes is present); Bigtable refuses an empty row entry")
     size = 0
-    for cell in cells:
-        micros = cell[2]
-        if micros % 1000 or not 0 <= micros <= TIMESTAMP_MAX_MICROS or len(cell[1]) > QUALIFIER_MAX_BYTES:
+    checked = None
+    for _, qualifier, micros, value in cells:
+        if micros != checked:
+            if micros % 1000 or not 0 <= micros <= TIMESTAMP_MAX_MICROS:
+                break
+            checked = micros
+        if len(qualifier) > QUALIFIER_MAX_BYTES:
             break
-        size += len(cell[1]) + len(cell[3])
+        size += len(qualifier) + len(value)
     else:
         if size <= CELL_WARN_BYTES:  # no cell can be over the advised size when all of them together are not
             return ()
