@@ -197,6 +197,11 @@ class FlowControl:
     flow_control_max_bytes: int = 100 * 1024 * 1024
     max_pending_entries: int = 20_000
     """Close and reopen the batcher after this many entries, bounding the items held for dead letters."""
+    operation_timeout: float = 60.0
+    """Seconds one batch of writes may take, retries included, before the bundle fails with
+    :class:`BigtableWriteError` (the client's default is 600: a dead Bigtable went unnoticed for minutes)."""
+    attempt_timeout: float = 20.0
+    """Seconds one MutateRows request may take before the client retries it."""
 
 
 @dataclass(frozen=True)
@@ -236,7 +241,6 @@ class _WriteFn(beam.DoFn):
 
     def start_bundle(self) -> None:
         self._pending = {}
-        self._barriers: list[Any] = []
 
     def _open_batcher(self) -> Any:
         flow = self._flow
@@ -245,6 +249,8 @@ class _WriteFn(beam.DoFn):
             flush_limit_bytes=flow.flush_limit_bytes,
             flow_control_max_mutation_count=flow.flow_control_max_mutation_count,
             flow_control_max_bytes=flow.flow_control_max_bytes,
+            batch_operation_timeout=flow.operation_timeout,
+            batch_attempt_timeout=flow.attempt_timeout,
         )
         # The batcher keeps only the first and last 10 failures per close() and drops the rest;
         # every failure must become a dead letter, so lift that limit (checked in _close below).
@@ -253,12 +259,16 @@ class _WriteFn(beam.DoFn):
         return batcher
 
     def process(self, element: Any) -> Iterator[Any]:
+        if isinstance(element, DeadLetter):  # given up on upstream: nothing to store, pass it on
+            yield element
+            return
         if isinstance(element, list) and not isinstance(element, SegmentDone):
             pairs = element
         elif isinstance(element, tuple) and len(element) == 2 and isinstance(element[0], MappedRow):
             pairs = (element,)
-        else:
-            self._barriers.append(element)  # e.g. a scan segment's "done" marker: passed on once stored
+        else:  # a barrier, e.g. a scan segment's "done" marker: passed on once everything before it is stored
+            yield from self._close()
+            yield element
             return
         if self._batcher is None:
             self._batcher = self._open_batcher()
@@ -266,24 +276,20 @@ class _WriteFn(beam.DoFn):
         for row, item in pairs:
             try:
                 entry = to_mutation_entry(row)
-            except (ValueError, TypeError) as err:  # e.g. more than 100,000 cells in one row
+                entry.size()  # builds the message: a value Bigtable cannot hold fails here, not inside append
+            except Exception as err:  # noqa: BLE001 - whatever one row's entry does, it is that row's dead letter
                 self._failures.inc()
-                yield DeadLetter(item, "write", f"cannot build the Bigtable mutation: {err}", row.entity, None,
-                                 row.row_key)
+                yield DeadLetter(item, "write", f"cannot build the Bigtable mutation: {type(err).__name__}: {err}",
+                                 row.entity, None, row.row_key)
                 continue
             pending[id(entry)] = (entry, row, item)
             append(entry)
         if len(pending) >= self._flow.max_pending_entries:
             yield from self._close()
-            barriers, self._barriers = self._barriers, []
-            yield from barriers
 
     def finish_bundle(self) -> Iterator[Any]:
         for letter in self._close():
             yield GlobalWindows.windowed_value(letter)
-        barriers, self._barriers = self._barriers, []
-        for barrier in barriers:
-            yield GlobalWindows.windowed_value(barrier)
 
     def _close(self) -> Iterator[Any]:
         """Flush everything appended so far; count the successes, dead-letter the refusals."""
@@ -316,7 +322,11 @@ class _WriteFn(beam.DoFn):
     def _dead_letter(self, error: Any, pending: dict[int, tuple[Any, MappedRow, dict]]) -> DeadLetter:
         cause = error.__cause__
         if _is_transient(cause):
-            raise BigtableWriteError(f"Bigtable write failed with a transient error: {cause}") from error
+            raise BigtableWriteError(
+                f"Bigtable did not take the writes within {self._flow.operation_timeout:.0f}s: "
+                f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]}",
+                "check that Bigtable (or the emulator) is up and reachable; --resume continues the run",
+            ) from error
         _entry, row, item = pending.pop(id(error.entry))
         reason = f"Bigtable refused the row: {type(cause).__name__}: {cause}"
         return DeadLetter(item, "write", reason, row.entity, None, row.row_key)
@@ -343,11 +353,11 @@ def _is_transient(cause: Any) -> bool:
 
 class WriteToBigtable(beam.PTransform):
     """Lists of ``(MappedRow, item)`` pairs (or single pairs) in; out come a :class:`DeadLetter` per
-    refused row, and barriers.
+    refused row, the dead letters that came in, and barriers.
 
-    Any other input element is a *barrier*: it is passed on only after every row that arrived
-    before it (in the same bundle) is stored or dead-lettered. The pipeline sends a scan
-    segment's done marker this way, so a checkpoint never gets ahead of the data.
+    Any other input element is a *barrier*: the writer flushes, and passes it on only after every
+    row that arrived before it is stored or dead-lettered. The pipeline sends a scan segment's
+    done marker this way, so a checkpoint never gets ahead of the data, and never lags behind it.
     """
 
     def __init__(self, target: TargetSpec | Destination, flow: FlowControl | None = None) -> None:

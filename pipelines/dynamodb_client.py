@@ -39,10 +39,12 @@ class ClientSettings:
     """adaptive adds client-side rate limiting on throttles, which suits a long bulk scan."""
     max_attempts: int = 10
     """Attempts per request inside botocore, the first one included (``total_max_attempts``: botocore's
-    own ``max_attempts`` key counts retries only), before our page-level retry takes over."""
+    own ``max_attempts`` key counts retries only). The scan asks for fewer (``RetryPolicy.botocore_attempts``):
+    botocore retries silently, the scan's own retry reports every retry and gives up after a deadline."""
     max_pool_connections: int = 16
-    connect_timeout: float = 10.0
-    read_timeout: float = 60.0
+    connect_timeout: float = 5.0
+    read_timeout: float = 20.0
+    """Seconds to wait for an answer (botocore's default is 60); a 1 MB Scan page takes well under one."""
 
     @classmethod
     def from_source(cls, source: Any, **overrides: Any) -> ClientSettings:

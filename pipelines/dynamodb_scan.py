@@ -18,7 +18,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
@@ -123,26 +123,50 @@ class ReadBudget:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Page-level retries on top of botocore's: full-jitter exponential backoff, then fail loudly."""
+    """Page-level retries on top of botocore's: full-jitter exponential backoff, then fail loudly.
 
-    max_attempts: int = 12
+    A page gives up after ``max_attempts`` or once ``deadline`` seconds have passed since its first
+    attempt, whichever comes first: a source that throttles every request, or is gone, ends the
+    run within about two minutes instead of retrying for a quarter of an hour. Waits are short
+    (``max_delay``) so that a long retry phase is reported every few seconds.
+    """
+
+    max_attempts: int = 100
     base_delay: float = 0.5
-    max_delay: float = 30.0
+    max_delay: float = 5.0
+    deadline: float = 90.0
+    botocore_attempts: int = 3
+    """Attempts inside botocore per Scan call (its retry mode paces them) before a retry here, which is logged."""
 
     def backoff(self, attempt: int) -> float:
         return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
 
 
+class CorruptResponseError(Exception):
+    """A Scan answer that is not a whole Scan result (e.g. a body cut short): retried like a dropped connection."""
+
+    def __init__(self, response: dict[str, Any]) -> None:
+        super().__init__("the Scan answer is not a whole Scan result (body cut short?)")
+        self.response = response  # as on botocore's ClientError: its metadata counts botocore's own retries
+
+
 class ScanFailedError(ServiceError):
     """A Scan page still failed after every retry; the scan stops rather than skip the page."""
 
-    def __init__(self, table: str, segment: int, total_segments: int, attempts: int, start_key: Any, cause: Exception):
+    def __init__(self, table: str, segment: int, total_segments: int, attempts: int, start_key: Any, cause: Exception,
+                 seconds: float = 0.0):
         self.table, self.segment, self.total_segments = table, segment, total_segments
         self.attempts, self.start_key = attempts, start_key
         super().__init__(
-            f"scan of {table} segment {segment}/{total_segments} failed after {attempts} attempts "
-            f"(ExclusiveStartKey={start_key!r}): {cause}"
+            f"scan of {table} segment {segment}/{total_segments} failed after {attempts} attempts in {seconds:.0f}s "
+            f"(ExclusiveStartKey={start_key!r}): {_brief(cause)}",
+            "check that DynamoDB is reachable and not throttling (read_budget); --resume continues the run",
         )
+
+
+def _brief(err: Exception) -> str:
+    """An error on one line, with its kind."""
+    return f"{type(err).__name__}: {' '.join(str(err).split())}"
 
 
 class ScanPage(NamedTuple):
@@ -155,13 +179,21 @@ class ScanPage(NamedTuple):
     scanned_count: int
     nbytes: int = 0
     """The response's size (its Content-Length), 0 where the transport does not say."""
+    throttled: bool = False
+    """Whether DynamoDB throttled a request for this page (seen by our retries)."""
+
+
+RETRIED_ERRORS = (ClientError, BotoConnectionError, HTTPClientError, CorruptResponseError)
+
+
+def _error_code(err: Exception) -> str:
+    return err.response.get("Error", {}).get("Code", "") if isinstance(err, ClientError) else ""
 
 
 def _retryable(err: Exception) -> bool:
     if isinstance(err, ClientError):
-        code = err.response.get("Error", {}).get("Code", "")
-        return code in THROTTLE_CODES or code in TRANSIENT_CODES
-    return isinstance(err, (BotoConnectionError, HTTPClientError))
+        return _error_code(err) in THROTTLE_CODES | TRANSIENT_CODES
+    return isinstance(err, RETRIED_ERRORS)
 
 
 def _response_bytes(response: dict[str, Any]) -> int:
@@ -211,21 +243,27 @@ def scan_pages(
     while True:
         if key is not None:
             request["ExclusiveStartKey"] = key
-        attempt = 0
+        attempt, inner, throttled, started = 0, 0, False, time.monotonic()
         while True:
             if budget is not None:
                 budget.wait()
             try:
                 response = client.scan(**request)
+                if "Count" not in response:  # every Scan result has one; botocore parses a cut body into {}
+                    raise CorruptResponseError(response)
                 break
-            except (ClientError, BotoConnectionError, HTTPClientError) as err:
-                attempt += 1
+            except RETRIED_ERRORS as err:
                 if not _retryable(err):
                     raise
-                if attempt >= retry.max_attempts:
-                    raise ScanFailedError(table, segment, total_segments, attempt, key, err) from err
+                attempt += 1
+                inner += getattr(err, "response", {}).get("ResponseMetadata", {}).get("RetryAttempts", 0)  # botocore's
+                throttled = throttled or _error_code(err) in THROTTLE_CODES
+                elapsed = time.monotonic() - started
+                if attempt >= retry.max_attempts or elapsed >= retry.deadline:
+                    raise ScanFailedError(table, segment, total_segments, attempt, key, err, elapsed) from err
                 pause = retry.backoff(attempt)
-                log.warning("scan %s segment %d: %s, retry %d in %.1fs", table, segment, err, attempt, pause)
+                log.warning("scan %s segment %d: %s; retry %d in %.1fs (failing for %.0fs, giving up after %.0fs)",
+                            table, segment, _brief(err), attempt, pause, elapsed, retry.deadline)
                 sleep(pause)
         nbytes = _response_bytes(response)
         rcu = _page_rcu(response, nbytes, consistent_read)
@@ -237,9 +275,10 @@ def scan_pages(
             response.get("Items", []),
             key,
             rcu,
-            attempt + metadata.get("RetryAttempts", 0),
+            attempt + inner + metadata.get("RetryAttempts", 0),
             response.get("ScannedCount", 0),
             nbytes,
+            throttled,
         )
         if key is None:
             return
@@ -257,10 +296,23 @@ def keep_items_raw(client: Any) -> None:
     client.meta.events.register("before-parse.dynamodb.Scan", _raw_items, unique_id="ddb2bt-raw-scan-items")
 
 
+def scan_client(settings: ClientSettings, retry: RetryPolicy = RetryPolicy()) -> Any:
+    """A client for :func:`scan_pages`: items kept raw, and few silent botocore attempts per call, since
+    ``retry`` (which reports each retry and has a deadline) takes over after them."""
+    client = make_client(replace(settings, max_attempts=retry.botocore_attempts))
+    keep_items_raw(client)
+    return client
+
+
 def _raw_items(response_dict: dict, customized_response_dict: dict, **_: Any) -> None:
     if response_dict.get("status_code") != 200 or not response_dict.get("body"):
         return
-    data = json.loads(response_dict["body"])
+    try:
+        data = json.loads(response_dict["body"])
+    except ValueError:  # cut short or corrupt: left to botocore, whose CRC32 check retries it (and scan_pages after)
+        return
+    if not isinstance(data, dict):
+        return
     items = data.pop("Items", None)
     if items is not None:
         customized_response_dict["Items"] = items
@@ -346,13 +398,13 @@ class _ScanSegmentFn(beam.DoFn):
         self._items = Metrics.counter(METRICS_NAMESPACE, "items_read")
         self._pages = Metrics.counter(METRICS_NAMESPACE, "scan_pages")
         self._rcu = Metrics.counter(METRICS_NAMESPACE, "consumed_rcu")
-        self._throttles = Metrics.counter(METRICS_NAMESPACE, "throttle_retries")
+        self._retries = Metrics.counter(METRICS_NAMESPACE, "scan_retries")
+        self._throttled = Metrics.counter(METRICS_NAMESPACE, "throttled_pages")
         self._client: Any = None
 
     def setup(self) -> None:
-        self._client = make_client(self._settings)
-        keep_items_raw(self._client)
-        self._rate = self._plan.resolve(self._client, self._table)
+        self._client = scan_client(self._settings, self._retry)
+        self._rate = self._plan.resolve(make_client(self._settings), self._table)
         log.info("scan %s: %s RCU/s per segment", self._table,
                  "unlimited" if self._rate is None else f"{self._rate:.1f}")
 
@@ -365,7 +417,9 @@ class _ScanSegmentFn(beam.DoFn):
             self._pages.inc()
             self._items.inc(len(page.items))
             if page.retries:
-                self._throttles.inc(page.retries)
+                self._retries.inc(page.retries)
+            if page.throttled:
+                self._throttled.inc()
             spent += page.consumed_rcu
             if spent >= 1:
                 self._rcu.inc(int(spent))

@@ -2,16 +2,19 @@
 
 Shape (one fused stage after the source's reshuffle, which is what makes checkpoints sound)::
 
-    source (item batches, segment done) ─ Map ─(row batches)─ WriteToBigtable ─(dead letters, segment done)─┐
-                                           └──(map dead letters)──────────────────────────────────────────┴─ Persist
+    source (item batches, segment done) ─ Map ─(row batches, dead letters, segment done)─ Write ─ Persist
 
 Items travel in batches (a Scan page, up to 1000 export lines; see :mod:`.batches`), and
-everything up to the writer runs fused in one stage per worker (see ``ScanDynamoDB``).
+everything from the source to ``Persist`` runs fused in one stage per worker (see ``ScanDynamoDB``).
+The map step's dead letters travel in the same stream as the rows, never through a second output
+merged back with a ``Flatten``: a Flatten cuts the fusion, and the runner would then run ``Persist``
+only after the whole write stage, so no segment could be marked done before the end of the run.
 
-``Persist`` writes dead letters to part files and only then marks a segment done, and the writer
-passes a segment's done marker on only after that segment's rows are stored, so a segment marked
-done has lost nothing. After the run the parts are joined into one dead-letter file and the
-counters must add up: ``items_read = rows_written + dead_lettered + skipped``.
+The writer passes a segment's done marker on only after flushing that segment's rows (and
+emitting their refusals), and ``Persist`` writes the dead letters it holds to a part file before
+it marks the segment done, so a segment marked done has lost nothing, and it is marked as soon as
+it is stored. After the run the parts are joined into one dead-letter file and the counters must
+add up: ``items_read = rows_written + dead_lettered + skipped``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ from .sources import read_items
 
 log = logging.getLogger(__name__)
 
-DEAD_LETTER = "dead_letter"
 COUNTERS = ("items_read", "items_mapped", "rows_written", "cells_written", "bytes_written", "dead_lettered",
             "skipped", "unmatched", "write_failures", "export_count_mismatch")
 
@@ -62,7 +64,8 @@ def relax_young_gc() -> None:
 class _MapFn(beam.DoFn):
     """Maps batches of items with the compiled spec into batches of ``(MappedRow, item)``.
 
-    The spec travels as a plain dict and is compiled in setup. Dead letters leave one by one.
+    The spec travels as a plain dict and is compiled in setup. Dead letters leave one by one, in
+    the same stream as the rows (the writer passes them on), so the stage stays fused.
     """
 
     def __init__(self, spec: dict, now_ms: int | None) -> None:
@@ -92,9 +95,7 @@ class _MapFn(beam.DoFn):
                 skipped += 1
             else:
                 unmatched += result.stage == "unmatched"
-                yield beam.pvalue.TaggedOutput(
-                    DEAD_LETTER, DeadLetter(item, result.stage, result.reason, result.entity, result.attribute)
-                )
+                yield DeadLetter(item, result.stage, result.reason, result.entity, result.attribute)
         self._mapped.inc(len(rows))
         self._skipped.inc(skipped)
         self._unmatched.inc(unmatched)
@@ -103,7 +104,11 @@ class _MapFn(beam.DoFn):
 
 
 class _PersistFn(beam.DoFn):
-    """Writes dead letters to part files, then marks the segments whose done marker arrived."""
+    """Writes dead letters to part files, then marks the segments whose done marker arrived.
+
+    Runs fused right after the writer, so a segment is marked as soon as the writer passes its
+    marker on; the dead letters that came before the marker are in a part file by then.
+    """
 
     def __init__(self, dead_letter_path: str, run_dir: str | None) -> None:
         self._path, self._run_dir = dead_letter_path, run_dir
@@ -142,7 +147,6 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
                    flow: FlowControl | None = None, sample: list[dict] | None = None,
                    now_ms: int | None = None, segments_in_flight: int | None = None) -> None:
     """Add the migration to ``p``. ``sample`` replaces the source with these items (no checkpoint)."""
-    streams: list[Any] = []
     mismatches = None
     if sample is not None:
         batches = [Batch(sample[start:start + BATCH_ITEMS]) for start in range(0, len(sample), BATCH_ITEMS)]
@@ -160,13 +164,13 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
 
         items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
                                              segments_in_flight=segments_in_flight)
-    mapped = items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms)).with_output_types(
-        Batch).with_outputs(DEAD_LETTER, main="rows")
-    written = mapped.rows | "WriteToBigtable" >> WriteToBigtable(spec.target, flow)
-    streams += [mapped[DEAD_LETTER], written]
-    if mismatches is not None:
-        streams.append(mismatches | "MismatchLetters" >> beam.Map(_mismatch_letter))
-    _ = tuple(streams) | "Outcomes" >> beam.Flatten() | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir))
+    # Output type Batch for BatchCoder's cheap size estimate; the map's dead letters ride in the same stream.
+    mapped = items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms)).with_output_types(Batch)
+    _ = (mapped | "WriteToBigtable" >> WriteToBigtable(spec.target, flow)
+         | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir)))
+    if mismatches is not None:  # exports only, which have no segments to mark
+        _ = (mismatches | "MismatchLetters" >> beam.Map(_mismatch_letter)
+             | "PersistMismatches" >> beam.ParDo(_PersistFn(dead_letter, None)))
 
 
 @dataclass

@@ -10,14 +10,12 @@ import apache_beam as beam
 import boto3
 import pytest
 
-from ddb2bt.mappers.compiler import compile_spec
-from ddb2bt.mappers.results import MappedRow
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines import checkpoint as ckpt
 from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 from ddb2bt.pipelines.pipeline import build_pipeline, run_migration
 
-from .test_bigtable_sink import read_cells
+from .cells import expected_cells, read_cells
 
 ITEMS = 40
 BAD = {7, 19, 33}  # items without the required Price: map-stage dead letters
@@ -55,17 +53,6 @@ def load_table(endpoint: str, table: str, items: list[dict]) -> None:
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     create_table(client, table, "pk", "sk")
     put_items(client, table, items)
-
-
-def expected_cells(spec: MappingSpec, items: list[dict]) -> dict:
-    compiled = compile_spec(spec)
-    found: dict = {}
-    for item in items:
-        result = compiled.map_item(item)
-        if isinstance(result, MappedRow):
-            found.setdefault(result.row_key, []).extend(
-                (c.family, c.qualifier, c.timestamp_micros, c.value) for c in result.cells)
-    return {key: sorted(cells) for key, cells in found.items()}
 
 
 def dead_letters(path: str) -> list[dict]:

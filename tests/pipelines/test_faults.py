@@ -1,0 +1,213 @@
+"""Faults against the real local servers: a killed run resumes, bad inputs become dead letters,
+dead or misbehaving dependencies end the run quickly and loudly. Bigtable is checked cell by cell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+
+import apache_beam as beam
+
+from ddb2bt.mappers.errors import ServiceError, recover
+from ddb2bt.mappers.results import Cell, MappedRow
+from ddb2bt.mappers.spec import MappingSpec, TargetSpec
+from ddb2bt.pipelines import checkpoint as ckpt
+from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.bigtable_sink import WriteToBigtable, ensure_table
+from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, put_items
+from ddb2bt.pipelines.dynamodb_scan import RetryPolicy, ScanFailedError, scan_client, scan_pages, scan_segment
+from ddb2bt.pipelines.loopback_proxy import HttpFaultProxy, serving
+from ddb2bt.pipelines.pipeline import build_pipeline, query_counters
+
+from .cells import expected_cells, read_cells
+
+DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
+KILL_ITEMS, KILL_SEGMENTS = 12_000, 10
+
+
+def kill_spec(table: str, endpoint: str, **extra) -> MappingSpec:
+    return MappingSpec.model_validate({
+        "source": {"table": table, "endpoint_url": endpoint, "region": "us-east-1", "partition_key": "pk",
+                   "sort_key": "sk", "total_segments": KILL_SEGMENTS},
+        "target": {"table": table, "families": {"d": None}},
+        "entities": [{"name": "thing", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
+        **extra,
+    })
+
+
+@pytest.fixture(scope="module")
+def kill_source(dynalite):
+    """One DynamoDB table of KILL_ITEMS items, loaded once for the kill tests."""
+    table = f"k{uuid.uuid4().hex[:12]}"
+    items = [{"pk": {"S": f"p{i % 97}"}, "sk": {"S": f"i{i:06d}"}, "n": {"N": str(i)},
+              "text": {"S": f"item {i} " + "x" * 150}} for i in range(KILL_ITEMS)]
+    with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
+        client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+        create_table(client, table, "pk", "sk")
+        put_items(client, table, items)
+    return dynalite.endpoint, table, items
+
+
+def migrate(spec_file: Path, run_dir: Path, *args: str, env: dict, **popen) -> subprocess.Popen:
+    """`ddb2bt migrate` in its own process group (so a kill reaches the runner's worker processes too)."""
+    return subprocess.Popen([DDB2BT, "migrate", str(spec_file), "--run-dir", str(run_dir), *args], env=env,
+                            cwd=spec_file.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, **popen)
+
+
+def kill_when_done(proc: subprocess.Popen, run_dir: Path, segments: int, timeout: float = 120) -> frozenset[int]:
+    """kill -9 the run (its whole process group) once `segments` are marked done; the markers then."""
+    deadline = time.monotonic() + timeout
+    while ckpt.segment_progress(str(run_dir))[0] < segments:
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before {segments} segments were marked done:\n{proc.stdout.read()}")
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"{segments} segments not marked done after {timeout}s")
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return ckpt.completed_segments(str(run_dir))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beam_args", [
+    ("--direct_running_mode=in_memory",),
+    ("--direct_running_mode=multi_threading", "--direct_num_workers=2"),
+    ("--direct_running_mode=multi_processing", "--direct_num_workers=2"),
+], ids=["in_memory", "multi_threading", "multi_processing"])
+def test_kill_9_at_40_percent_then_resume_rereads_only_unfinished_segments(
+        bigtable_env, kill_source, tmp_path, beam_args):
+    endpoint, table, items = kill_source
+    target_table = f"b{uuid.uuid4().hex[:12]}"
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    spec = spec.model_copy(update={"target": spec.target.model_copy(update={"table": target_table})})
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    run_dir = tmp_path / "run"
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    killed = migrate(spec_file, run_dir, "--", *beam_args, env=env)
+    done = kill_when_done(killed, run_dir, segments=4)
+    assert 4 <= len(done) < KILL_SEGMENTS
+
+    resumed = migrate(spec_file, run_dir, "--resume", "--", *beam_args, env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    read = int(re.search(r"read (\d+) items", output)[1])
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    left_over = sum(1 for s in range(KILL_SEGMENTS) if s not in done for _ in scan_segment(client, table, s,
+                                                                                              KILL_SEGMENTS))
+    assert read == left_over < len(items) * 0.7  # only the segments not marked done were read again
+    assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
+    # the table is what one uninterrupted run writes: same values, timestamps, and one version per cell
+    assert read_cells(spec.target) == expected_cells(spec, items)
+
+
+# --------------------------------------------------------------------------- a misbehaving source
+
+
+def proxied(spec: MappingSpec, port: int) -> MappingSpec:
+    return spec.model_copy(update={"source": spec.source.model_copy(
+        update={"endpoint_url": f"http://127.0.0.1:{port}"})})
+
+
+def run_pipeline(spec: MappingSpec, tmp_path: Path) -> dict[str, int]:
+    """The migration of ``spec`` in this process (in_memory); its counters."""
+    ensure_table(spec.target)
+    p = beam.Pipeline()
+    build_pipeline(p, spec, dead_letter=str(tmp_path / "dead.jsonl"), total_segments=spec.source.total_segments,
+                   now_ms=0)
+    result = p.run()
+    result.wait_until_finish()
+    return query_counters(result)
+
+
+@pytest.fixture
+def small_source(dynalite, unique_name):
+    items = [{"pk": {"S": f"p{i % 7}"}, "sk": {"S": f"i{i:04d}"}, "b": {"B": bytes([i % 256]) * 3},
+              "n": {"N": str(i)}} for i in range(300)]
+    client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+    create_table(client, unique_name, "pk", "sk")
+    put_items(client, unique_name, items)
+    spec = kill_spec(unique_name, dynalite.endpoint, migration_time="2024-01-01T00:00:00Z")
+    return dynalite, spec.model_copy(update={"source": spec.source.model_copy(update={"total_segments": 2})}), items
+
+
+def test_truncated_scan_bodies_are_retried_and_nothing_is_lost(bigtable_env, small_source, tmp_path):
+    server, spec, items = small_source
+    proxy = HttpFaultProxy(server.host, server.port, truncate=3)
+    with serving(proxy) as port:
+        counters = run_pipeline(proxied(spec, port), tmp_path)
+    assert proxy.truncated == 3
+    assert counters["items_read"] == counters["rows_written"] == len(items)
+    assert counters["scan_retries"] >= 3
+    assert read_cells(spec.target) == expected_cells(spec, items)
+
+
+def test_a_cut_body_without_a_checksum_is_still_retried(bigtable_env, small_source, tmp_path):
+    """botocore parses a body it cannot read into an empty result; the scan must not take it for an empty page."""
+    server, spec, items = small_source
+    proxy = HttpFaultProxy(server.host, server.port, truncate=2, drop_checksums=True)
+    with serving(proxy) as port:
+        counters = run_pipeline(proxied(spec, port), tmp_path)
+    assert proxy.truncated == 2 and counters["scan_retries"] == 2
+    assert read_cells(spec.target) == expected_cells(spec, items)
+
+
+def test_throttled_pages_are_counted_and_the_table_is_complete(bigtable_env, small_source, tmp_path):
+    server, spec, items = small_source
+    proxy = HttpFaultProxy(server.host, server.port, throttle=4)
+    with serving(proxy) as port:
+        counters = run_pipeline(proxied(spec, port), tmp_path)
+    assert proxy.throttled == 4
+    assert counters["scan_retries"] == 4 and counters["throttled_pages"] >= 1
+    assert read_cells(spec.target) == expected_cells(spec, items)
+
+
+def test_a_source_that_throttles_every_request_fails_within_the_deadline(small_source, caplog):
+    server, spec, _items = small_source
+    proxy = HttpFaultProxy(server.host, server.port, throttle=10**9)
+    with serving(proxy) as port, caplog.at_level("WARNING"):
+        retry = RetryPolicy(deadline=4, max_delay=0.5)
+        client = scan_client(ClientSettings(region="us-east-1", endpoint_url=f"http://127.0.0.1:{port}"), retry)
+        started = time.monotonic()
+        with pytest.raises(ScanFailedError) as failure:
+            next(scan_pages(client, spec.source.table, retry=retry))
+        elapsed = time.monotonic() - started
+    assert isinstance(failure.value, ServiceError) and elapsed < 15
+    assert "ThrottlingException" in str(failure.value) and "--resume" in str(failure.value)
+    retries = [r.getMessage() for r in caplog.records if "retry" in r.getMessage()]
+    assert retries and all("ThrottlingException" in line and "giving up after 4s" in line for line in retries)
+    assert proxy.throttled > len(retries)  # botocore's own attempts come first
+
+
+# --------------------------------------------------------------------------- bad items at the sink
+
+
+def test_an_out_of_range_timestamp_is_a_dead_letter_and_the_run_goes_on(bigtable_env, unique_name):
+    target = TargetSpec(table=unique_name, families={"f": None})
+    ensure_table(target)
+    item = {"pk": {"S": "x"}, "ts": {"N": "99999999999999999999"}}
+    rows = [(MappedRow(b"good%d" % i, (Cell("f", b"q", 1000 * (i + 1), b"v%d" % i),), "thing"), {"i": i})
+            for i in range(5)]
+    too_late = MappedRow(b"too-late", (Cell("f", b"q", 99999999999999999999 * 1000, b"v"),), "thing")
+    too_early = MappedRow(b"too-early", (Cell("f", b"q", -(2**70), b"v"),), "thing")
+    with beam.Pipeline() as p:
+        letters = (p | beam.Create([rows[:3] + [(too_late, item)], [(too_early, item)] + rows[3:]])
+                   | WriteToBigtable(target)
+                   | beam.Map(lambda d: (d.stage, d.row_key, d.item == item, "ValueError" in d.reason)))
+        beam.testing.util.assert_that(letters, beam.testing.util.equal_to(
+            [("write", b"too-late", True, True), ("write", b"too-early", True, True)]))
+    assert read_cells(target) == {b"good%d" % i: [("f", b"q", 1000 * (i + 1), b"v%d" % i)] for i in range(5)}
