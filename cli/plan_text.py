@@ -64,6 +64,12 @@ def render_text(plan: MigrationPlan, console: Console) -> None:
             cells.add_row(cell.column, cell.value, cell.encoding, cell.timestamp)
         console.print(cells)
 
+    losses = [loss for e in plan.entities for loss in e.losses]
+    if losses:
+        console.print("[bold]Losses (what the target will not give back)[/]")
+        for loss in losses:
+            console.print(f"  {loss}", markup=False)
+
     if plan.dead_letters.total:
         console.print(f"[bold]Dead letters in the sample: {plan.dead_letters.total}[/]")
         for reason, count in plan.dead_letters.by_reason.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from datetime import timedelta
 from collections.abc import Callable, Iterable
 from typing import Literal
 
@@ -17,6 +18,8 @@ from pydantic import BaseModel, ConfigDict
 
 from . import limits
 from .compiler import consumed_attributes
+from .decode import undeclared
+from .results import MappedRow
 from .estimates import HotspotReport
 from .sample import Sample, readable_bytes
 from .spec import EntitySpec, Layout, MappingSpec
@@ -325,3 +328,52 @@ def lint(spec: MappingSpec, sample: Sample, *, ttl_attribute: str | None = None,
     order = {"error": 0, "warning": 1, "info": 2}
     return tuple(sorted(found, key=lambda item: order[item.severity]))
 
+
+
+# --------------------------------------------------------------------------- the data against GC, collisions, losses
+
+
+def lint_data(spec: MappingSpec, sample: Sample, now_us: int) -> list[Lint]:
+    """Sampled cells that GC would drop at the planned run time, and cells two sampled items both write."""
+    found: list[Lint] = []
+    writers: dict[tuple, int] = {}
+    per_column: Counter[tuple[bytes, str, bytes]] = Counter()
+    old: dict[tuple[str, bytes], int] = {}
+    for index, result in enumerate(sample.results):
+        if not isinstance(result, MappedRow):
+            continue
+        for family, qualifier, micros, _ in result.cells:
+            first = writers.setdefault((result.row_key, family, qualifier, micros), index)
+            if first != index:
+                found.append(_lint("error", "cell-collision", "sample",
+                    f"sampled items {first + 1} and {index + 1} both write {readable_bytes(result.row_key)!r} "
+                    f"{family}:{readable_bytes(qualifier)} at {micros} us: the second overwrites the first. Make the "
+                    "qualifier or the row key include what tells the items apart (or give them distinct timestamps)."))  # fmt: skip
+            per_column[(result.row_key, family, qualifier)] += 1
+            policy = spec.target.families.get(family)
+            if policy is not None and policy.max_age is not None and micros < now_us - policy.max_age // timedelta(microseconds=1):
+                old.setdefault((family, qualifier), micros)
+    for (family, qualifier), micros in old.items():
+        age = spec.target.families[family].max_age
+        found.append(_lint("error", "gc-drops-cells", f"target.families.{family}",
+            f"cells of {family}:{readable_bytes(qualifier)} are timestamped {micros} us, older than the family's "
+            f"max_age ({age}) at the planned run time: GC removes them at the next compaction. Raise max_age, or "
+            "give the column newer timestamps (migration_time, or a timestamp attribute)."))  # fmt: skip
+    for (row_key, family, qualifier), count in per_column.items():
+        policy = spec.target.families.get(family)
+        if policy is not None and policy.max_versions is not None and count > policy.max_versions:
+            found.append(_lint("error", "gc-drops-versions", f"target.families.{family}",
+                f"{count} sampled cells go to {readable_bytes(row_key)!r} {family}:{readable_bytes(qualifier)} but the "
+                f"family keeps max_versions {policy.max_versions}: GC drops the oldest (list elements, versions, folded "
+                "items). Raise max_versions or store the values elsewhere (layout json, a qualifier per item)."))  # fmt: skip
+    return found[:20]
+
+
+def lint_losses(spec: MappingSpec, round_trips: Iterable[tuple[str, str]] = ()) -> list[Lint]:
+    """Undeclared losses are errors; `round_trips` ((entity, difference) from decoding sampled items) too."""
+    found = [_lint("error", "undeclared-loss", ".".join(map(str, path)), message) for path, message in undeclared(spec)]
+    for entity, difference in list(round_trips)[:10]:
+        found.append(_lint("error", "round-trip", "sample",
+            f"a sampled item of entity {entity!r} does not read back: {difference}. Declare the attribute in "
+            "lossy (or change the transform or encoding)."))  # fmt: skip
+    return found

@@ -18,7 +18,8 @@ from .attrvalue import binary, kind_of, to_json
 from .compiler import CellSource, CompiledSpec, compile_spec
 from .encodings import decode
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
-from .lints import Lint, lint
+from .decode import Decoder, Loss, compile_decoder, round_trip
+from .lints import Lint, lint, lint_data, lint_losses
 from .results import Cell, ItemError, MappedRow, MapResult, Skipped
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
 from .spec import EntitySpec, GcPolicy, Layout, MappingSpec
@@ -168,6 +169,8 @@ class EntityPlan(_Frozen):
     errors: int
     distinct_row_keys: int
     examples: tuple[ExampleRow, ...]
+    losses: tuple[str, ...] = ()
+    """What this entity's items lose on the way (declared in the spec, or errors when not)."""
 
 
 class DeadLetterExample(_Frozen):
@@ -317,7 +320,26 @@ def _dead_letter(item: dict, error: ItemError) -> DeadLetterExample:
 # --------------------------------------------------------------------------- building the plan
 
 
-def _entity_plan(entity: EntitySpec, sample: Sample, examples: int, compiled: CompiledSpec) -> EntityPlan:
+def _types(sample: Sample) -> dict[str, str]:
+    """Each attribute's most frequent DynamoDB type in the sample (what key and timestamp texts read back as)."""
+    return {name: max(types, key=types.get) for name, types in sample.attribute_types.items() if types}
+
+
+def _round_trips(decoder: Decoder, sample: Sample) -> list[tuple[str, str]]:
+    """(entity, difference) for sampled items whose own cells do not read back as the item."""
+    found = []
+    for item, result in zip(sample.items, sample.results):
+        if isinstance(result, MappedRow):
+            found += [(result.entity, text) for text in round_trip(decoder, item, result.entity, result.row_key, result.cells)]
+    return found
+
+
+def _by_severity(found: tuple[Lint, ...]) -> tuple[Lint, ...]:
+    order = {"error": 0, "warning": 1, "info": 2}
+    return tuple(sorted(found, key=lambda item: order[item.severity]))
+
+
+def _entity_plan(entity: EntitySpec, sample: Sample, examples: int, compiled: CompiledSpec, found: tuple[Loss, ...]) -> EntityPlan:
     mine = [(item, result) for item, result in zip(sample.items, sample.results) if result.entity == entity.name]
     # Mapped examples first: they are what the reader wants to compare; errors are listed with the dead letters.
     shown = sorted(mine, key=lambda pair: not isinstance(pair[1], MappedRow))[:examples]
@@ -332,6 +354,7 @@ def _entity_plan(entity: EntitySpec, sample: Sample, examples: int, compiled: Co
         errors=sum(isinstance(result, ItemError) for _, result in mine),
         distinct_row_keys=len(set(sample.keys_by_entity.get(entity.name, ()))),
         examples=tuple(example_row(compiled, item) for item, _ in shown),
+        losses=tuple(loss.describe() for loss in found if loss.entity == entity.name),
     )
 
 
@@ -371,6 +394,7 @@ def build_plan(
     compiled = compile_spec(spec, now_ms)
     results = [compiled.map_item(item) for item in items]
     sample = analyse_sample(items, results)
+    decoder = compile_decoder(spec, _types(sample))
     delimiters = Counter(e.row_key.delimiter for e in spec.entities if e.row_key)
     hotspots = hotspot_reports(sample, delimiters.most_common(1)[0][0] if delimiters else "#")
     errors = sample.errors
@@ -388,7 +412,7 @@ def build_plan(
         ),  # fmt: skip
         migration_time=spec.migration_time.isoformat().replace("+00:00", "Z") if spec.migration_time else None,
         unmatched_policy=spec.unmatched,
-        entities=tuple(_entity_plan(entity, sample, examples_per_entity, compiled) for entity in spec.entities),
+        entities=tuple(_entity_plan(entity, sample, examples_per_entity, compiled, decoder.losses) for entity in spec.entities),
         unmatched_examples=tuple(
             DeadLetterExample(reason=getattr(r, "reason", ""), entity=None, attribute=None, item=item_preview(item))
             for item, r in sample.unmatched[:dead_letter_examples]
@@ -399,7 +423,11 @@ def build_plan(
             examples=tuple(_dead_letter(item, error) for item, error in errors[:dead_letter_examples]),
         ),
         sample=_summary(spec, sample),
-        lints=lint(spec, sample, ttl_attribute=source.ttl_active if source else None, hotspots=hotspots),
+        lints=_by_severity(
+            lint(spec, sample, ttl_attribute=source.ttl_active if source else None, hotspots=hotspots)
+            + tuple(lint_data(spec, sample, compiled.now_ms * 1000))
+            + tuple(lint_losses(spec, _round_trips(decoder, sample)))
+        ),
         hotspots=hotspots,
         estimates=estimate(
             sample,

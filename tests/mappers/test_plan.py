@@ -236,3 +236,22 @@ def test_ttl_in_milliseconds_is_a_dead_letter_not_a_crash():
     item = {"pk": {"S": "s"}, "sk": {"S": "1"}, "kind": {"S": "session"}, "expires": {"N": str(NOW_MS + 3_600_000)}, "u": {"S": "x"}}
     plan = build_plan(spec, [item], now_ms=NOW_MS)  # was OverflowError
     assert plan.entities[1].errors == 1 and "9999" in next(iter(plan.dead_letters.by_reason))
+
+
+def test_plan_finds_gc_risks_collisions_and_losses():
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+        "target": {"table": "t", "families": {"l": {"max_versions": 2}, "a": {"max_age": "30d"}, "o": {}}},
+        "migration_time": "2020-01-01T00:00:00Z",
+        "entities": [{"name": "order", "row_key": "{pk|lower}", "drop": ["note", "sk"], "columns": [
+            {"attribute": "lines", "family": "l", "layout": "list"},
+            {"attribute": "seen", "family": "a"},
+            {"attribute": "qty", "family": "o", "qualifier": "{sku}"}]}],
+    })  # fmt: skip
+    items = [{"pk": {"S": "O1"}, "sk": {"S": str(i)}, "sku": {"S": "x"}, "qty": {"N": "1"}, "note": {"S": "n"},
+              "lines": {"L": [{"S": "a"}, {"S": "b"}, {"S": "c"}]}, "seen": {"S": "y"}} for i in range(2)]  # fmt: skip
+    plan = build_plan(spec, items, now_ms=NOW_MS)
+    found = {lint.code for lint in plan.lints if lint.severity == "error"}
+    assert {"gc-drops-versions", "gc-drops-cells", "cell-collision", "undeclared-loss"} <= found
+    assert any("'note'" in loss and "drop" in loss for loss in plan.entities[0].losses)
+    assert any("'pk'" in loss and "lower" in loss for loss in plan.entities[0].losses)
