@@ -2,7 +2,7 @@
 
 Layout inside a run directory (local, gs:// or s3://, through Beam's FileSystems)::
 
-    checkpoint.json        {"spec_hash": ..., "total_segments": N, "table": ...}   written by the launcher
+    checkpoint.json        {"spec_hash": ..., "total_segments": N, "table": ..., "now_ms": ...}   by the launcher
     segments/<n>.done      one empty marker per completed segment                  written by workers
 
 One file per segment rather than a shared list: workers on different machines mark segments
@@ -10,7 +10,9 @@ concurrently, and object stores have no atomic read-modify-write. A marker is wr
 after every row of the segment is durably in Bigtable *and* its dead letters are in a part
 file (see :mod:`.pipeline`), so ``--resume`` may skip it without losing anything. Re-running a
 segment that was partly written is safe: cells carry deterministic timestamps, so the rewrite
-replaces each cell with itself.
+replaces each cell with itself. That needs the same "now" (the default cell timestamp and TTL
+cut-off when the spec sets no ``migration_time``): the run's ``now_ms`` is stored here and a
+resumed run takes it back, or cells the first attempt wrote would get a second version.
 """
 
 from __future__ import annotations
@@ -29,9 +31,20 @@ class ResumeError(UsageError):
     """The run directory cannot be resumed with this spec or segment count."""
 
 
+NOT_COMPARED = {"source": {"endpoint_url", "region", "profile", "read_budget", "on_demand_rcu", "total_segments"},
+                "target": {"app_profile"}}
+"""Settings that say how to reach or pace a service, not what is migrated: a resumed run may change
+them (``localhost`` for ``127.0.0.1``, another profile or read budget). Segment counts are compared
+on their own, with an error of their own."""
+
+
 def spec_hash(spec: Any) -> str:
-    """A stable hash of the spec's content (after key names were filled in)."""
-    text = json.dumps(spec.model_dump(mode="json", by_alias=True), sort_keys=True)
+    """A stable hash of what the spec migrates (after key names were filled in), blind to :data:`NOT_COMPARED`."""
+    data = spec.model_dump(mode="json", by_alias=True)
+    for section, names in NOT_COMPARED.items():
+        for name in names:
+            (data.get(section) or {}).pop(name, None)
+    text = json.dumps(data, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -56,10 +69,17 @@ class Checkpoint:
     spec_hash: str
     total_segments: int
     table: str
+    now_ms: int | None = None
+    """The run's "now" in ms: reuse it for every attempt (None only for checkpoints from before it was stored)."""
 
     @classmethod
-    def start(cls, run_dir: str, spec_hash_: str, total_segments: int, table: str, resume: bool) -> Checkpoint:
-        """Create the checkpoint of a new run, or check that a resumed run matches its own."""
+    def start(cls, run_dir: str, spec_hash_: str, total_segments: int, table: str, resume: bool,
+              now_ms: int | None = None) -> Checkpoint:
+        """Create the checkpoint of a new run (storing ``now_ms``), or check that a resumed run matches its own.
+
+        A resumed run's checkpoint carries the ``now_ms`` stored by the first attempt, whatever is
+        passed: build the pipeline with ``checkpoint.now_ms``.
+        """
         from apache_beam.io.filesystems import FileSystems
 
         path = _join(run_dir, CHECKPOINT_FILE)
@@ -69,17 +89,17 @@ class Checkpoint:
                 raise ResumeError(
                     f"{run_dir} already holds a migration run; pass --resume to continue it or choose another run directory."
                 )
-            _write(path, json.dumps({"spec_hash": spec_hash_, "total_segments": total_segments, "table": table},
-                                    indent=2).encode())
-            return cls(run_dir, spec_hash_, total_segments, table)
+            _write(path, json.dumps({"spec_hash": spec_hash_, "total_segments": total_segments, "table": table,
+                                     "now_ms": now_ms}, indent=2).encode())
+            return cls(run_dir, spec_hash_, total_segments, table, now_ms)
         if not exists:
             raise ResumeError(f"nothing to resume: {path} does not exist.")
         with FileSystems.open(path) as handle:
             saved = json.loads(handle.read())
         if saved["spec_hash"] != spec_hash_:
             raise ResumeError(
-                f"the spec changed since the run in {run_dir} started (different spec hash); segments already "
-                "written used the old spec. Resume with the original spec, or start a new run."
+                f"the spec changed since the run in {run_dir} started (what it maps or where it writes); segments "
+                "already written used the old spec. Resume with the original spec, or start a new run."
             )
         if saved["total_segments"] != total_segments:
             raise ResumeError(
@@ -87,7 +107,7 @@ class Checkpoint:
                 "numbers only mean the same items with the same total. Resume without --total-segments "
                 f"or with --total-segments {saved['total_segments']}."
             )
-        return cls(run_dir, spec_hash_, total_segments, table)
+        return cls(run_dir, spec_hash_, total_segments, table, saved.get("now_ms"))
 
     @staticmethod
     def saved_total_segments(run_dir: str) -> int | None:

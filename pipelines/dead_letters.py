@@ -5,9 +5,13 @@ than logging and moving on, so the reconciliation ``read = written + dead-letter
 can hold and the item can be fixed and replayed. The item is kept in DynamoDB JSON (``B`` as
 base64, sets as lists) exactly as read, never through ``float``.
 
-Dead-letter files hold user data (whole items). Locally they are created with mode 0600; on
-gs:// or s3:// the bucket's access control applies, so put them somewhere only the migration's
-operators can read.
+Dead-letter files hold user data (whole items). Locally they are always mode 0600 (also a file
+that existed before); on gs:// or s3:// the bucket's access control applies, so put them
+somewhere only the migration's operators can read.
+
+A dead-letter file belongs to one run: :func:`check_dead_letter_destination`, called before the
+run starts, refuses a path that holds another run's dead letters (a resumed run continues its
+own) and one that cannot be written, so neither is found out after the whole migration.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 from typing import Any, NamedTuple
 
 from ..mappers.attrvalue import to_export_json
+from ..mappers.errors import UsageError
 
 STAGES = ("source", "map", "write")
 
@@ -52,14 +57,49 @@ def parts_dir(dead_letter_path: str) -> str:
     return dead_letter_path + ".parts"
 
 
+class DeadLetterDestinationError(UsageError):
+    """The dead-letter path holds another run's dead letters, or cannot be written."""
+
+
 def _create(path: str) -> Any:
-    """A writable binary file; local files are created 0600 from the start (they hold user data)."""
+    """A writable binary file; local files are 0600 from the start, and made 0600 if they existed (user data)."""
     if "://" not in path:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # O_CREAT's mode applies only to a new file
+        return os.fdopen(fd, "wb")
     from apache_beam.io.filesystems import FileSystems
 
     return FileSystems.create(path)
+
+
+def check_dead_letter_destination(path: str, *, resume: bool = False) -> None:
+    """Before a run: ``path`` is this run's own, and writable; :class:`DeadLetterDestinationError` if not.
+
+    A new run refuses a path that already holds a dead-letter file or part files: the final file
+    is joined from every part there, so another run's dead letters would be mixed in. A resumed run
+    (``resume``) continues its own parts. Writability is tested by writing (and deleting) a probe
+    file where the parts go.
+    """
+    import uuid
+
+    from apache_beam.io.filesystems import FileSystems
+
+    parts = FileSystems.join(parts_dir(path), "part-*.jsonl")
+    if not resume and (FileSystems.exists(path) or FileSystems.match([parts])[0].metadata_list):
+        raise DeadLetterDestinationError(
+            f"dead-letter path {path} already holds dead letters of another run",
+            "choose a new --dead-letter path (or run folder), move the old file and its .parts folder away, "
+            "or pass --resume to continue that run",
+        )
+    probe = FileSystems.join(parts_dir(path), f".probe-{uuid.uuid4().hex}")
+    try:
+        with _create(probe) as handle:
+            handle.write(b"")
+        FileSystems.delete([probe])
+    except OSError as err:
+        raise DeadLetterDestinationError(f"dead letters cannot be written to {path}: {err}",
+                                         "choose a --dead-letter path this user can write") from err
 
 
 def write_part(dead_letter_path: str, lines: list[str]) -> str:

@@ -15,9 +15,12 @@ through Beam's ``FileSystems``, so s3://, gs:// and local copies all work.
 
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -151,20 +154,63 @@ def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
 
 
 def _sized_file_items(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(bytes of its line, item)`` for each item of a data file.
+    """``(bytes of its line, item)`` for each item of a data file; a file that cannot be read is an ExportError.
 
     Gzip is decoded by the standard library over Beam's raw stream: its C reader splits lines far
     faster than Beam's pure-Python compressed-file wrapper.
     """
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-        stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield len(line), json.loads(line)["Item"]
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise ExportError(f"{path} line {number} is not an export item: {err!r}") from err
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)["Item"]
+                except (ValueError, KeyError, TypeError) as err:
+                    raise ExportError(f"{path} line {number} is not an export item: {err!r}") from err
+                yield len(line), item
+    except EOFError as err:
+        raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
+                          "copy the export again; the manifest's md5 shows which files differ") from err
+    except (gzip.BadGzipFile, zlib.error) as err:
+        raise ExportError(f"{path} is not valid gzip data: {err}", "copy the export again") from err
+    except OSError as err:  # missing or unreadable (Beam's BeamIOError is an OSError too)
+        raise ExportError(f"{path} cannot be read: {err}") from err
+
+
+def verify_export(path: str, options: PipelineOptions | None = None) -> ExportManifest:
+    """Check, before anything is written, that every data file the manifest lists is there and intact.
+
+    Each file's MD5 is compared with the manifest's ``md5Checksum`` (base64), or ``etag`` where
+    that is a plain MD5: local and gs:// files are read once for it; on s3:// the object's ETag
+    is compared without reading it. Raises :class:`ExportError` naming every bad file; returns the manifest.
+    """
+    manifest = read_manifest(path, options)
+    problems = [problem for data_file in manifest.files if (problem := _file_problem(data_file))]
+    if problems:
+        raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
+                          "copy the export again (or export the table again); nothing was written")
+    return manifest
+
+
+def _file_problem(data_file: ExportFile) -> str | None:
+    """What is wrong with one data file, or None."""
+    if not FileSystems.exists(data_file.path):
+        return f"{data_file.path} is missing"
+    expected_hex = (base64.b64decode(data_file.md5).hex() if data_file.md5
+                    else data_file.etag.strip('"') if data_file.etag and "-" not in data_file.etag else None)
+    if expected_hex is None:
+        return None
+    if data_file.path.startswith("s3://") and data_file.etag and "-" not in data_file.etag:
+        found = str(FileSystems.checksum(data_file.path)).strip('"')
+    else:
+        digest = hashlib.md5()
+        with FileSystems.open(data_file.path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        found = digest.hexdigest()
+    return None if found == expected_hex else f"{data_file.path} does not match its manifest MD5 (changed or cut short)"
 
 
 def iter_export_items(path: str, limit: int | None = None,

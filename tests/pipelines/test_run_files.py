@@ -1,0 +1,146 @@
+"""What a run keeps on disk can be trusted: its own dead letters (0600), exports checked before writing,
+a checkpoint that brings back the run's "now" and compares specs by what they migrate."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import stat
+
+import pytest
+
+from ddb2bt.mappers.errors import UsageError
+from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.pipelines import checkpoint as ckpt
+from ddb2bt.pipelines.dead_letters import (
+    DeadLetterDestinationError,
+    check_dead_letter_destination,
+    consolidate,
+    write_part,
+)
+from ddb2bt.pipelines.export_source import ExportError, iter_export_items, read_manifest, verify_export
+from tests.pipelines.export_fixtures import make_items, write_export
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+# --------------------------------------------------------------------------- dead letters
+
+
+def test_a_dead_letter_path_belongs_to_one_run(tmp_path):
+    path = str(tmp_path / "run" / "dead_letters.jsonl")
+    check_dead_letter_destination(path)  # new and writable
+    write_part(path, ['{"a": 1}'])
+    with pytest.raises(DeadLetterDestinationError, match="another run") as refused:
+        check_dead_letter_destination(path)
+    assert isinstance(refused.value, UsageError)
+    check_dead_letter_destination(path, resume=True)  # the same run, continued
+    consolidate(path)
+    with pytest.raises(DeadLetterDestinationError, match="another run"):
+        check_dead_letter_destination(path)
+    assert not [name for name in os.listdir(path + ".parts") if name.startswith(".probe")]
+
+
+def test_a_dead_letter_path_that_cannot_be_written_is_refused_before_the_run(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(DeadLetterDestinationError, match="cannot be written"):
+        check_dead_letter_destination(str(tmp_path / "a-file" / "dead_letters.jsonl"))
+
+
+def test_dead_letter_files_are_0600_even_when_they_existed(tmp_path):
+    path = tmp_path / "dead_letters.jsonl"
+    path.write_text("old\n")
+    os.chmod(path, 0o644)
+    part = write_part(str(path), ['{"item": 1}'])
+    assert consolidate(str(path)) == 1
+    assert mode(path) == 0o600 and mode(part) == 0o600
+    assert path.read_text() == '{"item": 1}\n'
+
+
+# --------------------------------------------------------------------------- broken exports
+
+
+@pytest.fixture
+def export(tmp_path):
+    export_dir = write_export(tmp_path / "export", make_items(60, padding=20), files=3)
+    return export_dir, read_manifest(export_dir).files
+
+
+def test_an_intact_export_verifies(export):
+    export_dir, files = export
+    assert verify_export(export_dir).files == files
+
+
+def test_a_cut_short_gzip_is_found_before_writing_and_named_when_read(export):
+    export_dir, files = export
+    damaged = next(f for f in files if f.item_count)
+    data = open(damaged.path, "rb").read()
+    with open(damaged.path, "wb") as handle:
+        handle.write(data[: len(data) // 2])
+    with pytest.raises(ExportError, match="damaged") as found:
+        verify_export(export_dir)
+    assert damaged.path in str(found.value) and "MD5" in str(found.value)
+    with pytest.raises(ExportError, match="cut short") as read:
+        list(iter_export_items(export_dir))
+    assert damaged.path in str(read.value)
+
+
+def test_a_file_that_is_not_gzip_is_named(export):
+    export_dir, files = export
+    with open(files[0].path, "wb") as handle:
+        handle.write(b'{"Item": {"pk": {"S": "plain text"}}}\n')
+    with pytest.raises(ExportError, match=files[0].path):
+        verify_export(export_dir)
+    with pytest.raises(ExportError, match="not valid gzip") as read:
+        list(iter_export_items(export_dir))
+    assert files[0].path in str(read.value)
+
+
+def test_a_missing_data_file_is_found_before_writing(export):
+    export_dir, files = export
+    os.remove(files[-1].path)
+    with pytest.raises(ExportError, match="is missing") as found:
+        verify_export(export_dir)
+    assert files[-1].path in str(found.value)
+    with pytest.raises(ExportError, match="cannot be read"):
+        list(iter_export_items(export_dir))
+
+
+def test_a_corrupt_line_is_named_with_its_file_and_line(export):
+    export_dir, files = export
+    with open(files[0].path, "wb") as handle:
+        handle.write(gzip.compress(b'{"Item": {"pk": {"S": "a"}}}\n\xff\xfe not json\n'))
+    with pytest.raises(ExportError, match=f"{files[0].path} line 2"):
+        list(iter_export_items(export_dir))
+
+
+# --------------------------------------------------------------------------- checkpoint
+
+
+def spec(**source) -> MappingSpec:
+    return MappingSpec.model_validate({
+        "source": {"table": "T", "endpoint_url": "http://localhost:8000", "region": "us-east-1",
+                   "partition_key": "pk", **source},
+        "target": {"table": "T", "families": {"d": None}},
+        "entities": [{"name": "e", "row_key": "{pk}", "rest": {"family": "d"}}],
+    })
+
+
+def test_a_resumed_run_gets_back_the_first_attempts_now(tmp_path):
+    run_dir = str(tmp_path / "run")
+    first = ckpt.Checkpoint.start(run_dir, ckpt.spec_hash(spec()), 4, "T", resume=False, now_ms=1_700_000_000_123)
+    assert first.now_ms == 1_700_000_000_123
+    again = ckpt.Checkpoint.start(run_dir, ckpt.spec_hash(spec()), 4, "T", resume=True, now_ms=1_800_000_000_000)
+    assert again.now_ms == 1_700_000_000_123
+
+
+def test_resume_compares_what_the_spec_migrates_not_how_it_connects():
+    same = ckpt.spec_hash(spec())
+    assert ckpt.spec_hash(spec(endpoint_url="http://127.0.0.1:8000")) == same
+    assert ckpt.spec_hash(spec(region="eu-west-1", profile="other", read_budget=0.2, total_segments=8)) == same
+    assert ckpt.spec_hash(spec(table="Other")) != same
+    changed_mapping = spec().model_dump(by_alias=True)
+    changed_mapping["entities"][0]["row_key"] = "x#{pk}"
+    assert ckpt.spec_hash(MappingSpec.model_validate(changed_mapping)) != same
