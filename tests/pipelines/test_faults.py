@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -113,6 +114,42 @@ def test_kill_9_at_40_percent_then_resume_rereads_only_unfinished_segments(
     assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
     # the table is what one uninterrupted run writes: same values, timestamps, and one version per cell
     assert read_cells(spec.target) == expected_cells(spec, items)
+
+
+@pytest.mark.slow
+def test_bigtable_dying_mid_run_ends_the_run_within_two_minutes(kill_source, tmp_path, monkeypatch):
+    endpoint, table, _items = kill_source
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    run_dir, outcome = str(tmp_path / "run"), {}
+
+    def run() -> None:
+        p = beam.Pipeline()
+        build_pipeline(p, spec, dead_letter=str(tmp_path / "dead.jsonl"), run_dir=run_dir,
+                       total_segments=KILL_SEGMENTS, now_ms=0)
+        try:
+            p.run().wait_until_finish()
+        except Exception as err:  # noqa: BLE001 - what the run ended with is the point
+            outcome["error"] = err
+
+    with local_servers.bigtable_emulator() as emulator:  # a server of its own, to kill
+        monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", emulator.endpoint)
+        ensure_table(spec.target)
+        ckpt.Checkpoint.start(run_dir, ckpt.spec_hash(spec), KILL_SEGMENTS, table, resume=False)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 120
+        while ckpt.segment_progress(run_dir)[0] < 2 and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert thread.is_alive(), f"the run ended before Bigtable was killed: {outcome}"
+        os.killpg(emulator.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        thread.join(180)
+        took = time.monotonic() - killed
+    assert not thread.is_alive() and took < 120, f"the run went on for {took:.0f}s after Bigtable died"
+    error = recover(outcome["error"])
+    assert isinstance(error, ServiceError) and "Bigtable" in str(error), outcome["error"]
+    assert "--resume" in str(error)
+    assert 2 <= len(ckpt.completed_segments(run_dir)) < KILL_SEGMENTS
 
 
 # --------------------------------------------------------------------------- a misbehaving source
