@@ -61,19 +61,56 @@ def to_json(value: dict) -> str:
     return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + to_json(payload[k]) for k in sorted(payload)) + "}"
 
 
-def auto(value: dict) -> bytes:
+def typed(value: dict) -> Any:
+    """The AttributeValue as JSON-ready data: binaries as base64, set members sorted (strings and binaries
+    by bytes, numbers by value). Numbers are kept as DynamoDB returns them: already canonical text."""
     (tag, payload), = value.items()
-    if tag == "S":
-        return payload.encode()
-    if tag == "N":
-        return payload.encode()
     if tag == "B":
-        return _raw(payload)
-    if tag == "BOOL":
-        return b"\x01" if payload else b"\x00"
-    if tag == "NULL":
-        return b""
-    return to_json(value).encode()
+        return {"B": base64.b64encode(_raw(payload)).decode()}
+    if tag == "SS":
+        return {"SS": sorted(payload)}
+    if tag == "NS":
+        return {"NS": sorted(payload, key=Decimal)}
+    if tag == "BS":
+        return {"BS": [base64.b64encode(m).decode() for m in sorted(_raw(m) for m in payload)]}
+    if tag == "L":
+        return {"L": [typed(element) for element in payload]}
+    if tag == "M":
+        return {"M": {name: typed(element) for name, element in payload.items()}}
+    return {tag: payload}  # S, N, BOOL, NULL
+
+
+def ddb_json(value: dict) -> bytes:
+    """Typed JSON, compact, keys sorted: ``{"N":"42"}``, ``{"M":{"a":{"S":"x"}}}``, ``{"NULL":true}``."""
+    return json.dumps(typed(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def auto(value: dict) -> bytes:
+    """A non-empty string not starting with ``{`` as its UTF-8 text; anything else as typed JSON."""
+    text = value.get("S")
+    if text and text[0] != "{":
+        return text.encode()
+    return ddb_json(value)
+
+
+def map_cells(family: str, prefix: bytes, ts: int, value: dict | None, encode) -> list[Cell]:
+    """One cell per map key; an empty map is one empty cell at the bare prefix (absent: no cell)."""
+    if value is None:
+        return []
+    members = value["M"]
+    if not members:
+        return [(family, prefix, ts, b"")]
+    return [(family, prefix + name.encode(), ts, encode(element)) for name, element in members.items()]
+
+
+def list_cells(family: str, qualifier: bytes, ts: int, value: dict | None, encode) -> list[Cell]:
+    """One cell per element, 1 ms apart; an empty list is one empty cell (absent: no cell)."""
+    if value is None:
+        return []
+    elements = value["L"]
+    if not elements:
+        return [(family, qualifier, ts, b"")]
+    return [(family, qualifier, ts + index * 1000, encode(element)) for index, element in enumerate(elements)]
 
 
 def int64(text: str) -> bytes:
@@ -114,10 +151,8 @@ def _customer(item: dict) -> tuple[bytes, list[Cell]]:
         cells.append(("c", b"loyalty_points", ts, int64(item["loyalty_points"]["N"])))
     for tag in item.get("tags", {}).get("SS", ()):
         cells.append(("c", b"tag:" + tag.encode(), ts, b"\x00"))
-    for name, element in item.get("address", {}).get("M", {}).items():
-        cells.append(("c", b"addr:" + name.encode(), ts, auto(element)))
-    for index, phone in enumerate(item.get("phones", {}).get("L", ())):
-        cells.append(("c", b"phones", ts + index * 1000, auto(phone)))
+    cells += map_cells("c", b"addr:", ts, item.get("address"), auto)
+    cells += list_cells("c", b"phones", ts, item.get("phones"), auto)
     if "marketing_opt_in" in item:
         cells.append(("c", b"optin", ts, boolean(item["marketing_opt_in"])))
     known = {"pk", "sk", "type", "created_at", "name", "email", "tier", "balance", "lifetime_value",
@@ -170,8 +205,7 @@ def _line(item: dict) -> tuple[bytes, list[Cell]]:
         cells.append(("o", b"unit_price", ts, item["unit_price"]["N"].encode()))
     if "weight_kg" in item:
         cells.append(("o", b"weight_kg", ts, float64(item["weight_kg"]["N"])))
-    for name, element in item.get("options", {}).get("M", {}).items():
-        cells.append(("o", b"opt:" + name.encode(), ts, element["S"].encode()))
+    cells += map_cells("o", b"opt:", ts, item.get("options"), lambda element: element["S"].encode())
     for serial in item.get("serials", {}).get("NS", ()):
         cells.append(("o", b"serial:" + serial.encode(), ts, b"\x00"))
     if "backordered" in item:
@@ -198,33 +232,19 @@ def _product(item: dict) -> tuple[bytes, list[Cell]]:
         cells.append(("p", b"rating", ts, float64(item["rating"]["N"])))
     for category in item.get("categories", {}).get("SS", ()):
         cells.append(("p", b"cat:" + category.encode(), ts, b"\x00"))
-    for name, element in item.get("dimensions", {}).get("M", {}).items():
-        cells.append(("p", b"dim:" + name.encode(), ts, element["N"].encode()))
-    for name, element in item.get("specs", {}).get("M", {}).items():
-        cells.append(("p", b"spec:" + name.encode(), ts, auto(element)))
+    cells += map_cells("p", b"dim:", ts, item.get("dimensions"), lambda element: element["N"].encode())
+    cells += map_cells("p", b"spec:", ts, item.get("specs"), auto)
     if "image" in item:
         cells.append(("p", b"image", ts, _raw(item["image"]["B"])))
     for thumb in item.get("thumbs", {}).get("BS", ()):
         cells.append(("p", b"thumb:" + _raw(thumb), ts, b"\x00"))
-    for index, element in enumerate(item.get("related", {}).get("L", ())):
-        cells.append(("p", b"related", ts + index * 1000, auto(element)))
+    cells += list_cells("p", b"related", ts, item.get("related"), auto)
     known = {"pk", "sk", "type", "title", "description", "price", "stock", "rating", "categories", "dimensions",
              "specs", "image", "thumbs", "related"}
     for name, value in item.items():
         if name not in known:
             cells.append(("x", name.encode(), ts, auto(value)))
     return ("prod#" + item["pk"]["S"][5:]).encode(), cells
-
-
-def _ddb_json(value: dict) -> bytes:
-    def ready(v):
-        if isinstance(v, dict):
-            return {k: ready(e) for k, e in v.items()}
-        if isinstance(v, list):
-            return [ready(e) for e in v]
-        return base64.b64encode(v).decode() if isinstance(v, bytes) else v
-
-    return json.dumps(ready(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _review(item: dict) -> tuple[bytes, list[Cell]]:
@@ -251,7 +271,7 @@ def _review(item: dict) -> tuple[bytes, list[Cell]]:
              "score"}
     for name, value in item.items():
         if name not in known:
-            cells.append(("x", name.encode(), ts, _ddb_json(value)))
+            cells.append(("x", name.encode(), ts, ddb_json(value)))
     return key.encode(), cells
 
 

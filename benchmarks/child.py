@@ -1,7 +1,8 @@
 """One measured job in its own process (so its memory is its own): ``python -m benchmarks.child '<json>'``.
 
 Jobs: ``baseline_scan``, ``baseline_export`` (benchmarks/baseline.py) and ``ddb2bt``
-(``run_migration`` with the given source, segments and DirectRunner options). The last stdout
+(``ddb2bt.app.migrate.migrate`` with the given source, segments, writer flow control and
+DirectRunner options). The last stdout
 line is a JSON object: counts, ``seconds`` (the migration only: imports and interpreter start
 are left out for both sides alike) and, for ddb2bt, the run's counters and problems.
 """
@@ -31,21 +32,27 @@ def bench_spec(job: dict):
 
 
 def run_ddb2bt(job: dict) -> dict:
-    from ddb2bt.pipelines.bigtable_sink import FlowControl
-    from ddb2bt.pipelines.pipeline import run_migration
+    """ddb2bt's application layer (``migrate``), as the CLI runs it: prepare (checks) + execute."""
+    from ddb2bt.app.migrate import migrate
+    from ddb2bt.app.options import FLOW_NAMES, RunOptions
 
     spec = bench_spec(job)
-    args = [f"--direct_running_mode={job.get('mode', 'in_memory')}",
-            f"--direct_num_workers={job.get('workers', 1)}"]
-    flow = FlowControl(**job["flow"]) if job.get("flow") else None
+    beam_args = [f"--direct_running_mode={job.get('mode', 'in_memory')}",
+                 f"--direct_num_workers={job.get('workers', 1)}"]
+    flow = dict(job.get("flow") or {})  # writer flow control: RunOptions' flush_limit_mutation_count etc.
+    unknown = set(flow) - set(FLOW_NAMES)
+    if unknown:
+        raise SystemExit(f"unknown flow option(s) {sorted(unknown)}; known: {', '.join(FLOW_NAMES)}")
+    options = RunOptions(run_dir=job["run_dir"], total_segments=job.get("segments"), **flow,
+                         beam_args=tuple(beam_args))
     start = time.perf_counter()
-    result = run_migration(spec, run_dir=job["run_dir"], total_segments=job.get("segments"), flow=flow,
-                           pipeline_args=args)
+    result = migrate(spec, options, now_ms=job.get("now_ms"))
     seconds = time.perf_counter() - start
     counters = result.counters
     return {"items_read": counters["items_read"], "rows_written": counters["rows_written"],
             "failed": counters["dead_lettered"], "seconds": seconds, "ok": result.ok, "problems": result.problems,
-            "counters": counters}
+            "state": result.state, "dead_letter_lines": result.dead_letter_lines,
+            "run_dir": result.prepared.run_dir, "dead_letter": result.prepared.dead_letter, "counters": counters}
 
 
 def run(job: dict) -> dict:

@@ -6,9 +6,9 @@ Sections (each figure is also in ``benchmarks/results/latest.json``):
   ``TypeDeserializer`` over the same items plus building the same ``RowMutationEntry``/``SetCell``
   objects directly; also checks that baseline.translate and ddb2bt give the same cells.
 * **end to end** (dynalite + Bigtable emulator, loaded once): baseline (one-segment Scan, hand
-  translation, ``MutationsBatcher``) vs ``run_migration`` on the DirectRunner in several local
-  configurations (the best one is used below); then both from an export folder; then both
-  through ``latency_proxy`` adding 20 ms to every DynamoDB request.
+  translation, ``MutationsBatcher``) vs ddb2bt's application layer (``ddb2bt.app.migrate.migrate``, as the
+  CLI runs it) on the DirectRunner in several local configurations (the best one is used below); then both
+  from an export folder; then both through ``latency_proxy`` adding 20 ms to every DynamoDB request.
 * **memory**: peak RSS of the pipeline's process tree (psutil, sampled every 50 ms) at N items
   and at ``--memory-items`` (1,000,000 by default, read from an export folder to keep the time sane).
 
