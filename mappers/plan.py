@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, computed_field
 
 from .attrvalue import binary, kind_of, to_json
+from .checks import sample_findings
 from .compiler import CellSource, CompiledSpec, compile_spec
 from .encodings import decode
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
@@ -393,6 +394,9 @@ def build_plan(
         spec = spec.with_keys(source.partition_key, source.sort_key)
     compiled = compile_spec(spec, now_ms)
     results = [compiled.map_item(item) for item in items]
+    # A spec that cannot work on this data (no item has the timestamp attribute, an entity dead-letters
+    # its whole sample, nothing matches): plan errors, so that migrate refuses to start on them.
+    found = tuple(Lint(severity="error", **f._asdict()) for f in sample_findings(spec, items, results))
     sample = analyse_sample(items, results)
     decoder = compile_decoder(spec, _types(sample))
     delimiters = Counter(e.row_key.delimiter for e in spec.entities if e.row_key)
@@ -427,6 +431,7 @@ def build_plan(
             lint(spec, sample, ttl_attribute=source.ttl_active if source else None, hotspots=hotspots)
             + tuple(lint_data(spec, sample, compiled.now_ms * 1000))
             + tuple(lint_losses(spec, _round_trips(decoder, sample)))
+            + found
         ),
         hotspots=hotspots,
         estimates=estimate(

@@ -255,3 +255,31 @@ def test_plan_finds_gc_risks_collisions_and_losses():
     assert {"gc-drops-versions", "gc-drops-cells", "cell-collision", "undeclared-loss"} <= found
     assert any("'note'" in loss and "drop" in loss for loss in plan.entities[0].losses)
     assert any("'pk'" in loss and "lower" in loss for loss in plan.entities[0].losses)
+
+
+def test_sample_findings_are_plan_errors():
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+        "target": {"table": "t", "families": {"f": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [
+            {"name": "order", "match": {"type": "order"}, "row_key": "{pk}", "timestamp": {"attribute": "created_at"},
+             "drop": ["sk", "type"], "columns": [{"attribute": "total", "family": "f"}]},
+            {"name": "customer", "match": {"type": "customer"}, "row_key": "{pk}", "drop": ["sk", "type"],
+             "columns": [{"attribute": "age", "family": "f", "encoding": "int64"}]},
+            {"name": "line", "match": {"type": "line"}, "row_key": "{pk}#{sk}", "drop": ["type"],
+             "columns": [{"attribute": "qty", "family": "f", "encoding": "int64"}]},
+        ],
+    })  # fmt: skip
+    orders = [{"pk": {"S": f"o{n}"}, "sk": {"S": "x"}, "type": {"S": "order"}, "total": {"N": "3"},
+               "createdAt": {"S": "2024-02-01T00:00:00Z"}} for n in range(2)]  # the attribute is spelled otherwise
+    customers = [{"pk": {"S": f"c{n}"}, "sk": {"S": "x"}, "type": {"S": "customer"}, "age": {"S": "old"}}
+                 for n in range(3)]  # int64 refuses a string: every customer is dead-lettered
+    lines = [{"pk": {"S": "o1"}, "sk": {"S": "1"}, "type": {"S": "line"}, "qty": {"N": "2"}}]
+    plan = build_plan(spec, orders + customers + lines, now_ms=NOW_MS)
+    errors = {(lint.code, lint.where): lint.message for lint in plan.lints if lint.severity == "error"}
+    absent = errors[("timestamp-attribute-absent", "entities[0].timestamp.attribute")]
+    assert "'created_at'" in absent and "'createdAt'" in absent  # with the spelling hint
+    assert "all 3 sampled items" in errors[("entity-dead-letters-all", "entities[1]")]
+    assert not any(where.startswith("entities[2]") for _, where in errors)  # the line entity maps its sample
+    assert plan.has_errors and plan.lints[0].severity == "error"
