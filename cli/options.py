@@ -1,23 +1,69 @@
-"""Options shared by several commands, declared once."""
+"""Options shared by several commands, declared once.
+
+The run options come from the one table in :mod:`ddb2bt.app.options`: :func:`run_options` adds
+the chosen groups of it to a command as typer options (both `--run-dir` and `--run_dir`
+spellings) and hands the command one ``RunOptions`` instead.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
+from ..app.options import RUN_OPTIONS, Option, RunOptions
+
 SpecArg = Annotated[Path, typer.Argument(help="The mapping spec (YAML or JSON).", show_default=False)]
 Sample = Annotated[int, typer.Option("--sample", min=1, help="How many items to read from the source.")]
-EndpointUrl = Annotated[
-    Optional[str],
-    typer.Option("--endpoint-url", help="DynamoDB endpoint (a local DynamoDB); overrides source.endpoint_url."),
-]
-Region = Annotated[Optional[str], typer.Option("--region", help="AWS region; overrides source.region and AWS config.")]
-Profile = Annotated[Optional[str], typer.Option("--profile", help="AWS profile from the shared config files.")]
+
+PANELS = {"run": "Run", "aws": "DynamoDB source (AWS)", "google": "Bigtable target (Google Cloud)",
+          "writer": "Bigtable writer"}
 
 
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+def _typer_param(option: Option) -> inspect.Parameter:
+    panel = PANELS[option.group]
+    if option.type is bool:
+        info = typer.Option(*option.flags, help=option.help, rich_help_panel=panel)
+        annotation: Any = Annotated[bool, info]
+        default: Any = False
+    else:
+        info = typer.Option(*option.flags, help=option.help, min=option.minimum, max=option.maximum,
+                            rich_help_panel=panel, show_default=False)
+        annotation, default = Annotated[Optional[option.type], info], None
+    return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def run_options(*groups: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the run options of ``groups`` as flags; it receives them as ``options: RunOptions``.
+
+    Arguments typer does not know (Beam's, with `migrate`) arrive in ``ctx.args`` and are checked
+    by ``RunOptions.from_values``: one that Beam does not know either is a usage error.
+    """
+    chosen = [option for option in RUN_OPTIONS if option.group in groups]
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        own = [p for name, p in inspect.signature(command, eval_str=True).parameters.items() if name != "options"]
+
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            values = {option.name: kwargs.pop(option.name) for option in chosen}
+            ctx = kwargs.get("ctx")
+            extra = list(ctx.args) if ctx is not None else []
+            return command(*args, options=RunOptions.from_values(values, extra), **kwargs)
+
+        params = own + [_typer_param(option) for option in chosen]
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        del wrapper.__wrapped__  # typer must read the new signature, not the command's
+        return wrapper
+
+    return decorate

@@ -17,10 +17,10 @@ def _console():
 
 
 @contextmanager
-def working(message: str) -> Iterator[None]:
-    """A spinner with `message` while a step whose length nobody knows in advance runs."""
-    with _console().status(message):
-        yield
+def spinner() -> Iterator[Callable[[str], None]]:
+    """A spinner for steps whose length nobody knows in advance; yields the callback that names the current step."""
+    with _console().status("starting…") as status:
+        yield lambda message: status.update(message)
 
 
 def run_with_segment_progress(label: str, run_dir: str, run: Callable[[], T]) -> T:

@@ -9,6 +9,7 @@ picklable nor thread-safe to share across processes; each worker builds its own 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -62,7 +63,9 @@ def make_client(settings: ClientSettings) -> Any:
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout,
     )
-    session = boto3.session.Session(profile_name=settings.profile, region_name=settings.region)
+    # boto3 reads AWS_DEFAULT_REGION but not AWS_REGION, which the AWS CLI and SDKs document: honour both.
+    region = settings.region or os.environ.get("AWS_REGION") or None
+    session = boto3.session.Session(profile_name=settings.profile, region_name=region)
     log.debug(
         "DynamoDB client: region=%s endpoint=%s profile=%s retries=%s/%d",
         session.region_name, settings.endpoint_url, settings.profile, settings.retry_mode, settings.max_attempts,

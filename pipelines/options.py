@@ -1,56 +1,14 @@
-"""Command-line options of a migration run, as Beam ``PipelineOptions``.
+"""How a Beam runner configuration shapes the work (read from ``PipelineOptions``).
 
-Being a ``PipelineOptions`` subclass means every standard Beam/Dataflow option (``--runner``,
-``--project``, ``--region``, ``--temp_location``, ``--num_workers``, ``--setup_file`` (a
-``pyproject.toml`` works in Beam >= 2.57), ``--sdk_container_image``, ``--direct_num_workers``,
-``--direct_running_mode=multi_processing``, ...) passes through unchanged, and the job's options
-record the migration settings too.
+ddb2bt's own run options are defined once in :mod:`ddb2bt.app.options`; only Beam's own options
+reach ``PipelineOptions``, so workers never see arguments they cannot parse.
 """
 
 from __future__ import annotations
 
 import os
-import time
 
 from apache_beam.options.pipeline_options import PipelineOptions
-
-from .bigtable_sink import FlowControl
-
-_FLOW_DEFAULTS = FlowControl()
-
-
-class MigrationOptions(PipelineOptions):
-    @classmethod
-    def _add_argparse_args(cls, parser) -> None:
-        parser.add_argument("--spec", help="Mapping spec (YAML or JSON).")
-        parser.add_argument(
-            "--run_dir", "--run-dir", dest="run_dir", default=None,
-            help="Folder for this run's checkpoint and dead letters (default runs/<table>-<UTC time>).",
-        )
-        parser.add_argument(
-            "--dead_letter", "--dead-letter", dest="dead_letter", default=None,
-            help="Dead-letter JSON-lines file (local, gs://, s3://; default <run dir>/dead_letters.jsonl). "
-                 "It holds whole items, i.e. user data.",
-        )
-        parser.add_argument("--resume", action="store_true", default=False,
-                            help="Continue the run in --run_dir, skipping scan segments it completed.")
-        parser.add_argument("--total_segments", "--total-segments", dest="total_segments", type=int, default=None,
-                            help="Parallel scan segments (overrides the spec).")
-        parser.add_argument("--sample", type=int, default=None,
-                            help="Migrate only the first N items read (no checkpoint).")
-        for name in ("flush_limit_mutation_count", "flush_limit_bytes", "flow_control_max_mutation_count",
-                     "flow_control_max_bytes", "max_pending_entries"):
-            parser.add_argument(f"--{name}", f"--{name.replace('_', '-')}", dest=name, type=int,
-                                default=getattr(_FLOW_DEFAULTS, name), help=f"Bigtable writer: {name}.")
-
-    def flow_control(self) -> FlowControl:
-        view = self.get_all_options()
-        return FlowControl(**{name: view[name] for name in FlowControl.__dataclass_fields__})
-
-
-def default_run_dir(table: str) -> str:
-    """``runs/<table>-<UTC time>``: one folder per run, sortable by time."""
-    return f"runs/{table}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
 
 
 def concurrent_segments(options: PipelineOptions, total_segments: int) -> int:

@@ -173,33 +173,6 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
              | "PersistMismatches" >> beam.ParDo(_PersistFn(dead_letter, None)))
 
 
-@dataclass
-class RunResult:
-    """Counters of a finished run and whether they reconcile."""
-
-    counters: dict[str, int]
-    dead_letter: str
-    dead_letter_lines: int
-    run_dir: str | None
-    state: str
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def report(self) -> str:
-        c = self.counters
-        lines = [
-            f"read {c['items_read']} items: {c['rows_written']} written ({c['cells_written']} cells, "
-            f"{c['bytes_written']} bytes), {c['dead_lettered']} dead-lettered, {c['skipped']} skipped",
-            f"dead letters: {self.dead_letter} ({self.dead_letter_lines} lines; holds user data)",
-        ]
-        lines += [f"PROBLEM: {problem}" for problem in self.problems]
-        lines.append("run OK" if self.ok else "run FAILED")
-        return "\n".join(lines)
-
-
 def reconcile(counters: dict[str, int], unmatched_policy: str) -> list[str]:
     """What does not add up; empty when the run is complete."""
     c = counters
@@ -223,71 +196,3 @@ def query_counters(result: Any) -> dict[str, int]:
         value = counter.committed if counter.committed is not None else counter.attempted
         totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + (value or 0)
     return totals
-
-
-def _describe(spec: Any) -> Any:
-    from .dynamodb_client import ClientSettings, describe_source, make_client
-
-    return describe_source(make_client(ClientSettings.from_source(spec.source)), spec.source.table)
-
-
-def run_migration(spec: Any, *, run_dir: str | None = None, dead_letter: str | None = None, resume: bool = False,
-                  total_segments: int | None = None, flow: FlowControl | None = None, sample: int | None = None,
-                  pipeline_args: list[str] | tuple[str, ...] = (), create_table: bool = True,
-                  now_ms: int | None = None) -> RunResult:
-    """Run one migration to the end and reconcile it.
-
-    Before the pipeline starts: fills in key names from DescribeTable when the spec omits them,
-    checks or creates the Bigtable table (a GC mismatch stops here, nothing written), and starts or
-    checks the run's checkpoint. ``pipeline_args`` are Beam options (runner, project, ...); with
-    ``--dry_run`` (DataflowRunner) the job is only built, and nothing is touched.
-    """
-    from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
-
-    from .dynamodb_scan import choose_total_segments
-    from .options import concurrent_segments, default_run_dir
-
-    options = PipelineOptions(list(pipeline_args))
-    # One "now" for the whole run: every worker must default to the same cell timestamps and TTL cut-off.
-    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-    dry_run = bool(options.view_as(TestOptions).dry_run)
-    scanning = spec.source.export is None and sample is None
-    if resume and not run_dir:
-        raise ckpt.ResumeError("--resume needs the run directory of the run to continue (--run_dir)")
-    run_dir = run_dir or default_run_dir(spec.target.table)
-    dead_letter = dead_letter or beam.io.filesystems.FileSystems.join(run_dir, "dead_letters.jsonl")
-    info = None
-    if spec.source.export is None and spec.source.partition_key is None:
-        info = _describe(spec)
-        spec = spec.with_keys(info.partition_key, info.sort_key)
-    completed: frozenset[int] = frozenset()
-    total = 1
-    if scanning:
-        total = total_segments or spec.source.total_segments or (
-            ckpt.Checkpoint.saved_total_segments(run_dir) if resume else None)
-        if total is None:
-            total = choose_total_segments((info or _describe(spec)).size_bytes)
-        if not dry_run:
-            checkpoint = ckpt.Checkpoint.start(run_dir, ckpt.spec_hash(spec), total, spec.source.table, resume)
-            completed = checkpoint.completed() if resume else frozenset()
-            log.info("scan: %d segments, %d already done", total, len(completed))
-    if not dry_run:
-        ensure_table(spec.target, create=create_table)
-    items = read_items(spec.source, sample) if sample is not None else None
-
-    p = beam.Pipeline(options=options)
-    build_pipeline(p, spec, dead_letter=dead_letter, run_dir=run_dir if scanning else None, total_segments=total,
-                   completed=completed, flow=flow, sample=items, now_ms=now_ms,
-                   segments_in_flight=concurrent_segments(options, total))
-    result = p.run()
-    if dry_run:
-        return RunResult(dict.fromkeys(COUNTERS, 0), dead_letter, 0, run_dir, "DRY_RUN")
-    try:
-        state = result.wait_until_finish()
-    finally:
-        lines = consolidate(dead_letter)
-    counters = query_counters(result)
-    problems = reconcile(counters, spec.unmatched)
-    if not str(state).endswith("DONE"):
-        problems.insert(0, f"the pipeline ended in state {state}")
-    return RunResult(counters, dead_letter, lines, run_dir, str(state), problems)

@@ -39,7 +39,7 @@ apt_install() {
 # 1. Python venv with the project (editable) and its test and bench extras.
 [ -x "$VPY" ] || quiet "creating .venv" python3 -m venv .venv
 if ! stamp_fresh .venv/.ddb2bt-stamp pyproject.toml; then
-  quiet "pip install" "$VPY" -m pip install --disable-pip-version-check -e ".[test,bench]"
+  quiet "pip install" "$VPY" -m pip install --disable-pip-version-check -e ".[test,bench,lint]"
   digest pyproject.toml >.venv/.ddb2bt-stamp
 fi
 "$VPY" pipelines/local_servers.py which moto >/dev/null

@@ -1,33 +1,17 @@
 """Dataflow Flex Template launcher: reads the template parameters and runs the ddb2bt migration.
 
 The launcher image runs this file (FLEX_TEMPLATE_PYTHON_PY_FILE) with the job's parameters as
-`--name=value` arguments; they are the `MigrationOptions` of ddb2bt.pipelines.options plus
-Beam's own (runner, project, region, temp_location, ... set by the Flex Template service).
+`--name=value` arguments: ddb2bt's run options (the same table as the CLI's, see
+ddb2bt.app.options) plus Beam's own (runner, project, region, temp_location, ... set by the Flex
+Template service). Both go through the application layer's migrate use case, like `ddb2bt migrate`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import tempfile
-
-FLAGS = ("resume",)
-"""store_true options: Flex Templates pass every parameter as `--name=value`, argparse wants `--name`."""
-
-
-def normalize_flags(argv: list[str]) -> list[str]:
-    """`--resume=true` -> `--resume`, `--resume=false` -> (dropped); everything else unchanged."""
-    out = []
-    for arg in argv:
-        name, _, value = arg.lstrip("-").partition("=")
-        if arg.startswith("--") and name in FLAGS and value:
-            if value.lower() in ("true", "1", "yes"):
-                out.append(f"--{name}")
-            elif value.lower() not in ("false", "0", "no"):
-                raise SystemExit(f"--{name} must be true or false, got {value!r}")
-            continue
-        out.append(arg)
-    return out
 
 
 def load_spec_anywhere(path: str):
@@ -46,20 +30,28 @@ def load_spec_anywhere(path: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ddb2bt.pipelines.options import MigrationOptions
-    from ddb2bt.pipelines.pipeline import run_migration
+    """Launch (or, with --dry_run=true, only build) the job; 0 when it ran OK or was built, 1 if not, 2/3 on errors."""
+    from ddb2bt.app.migrate import execute, prepare
+    from ddb2bt.app.options import parse_args
+    from ddb2bt.mappers.errors import Ddb2btError, UsageError
 
-    args = normalize_flags(list(sys.argv[1:] if argv is None else argv))
-    options = MigrationOptions(args).get_all_options()
-    if not options["spec"]:
-        raise SystemExit("the `spec` parameter is required (gs://bucket/path/spec.yaml)")
-    result = run_migration(
-        load_spec_anywhere(options["spec"]),
-        run_dir=options["run_dir"], dead_letter=options["dead_letter"], resume=options["resume"],
-        total_segments=options["total_segments"], sample=options["sample"],
-        flow=MigrationOptions(args).flow_control(), pipeline_args=args,
-    )
-    logging.info("%s", result.report())
+    try:
+        options, spec = parse_args(list(sys.argv[1:] if argv is None else argv), with_spec=True)
+        # The launcher submits the job and exits (the Flex Template service times out a launcher that waits).
+        options = dataclasses.replace(options, no_wait=True)
+        if not spec:
+            raise UsageError("the `spec` parameter is required", "pass --spec=gs://BUCKET/path/spec.yaml")
+        prepared = prepare(load_spec_anywhere(spec), options)
+        result = execute(prepared)
+    except Ddb2btError as error:
+        logging.error("%s", error.one_line())
+        return error.exit_code
+    if result.state == "DRY_RUN":
+        logging.info("dry run: %s -> %s; stages: %s; staged package: %s", prepared.source, prepared.target,
+                     ", ".join(result.stages), result.staged_package)
+        return 0
+    logging.info("job %s %s: state %s, counters %s, problems %s", result.job_id, result.console_url, result.state,
+                 result.counters, result.problems)
     return 0 if result.ok else 1
 
 

@@ -6,7 +6,7 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 from ddb2bt.cli.main import app
-from ddb2bt.cli.seeds import SEEDED, load_seed_table
+from ddb2bt.app.seeds import SEEDED, load_seed_table
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 
-from ddb2bt.cli.seeds import seed_spec
+from ddb2bt.app.seeds import seed_spec
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.templates import catalog
@@ -59,7 +59,7 @@ def test_infer_single_table_folds_comments_into_one_timed_column(invoke, seeded_
 def test_infer_unknown_table_exit_2(invoke, seeded_moto):
     result = invoke("infer", "--table", "Nope")
     assert result.exit_code == 2
-    assert result.stderr.startswith("error: DynamoDB: ") and "check the table name" in result.stderr
+    assert result.stderr.startswith("error: AWS DescribeTable: ") and "check the table name" in result.stderr
 
 
 def test_migrate_plan_text(invoke, seeded_moto):

@@ -81,7 +81,7 @@ def test_debug_reraises(invoke, tmp_path):
 
 
 def test_unreachable_endpoint_is_one_line_exit_3(invoke):
-    result = invoke("infer", "--table", "T", "--endpoint-url", "http://127.0.0.1:9", "--region", "us-east-1")
+    result = invoke("infer", "--table", "T", "--endpoint-url", "http://127.0.0.1:9", "--aws-region", "us-east-1")
     assert result.exit_code == 3
     assert result.stderr.count("\n") == 1 and "check --endpoint-url" in result.stderr
 
@@ -93,12 +93,13 @@ def test_unreachable_endpoint_is_one_line_exit_3(invoke):
         (EndpointConnectionError(endpoint_url="http://x"), 3, "http://x"),
         (ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "Requested resource not found"}}, "DescribeTable"),
          2, "check the table name"),
-        (ClientError({"Error": {"Code": "AccessDeniedException", "Message": "nope"}}, "Scan"), 3, "AccessDeniedException: nope"),
+        (ClientError({"Error": {"Code": "AccessDeniedException", "Message": "nope"}}, "Scan"), 3, "(AccessDeniedException): nope"),
         (FileExistsError("spec.yaml already exists"), 2, "already exists"),
     ],
 )
 def test_classify(error, code, text):
-    found_code, message = classify(error)
+    found = classify(error)
+    found_code, message = found.exit_code, found.one_line()
     assert found_code == code and text in message and "\n" not in message
 
 

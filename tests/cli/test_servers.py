@@ -3,7 +3,7 @@
 import boto3
 import pytest
 
-from ddb2bt.cli.seeds import SEEDED, load_seed_table
+from ddb2bt.app.seeds import SEEDED, load_seed_table
 from ddb2bt.templates import catalog
 
 pytestmark = pytest.mark.servers

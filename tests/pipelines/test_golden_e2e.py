@@ -9,7 +9,8 @@ import pytest
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.bigtable_read import read_cells
-from ddb2bt.pipelines.pipeline import run_migration
+from ddb2bt.app.migrate import migrate
+from ddb2bt.app.options import RunOptions
 from tests.golden import SEEDS, expected_cells, group_cells, seed_items, template_path
 
 from .test_pipeline_e2e import load_table
@@ -26,8 +27,8 @@ def migrate_seed(name: str, endpoint: str, table: str, run_dir: str, beam_args=(
     data["source"].update(table=table, endpoint_url=endpoint, region="us-east-1", partition_key=None, sort_key=None)
     data["target"]["table"] = table
     spec = MappingSpec.model_validate(data)
-    result = run_migration(spec, run_dir=run_dir, total_segments=3, pipeline_args=list(beam_args))
-    assert result.ok, result.report()
+    result = migrate(spec, RunOptions(run_dir=run_dir, total_segments=3, beam_args=tuple(list(beam_args))))
+    assert result.ok, result.problems
     items = len(seed_items(name))
     assert result.counters["items_read"] == result.counters["rows_written"] == items
     return group_cells(_Row(key, cells) for key, cells in read_cells(spec.target))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import gzip
 import os
 import stat
 
@@ -13,7 +14,11 @@ import pytest
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines import checkpoint as ckpt
 from ddb2bt.pipelines.dynamodb_client import create_table, put_items
-from ddb2bt.pipelines.pipeline import build_pipeline, run_migration
+from ddb2bt.app.migrate import migrate
+from ddb2bt.app.options import RunOptions
+from ddb2bt.mappers.errors import UsageError
+from ddb2bt.pipelines.export_source import ExportError
+from ddb2bt.pipelines.pipeline import build_pipeline
 
 from .cells import expected_cells, read_cells
 
@@ -70,8 +75,8 @@ def test_migration_end_to_end_and_rerun_is_identical(bigtable_env, dynamodb, uni
     load_table(dynamodb.endpoint, unique_name, items)
     # no key names: they come from DescribeTable
     spec = make_spec(unique_name, dynamodb.endpoint)
-    result = run_migration(spec, run_dir=str(tmp_path / "run1"), total_segments=3)
-    print(result.report())
+    result = migrate(spec, RunOptions(run_dir=str(tmp_path / "run1"), total_segments=3))
+    print(result.counters, result.problems)
     assert result.ok, result.problems
     c = result.counters
     assert (c["items_read"], c["rows_written"], c["dead_lettered"], c["skipped"]) == (len(items), ITEMS - 3, 3, 2)
@@ -81,16 +86,16 @@ def test_migration_end_to_end_and_rerun_is_identical(bigtable_env, dynamodb, uni
     cells = read_cells(full.target)
     assert cells == expected_cells(full, items)
 
-    letters = dead_letters(result.dead_letter)
-    assert stat.S_IMODE(os.stat(result.dead_letter).st_mode) == 0o600
+    letters = dead_letters(result.prepared.dead_letter)
+    assert stat.S_IMODE(os.stat(result.prepared.dead_letter).st_mode) == 0o600
     assert sorted(letter["item"]["sk"]["S"] for letter in letters) == [f"item#{i:03d}" for i in sorted(BAD)]
     for letter in letters:
         assert letter["stage"] == "map" and letter["attribute"] == "Price" and letter["entity"] == "product"
         i = int(letter["item"]["sk"]["S"][5:])
         assert letter["item"]["Img"] == {"B": __import__("base64").b64encode(bytes([i, 0, 255])).decode()}
-    assert ckpt.completed_segments(result.run_dir) == {0, 1, 2}
+    assert ckpt.completed_segments(result.prepared.run_dir) == {0, 1, 2}
 
-    again = run_migration(spec, run_dir=str(tmp_path / "run2"), total_segments=2)
+    again = migrate(spec, RunOptions(run_dir=str(tmp_path / "run2"), total_segments=2))
     assert again.ok and again.counters["rows_written"] == ITEMS - 3
     assert read_cells(full.target) == cells
 
@@ -110,18 +115,18 @@ def test_interrupted_run_resumes_to_complete(bigtable_env, moto_server, unique_n
     assert ckpt.completed_segments(run_dir) == {0, 1}
 
     with pytest.raises(ckpt.ResumeError, match="--resume"):
-        run_migration(spec, run_dir=run_dir)
+        migrate(spec, RunOptions(run_dir=run_dir))
     with pytest.raises(ckpt.ResumeError, match="used 4 scan segments"):
-        run_migration(spec, run_dir=run_dir, resume=True, total_segments=5)
+        migrate(spec, RunOptions(run_dir=run_dir, resume=True, total_segments=5))
     with pytest.raises(ckpt.ResumeError, match="spec changed"):
-        run_migration(spec.model_copy(update={"unmatched": "skip"}), run_dir=run_dir, resume=True)
+        migrate(spec.model_copy(update={"unmatched": "skip"}), RunOptions(run_dir=run_dir, resume=True))
 
-    resumed = run_migration(spec, run_dir=run_dir, resume=True)
+    resumed = migrate(spec, RunOptions(run_dir=run_dir, resume=True))
     assert resumed.ok, resumed.problems
     assert ckpt.completed_segments(run_dir) == {0, 1, 2, 3}
     assert resumed.counters["items_read"] < len(items)  # only the segments left over were read
     assert read_cells(spec.target) == expected_cells(spec, items)
-    assert len(dead_letters(resumed.dead_letter)) == len(BAD)  # both attempts' dead letters, once each
+    assert len(dead_letters(resumed.prepared.dead_letter)) == len(BAD)  # both attempts' dead letters, once each
 
 
 def test_refused_writes_and_unmatched_fail_mark_the_run(bigtable_env, moto_server, unique_name, tmp_path):
@@ -139,22 +144,35 @@ def test_refused_writes_and_unmatched_fail_mark_the_run(bigtable_env, moto_serve
     from ddb2bt.pipelines.bigtable_sink import ensure_table
 
     ensure_table(spec.target)  # family "gone" is never created: Bigtable refuses that row
-    result = run_migration(spec, run_dir=str(tmp_path / "r"), total_segments=1, create_table=False)
+    result = migrate(spec, RunOptions(run_dir=str(tmp_path / "r"), total_segments=1), create_table=False)
     assert not result.ok
     assert any("unmatched: fail" in problem for problem in result.problems)
-    stages = sorted((d["stage"], d["row_key"]) for d in dead_letters(result.dead_letter))
+    stages = sorted((d["stage"], d["row_key"]) for d in dead_letters(result.prepared.dead_letter))
     assert stages == [("unmatched", None), ("write", "a")]
     assert result.counters["items_read"] == 2 and result.counters["dead_lettered"] == 2
 
 
 def test_dataflow_dry_run_builds_offline(tmp_path, monkeypatch):
+    """Dataflow's dry run touches nothing remote (no DescribeTable, no Bigtable, no GCS) and writes nothing."""
     monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")  # any metadata lookup fails fast instead of hanging
-    spec = make_spec("t", "http://127.0.0.1:9", partition_key="pk", sort_key="sk", total_segments=8)
-    result = run_migration(spec, run_dir=str(tmp_path / "dry"), pipeline_args=[
-        "--runner=DataflowRunner", "--project=dummy-project", "--region=us-central1",
-        f"--temp_location=gs://dummy-bucket/tmp", "--dry_run=True"])
-    assert result.state == "DRY_RUN"
-    assert not os.path.exists(tmp_path / "dry")  # nothing written either
+    monkeypatch.delenv("BIGTABLE_EMULATOR_HOST", raising=False)
+    spec = make_spec("t", "http://127.0.0.1:9", total_segments=8)  # key names unknown: not read in a dry run
+    result = migrate(spec, RunOptions(run_dir="gs://dummy-bucket/runs/t", project="dummy-project", instance="inst",
+                                      beam_args=("--runner=DataflowRunner", "--region=us-central1",
+                                                 "--temp_location=gs://dummy-bucket/tmp", "--dry_run=True")))
+    assert result.state == "DRY_RUN" and not result.finished
+    assert result.stages == ("Scan", "Map", "WriteToBigtable", "Persist")
+    assert result.prepared.total_segments == 8
+    assert any("key names" in assumption for assumption in result.prepared.assumptions)
+    assert result.prepared.target == "Cloud Bigtable: projects/dummy-project/instances/inst/tables/t"
+
+
+def test_dataflow_needs_shared_run_folder(tmp_path):
+    spec = make_spec("t", "http://127.0.0.1:9", total_segments=8)
+    with pytest.raises(UsageError, match="--run-dir .* cannot write a local folder"):
+        migrate(spec, RunOptions(run_dir=str(tmp_path / "dry"), project="p", instance="i",
+                                 beam_args=("--runner=DataflowRunner", "--dry_run=True")))
+    assert not os.path.exists(tmp_path / "dry")
 
 
 def test_export_source_and_sample(bigtable_env, unique_name, tmp_path):
@@ -165,13 +183,13 @@ def test_export_source_and_sample(bigtable_env, unique_name, tmp_path):
     data = make_spec(unique_name, "http://unused", partition_key="pk", sort_key="sk").model_dump(by_alias=True)
     data["source"]["export"] = {"path": export_dir}
     spec = MappingSpec.model_validate(data)
-    result = run_migration(spec, run_dir=str(tmp_path / "run"))
+    result = migrate(spec, RunOptions(run_dir=str(tmp_path / "run")))
     assert result.ok, result.problems
     assert result.counters["items_read"] == len(items)
     assert read_cells(spec.target) == expected_cells(spec, items)
     assert not os.path.exists(tmp_path / "run" / "checkpoint.json")  # exports have no segments to resume
 
-    sample = run_migration(spec, run_dir=str(tmp_path / "sample"), sample=5)
+    sample = migrate(spec, RunOptions(run_dir=str(tmp_path / "sample"), sample=5))
     assert sample.ok and sample.counters["items_read"] == 5
 
 
@@ -179,17 +197,30 @@ def test_export_count_mismatch_fails_the_run(bigtable_env, unique_name, tmp_path
     from .export_fixtures import write_export
 
     export_dir = write_export(tmp_path / "export", make_items()[:10], files=1)
-    data_file = next((tmp_path / "export").rglob("*.json.gz"))
-    import gzip
+    summary = next((tmp_path / "export").rglob("manifest-summary.json"))
+    data = json.loads(summary.read_text())
+    data["itemCount"] += 1  # the export says one item more than its files hold
+    summary.write_text(json.dumps(data))
+    spec = make_spec(unique_name, "http://unused", partition_key="pk", sort_key="sk").model_dump(by_alias=True)
+    spec["source"]["export"] = {"path": export_dir}
+    result = migrate(MappingSpec.model_validate(spec), RunOptions(run_dir=str(tmp_path / "run")))
+    assert not result.ok and any("export count mismatch" in problem for problem in result.problems)
+    sources = [d for d in dead_letters(result.prepared.dead_letter) if d["stage"] == "source"]
+    assert sources and all("should hold" in d["reason"] for d in sources)
 
+
+def test_damaged_export_is_refused_before_writing(bigtable_env, unique_name, tmp_path):
+    from .export_fixtures import write_export
+
+    export_dir = write_export(tmp_path / "export", make_items()[:10], files=1)
+    data_file = next((tmp_path / "export").rglob("*.json.gz"))
     lines = gzip.decompress(data_file.read_bytes()).splitlines(keepends=True)
     data_file.write_bytes(gzip.compress(b"".join(lines[:-1])))  # one item lost in transit
-    data = make_spec(unique_name, "http://unused", partition_key="pk", sort_key="sk").model_dump(by_alias=True)
-    data["source"]["export"] = {"path": export_dir}
-    result = run_migration(MappingSpec.model_validate(data), run_dir=str(tmp_path / "run"))
-    assert not result.ok and any("export count mismatch" in problem for problem in result.problems)
-    sources = [d for d in dead_letters(result.dead_letter) if d["stage"] == "source"]
-    assert sources and all("should hold" in d["reason"] for d in sources)
+    spec = make_spec(unique_name, "http://unused", partition_key="pk", sort_key="sk").model_dump(by_alias=True)
+    spec["source"]["export"] = {"path": export_dir}
+    with pytest.raises(ExportError, match="does not match its manifest MD5"):
+        migrate(MappingSpec.model_validate(spec), RunOptions(run_dir=str(tmp_path / "run")))
+    assert not (tmp_path / "run").exists()
 
 
 def test_young_gc_is_relaxed_only_upwards():

@@ -1,0 +1,59 @@
+"""What every use case reads first: the spec with the command line's overrides, the source table's description."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from ..mappers.plan import SourceDescription
+    from ..mappers.spec import MappingSpec
+
+Step = Callable[[str], object]
+"""A progress callback, called with what is about to happen (the CLI shows it as a spinner); never required."""
+
+
+def announce(step: Step | None, message: str) -> None:
+    if step is not None:
+        step(message)
+
+
+def load_spec(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *,
+              writes: bool = True) -> MappingSpec:
+    """The spec (SpecError on any problem) with the source and target settings of ``options`` applied.
+
+    AWS: ``--endpoint-url``, ``--aws-region``, ``--profile`` override the spec (with no region
+    anywhere, the client reads ``AWS_REGION``). The Google target is settled by
+    :func:`ddb2bt.pipelines.target.resolve_target`, strictly when the use case ``writes`` or reads
+    Bigtable (a plan reads neither and keeps the spec's names).
+    """
+    from ..mappers.spec import MappingSpec
+    from ..pipelines.target import TargetOverrides, resolve_target
+
+    if not isinstance(spec, MappingSpec):
+        from ..mappers.loader import load_spec as load
+
+        spec = load(spec)
+    aws = {"endpoint_url": options.endpoint_url, "region": options.aws_region, "profile": options.profile}
+    update = {k: v for k, v in aws.items() if v}
+    overrides = TargetOverrides(options.project, options.instance, options.app_profile)
+    target = resolve_target(spec.target, overrides, strict=writes)
+    return spec.model_copy(update={"source": spec.source.model_copy(update=update), "target": target})
+
+
+def describe_source(spec: MappingSpec) -> SourceDescription | None:
+    """DescribeTable (and TTL) boiled down; None when the spec reads an export."""
+    if spec.source.export is not None:
+        return None
+    from ..pipelines.dynamodb_client import ClientSettings, describe_source as describe, make_client
+
+    return describe(make_client(ClientSettings.from_source(spec.source)), spec.source.table)
+
+
+def with_source_keys(spec: MappingSpec, source: SourceDescription | None) -> MappingSpec:
+    """The spec with key names from DescribeTable where it omits them: the one place they are filled in."""
+    if source is None or spec.source.partition_key is not None:
+        return spec
+    return spec.with_keys(source.partition_key, source.sort_key)

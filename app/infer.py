@@ -1,0 +1,46 @@
+"""The infer use case: draft a commented mapping spec from DescribeTable and a sample of a live table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .context import Step, announce
+from .options import RunOptions
+
+
+@dataclass(frozen=True)
+class InferResult:
+    draft: Any
+    """A ``mappers.infer.InferredSpec``."""
+    sampled: int
+    text: str
+    """The draft as commented YAML."""
+    problem: str | None
+    """Why the draft does not load yet (a draft is still worth reading), or None."""
+
+
+def infer(table: str, sample: int, options: RunOptions = RunOptions(), step: Step | None = None,
+          client: Any = None) -> InferResult:
+    from ..mappers.infer import infer_spec
+    from ..mappers.loader import SpecError, validate_data
+    from ..mappers.spec_yaml import render_yaml
+    from ..pipelines.dynamodb_client import ClientSettings, describe_raw, make_client
+    from ..pipelines.dynamodb_scan import sample_items
+
+    client = client or make_client(ClientSettings(region=options.aws_region, endpoint_url=options.endpoint_url,
+                                                  profile=options.profile))
+    announce(step, f"describing {table} and reading a sample of {sample} items…")
+    response, ttl = describe_raw(client, table)
+    items = sample_items(client, table, sample)
+    ttl_description = (ttl or {}).get("TimeToLiveDescription", {})
+    ttl_attribute = ttl_description.get("AttributeName") if ttl_description.get("TimeToLiveStatus") == "ENABLED" else None
+    draft = infer_spec(response, items, ttl_attribute=ttl_attribute)
+    source = draft.spec["source"]
+    source.update({k: v for k, v in (("endpoint_url", options.endpoint_url), ("region", options.aws_region)) if v})
+    try:
+        validate_data(draft.spec, "<draft>")
+        problem = None
+    except SpecError as err:
+        problem = str(err)
+    return InferResult(draft, len(items), render_yaml(draft.spec, draft.comments, draft.header), problem)

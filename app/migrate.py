@@ -1,0 +1,266 @@
+"""The migrate use case: prepare a run (everything checked before anything is written), then execute it.
+
+``prepare`` reads the spec, settles the target, checks the source (DescribeTable, before the
+target is touched), the run folder and, off the DirectRunner, that the run folder is on storage
+every worker shares; it creates nothing. ``execute`` creates or checks the Bigtable table,
+starts or resumes the checkpoint, runs the pipeline and reconciles it. A Dataflow ``--dry_run``
+only builds the job: nothing remote is touched.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..mappers.errors import ServiceError, UsageError
+from .context import describe_source, load_spec, with_source_keys
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from ..mappers.spec import MappingSpec
+
+SHARED_SCHEMES = ("gs://", "s3://")
+
+
+def default_run_dir(table: str) -> str:
+    """``runs/<table>-<UTC time>``: one folder per run, sortable by time."""
+    return f"runs/{table}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run that passed every check; what it will do, for the user to see before it starts."""
+
+    spec: Any
+    options: RunOptions
+    pipeline_options: Any
+    run_dir: str
+    dead_letter: str
+    target: str
+    """Where the writes go, one line (emulator or Cloud Bigtable, project/instance/table)."""
+    runner: str
+    dry_run: bool
+    scanning: bool
+    total_segments: int
+    assumptions: tuple[str, ...] = ()
+    """What a dry run assumed instead of asking a service (e.g. the segment count)."""
+    now_ms: int = 0
+
+    @property
+    def source(self) -> str:
+        return self.spec.source.table or self.spec.source.export.path
+
+    @property
+    def direct(self) -> bool:
+        return "Direct" in self.runner or "Prism" in self.runner
+
+
+@dataclass
+class MigrateResult:
+    """How a run ended: counters that reconcile (or the problems), where its files are, the job for remote runners."""
+
+    prepared: PreparedRun
+    state: str
+    counters: dict[str, int] = field(default_factory=dict)
+    dead_letter_lines: int = 0
+    problems: list[str] = field(default_factory=list)
+    job_id: str | None = None
+    console_url: str | None = None
+    stages: tuple[str, ...] = ()
+    staged_package: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def finished(self) -> bool:
+        """False for a dry run or a detached (`--no-wait`) job: nothing to reconcile yet."""
+        return self.state not in ("DRY_RUN", "RUNNING", "PENDING")
+
+    def resume_command(self, spec_path: str | None = None) -> str:
+        return f"ddb2bt migrate {spec_path or 'SPEC'} --resume --run-dir {self.prepared.run_dir}"
+
+
+def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *,
+            now_ms: int | None = None) -> PreparedRun:
+    """Check everything a run needs, in order, without writing anything; UsageError/ServiceError on the first problem."""
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
+
+    from ..pipelines import checkpoint as ckpt
+    from ..pipelines.target import describe_target
+
+    spec = load_spec(spec, options)
+    beam_args = list(options.beam_args)
+    if options.project and not any(a.split("=")[0] == "--project" for a in beam_args):
+        beam_args.append(f"--project={options.project}")  # one project for the job and the instance, unless told apart
+    pipeline_options = PipelineOptions(beam_args)
+    runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
+    dry_run = bool(pipeline_options.view_as(TestOptions).dry_run)
+    direct = "Direct" in runner or "Prism" in runner
+    scanning = spec.source.export is None and options.sample is None
+    assumptions: list[str] = []
+
+    if options.resume and not options.run_dir:
+        raise ckpt.ResumeError("--resume needs the folder of the run to continue", "pass --run-dir RUN_DIR")
+    run_dir = options.run_dir or default_run_dir(spec.target.table)
+    if not direct:
+        _require_shared("--run-dir", options.run_dir, runner)
+        if options.dead_letter:
+            _require_shared("--dead-letter", options.dead_letter, runner)
+    dead_letter = options.dead_letter or _join(run_dir, "dead_letters.jsonl")
+
+    total = options.total_segments or spec.source.total_segments
+    if dry_run:
+        if spec.source.export is None and spec.source.partition_key is None:
+            assumptions.append("key names: read from DescribeTable when the job is launched (not in a dry run)")
+        if scanning and total is None:
+            total = 1
+            assumptions.append("1 scan segment (the table's size is not read in a dry run; pass --total-segments)")
+    else:
+        source = describe_source(spec)  # the source is checked before the target is touched
+        spec = with_source_keys(spec, source)
+        if spec.source.export is not None:
+            from ..pipelines.export_source import verify_export
+
+            verify_export(spec.source.export.path, pipeline_options)  # damaged files are found before writing
+        if scanning and total is None and options.resume:
+            total = ckpt.Checkpoint.saved_total_segments(run_dir)
+        if scanning and total is None:
+            from ..pipelines.dynamodb_scan import choose_total_segments
+
+            total = choose_total_segments(source.size_bytes if source else 0)
+    return PreparedRun(
+        spec=spec, options=options, pipeline_options=pipeline_options, run_dir=run_dir, dead_letter=dead_letter,
+        target=describe_target(spec.target), runner=runner, dry_run=dry_run, scanning=scanning,
+        total_segments=total or 1, assumptions=tuple(assumptions),
+        now_ms=now_ms if now_ms is not None else int(time.time() * 1000),
+    )
+
+
+def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResult:
+    """Run a prepared migration to its end (or, detached, to its submission) and reconcile it."""
+    import apache_beam as beam
+
+    from ..pipelines import checkpoint as ckpt
+    from ..pipelines.bigtable_sink import ensure_table
+    from ..pipelines.dead_letters import check_dead_letter_destination
+    from ..pipelines.options import concurrent_segments
+    from ..pipelines.pipeline import build_pipeline
+    from ..pipelines.sources import read_items
+    from ..pipelines.target import probe_target
+
+    p, spec, options = prepared, prepared.spec, prepared.options
+    completed: frozenset[int] = frozenset()
+    now_ms = p.now_ms
+    if not p.dry_run:
+        probe_target(spec.target)  # a dead Bigtable fails here, in seconds
+        if p.scanning:
+            checkpoint = ckpt.Checkpoint.start(p.run_dir, ckpt.spec_hash(spec), p.total_segments, spec.source.table,
+                                               options.resume, now_ms=p.now_ms)
+            completed = checkpoint.completed() if options.resume else frozenset()
+            now_ms = checkpoint.now_ms or now_ms  # a resumed run keeps the first attempt's "now": no second versions
+        check_dead_letter_destination(p.dead_letter, resume=options.resume)
+        ensure_table(spec.target, create=create_table)
+    sample = None
+    if options.sample is not None:  # a trial run: the first N items, no checkpoint
+        sample = [] if p.dry_run else read_items(spec.source, options.sample)
+
+    pipeline = beam.Pipeline(options=p.pipeline_options)
+    build_pipeline(pipeline, spec, dead_letter=p.dead_letter, run_dir=p.run_dir if p.scanning else None,
+                   total_segments=p.total_segments, completed=completed, flow=options.flow_control(),
+                   sample=sample, now_ms=now_ms,
+                   segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments))
+    if p.dry_run:
+        return MigrateResult(p, "DRY_RUN", stages=_stages(pipeline), staged_package=_staged_package(p.pipeline_options))
+    result = pipeline.run()
+    job_id, console_url = _job(result, p.pipeline_options)
+    if options.no_wait and not p.direct:
+        return MigrateResult(p, str(getattr(result, "state", "RUNNING")), job_id=job_id, console_url=console_url)
+    return _finish(p, result, job_id, console_url)
+
+
+def migrate(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, create_table: bool = True,
+            now_ms: int | None = None) -> MigrateResult:
+    """prepare + execute: the whole run, for callers with nothing to show in between (demo, benchmarks, tests)."""
+    return execute(prepare(spec, options, now_ms=now_ms), create_table=create_table)
+
+
+class JobStillRunning(ServiceError):
+    """The wait for a remote job was interrupted; the job itself goes on."""
+
+
+def _finish(p: PreparedRun, result: Any, job_id: str | None, console_url: str | None) -> MigrateResult:
+    from ..pipelines.dead_letters import consolidate
+    from ..pipelines.pipeline import query_counters, reconcile
+
+    try:
+        state = result.wait_until_finish()
+    except KeyboardInterrupt:
+        if p.direct:
+            raise
+        raise JobStillRunning(
+            f"stopped waiting; Dataflow job {job_id} keeps running ({console_url})",
+            f"cancel it with `gcloud dataflow jobs cancel {job_id} --region {_region(p.pipeline_options)}`",
+        ) from None
+    finally:
+        lines = consolidate(p.dead_letter)
+    counters = query_counters(result)
+    problems = reconcile(counters, p.spec.unmatched)
+    if not str(state).endswith("DONE"):
+        problems.insert(0, f"the pipeline ended in state {state}")
+    return MigrateResult(p, str(state), counters, lines, problems, job_id, console_url)
+
+
+def _require_shared(flag: str, path: str | None, runner: str) -> None:
+    if not path or not path.startswith(SHARED_SCHEMES):
+        raise UsageError(
+            f"{flag} {path or '(not given)'}: {runner} workers run on other machines and cannot write a local folder",
+            f"pass {flag} gs://BUCKET/... (or s3://...), a location only the migration's operators can read",
+        )
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder.rstrip('/')}/{name}" if "://" in folder else str(Path(folder) / name)
+
+
+def _stages(pipeline: Any) -> tuple[str, ...]:
+    """The labels of the pipeline's top-level transforms, in order."""
+    return tuple(part.full_label for part in pipeline.transforms_stack[0].parts)
+
+
+def _staged_package(options: Any) -> str | None:
+    """What the runner would stage for the workers: the setup file's sdist (built with `python -m build`)."""
+    from apache_beam.options.pipeline_options import SetupOptions, WorkerOptions
+
+    setup = options.view_as(SetupOptions)
+    if setup.setup_file:
+        if setup.setup_file.endswith("pyproject.toml") and importlib.util.find_spec("build") is None:
+            raise UsageError(f"--setup_file {setup.setup_file} needs the `build` package to make the sdist",
+                             "pip install build (it comes with ddb2bt's own install)")
+        return f"sdist of {setup.setup_file} (python -m build --no-isolation --sdist)"
+    if setup.extra_packages:
+        return ", ".join(setup.extra_packages)
+    image = options.view_as(WorkerOptions).sdk_container_image
+    if image:
+        return f"container image {image}"
+    return None
+
+
+def _region(options: Any) -> str:
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+
+    return options.view_as(GoogleCloudOptions).region or "REGION"
+
+
+def _job(result: Any, options: Any) -> tuple[str | None, str | None]:
+    from apache_beam.options.pipeline_options import GoogleCloudOptions
+
+    job_id = result.job_id() if hasattr(result, "job_id") else None
+    if not job_id:
+        return None, None
+    cloud = options.view_as(GoogleCloudOptions)
+    return job_id, f"https://console.cloud.google.com/dataflow/jobs/{cloud.region}/{job_id}?project={cloud.project}"

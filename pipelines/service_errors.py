@@ -1,0 +1,99 @@
+"""The errors of the libraries ddb2bt talks through (botocore, google.api_core, google.auth), as ddb2bt errors.
+
+:func:`as_ddb2bt_error` is the one place that knows them. It decides by ``isinstance`` and
+imports nothing: a library's exception classes are looked up only if that library is already
+loaded (an error cannot come from a library that was never imported), so the CLI's error
+handler stays light.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..mappers.errors import Ddb2btError, ServiceError, UsageError, recover
+
+AWS_CREDENTIALS_HINT = "configure AWS credentials (environment, `aws configure`, --profile, or an instance role)"
+GOOGLE_CREDENTIALS_HINT = ("run `gcloud auth application-default login`, use a service account with Bigtable access, "
+                           "or set BIGTABLE_EMULATOR_HOST for the emulator")
+
+_DYNAMODB_NOT_FOUND = "check the table name, --aws-region and --endpoint-url"
+_AWS_DENIED = ("AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException",
+               "ExpiredTokenException", "MissingAuthenticationTokenException", "AccessDenied", "InvalidAccessKeyId",
+               "SignatureDoesNotMatch", "ExpiredToken")
+
+
+def as_ddb2bt_error(error: BaseException) -> Ddb2btError | None:
+    """``error`` as a ddb2bt error (kept if it is one, found again behind Beam's wrapping), or None for a bug."""
+    found = recover(error)
+    if found is not None:
+        return found
+    return _botocore(error) or _google(error) or _os(error)
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _botocore(error: BaseException) -> Ddb2btError | None:
+    exceptions = sys.modules.get("botocore.exceptions")
+    if exceptions is None:
+        return None
+    if isinstance(error, exceptions.ClientError):
+        details = error.response.get("Error", {})
+        code, message = details.get("Code", "ClientError"), details.get("Message", str(error))
+        operation = getattr(error, "operation_name", "") or "request"
+        if code in ("ResourceNotFoundException", "NoSuchBucket", "NoSuchKey", "404"):
+            return UsageError(f"AWS {operation}: {message or code}", _DYNAMODB_NOT_FOUND)
+        if code in _AWS_DENIED:
+            return ServiceError(f"AWS {operation} refused ({code}): {message}",
+                                f"{AWS_CREDENTIALS_HINT}; the identity needs dynamodb:DescribeTable and dynamodb:Scan")
+        return ServiceError(f"AWS {operation} failed ({code}): {message}")
+    if isinstance(error, (exceptions.NoCredentialsError, exceptions.PartialCredentialsError)):
+        return ServiceError(_one_line(error), AWS_CREDENTIALS_HINT)
+    if isinstance(error, exceptions.ProfileNotFound):
+        return UsageError(_one_line(error), "check --profile / AWS_PROFILE")
+    if isinstance(error, exceptions.NoRegionError):
+        return UsageError(_one_line(error), "pass --aws-region or set AWS_REGION")
+    if isinstance(error, (exceptions.EndpointConnectionError, exceptions.ConnectTimeoutError,
+                          exceptions.ReadTimeoutError, exceptions.ConnectionClosedError)):
+        return ServiceError(_one_line(error), "check --endpoint-url, your network, and that DynamoDB is reachable")
+    if isinstance(error, exceptions.BotoCoreError):
+        return ServiceError(_one_line(error))
+    return None
+
+
+def _google(error: BaseException) -> Ddb2btError | None:
+    api = sys.modules.get("google.api_core.exceptions")
+    auth = sys.modules.get("google.auth.exceptions")
+    if auth is not None and isinstance(error, auth.DefaultCredentialsError):
+        return ServiceError("no Google credentials found", GOOGLE_CREDENTIALS_HINT)
+    if api is None:
+        return None
+    message = _first_line(getattr(error, "message", None) or str(error))
+    if isinstance(error, api.NotFound):
+        return UsageError(f"Bigtable: {message}", "check --project, --instance and target.table")
+    if isinstance(error, (api.PermissionDenied, api.Unauthenticated)):
+        return ServiceError(f"Bigtable refused the request ({type(error).__name__}): {message}",
+                            f"{GOOGLE_CREDENTIALS_HINT}; the identity needs roles/bigtable.user "
+                            "(roles/bigtable.admin to create the table)")
+    if isinstance(error, (api.ServiceUnavailable, api.DeadlineExceeded, api.RetryError)):
+        return ServiceError(f"Bigtable is unreachable or too slow ({type(error).__name__}): {message}",
+                            "check the instance, your network, or BIGTABLE_EMULATOR_HOST for the emulator")
+    if isinstance(error, api.InvalidArgument):
+        return UsageError(f"Bigtable refused the request: {message}")
+    if isinstance(error, api.GoogleAPIError):
+        return ServiceError(f"Bigtable: {type(error).__name__}: {message}")
+    return None
+
+
+def _first_line(text: str) -> str:
+    return " ".join(text.strip().splitlines()[0].split()) if text.strip() else text
+
+
+def _os(error: BaseException) -> Ddb2btError | None:
+    if isinstance(error, OSError) and not isinstance(error, (ConnectionError, TimeoutError)):
+        where = f"{error.filename}: " if error.filename is not None else ""
+        return UsageError(f"{where}{error.strerror or _one_line(error)}")
+    if isinstance(error, (ConnectionError, TimeoutError)):
+        return ServiceError(_one_line(error))
+    return None
