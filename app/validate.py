@@ -41,8 +41,8 @@ def validate(spec: MappingSpec | str | Path, sample: int, full: bool = False, op
     from ..pipelines.target import describe_target, probe_target
 
     spec = load_spec(spec, options)
+    spec = with_source_keys(spec, describe_source(spec))  # the source first, as migrate does
     probe_target(spec.target, must_exist=True)  # a dead Bigtable or a missing table fails here, in seconds
-    spec = with_source_keys(spec, describe_source(spec))
     announce(step, "reading the source…")
     items = read_items(spec.source, None if full else sample)
     announce(step, f"mapping {len(items)} items and reading their rows from Bigtable…")

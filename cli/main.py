@@ -48,7 +48,11 @@ def main(
     if not debug:
         import warnings
 
+        import logging
+
         warnings.filterwarnings("ignore", message="Connecting to Bigtable emulator")  # BIGTABLE_EMULATOR_HOST is deliberate
+        # The client's metrics layer logs its own bookkeeping errors when a call fails; the call's error is what we show.
+        logging.getLogger("google.cloud.bigtable.data._metrics").setLevel(logging.CRITICAL)
     if debug:
         import logging
 

@@ -1,0 +1,151 @@
+"""Error -> (exit code, one line, no traceback) for `migrate`, `validate` and `migrate-plan`, against real servers.
+
+Every case is a real fault: a missing file, a table that is not there, a server that is not
+listening, no credentials, a gRPC peer that answers PERMISSION_DENIED to every call.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent import futures
+
+import grpc
+import pytest
+from typer.testing import CliRunner
+
+from ddb2bt.cli.main import app
+from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+
+COMMANDS = ("migrate", "validate", "migrate-plan")
+DEAD = "127.0.0.1:9"  # discard port: nothing listens there
+
+SPEC = """\
+source: {{table: {table}, endpoint_url: "{endpoint}", region: us-east-1}}
+target: {{table: {table}, families: {{f: {{max_versions: 1}}}}}}
+migration_time: "2024-01-01T00:00:00Z"
+entities:
+  - name: item
+    row_key: "{{pk}}"
+    columns: [{{attribute: v, family: f}}]
+"""
+
+
+def invoke(*args):
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    return result.exit_code, result.stderr
+
+
+@pytest.fixture
+def source(moto_server, unique_name, tmp_path):
+    """A spec file for a real two-item table in moto_server."""
+    client = make_client(ClientSettings(endpoint_url=moto_server.endpoint))
+    create_table(client, unique_name, "pk")
+    put_items(client, unique_name, [{"pk": {"S": "a"}, "v": {"S": "1"}}, {"pk": {"S": "b"}, "v": {"S": "2"}}])
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(table=unique_name, endpoint=moto_server.endpoint))
+    return spec
+
+
+@pytest.fixture
+def denying_bigtable(monkeypatch):
+    """A gRPC server on loopback that refuses every Bigtable call with PERMISSION_DENIED."""
+
+    def deny(request, context):
+        context.abort(grpc.StatusCode.PERMISSION_DENIED, "caller lacks bigtable.tables.readRows")
+        yield  # pragma: no cover - abort raises
+
+    class Deny(grpc.GenericRpcHandler):
+        def service(self, handler_call_details):
+            return grpc.unary_stream_rpc_method_handler(deny)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), handlers=[Deny()])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", f"127.0.0.1:{port}")
+    yield
+    server.stop(0)
+
+
+def check(code, stderr, expected_code, text):
+    """The exit code, and one `error:` line, the last, naming ``text`` (migrate says where it writes before it)."""
+    assert code == expected_code, stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and stderr.rstrip().endswith(errors[0]), stderr
+    assert text in errors[0] and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_missing_spec(command, tmp_path):
+    check(*invoke(command, tmp_path / "nope.yaml"), 2, "nope.yaml")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_bad_spec(command, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("source: {table: T}\ntarget: {table: t, families: {f: {}}}\nentities: []\n")
+    check(*invoke(command, spec), 2, "spec.yaml")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_missing_dynamodb_table(command, bigtable_env, moto_server, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(table="NoSuchTable", endpoint=moto_server.endpoint))
+    check(*invoke(command, spec), 2, "check the table name")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_unreachable_dynamodb(command, bigtable_env, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(table="T", endpoint=f"http://{DEAD}"))
+    check(*invoke(command, spec), 3, "check --endpoint-url")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_no_aws_credentials(command, bigtable_env, source, monkeypatch, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    check(*invoke(command, source), 3, "configure AWS credentials")
+
+
+def test_missing_bigtable_table_on_validate(bigtable_env, source):
+    check(*invoke("validate", source), 2, "does not exist")
+
+
+@pytest.mark.parametrize("command", ("migrate", "validate"))
+def test_permission_denied(command, denying_bigtable, source):
+    check(*invoke(command, source), 3, "PermissionDenied")
+
+
+@pytest.mark.parametrize("command", ("migrate", "validate"))
+def test_emulator_down_fails_within_15_s(command, source, monkeypatch):
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", DEAD)
+    start = time.monotonic()
+    check(*invoke(command, source), 3, "unreachable")
+    assert time.monotonic() - start < 15
+
+
+def test_nothing_to_resume(bigtable_env, source, tmp_path):
+    check(*invoke("migrate", source, "--resume", "--run-dir", tmp_path / "never"), 2, "nothing to resume")
+
+
+def test_resume_needs_the_run_folder(bigtable_env, source):
+    check(*invoke("migrate", source, "--resume"), 2, "--run-dir")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_unknown_option(command, tmp_path):
+    check(*invoke(command, tmp_path / "nope.yaml", "--bogus-flag"), 2, "--bogus-flag")
+
+
+@pytest.mark.parametrize("segments", ["0", "1000001"])
+def test_segment_count_out_of_range(segments, tmp_path):
+    check(*invoke("migrate", tmp_path / "nope.yaml", "--total-segments", segments), 2, "--total-segments")
+
+
+def test_no_target_names_and_no_emulator_refuses(source, monkeypatch):
+    monkeypatch.delenv("BIGTABLE_EMULATOR_HOST", raising=False)
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT", raising=False)
+    check(*invoke("migrate", source), 2, "pass --project and --instance")
