@@ -8,6 +8,7 @@ setup:
 	bash tools/setup.sh
 
 test: setup
+	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: setup

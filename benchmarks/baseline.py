@@ -19,7 +19,7 @@ import json
 import os
 import struct
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 

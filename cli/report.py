@@ -180,7 +180,7 @@ def _reads(plan: MigrationPlan) -> list[Block]:
     source = plan.source
     sort = plan.sort_key or "the sort key"
     items = [
-        f"GetItem by key → ReadRow by row key; BatchGetItem → ReadRows with a row set.",
+        "GetItem by key → ReadRow by row key; BatchGetItem → ReadRows with a row set.",
         f"Query on {plan.partition_key or 'the partition key'} with a condition on {sort} → a row range (when the sort key "
         "is in the row key) or a column range / qualifier filter within one row (when it became a qualifier); "
         "rows come back sorted by key bytes, forward or reversed, with no 1 MB page limit.",

@@ -21,7 +21,7 @@ from .encodings import decode
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
 from .decode import Decoder, Loss, compile_decoder, round_trip
 from .lints import Lint, lint, lint_data, lint_losses
-from .results import Cell, ItemError, MappedRow, MapResult, Skipped
+from .results import Cell, ItemError, MappedRow, Skipped
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
 from .spec import EntitySpec, GcPolicy, Layout, MappingSpec
 

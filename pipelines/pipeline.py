@@ -21,19 +21,16 @@ from __future__ import annotations
 
 import gc
 import logging
-import time
-from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from ..mappers.results import ItemError, MappedRow, Skipped
+from ..mappers.results import MappedRow, Skipped
 from . import checkpoint as ckpt
 from .batches import BATCH_ITEMS, Batch, SegmentDone
-from .bigtable_sink import NAMESPACE, FlowControl, WriteToBigtable, ensure_table
-from .dead_letters import DeadLetter, consolidate, write_part
-from .sources import read_items
+from .bigtable_sink import NAMESPACE, FlowControl, WriteToBigtable
+from .dead_letters import DeadLetter, write_part
 
 log = logging.getLogger(__name__)
 
