@@ -9,7 +9,7 @@ says so); a folder the demo did not make is refused, never deleted.
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -77,7 +77,7 @@ def run_demo(out: Path, say: Callable[[str], object],
             say(f"  migrate-plan: {the_plan.sample.mapped} of {the_plan.sample.items} items map to "
                 f"{the_plan.sample.distinct_row_keys} rows; {errors} errors, {warnings} warnings")
 
-            result = migrate(spec_path, RunOptions(endpoint_url=moto.endpoint, run_dir=str(folder / "run")))
+            result = migrate(spec_path, replace(options, run_dir=str(folder / "run")))
             c = result.counters
             say(f"  migrate: {c['rows_written']} written, {c['dead_lettered']} dead-lettered, {c['skipped']} skipped — "
                 f"{'reconciled' if result.ok else 'NOT reconciled: ' + '; '.join(result.problems)}")

@@ -42,6 +42,8 @@ class PreparedRun:
     target: str
     """Where the writes go, one line (emulator or Cloud Bigtable, project/instance/table)."""
     runner: str
+    direct: bool
+    """The runner works on this machine (DirectRunner, Prism): local run folders are fine, and it is waited for."""
     dry_run: bool
     scanning: bool
     total_segments: int
@@ -53,9 +55,6 @@ class PreparedRun:
     def source(self) -> str:
         return self.spec.source.table or self.spec.source.export.path
 
-    @property
-    def direct(self) -> bool:
-        return "Direct" in self.runner or "Prism" in self.runner
 
 
 @dataclass
@@ -90,7 +89,10 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     """Check everything a run needs, in order, without writing anything; UsageError/ServiceError on the first problem."""
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
+    from apache_beam.io.filesystems import FileSystems
+
     from ..pipelines import checkpoint as ckpt
+    from ..pipelines.options import is_direct_runner
     from ..pipelines.target import describe_target
 
     spec = load_spec(spec, options)
@@ -100,7 +102,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     pipeline_options = PipelineOptions(beam_args)
     runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
     dry_run = bool(pipeline_options.view_as(TestOptions).dry_run)
-    direct = "Direct" in runner or "Prism" in runner
+    direct = is_direct_runner(runner)
     scanning = spec.source.export is None and options.sample is None
     assumptions: list[str] = []
 
@@ -111,7 +113,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         _require_shared("--run-dir", options.run_dir, runner)
         if options.dead_letter:
             _require_shared("--dead-letter", options.dead_letter, runner)
-    dead_letter = options.dead_letter or _join(run_dir, "dead_letters.jsonl")
+    dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
 
     total = options.total_segments or spec.source.total_segments
     if dry_run:
@@ -135,7 +137,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
             total = choose_total_segments(source.size_bytes if source else 0)
     return PreparedRun(
         spec=spec, options=options, pipeline_options=pipeline_options, run_dir=run_dir, dead_letter=dead_letter,
-        target=describe_target(spec.target), runner=runner, dry_run=dry_run, scanning=scanning,
+        target=describe_target(spec.target), runner=runner, direct=direct, dry_run=dry_run, scanning=scanning,
         total_segments=total or 1, assumptions=tuple(assumptions),
         now_ms=now_ms if now_ms is not None else int(time.time() * 1000),
     )
@@ -221,10 +223,6 @@ def _require_shared(flag: str, path: str | None, runner: str) -> None:
             f"{flag} {path or '(not given)'}: {runner} workers run on other machines and cannot write a local folder",
             f"pass {flag} gs://BUCKET/... (or s3://...), a location only the migration's operators can read",
         )
-
-
-def _join(folder: str, name: str) -> str:
-    return f"{folder.rstrip('/')}/{name}" if "://" in folder else str(Path(folder) / name)
 
 
 def _stages(pipeline: Any) -> tuple[str, ...]:

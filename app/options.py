@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Callable
+from typing import Any
 
 from ..mappers.errors import UsageError
+from ..mappers.limits import SCAN_SEGMENTS_MAX
 
-MAX_SEGMENTS = 1_000_000
-"""DynamoDB's own limit on Scan's TotalSegments."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("dead_letter", str, "Dead-letter file (default <run dir>/dead_letters.jsonl). It holds whole items, i.e. "
            "user data."),
     Option("resume", bool, "Continue the run in --run-dir, skipping the scan segments it completed.", False),
-    Option("total_segments", int, "Parallel scan segments (overrides the spec).", minimum=1, maximum=MAX_SEGMENTS),
+    Option("total_segments", int, "Parallel scan segments (overrides the spec).", minimum=1, maximum=SCAN_SEGMENTS_MAX),
     Option("sample", int, "Migrate only the first N items (a trial run, no checkpoint).", minimum=1),
     Option("no_wait", bool, "On Dataflow: return once the job is submitted instead of waiting for it.", False),
     Option("endpoint_url", str, "DynamoDB endpoint (a local DynamoDB); overrides source.endpoint_url.", group="aws"),
@@ -66,7 +65,6 @@ RUN_OPTIONS: tuple[Option, ...] = (
         ("max_pending_entries", "rows in flight per writer before the bundle waits"),
     )),
 )
-OPTIONS_BY_NAME = {option.name: option for option in RUN_OPTIONS}
 FLOW_NAMES = tuple(option.name for option in RUN_OPTIONS if option.group == "writer")
 
 
@@ -110,9 +108,6 @@ class RunOptions:
         given = {name: getattr(self, name) for name in FLOW_NAMES if getattr(self, name) is not None}
         return replace(FlowControl(), **given)
 
-    def with_beam_args(self, *args: str) -> RunOptions:
-        return replace(self, beam_args=self.beam_args + args)
-
 
 assert {f.name for f in fields(RunOptions)} == {o.name for o in RUN_OPTIONS} | {"beam_args"}, "one definition"
 
@@ -139,15 +134,15 @@ def _boolean(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"must be true or false, got {text!r}")
 
 
-def _parser(extra: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.ArgumentParser:
+def _parser(with_spec: bool) -> argparse.ArgumentParser:
     parser = _Parser(add_help=False, allow_abbrev=False)
     for option in RUN_OPTIONS:
         if option.type is bool:  # `--resume` on a command line, `--resume=true` from a Flex Template
             parser.add_argument(*option.flags, dest=option.name, nargs="?", const=True, default=None, type=_boolean)
         else:
             parser.add_argument(*option.flags, dest=option.name, type=option.type, default=None)
-    if extra:
-        extra(parser)
+    if with_spec:  # the Flex Template's one parameter that is no run option
+        parser.add_argument("--spec", default=None)
     return parser
 
 
@@ -156,8 +151,7 @@ def parse_args(argv: list[str] | tuple[str, ...], *, with_spec: bool = False) ->
 
     Anything that is neither is a UsageError naming it.
     """
-    add_spec = (lambda parser: parser.add_argument("--spec", default=None)) if with_spec else None
-    known, rest = _parser(add_spec).parse_known_args(list(argv))
+    known, rest = _parser(with_spec).parse_known_args(list(argv))
     values = vars(known)
     spec = values.pop("spec", None)
     return RunOptions.from_values(values, rest), spec

@@ -16,25 +16,16 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from ..mappers.errors import Ddb2btError, recover
+from ..mappers.errors import Ddb2btError
 
 INTERRUPTED = 130
 
 
 def classify(error: BaseException) -> Ddb2btError | None:
     """The ddb2bt error for ``error``, or None for a bug (which keeps its traceback under --debug)."""
-    if "botocore" in sys.modules or "google.api_core" in sys.modules or isinstance(error, OSError):
-        from ..pipelines.service_errors import as_ddb2bt_error
+    from ..pipelines.service_errors import as_ddb2bt_error  # light: it looks only at libraries already loaded
 
-        return as_ddb2bt_error(error)
-    return recover(error)
-
-
-def _lines(error: Ddb2btError) -> list[str]:
-    many = getattr(error, "errors", None)  # SpecErrors: one line per problem, so all are fixed in one go
-    if isinstance(many, list) and many:
-        return [" ".join(e.render().split()) for e in many]
-    return [error.one_line()]
+    return as_ddb2bt_error(error)
 
 
 def report(code: int, lines: list[str]) -> NoReturn:
@@ -75,4 +66,4 @@ class ErrorHandlingGroup(TyperGroup):
                 typer.echo(f"error: unexpected {type(error).__name__}: {' '.join(str(error).split())[:500]} "
                            "(a bug: please report it; run with --debug for the traceback)", err=True)
                 raise typer.Exit(1) from None
-            report(found.exit_code, _lines(found))
+            report(found.exit_code, found.lines())

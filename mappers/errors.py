@@ -2,11 +2,11 @@
 
 Every error a user can cause or meet is a :class:`Ddb2btError`, and its class says what kind it is::
 
-    Ddb2btError                 exit 1  the run happened and did not add up (RunFailed)
-    ├── UsageError              exit 2  bad flag, spec, file, or a target that disagrees with the spec;
-    │                                   nothing was started (SpecError, ResumeError, ExportError, ...)
+    Ddb2btError                 exit 1  (the base; a run that ends but does not reconcile is a result, not an error)
+    ├── UsageError              exit 2  bad flag, spec, file, a missing table, or a target that disagrees with
+    │                                   the spec; nothing was started (SpecError, ResumeError, ExportError, ...)
     └── ServiceError            exit 3  a dependency is unreachable, too slow, or refused us
-                                        (credentials, permissions, a missing source table, a dead emulator)
+                                        (credentials, permissions, a dead emulator)
 
 Item problems (an unmappable item, a refused write) are not exceptions: they are values
 (``mappers.results.ItemError``) that become dead letters, and the run goes on.
@@ -28,7 +28,7 @@ _REGISTRY: dict[str, type[Ddb2btError]] = {}
 
 
 class Ddb2btError(Exception):
-    """Base of every ddb2bt error; ``str()`` is the one line a user sees, ``hint`` what to do about it."""
+    """Base of every ddb2bt error; ``str()`` is what a user sees: what went wrong and, after `; `, what to do."""
 
     exit_code: ClassVar[int] = FAILED
 
@@ -45,6 +45,10 @@ class Ddb2btError(Exception):
     def one_line(self) -> str:
         """The message (hint included) on one line."""
         return " ".join(str(self).split()) or type(self).__name__
+
+    def lines(self) -> list[str]:
+        """What to show, one line per problem (an error that gathers several problems lists each)."""
+        return [self.one_line()]
 
 
 def _rebuild(cls: type[Ddb2btError], message: str) -> Ddb2btError:
@@ -64,10 +68,6 @@ class ServiceError(Ddb2btError):
     """A service (DynamoDB, Bigtable, S3/GCS, a local server) is unreachable, too slow, or refused the request."""
 
     exit_code = UNAVAILABLE
-
-
-class RunFailed(Ddb2btError):
-    """The run finished but did not reconcile, or the pipeline ended in a failed state."""
 
 
 # "ddb2bt.pipelines.bigtable_sink.BigtableWriteError: message", as a traceback prints an error.

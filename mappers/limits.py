@@ -18,6 +18,9 @@ ROW_MAX_BYTES = 256 * 1024 * 1024
 MUTATIONS_PER_ENTRY_MAX = 100_000
 FAMILIES_WARN = 100
 
+SCAN_SEGMENTS_MAX = 1_000_000
+"""DynamoDB's limit on Scan's TotalSegments: the one source limit the spec, the flags and the scan all check."""
+
 TIMESTAMP_MAX_MICROS = 253_402_300_799_999_000
 """9999-12-31T23:59:59.999Z, the latest cell timestamp ddb2bt writes. Bigtable's own bound is int64
 microseconds (year 294,247), but a time past 9999 is no date Python (plan previews, validation,

@@ -54,6 +54,9 @@ class SpecErrors(SpecError):
     def render(self) -> str:
         return "\n".join(error.render() for error in self.errors)
 
+    def lines(self) -> list[str]:
+        return [" ".join(error.render().split()) for error in self.errors]
+
 
 class _SpecLoader(yaml.SafeLoader):
     """SafeLoader that bounds what a hostile document can cost before any object is built.

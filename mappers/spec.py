@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from .limits import SCAN_SEGMENTS_MAX
 from .templates import parse_template
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$")
@@ -75,7 +76,7 @@ class SourceSpec(StrictModel):
     """Read a DynamoDB export instead of scanning the table (costs no read capacity)."""
     consistent_read: bool = False
     """Strongly consistent scan reads (twice the read capacity)."""
-    total_segments: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    total_segments: Annotated[int, Field(ge=1, le=SCAN_SEGMENTS_MAX)] | None = None
     """Parallel scan segments; chosen from the table size (about one per GiB) when omitted."""
     read_budget: Annotated[float, Field(gt=0, le=1)] = 0.5
     """Fraction of the table's read capacity the scan may consume."""

@@ -30,13 +30,12 @@ from ..mappers.plan import SourceDescription
 from .batches import Batch, SegmentDone
 from .dynamodb_client import ClientSettings, describe_source, make_client
 from ..mappers.errors import ServiceError
+from ..mappers.limits import SCAN_SEGMENTS_MAX
 
 log = logging.getLogger(__name__)
 
 GIB = 1 << 30
 MAX_AUTO_SEGMENTS = 1000
-MAX_SEGMENTS = 1_000_000
-"""DynamoDB's own limit on TotalSegments."""
 
 THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 TRANSIENT_CODES = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
@@ -51,8 +50,8 @@ def choose_total_segments(
     An explicit request wins, up to DynamoDB's limit of 1,000,000 segments.
     """
     if requested is not None:
-        if not 1 <= requested <= MAX_SEGMENTS:
-            raise ValueError(f"total segments must be between 1 and {MAX_SEGMENTS}, got {requested}")
+        if not 1 <= requested <= SCAN_SEGMENTS_MAX:
+            raise ValueError(f"total segments must be between 1 and {SCAN_SEGMENTS_MAX}, got {requested}")
         return requested
     if size_bytes < 0:
         raise ValueError(f"table size cannot be negative: {size_bytes}")
@@ -228,8 +227,8 @@ def scan_pages(
     Raises :class:`ScanFailedError` when a page cannot be read, and lets other errors (missing
     table, bad credentials, validation) through at once: those do not get better by waiting.
     """
-    if not 0 <= segment < total_segments <= MAX_SEGMENTS:
-        raise ValueError(f"segment {segment} is not in 0..{total_segments - 1} (total at most {MAX_SEGMENTS})")
+    if not 0 <= segment < total_segments <= SCAN_SEGMENTS_MAX:
+        raise ValueError(f"segment {segment} is not in 0..{total_segments - 1} (total at most {SCAN_SEGMENTS_MAX})")
     request: dict[str, Any] = {
         "TableName": table,
         "ConsistentRead": consistent_read,

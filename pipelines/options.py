@@ -11,6 +11,12 @@ import os
 from apache_beam.options.pipeline_options import PipelineOptions
 
 
+def is_direct_runner(runner: object) -> bool:
+    """Whether ``runner`` (a name or a runner) runs on this machine: the DirectRunner, or Beam's Prism runner."""
+    name = str(runner or "DirectRunner")
+    return "Direct" in name or "Prism" in name
+
+
 def concurrent_segments(options: PipelineOptions, total_segments: int) -> int:
     """How many scan segments run at once, so the read budget is split among them and no more.
 
@@ -20,8 +26,7 @@ def concurrent_segments(options: PipelineOptions, total_segments: int) -> int:
     """
     from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
 
-    runner = options.view_as(StandardOptions).runner or "DirectRunner"
-    if "Direct" not in str(runner):
+    if not is_direct_runner(options.view_as(StandardOptions).runner):
         return total_segments
     direct = options.view_as(DirectOptions)
     if direct.direct_running_mode == "in_memory":

@@ -155,9 +155,11 @@ def test_bigtable_dying_mid_run_ends_the_run_within_two_minutes(kill_source, tmp
 # --------------------------------------------------------------------------- a misbehaving source
 
 
-def proxied(spec: MappingSpec, port: int) -> MappingSpec:
-    return spec.model_copy(update={"source": spec.source.model_copy(
-        update={"endpoint_url": f"http://127.0.0.1:{port}"})})
+def run_through(proxy: HttpFaultProxy, spec: MappingSpec, tmp_path: Path) -> dict[str, int]:
+    """The migration of ``spec`` with its source reached through ``proxy``; its counters."""
+    with serving(proxy) as port:
+        source = spec.source.model_copy(update={"endpoint_url": f"http://127.0.0.1:{port}"})
+        return run_pipeline(spec.model_copy(update={"source": source}), tmp_path)
 
 
 def run_pipeline(spec: MappingSpec, tmp_path: Path) -> dict[str, int]:
@@ -185,8 +187,7 @@ def small_source(dynalite, unique_name):
 def test_truncated_scan_bodies_are_retried_and_nothing_is_lost(bigtable_env, small_source, tmp_path):
     server, spec, items = small_source
     proxy = HttpFaultProxy(server.host, server.port, truncate=3)
-    with serving(proxy) as port:
-        counters = run_pipeline(proxied(spec, port), tmp_path)
+    counters = run_through(proxy, spec, tmp_path)
     assert proxy.truncated == 3
     assert counters["items_read"] == counters["rows_written"] == len(items)
     assert counters["scan_retries"] >= 3
@@ -197,8 +198,7 @@ def test_a_cut_body_without_a_checksum_is_still_retried(bigtable_env, small_sour
     """botocore parses a body it cannot read into an empty result; the scan must not take it for an empty page."""
     server, spec, items = small_source
     proxy = HttpFaultProxy(server.host, server.port, truncate=2, drop_checksums=True)
-    with serving(proxy) as port:
-        counters = run_pipeline(proxied(spec, port), tmp_path)
+    counters = run_through(proxy, spec, tmp_path)
     assert proxy.truncated == 2 and counters["scan_retries"] == 2
     assert read_cells(spec.target) == expected_cells(spec, items)
 
@@ -206,8 +206,7 @@ def test_a_cut_body_without_a_checksum_is_still_retried(bigtable_env, small_sour
 def test_throttled_pages_are_counted_and_the_table_is_complete(bigtable_env, small_source, tmp_path):
     server, spec, items = small_source
     proxy = HttpFaultProxy(server.host, server.port, throttle=4)
-    with serving(proxy) as port:
-        counters = run_pipeline(proxied(spec, port), tmp_path)
+    counters = run_through(proxy, spec, tmp_path)
     assert proxy.throttled == 4
     assert counters["scan_retries"] == 4 and counters["throttled_pages"] >= 1
     assert read_cells(spec.target) == expected_cells(spec, items)
