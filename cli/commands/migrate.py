@@ -27,7 +27,8 @@ def command(ctx: typer.Context, spec: SpecArg, *, options: RunOptions) -> None:
     prepared = use_case.prepare(spec, options)
     say(f"migrate {prepared.source} → {prepared.target}")
     say(f"runner {prepared.runner}{' (dry run: nothing is read or written)' if prepared.dry_run else ''}; "
-        f"run folder {prepared.run_dir}" + (f"; {prepared.total_segments} scan segments" if prepared.scanning else ""))
+        f"run folder {prepared.run_dir}" + (f"; {prepared.total_segments} scan segment{'s' * (prepared.total_segments != 1)}"
+           if prepared.scanning else ""))
     for assumption in prepared.assumptions:
         say(f"assumed: {assumption}")
     if prepared.dry_run or not prepared.direct:
