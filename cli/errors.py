@@ -43,7 +43,8 @@ class ErrorHandlingGroup(TyperGroup):
             code = super().main(*args, **{**kwargs, "standalone_mode": False})
         except typer.TyperException as usage:  # typer's usage errors, in the same one-line style as ours
             hint = f" (see `{usage.ctx.command_path} --help`)" if getattr(usage, "ctx", None) else ""
-            typer.echo(f"error: {' '.join(usage.format_message().split())}{hint}", err=True)
+            message = " ".join(usage.format_message().replace("Value error, ", "").split())
+            typer.echo(f"error: {message}{hint}", err=True)
             sys.exit(usage.exit_code)
         except typer.Abort:
             typer.echo("error: interrupted", err=True)

@@ -20,7 +20,7 @@ app = typer.Typer(
     cls=ErrorHandlingGroup,
     help="Migrate DynamoDB tables into Cloud Bigtable with a declarative mapping spec.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_show_locals=False,  # locals may hold credentials
 )
 

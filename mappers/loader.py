@@ -6,11 +6,12 @@ The error names the file, the field path (`entities[2].row_key`) and, for YAML, 
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import yaml
 from pydantic import ValidationError
@@ -207,13 +208,58 @@ def _line_for(path: Path_, lines: dict[Path_, int]) -> int | None:
     return None
 
 
-def _message(error: dict) -> str:
+def did_you_mean(word: object, choices: Iterable[str]) -> str:
+    """`did you mean 'x'?` for the choice closest to a misspelt ``word`` (case ignored), or ''."""
+    if not isinstance(word, str):
+        return ""
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(word.lower(), by_lower, n=1, cutoff=0.6)
+    return f"did you mean {by_lower[close[0]]!r}?" if close else ""
+
+
+def _message(error: Any, path: Path_) -> str:
     kind, message = error["type"], error["msg"]
     if kind == "extra_forbidden":
-        return "unknown key (check the spelling; see docs/SPEC.md for the keys allowed here)"
+        allowed = _keys_allowed(path[:-1])
+        guess = did_you_mean(path[-1], allowed) if path else ""
+        if guess:
+            return f"unknown key (check the spelling: {guess})"
+        listed = f"keys allowed here: {', '.join(sorted(allowed))}" if allowed else "see docs/SPEC.md for the keys allowed here"
+        return f"unknown key (check the spelling; {listed})"
     if kind == "missing":
         return "required key is missing"
+    if kind in ("enum", "literal_error"):  # "Input should be 'a', 'b' or 'c'"
+        guess = did_you_mean(error.get("input"), re.findall(r"'([^']*)'", error.get("ctx", {}).get("expected", "")))
+        return f"{message}; {guess}" if guess else message
     return message.removeprefix("Value error, ")
+
+
+def _keys_allowed(path: Path_) -> set[str]:
+    """The keys the spec's JSON Schema allows in the mapping at ``path`` (every alternative of a union)."""
+    from .schema import json_schema
+
+    schema = json_schema()
+    defs = schema.get("$defs", {})
+
+    def expand(node: Any) -> Iterator[dict]:
+        if not isinstance(node, dict):
+            return
+        if "$ref" in node:
+            yield from expand(defs.get(node["$ref"].rsplit("/", 1)[-1]))
+        for alternative in node.get("anyOf", []) + node.get("oneOf", []) + node.get("allOf", []):
+            yield from expand(alternative)
+        yield node
+
+    nodes = [schema]
+    for part in path:
+        step = []
+        for node in (n for start in nodes for n in expand(start)):
+            if isinstance(part, int):
+                step.append(node.get("items"))
+            else:
+                step.append(node.get("properties", {}).get(part, node.get("additionalProperties")))
+        nodes = [n for n in step if isinstance(n, dict)]
+    return {key for start in nodes for node in expand(start) for key in node.get("properties", {})}
 
 
 def validate_data(data: Any, file: str | None = None, lines: dict[Path_, int] | None = None) -> MappingSpec:
@@ -230,7 +276,7 @@ def validate_data(data: Any, file: str | None = None, lines: dict[Path_, int] | 
         for error in err.errors():
             # pydantic appends union-member and validator names to loc; keep the real field path.
             path = tuple(part for part in error["loc"] if isinstance(part, int) or not _is_internal(part))
-            errors.append(SpecError(_message(error), file, format_path(path), _line_for(path, lines)))
+            errors.append(SpecError(_message(error, path), file, format_path(path), _line_for(path, lines)))
         raise (errors[0] if len(errors) == 1 else SpecErrors(errors)) from None
     problems = check_spec(spec)
     if problems:
