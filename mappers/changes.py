@@ -1,0 +1,185 @@
+"""Changes to DynamoDB items, turned into cell-precise Bigtable mutations through the spec. Pure: no I/O.
+
+A change is what DynamoDB Streams (NEW_AND_OLD_IMAGES) or an incremental export reports for one
+item: its key, the image before (``old``) and after (``new``), and its position on the item's
+timeline. :func:`diff` maps both images with the *same* compiled spec (the same "now" as the
+backfill, so default timestamps match) and returns, per Bigtable row, the cells to set (everything
+the new image produces) and the cells to delete: those the old image produced that the new one no
+longer does, each named by family, qualifier *and timestamp* (a ``DeleteFromColumn`` over that one
+millisecond). Other items folded into the same row are never touched: there is no row delete.
+
+An item that changes entity, row key or timestamps needs nothing special: its old cells are
+deleted wherever they were (another row included) and its new cells written wherever they go.
+
+Several changes of one item (a batch of stream records) fold into one :class:`ChangeSet`:
+delete every cell any of the old images produced that the last image does not, set the last
+image's cells. Applied to any state, that has exactly the effect of applying the changes one
+after the other (see docs/CUTOVER.md, "Why it converges"), and it is one mutation entry per row.
+
+An image that does not map (an :class:`ItemError`) produces no cells, as in the backfill, which
+dead-letters such items: its change still deletes the old cells, and is reported as a dead letter
+carrying the change record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from .results import Cell, ItemError, MappedRow, Skipped
+
+Item = dict[str, Any]
+
+INSERT, MODIFY, REMOVE = "INSERT", "MODIFY", "REMOVE"
+KINDS = (INSERT, MODIFY, REMOVE)
+
+
+class Change(NamedTuple):
+    """One change of one item, in DynamoDB wire format (``B`` as bytes or base64 text)."""
+
+    keys: Item
+    old: Item | None
+    new: Item | None
+    kind: str
+    """INSERT, MODIFY or REMOVE (for exports: inferred from which images are present)."""
+    time_us: int
+    """When it happened: WriteTimestampMicros (exports) or ApproximateCreationDateTime (streams), in µs."""
+    sequence: str = ""
+    """The stream sequence number (empty for exports); orders changes of one item within a shard."""
+    ttl: bool = False
+    """A deletion by DynamoDB's TTL process (stream userIdentity: Service dynamodb.amazonaws.com)."""
+
+    def record(self) -> dict[str, Any]:
+        """The change as a plain record, for dead letters."""
+        return {"Keys": self.keys, "OldImage": self.old, "NewImage": self.new, "eventName": self.kind,
+                "WriteTimestampMicros": self.time_us, "SequenceNumber": self.sequence or None, "ttl": self.ttl}
+
+
+def kind_of_change(old: Item | None, new: Item | None) -> str:
+    """INSERT (no old image), REMOVE (no new image) or MODIFY (both)."""
+    if new is None:
+        return REMOVE
+    return INSERT if old is None else MODIFY
+
+
+class CellDelete(NamedTuple):
+    """One cell to delete: exactly ``family:qualifier`` at ``timestamp_micros`` (a 1 ms range)."""
+
+    family: str
+    qualifier: bytes
+    timestamp_micros: int
+
+
+class RowChange(NamedTuple):
+    """What one item's changes do to one Bigtable row: cells to delete, then cells to set."""
+
+    row_key: bytes
+    deletes: tuple[CellDelete, ...]
+    sets: tuple[Cell, ...]
+
+    @property
+    def mutation_count(self) -> int:
+        return len(self.deletes) + len(self.sets)
+
+
+class ChangeSet(NamedTuple):
+    """The mutations of one item's changes, and the changes whose new image did not map (dead letters)."""
+
+    rows: tuple[RowChange, ...]
+    entity: str | None
+    failures: tuple[tuple[Change, ItemError], ...] = ()
+
+
+class NothingToDo(NamedTuple):
+    """Neither image produces cells (both skipped by the spec, or never mapped): counted as skipped."""
+
+    reason: str
+
+
+def _cells(compiled: Any, image: Item | None) -> tuple[MappedRow | None, ItemError | None, Skipped | None]:
+    if image is None:
+        return None, None, None
+    result = compiled.map_item(image)
+    if isinstance(result, MappedRow):
+        return result, None, None
+    if isinstance(result, ItemError):
+        return None, result, None
+    return None, None, result
+
+
+def diff(compiled: Any, change: Change) -> ChangeSet | NothingToDo:
+    """The mutations for one change (see :func:`diff_many`)."""
+    return diff_many(compiled, (change,))
+
+
+def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingToDo:
+    """The mutations for consecutive changes of one item, in order (first to last).
+
+    Deletes: every cell an old image (or an intermediate new image) produced that the last new
+    image does not produce, by exact coordinates; sets: the last new image's cells.
+    """
+    if not changes:
+        return NothingToDo("no changes")
+    produced: dict[bytes, dict[tuple[str, bytes, int], None]] = {}
+    failures: list[tuple[Change, ItemError]] = []
+    entity = None
+    skip_reason = None
+
+    def remember(row: MappedRow) -> None:
+        seen = produced.setdefault(row.row_key, {})
+        for cell in row.cells:
+            seen[(cell.family, cell.qualifier, cell.timestamp_micros)] = None
+
+    old_images = {id(change.old): change.old for change in changes if change.old is not None}
+    for image in old_images.values():  # all of them, not only the first: a redelivered change may break the chain
+        old_row, _old_error, _old_skip = _cells(compiled, image)
+        if old_row is not None:
+            remember(old_row)
+            entity = old_row.entity
+    last_row: MappedRow | None = None
+    for index, change in enumerate(changes):
+        row, error, skipped = _cells(compiled, change.new)
+        if error is not None:
+            failures.append((change, error))
+        if skipped is not None:
+            skip_reason = skipped.reason
+        if index < len(changes) - 1:
+            if row is not None:
+                remember(row)
+            continue
+        last_row = row
+    sets_by_row: dict[bytes, list[Cell]] = {}
+    keep: set[tuple[bytes, str, bytes, int]] = set()
+    if last_row is not None:
+        entity = last_row.entity
+        sets_by_row[last_row.row_key] = list(last_row.cells)
+        keep = {(last_row.row_key, c.family, c.qualifier, c.timestamp_micros) for c in last_row.cells}
+    rows: list[RowChange] = []
+    for row_key in dict.fromkeys([*produced, *sets_by_row]):
+        deletes = tuple(CellDelete(family, qualifier, micros)
+                        for family, qualifier, micros in produced.get(row_key, ())
+                        if (row_key, family, qualifier, micros) not in keep)
+        sets = tuple(sets_by_row.get(row_key, ()))
+        if deletes or sets:
+            rows.append(RowChange(row_key, deletes, sets))
+    if not rows and not failures:
+        return NothingToDo(skip_reason or "neither image produces cells")
+    return ChangeSet(tuple(rows), entity, tuple(failures))
+
+
+def group_by_item(changes: Iterable[Change], key_attributes: Sequence[str]) -> dict[tuple, list[Change]]:
+    """Changes grouped by item key, each group in the order given (callers give them in stream order)."""
+    groups: dict[tuple, list[Change]] = {}
+    for change in changes:
+        groups.setdefault(item_key(change.keys, key_attributes), []).append(change)
+    return groups
+
+
+def item_key(keys: Item, key_attributes: Sequence[str]) -> tuple:
+    """A hashable identity of an item from its key attributes (``B`` normalised to base64 text or bytes as given)."""
+    parts = []
+    for name in key_attributes or sorted(keys):
+        value = keys.get(name) or {}
+        parts.append(tuple(sorted((tag, payload if not isinstance(payload, bytearray) else bytes(payload))
+                                  for tag, payload in value.items())))
+    return tuple(parts)

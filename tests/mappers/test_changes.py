@@ -1,0 +1,172 @@
+"""The pure change diff: cells set and cells deleted (exact family, qualifier, timestamp), folded rows untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddb2bt.mappers.changes import Change, CellDelete, ChangeSet, NothingToDo, diff, diff_many, kind_of_change
+from ddb2bt.mappers.compiler import compile_spec
+from ddb2bt.mappers.spec import MappingSpec
+
+NOW_MS = 1_700_000_000_000
+
+SPEC = MappingSpec.model_validate({
+    "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+    "target": {"table": "t", "families": {"d": None, "c": None, "x": None}},
+    "entities": [
+        {"name": "skipme", "match": {"kind": "meta"}, "action": "skip"},
+        # A single-table design: every comment of a post is a cell of one column, at the comment's time.
+        {"name": "comment", "match": {"kind": "comment"}, "row_key": "{pk}",
+         "columns": [{"attribute": "Text", "family": "c", "qualifier": "{sk}", "encoding": "utf8",
+                      "timestamp": {"attribute": "At", "format": "epoch_ms"}}],
+         "drop": ["kind"]},
+        {"name": "post", "match": {"kind": "post"}, "row_key": "{pk}",
+         "columns": [{"attribute": "Title", "family": "d", "encoding": "utf8", "required": True}],
+         "rest": {"family": "x"}, "drop": ["kind", "sk"]},
+        {"name": "draft", "match": {"kind": "draft"}, "row_key": "draft#{pk}#{sk}",
+         "columns": [{"attribute": "Title", "family": "d", "encoding": "utf8"}], "rest": {"family": "x"},
+         "drop": ["kind"]},
+    ],
+})
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return compile_spec(SPEC, now_ms=NOW_MS)
+
+
+def post(**attributes):
+    item = {"pk": {"S": "p1"}, "sk": {"S": "post"}, "kind": {"S": "post"}, "Title": {"S": "hello"}}
+    item.update({name: {"S": value} for name, value in attributes.items()})
+    return item
+
+
+def comment(sk: str, text: str, at: int):
+    return {"pk": {"S": "p1"}, "sk": {"S": sk}, "kind": {"S": "comment"}, "Text": {"S": text}, "At": {"N": str(at)}}
+
+
+def change(old, new, time_us=1):
+    keys = {k: (new or old)[k] for k in ("pk", "sk")}
+    return Change(keys, old, new, kind_of_change(old, new), time_us)
+
+
+def only(result) -> ChangeSet:
+    assert isinstance(result, ChangeSet), result
+    return result
+
+
+def test_insert_sets_every_cell_and_deletes_nothing(compiled):
+    result = only(diff(compiled, change(None, post(Body="b"))))
+    (row,) = result.rows
+    assert row.row_key == b"p1" and row.deletes == ()
+    assert {(c.family, c.qualifier, c.value) for c in row.sets} == {("d", b"Title", b"hello"), ("x", b"Body", b'b')}
+
+
+def test_removed_attribute_is_deleted_at_its_exact_coordinates(compiled):
+    result = only(diff(compiled, change(post(Body="b", Tag="t"), post(Body="b2"))))
+    (row,) = result.rows
+    ts = NOW_MS * 1000  # no timestamp in the spec: the run's now, as the backfill wrote it
+    assert row.deletes == (CellDelete("x", b"Tag", ts),)
+    assert {(c.qualifier, c.value) for c in row.sets} == {(b"Title", b"hello"), (b"Body", b"b2")}
+
+
+def test_remove_deletes_only_the_items_cells_never_the_row(compiled):
+    # Two comments folded into the post's row: removing one deletes its one cell, nothing else.
+    result = only(diff(compiled, change(comment("c#1", "first", 1_000), None)))
+    (row,) = result.rows
+    assert row.row_key == b"p1" and row.sets == ()
+    assert row.deletes == (CellDelete("c", b"c#1", 1_000_000),)
+
+
+def test_changed_timestamp_deletes_the_old_cell_and_writes_the_new(compiled):
+    result = only(diff(compiled, change(comment("c#1", "x", 1_000), comment("c#1", "x", 5_000))))
+    (row,) = result.rows
+    assert row.deletes == (CellDelete("c", b"c#1", 1_000_000),)
+    assert [(c.qualifier, c.timestamp_micros) for c in row.sets] == [(b"c#1", 5_000_000)]
+
+
+def test_changed_entity_and_row_deletes_in_the_old_row_and_sets_in_the_new(compiled):
+    draft = {**post(), "kind": {"S": "draft"}}
+    result = only(diff(compiled, change(draft, post())))
+    rows = {row.row_key: row for row in result.rows}
+    assert set(rows) == {b"draft#p1#post", b"p1"}
+    assert rows[b"draft#p1#post"].sets == () and len(rows[b"draft#p1#post"].deletes) == 1
+    assert rows[b"p1"].deletes == () and result.entity == "post"
+
+
+def test_unmappable_new_image_deletes_the_old_cells_and_is_a_failure(compiled):
+    broken = post()
+    del broken["Title"]  # required
+    result = only(diff(compiled, change(post(), broken)))
+    (row,) = result.rows
+    assert row.sets == () and row.deletes == (CellDelete("d", b"Title", NOW_MS * 1000),)
+    ((failed, error),) = result.failures
+    assert failed.new is broken and error.attribute == "Title"
+
+
+def test_skipped_images_are_nothing_to_do(compiled):
+    meta = {"pk": {"S": "p1"}, "sk": {"S": "m"}, "kind": {"S": "meta"}}
+    assert isinstance(diff(compiled, change(meta, {**meta, "v": {"S": "2"}})), NothingToDo)
+
+
+def test_identical_images_rewrite_the_same_cells(compiled):
+    result = only(diff(compiled, change(post(), post())))
+    (row,) = result.rows
+    assert row.deletes == () and len(row.sets) == 1
+
+
+def test_several_changes_fold_into_the_sequential_effect(compiled):
+    v1, v2, v3 = post(A="1"), post(B="2"), post(C="3")
+    result = only(diff_many(compiled, [change(None, v1), change(v1, v2), change(v2, v3)]))
+    (row,) = result.rows
+    assert {d.qualifier for d in row.deletes} == {b"A", b"B"}
+    assert {c.qualifier for c in row.sets} == {b"Title", b"C"}
+    # the last change a removal: every cell any image produced is deleted
+    result = only(diff_many(compiled, [change(v1, v2), change(v2, None)]))
+    (row,) = result.rows
+    assert row.sets == () and {d.qualifier for d in row.deletes} == {b"Title", b"A", b"B"}
+
+
+# --------------------------------------------------------------------------- the convergence argument, on a model
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+VERSIONS = st.one_of(st.none(), st.builds(lambda a, b, c: post(**{k: v for k, v in (("A", a), ("B", b), ("C", c)) if v}),
+                                          st.sampled_from(["", "1", "2"]), st.sampled_from(["", "1"]),
+                                          st.sampled_from(["", "x"])))
+
+
+def apply(state: dict, result) -> None:
+    """Apply a change set to a model of one Bigtable table: {(row, family, qualifier, ts): value}."""
+    if isinstance(result, NothingToDo):
+        return
+    for row in result.rows:
+        for d in row.deletes:
+            state.pop((row.row_key, d.family, d.qualifier, d.timestamp_micros), None)
+        for c in row.sets:
+            state[(row.row_key, c.family, c.qualifier, c.timestamp_micros)] = c.value
+
+
+def cells_of(compiled, image) -> dict:
+    state: dict = {}
+    if image is not None:
+        apply(state, diff(compiled, change(None, image)))
+    return state
+
+
+@settings(max_examples=300, deadline=None)
+@given(versions=st.lists(VERSIONS, min_size=2, max_size=6), read=st.integers(0, 5), replay=st.integers(0, 5),
+       batch=st.integers(1, 3))
+def test_a_suffix_replayed_in_order_converges_from_any_version(compiled, versions, read, replay, batch):
+    """The backfill stored version `read`; the changes are then applied from any earlier point, in batches
+    folded by diff_many, and again from a later point (a redelivery after a restart): the result is
+    always exactly the last version's cells."""
+    chain = [change(old, new) for old, new in zip(versions, versions[1:]) if (old, new) != (None, None)]
+    read = min(read, len(versions) - 1)
+    state = cells_of(compiled, versions[read])
+    start = min(read, len(chain))
+    for pass_start in (0 if start == 0 else start - 1, min(replay, start)):
+        pending = chain[pass_start:]
+        for index in range(0, len(pending), batch):
+            apply(state, diff_many(compiled, pending[index:index + batch]))
+    assert state == cells_of(compiled, versions[-1])
