@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable
 from .options import RunOptions
 
 if TYPE_CHECKING:
-    from ..mappers.plan import SourceDescription
+    from ..mappers.source import SourceDescription
     from ..mappers.spec import MappingSpec
 
 Step = Callable[[str], object]

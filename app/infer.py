@@ -24,6 +24,7 @@ def infer(table: str, sample: int, options: RunOptions = RunOptions(), step: Ste
           client: Any = None) -> InferResult:
     from ..mappers.infer import infer_spec
     from ..mappers.loader import SpecError, validate_data
+    from ..mappers.source import SourceDescription
     from ..mappers.spec_yaml import render_yaml
     from ..pipelines.dynamodb_client import ClientSettings, describe_raw, make_client
     from ..pipelines.dynamodb_scan import sample_items
@@ -33,8 +34,7 @@ def infer(table: str, sample: int, options: RunOptions = RunOptions(), step: Ste
     announce(step, f"describing {table} and reading a sample of {sample} items…")
     response, ttl = describe_raw(client, table)
     items = sample_items(client, table, sample)
-    ttl_description = (ttl or {}).get("TimeToLiveDescription", {})
-    ttl_attribute = ttl_description.get("AttributeName") if ttl_description.get("TimeToLiveStatus") == "ENABLED" else None
+    ttl_attribute = SourceDescription.from_describe_table(response, ttl).ttl_active
     draft = infer_spec(response, items, ttl_attribute=ttl_attribute)
     source = draft.spec["source"]
     source.update({k: v for k, v in (("endpoint_url", options.endpoint_url), ("region", options.aws_region)) if v})

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from .source import key_schema
+
 Path = tuple[str | int, ...]
 
 TYPE_ATTRIBUTES = ("type", "entity", "kind", "_type", "__typename", "entitytype", "entity_type")
@@ -50,8 +52,7 @@ class InferredSpec:
 
 
 def _keys(table: dict) -> tuple[str, str | None]:
-    by_type = {entry["KeyType"]: entry["AttributeName"] for entry in table["KeySchema"]}
-    return by_type["HASH"], by_type.get("RANGE")
+    return key_schema(table["KeySchema"])
 
 
 def _text(value: dict | None) -> str | None:

@@ -18,7 +18,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from ..mappers.plan import SourceDescription
+from ..mappers.source import SourceDescription
 
 log = logging.getLogger(__name__)
 

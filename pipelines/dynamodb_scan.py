@@ -26,7 +26,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, HTTPClientError
 
-from ..mappers.plan import SourceDescription
+from ..mappers.source import SourceDescription
 from .batches import Batch, SegmentDone
 from .dynamodb_client import ClientSettings, describe_source, make_client
 from ..mappers.errors import ServiceError
