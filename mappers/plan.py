@@ -24,6 +24,7 @@ from .lints import Lint, lint, lint_data, lint_losses
 from .results import Cell, ItemError, MappedRow, Skipped
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
 from .source import SourceDescription
+from .units import duration_text
 from .spec import EntitySpec, GcPolicy, Layout, MappingSpec
 
 PREVIEW_CHARS = 80
@@ -154,14 +155,6 @@ def gc_text(policy: GcPolicy) -> str:
     if policy.max_age is not None:
         parts.append(f"max age {duration_text(policy.max_age)}")
     return f" {'or' if policy.combine == 'union' else 'and'} ".join(parts) or "keep all"
-
-
-def duration_text(delta: timedelta) -> str:
-    milliseconds = int(delta / timedelta(milliseconds=1))
-    for unit, size in (("w", 604_800_000), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if milliseconds % size == 0:
-            return f"{milliseconds // size}{unit}"
-    return f"{milliseconds}ms"
 
 
 def iso_micros(micros: int) -> str:

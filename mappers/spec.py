@@ -16,17 +16,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from .limits import SCAN_SEGMENTS_MAX
 from .templates import parse_template
-
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$")
-_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
+from .units import parse_duration
 
 def _parse_duration(value: Any) -> Any:
     if isinstance(value, str) and not value.startswith("P"):  # "P30D": ISO 8601, as model_dump(mode="json") writes
-        found = _DURATION.match(value)
-        if not found:
-            raise ValueError(f"{value!r} is not a duration; write e.g. '30d', '12h', '90m', '45s'")
-        return timedelta(seconds=int(found.group(1)) * _DURATION_UNITS[found.group(2)])
+        return parse_duration(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return timedelta(seconds=value)
     return value

@@ -17,12 +17,14 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Iterator
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from ..mappers.results import MappedRow
+from ..mappers.units import duration_text
 from .batches import SegmentDone
 from .bigtable_entries import to_mutation_entry
 from .dead_letters import DeadLetter
@@ -100,17 +102,10 @@ def _describe(canonical: Any) -> str:
     if kind == "versions":
         return f"keep at most {value} version{'s' if value != 1 else ''}"
     if kind == "age_ms":
-        return f"drop cells older than {_duration_words(value)}"
+        return f"drop cells older than {duration_text(timedelta(milliseconds=value))}"
     joiner = " or " if kind == "union" else " and "
     prefix = "drop a cell when it is past either rule: " if kind == "union" else "drop a cell only when both hold: "
     return prefix + joiner.join(sorted(_describe(part) for part in value))
-
-
-def _duration_words(ms: int) -> str:
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
 
 
 def gc_rule_difference(expected: Any, found: Any) -> str | None:

@@ -1,0 +1,52 @@
+"""Durations and sizes as people read and write them: one home for parsing and printing.
+
+``30d``/``12h``/``1w`` is the spec's duration syntax (`parse_duration`), and `duration_text`
+prints a duration back in it, so a plan, an error and the spec say the same thing (``1w``, not
+``7d`` in one place and ``1w`` in another). `human_duration` and `human_size` print estimates and
+measurements (seconds, bytes) for the CLI and the report.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$")
+_UNIT_MS = {"w": 604_800_000, "d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``'30d'`` → 30 days; ValueError with an example of the syntax otherwise."""
+    found = _DURATION.match(text)
+    if not found:
+        raise ValueError(f"{text!r} is not a duration; write e.g. '30d', '12h', '90m', '45s'")
+    return timedelta(milliseconds=int(found.group(1)) * _UNIT_MS[found.group(2)])
+
+
+def duration_text(delta: timedelta) -> str:
+    """The largest whole unit of the spec's syntax: ``1w``, ``36h``, ``1500ms``."""
+    milliseconds = int(delta / timedelta(milliseconds=1))
+    for unit, size in _UNIT_MS.items():
+        if milliseconds % size == 0:
+            return f"{milliseconds // size}{unit}"
+    return f"{milliseconds}ms"  # pragma: no cover - every integer is a multiple of 1 ms
+
+
+def human_duration(seconds: float | None) -> str:
+    """An estimate or a measurement: ``42 s``, ``17 min``, ``3.5 h``; ``n/a`` when unknown."""
+    if seconds is None:
+        return "n/a"
+    if seconds < 120:
+        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def human_size(n: float) -> str:
+    """Bytes in binary units: ``512 B``, ``1.5 KiB``, ``2.0 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")

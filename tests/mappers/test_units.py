@@ -1,0 +1,37 @@
+"""Durations and sizes: the spec's syntax parses and prints back the same, everywhere."""
+
+from datetime import timedelta
+
+import pytest
+
+from ddb2bt.mappers.units import duration_text, human_duration, human_size, parse_duration
+
+
+@pytest.mark.parametrize("text", ["1500ms", "45s", "90m", "36h", "30d", "1w", "2w"])
+def test_duration_text_prints_what_parse_reads(text):
+    assert duration_text(parse_duration(text)) == text
+
+
+def test_the_largest_whole_unit_is_used():
+    assert duration_text(timedelta(days=7)) == "1w"
+    assert duration_text(timedelta(hours=48)) == "2d"
+    assert duration_text(timedelta(milliseconds=60_000)) == "1m"
+
+
+@pytest.mark.parametrize("text", ["", "1 week", "-1d", "1.5h", "d"])
+def test_other_text_is_refused_with_an_example(text):
+    with pytest.raises(ValueError, match="write e.g. '30d'"):
+        parse_duration(text)
+
+
+def test_a_gc_rule_is_described_in_the_spec_syntax():
+    from google.cloud.bigtable.column_family import MaxAgeGCRule
+
+    from ddb2bt.pipelines.bigtable_sink import describe_gc_rule
+
+    assert describe_gc_rule(MaxAgeGCRule(timedelta(days=7))) == "drop cells older than 1w"
+
+
+def test_human_units():
+    assert [human_size(n) for n in (512, 1536, 3 * 1024**3)] == ["512 B", "1.5 KiB", "3.0 GiB"]
+    assert [human_duration(s) for s in (None, 4.25, 42, 1000, 12_600)] == ["n/a", "4.2 s", "42 s", "17 min", "3.5 h"]
