@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .commands import demo, infer, init, migrate, plan, schema, validate
+from .commands import demo, infer, init, migrate, plan, redrive, schema, validate
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -67,6 +67,7 @@ app.command("migrate-plan")(plan.migrate_plan)
 app.command("report")(plan.report)
 app.command("migrate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(migrate.command)
 app.command("validate")(validate.command)
+app.command("redrive")(redrive.command)
 app.command("schema")(schema.command)
 app.command("demo")(demo.command)
 

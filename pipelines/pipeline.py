@@ -27,7 +27,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from ..mappers.results import MappedRow, Skipped
-from . import checkpoint as ckpt
+from . import checkpoint as ckpt, progress
 from .batches import BATCH_ITEMS, Batch, SegmentDone
 from .bigtable_sink import NAMESPACE, FlowControl, WriteToBigtable
 from .dead_letters import DeadLetter, write_part
@@ -65,8 +65,8 @@ class _MapFn(beam.DoFn):
     the same stream as the rows (the writer passes them on), so the stage stays fused.
     """
 
-    def __init__(self, spec: dict, now_ms: int | None) -> None:
-        self._spec, self._now_ms = spec, now_ms
+    def __init__(self, spec: dict, now_ms: int | None, progress_dir: str | None = None) -> None:
+        self._spec, self._now_ms, self._progress_dir = spec, now_ms, progress_dir
         self._mapped = Metrics.counter(NAMESPACE, "items_mapped")
         self._skipped = Metrics.counter(NAMESPACE, "skipped")
         self._unmatched = Metrics.counter(NAMESPACE, "unmatched")
@@ -76,14 +76,19 @@ class _MapFn(beam.DoFn):
         from ..mappers.spec import MappingSpec
 
         self._compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
+        self._progress = progress.reporter(self._progress_dir)
         relax_young_gc()
+
+    def teardown(self) -> None:
+        if getattr(self, "_progress", None) is not None:
+            self._progress.flush()
 
     def process(self, batch: Any) -> Iterator[Any]:
         if isinstance(batch, SegmentDone):
             yield batch
             return
         map_item = self._compiled.map_item
-        rows, skipped, unmatched = Batch(nbytes=getattr(batch, "nbytes", 0)), 0, 0
+        rows, skipped, unmatched, letters = Batch(nbytes=getattr(batch, "nbytes", 0)), 0, 0, 0
         for item in batch:
             result = map_item(item)
             if isinstance(result, MappedRow):
@@ -92,10 +97,14 @@ class _MapFn(beam.DoFn):
                 skipped += 1
             else:
                 unmatched += result.stage == "unmatched"
+                letters += 1
                 yield DeadLetter(item, result.stage, result.reason, result.entity, result.attribute)
         self._mapped.inc(len(rows))
         self._skipped.inc(skipped)
         self._unmatched.inc(unmatched)
+        if self._progress is not None:  # live totals for the launcher; raises RunInterrupted once a stop is asked
+            self._progress.add({"items_read": len(batch), "bytes_read": rows.nbytes, "skipped": skipped,
+                                "dead_lettered": letters})
         if rows:
             yield rows
 
@@ -142,10 +151,16 @@ def _mismatch_letter(record: dict) -> DeadLetter:
 def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: str | None = None,
                    total_segments: int = 1, completed: frozenset[int] = frozenset(),
                    flow: FlowControl | None = None, sample: list[dict] | None = None,
-                   now_ms: int | None = None, segments_in_flight: int | None = None) -> None:
-    """Add the migration to ``p``. ``sample`` replaces the source with these items (no checkpoint)."""
+                   now_ms: int | None = None, segments_in_flight: int | None = None,
+                   source: beam.PTransform | None = None, progress_dir: str | None = None) -> None:
+    """Add the migration to ``p``. ``sample`` (these items) or ``source`` (a transform giving item batches that it
+    counts as read, e.g. a dead-letter file's) replaces the spec's source; neither has a checkpoint.
+    ``progress_dir``: where the map and write steps keep live totals (see :mod:`.progress`)."""
     mismatches = None
-    if sample is not None:
+    if source is not None:
+        items = p | "Source" >> source
+        run_dir = None
+    elif sample is not None:
         batches = [Batch(sample[start:start + BATCH_ITEMS]) for start in range(0, len(sample), BATCH_ITEMS)]
         items = (p | "Sample" >> beam.Create(batches)
                  | "CountRead" >> beam.Map(lambda batch: (Metrics.counter(NAMESPACE, "items_read").inc(len(batch)),
@@ -162,8 +177,9 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
         items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
                                              segments_in_flight=segments_in_flight)
     # Output type Batch for BatchCoder's cheap size estimate; the map's dead letters ride in the same stream.
-    mapped = items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms)).with_output_types(Batch)
-    _ = (mapped | "WriteToBigtable" >> WriteToBigtable(spec.target, flow)
+    mapped = (items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms, progress_dir))
+              .with_output_types(Batch))
+    _ = (mapped | "WriteToBigtable" >> WriteToBigtable(spec.target, flow, progress_dir=progress_dir)
          | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir)))
     if mismatches is not None:  # exports only, which have no segments to mark
         _ = (mismatches | "MismatchLetters" >> beam.Map(_mismatch_letter)

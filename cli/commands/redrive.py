@@ -1,0 +1,76 @@
+"""`ddb2bt redrive`: run a run's dead letters through the (fixed) spec again, with a reconciliation of its own."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ...app.options import RunOptions
+from ..options import OutputFormat, run_options
+
+
+@run_options("google", "writer")
+def command(
+    run_dir: Annotated[str, typer.Argument(help="The run folder (it holds dead_letters.jsonl) or a dead-letter file.",
+                                           show_default=False)],
+    spec: Annotated[Optional[Path], typer.Argument(help="The fixed spec (default: the one a redrive folder keeps).",
+                                                   show_default=False)] = None,
+    new_run_dir: Annotated[Optional[str], typer.Option(
+        "--run-dir", "--run_dir", help="Folder of this redrive (default runs/<table>-redrive-<UTC time>).",
+        show_default=False)] = None,
+    dead_letter: Annotated[Optional[str], typer.Option(
+        "--dead-letter", "--dead_letter", help="This redrive's dead-letter file, for what still fails (default <run "
+        "dir>/dead_letters.jsonl). It holds whole items, i.e. user data.", show_default=False)] = None,
+    format: Annotated[OutputFormat, typer.Option("--format", help="text, or json (the whole result).")] = OutputFormat.text,
+    *,
+    options: RunOptions,
+) -> None:
+    """Re-drive a run's dead letters through the (fixed) spec: map, write to Bigtable, reconcile. Exit 1 if the counts
+    do not add up.
+
+    The redrive is a run of its own: its folder, its dead letters (what still fails), its reconciliation. Lines that
+    hold no item (an export's count mismatch) cannot be re-driven: they are listed.
+    """
+    from ...app.redrive import redrive
+
+    options = replace(options, run_dir=new_run_dir, dead_letter=dead_letter)
+    typer.echo(f"redrive {run_dir} → Bigtable (DirectRunner)", err=True)
+    result = redrive(run_dir, spec, options)
+    if format is OutputFormat.json:
+        typer.echo(json.dumps({**asdict(result), "ok": result.ok}, indent=2, sort_keys=True))
+    else:
+        for line in notes(result):
+            typer.echo(line, err=True)
+        for line in render(result):
+            typer.echo(line)
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+def notes(result: Any) -> list[str]:
+    """What the file held and which time cells get: context, for stderr."""
+    stages = ", ".join(f"{n} {stage}" for stage, n in sorted(result.items_by_stage.items())) or "none"
+    lines = [f"wrote to {result.target}", f"{result.source}: {sum(result.items_by_stage.values())} items ({stages})"]
+    if result.not_redriven:
+        lines.append(f"{len(result.not_redriven)} lines hold no item and cannot be re-driven (fix the source and migrate "
+                     "again):")
+        lines += [f"  {reason}" for reason in result.not_redriven]
+    if result.inherited_now:
+        lines.append(f"cells without a time of their own carry the original run's time ({result.now_ms} ms)")
+    return lines
+
+
+def render(result: Any) -> list[str]:
+    c = result.counters
+    lines = [
+        f"read {c['items_read']} items: {c['rows_written']} written ({c['cells_written']} cells, {c['bytes_written']} "
+        f"bytes), {c['dead_lettered']} dead-lettered, {c['skipped']} skipped",
+        f"still failing: {result.dead_letter} ({result.dead_letter_lines} lines; holds user data)",
+    ]
+    lines += [f"PROBLEM: {problem}" for problem in result.problems]
+    lines.append(f"redrive {'OK' if result.ok else 'FAILED'}; run folder: {result.run_dir}")
+    return lines

@@ -1,0 +1,155 @@
+"""`ddb2bt redrive`: a run's dead letters through the fixed spec, against moto_server and the Bigtable emulator."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import boto3
+import pytest
+
+from ddb2bt.app.migrate import migrate
+from ddb2bt.app.options import RunOptions
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from tests.pipelines.cells import expected_cells, read_cells
+
+GOOD, NO_PRICE, NOTES = range(0, 6), range(6, 9), range(9, 12)
+STILL_BAD = 11  # a note without Text: the fixed spec still refuses it
+
+
+def make_items() -> list[dict]:
+    items = []
+    for i in range(12):
+        item = {"pk": {"S": f"cat{i % 3}"}, "Img": {"B": bytes([i, 0, 255, 10])}, "Tags": {"SS": ["a", f"t{i}"]}}
+        if i in NOTES:
+            item["sk"] = {"S": f"note#{i:02d}"}
+            if i != STILL_BAD:
+                item["Text"] = {"S": f"note {i}\nwith a line break and ünïcode"}
+        else:
+            item["sk"] = {"S": f"item#{i:02d}"}
+            if i in GOOD:
+                item["Price"] = {"N": f"{i}.50"}
+        items.append(item)
+    return items
+
+
+def spec_data(table: str, endpoint: str, fixed: bool) -> dict:
+    """v1: Price required, no entity for notes. v2 (fixed): Price optional, notes map (Text required)."""
+    product = {"name": "product", "match": {"sk": {"prefix": "item#"}}, "row_key": "{pk}#{sk}",
+               "columns": [{"attribute": "Price", "family": "p", "encoding": "decimal", "required": not fixed}],
+               "rest": {"family": "x"}}
+    note = {"name": "note", "match": {"sk": {"prefix": "note#"}}, "row_key": "{pk}#{sk}",
+            "columns": [{"attribute": "Text", "family": "n", "required": True}], "rest": {"family": "x"}}
+    families = {"p": {"max_versions": 1}, "x": None, **({"n": {"max_versions": 1}} if fixed else {})}
+    return {"source": {"table": table, "partition_key": "pk", "sort_key": "sk", "endpoint_url": endpoint,
+                       "region": "us-east-1"},
+            "target": {"table": table, "families": families},
+            "entities": [product, note] if fixed else [product]}  # no migration_time: cells take the run's "now"
+
+
+def write_spec(path: Path, data: dict) -> Path:
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path
+
+
+def letters(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture
+def failed_run(bigtable_env, moto_server, unique_name, tmp_path):
+    """A migration with v1 that dead-letters 6 of 12 items (3 map, 3 unmatched); returns (items, run dir, specs)."""
+    items = make_items()
+    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    create_table(client, unique_name, "pk", "sk")
+    put_items(client, unique_name, items)
+    v1 = write_spec(tmp_path / "v1.json", spec_data(unique_name, moto_server.endpoint, fixed=False))
+    v2 = write_spec(tmp_path / "v2.json", spec_data(unique_name, moto_server.endpoint, fixed=True))
+    run_dir = tmp_path / "run"
+    result = migrate(v1, RunOptions(run_dir=str(run_dir)))
+    assert result.ok and result.counters["rows_written"] == 6 and result.counters["dead_lettered"] == 6
+    return items, run_dir, v1, v2
+
+
+def test_redrive_writes_what_the_fixed_spec_maps_and_keeps_only_what_still_fails(failed_run, invoke, tmp_path):
+    items, run_dir, v1, v2 = failed_run
+    before = read_cells(load_spec(v1).target)
+    assert {letter["stage"] for letter in letters(run_dir / "dead_letters.jsonl")} == {"map", "unmatched"}
+    now_ms = json.loads((run_dir / "checkpoint.json").read_text())["now_ms"]
+
+    redrive_dir = tmp_path / "redrive1"
+    result = invoke("redrive", run_dir, v2, "--run-dir", redrive_dir)
+    assert result.exit_code == 0, result.output
+    assert "read 6 items: 5 written" in result.stdout and "1 dead-lettered, 0 skipped" in result.stdout
+    assert "redrive OK" in result.stdout
+    assert "6 items (3 map, 3 unmatched)" in result.stderr
+    assert "original run's time" in result.stderr
+
+    # Bigtable, cell by cell: the first run's rows untouched, the redriven ones exactly as v2 maps them at the run's now
+    redriven = [items[i] for i in (*NO_PRICE, *NOTES) if i != STILL_BAD]
+    expected = {**before, **expected_cells(load_spec(v2), redriven, now_ms=now_ms)}
+    assert read_cells(load_spec(v2).target) == expected
+    assert len(expected) == 11
+    image_cells = [cell for key, cells in expected.items() for cell in cells if cell[1] == b"Img"]
+    assert len(image_cells) == 11  # binary attributes came back from base64 intact (compared above)
+
+    # the new dead-letter file: only the item that still fails, mode 0600; the old one untouched
+    new_letters = letters(redrive_dir / "dead_letters.jsonl")
+    assert [(d["item"]["sk"]["S"], d["stage"], d["entity"]) for d in new_letters] == [("note#11", "map", "note")]
+    assert new_letters[0]["item"]["Img"] == {"B": "CwD/Cg=="}
+    assert stat.S_IMODE(os.stat(redrive_dir / "dead_letters.jsonl").st_mode) == 0o600
+    assert len(letters(run_dir / "dead_letters.jsonl")) == 6
+
+    # redriving the redrive needs no spec (the folder keeps it) and reconciles again: 1 read, 1 still failing
+    again = invoke("redrive", redrive_dir, "--run-dir", tmp_path / "redrive2", "--format", "json")
+    assert again.exit_code == 0, again.output
+    data = json.loads(again.stdout)
+    assert data["ok"] and data["now_ms"] == now_ms and data["inherited_now"]
+    assert (data["counters"]["items_read"], data["counters"]["rows_written"], data["counters"]["dead_lettered"]) == (1, 0, 1)
+    assert data["items_by_stage"] == {"map": 1} and data["dead_letter_lines"] == 1
+
+
+def test_lines_without_an_item_are_reported_not_redriven(bigtable_env, invoke, tmp_path, unique_name):
+    spec = write_spec(tmp_path / "spec.json", spec_data(unique_name, "http://127.0.0.1:1", fixed=True))
+    item = {"pk": {"S": "cat1"}, "sk": {"S": "item#01"}, "Price": {"N": "1"}}
+    source = {"item": None, "stage": "source", "reason": "export count mismatch (file): data/a.json.gz should hold 3 "
+              "items, 2 were read", "entity": None, "attribute": None, "row_key": None}
+    mapped = {"item": item, "stage": "write", "reason": "refused", "entity": "product", "attribute": None, "row_key": None}
+    file = tmp_path / "old" / "dead_letters.jsonl"
+    file.parent.mkdir()
+    file.write_text(json.dumps(source) + "\n" + json.dumps(mapped) + "\n", encoding="utf-8")
+    result = invoke("redrive", file, spec, "--run-dir", tmp_path / "new")  # a dead-letter file named directly
+    assert result.exit_code == 0, result.output
+    assert "1 lines hold no item and cannot be re-driven" in result.stderr
+    assert "export count mismatch (file): data/a.json.gz" in result.stderr
+    assert "read 1 items: 1 written" in result.stdout
+    assert (tmp_path / "new" / "dead_letters.jsonl").read_text() == ""
+    assert (tmp_path / "new" / "spec.json").read_text() == spec.read_text()
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "error: no dead-letter file at {file}; give a run folder"),
+    ('{"item": {"pk": {"S": "a"}}, "stage": "map"}\nnot json\n', "error: {file} line 2 is not JSON"),
+    ('{"stage": "map"}\n', "error: {file} line 1 is not a dead letter (an object with item and stage)"),
+])
+def test_bad_dead_letter_files_are_one_line_exit_2(invoke, tmp_path, content, message):
+    spec = write_spec(tmp_path / "spec.json", spec_data("t", "http://127.0.0.1:1", fixed=True))
+    file = tmp_path / "run" / "dead_letters.jsonl"
+    if content is not None:
+        file.parent.mkdir()
+        file.write_text(content, encoding="utf-8")
+    result = invoke("redrive", tmp_path / "run", spec, "--run-dir", tmp_path / "new")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1].startswith(message.format(file=file)), result.stderr
+    assert not (tmp_path / "new").exists()  # nothing started
+
+
+def test_a_migration_folder_keeps_no_spec(invoke, tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "dead_letters.jsonl").write_text("")
+    result = invoke("redrive", tmp_path / "run")
+    assert result.exit_code == 2
+    assert "keeps no spec" in result.stderr and "ddb2bt redrive RUN_DIR SPEC" in result.stderr
