@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..mappers.errors import ServiceError, UsageError
+from ..mappers.errors import Interrupted, UsageError
 from .context import describe_source, load_spec, with_source_keys
 from .options import RunOptions
 
@@ -191,7 +191,7 @@ def migrate(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     return execute(prepare(spec, options, now_ms=now_ms), create_table=create_table)
 
 
-class JobStillRunning(ServiceError):
+class JobStillRunning(Interrupted):
     """The wait for a remote job was interrupted; the job itself goes on."""
 
 

@@ -16,9 +16,7 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from ..mappers.errors import Ddb2btError
-
-INTERRUPTED = 130
+from ..mappers.errors import INTERRUPTED, Ddb2btError
 
 
 def classify(error: BaseException) -> Ddb2btError | None:

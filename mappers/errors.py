@@ -5,8 +5,9 @@ Every error a user can cause or meet is a :class:`Ddb2btError`, and its class sa
     Ddb2btError                 exit 1  (the base; a run that ends but does not reconcile is a result, not an error)
     ├── UsageError              exit 2  bad flag, spec, file, a missing table, or a target that disagrees with
     │                                   the spec; nothing was started (SpecError, ResumeError, ExportError, ...)
-    └── ServiceError            exit 3  a dependency is unreachable, too slow, or refused us
-                                        (credentials, permissions, a dead emulator)
+    ├── ServiceError            exit 3  a dependency is unreachable, too slow, or refused us
+    │                                   (credentials, permissions, a dead emulator)
+    └── Interrupted             exit 130 the user pressed Ctrl-C; the message says what goes on and how to go on
 
 Item problems (an unmappable item, a refused write) are not exceptions: they are values
 (``mappers.results.ItemError``) that become dead letters, and the run goes on.
@@ -22,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-USAGE, FAILED, UNAVAILABLE = 2, 1, 3
+USAGE, FAILED, UNAVAILABLE, INTERRUPTED = 2, 1, 3, 130
 
 _REGISTRY: dict[str, type[Ddb2btError]] = {}
 
@@ -68,6 +69,12 @@ class ServiceError(Ddb2btError):
     """A service (DynamoDB, Bigtable, S3/GCS, a local server) is unreachable, too slow, or refused the request."""
 
     exit_code = UNAVAILABLE
+
+
+class Interrupted(Ddb2btError):
+    """Ctrl-C: what was stopped, what keeps running, and the command that goes on from here."""
+
+    exit_code = INTERRUPTED
 
 
 # "ddb2bt.pipelines.bigtable_sink.BigtableWriteError: message", as a traceback prints an error.
