@@ -1,0 +1,165 @@
+"""The cutover use cases: catch up from incremental exports, tail the stream, tell when the target is ready.
+
+All three work on the run folder of the backfill (``ddb2bt migrate --run-dir R``), which holds one
+timeline (:mod:`ddb2bt.pipelines.timeline`). The phases run one after the other: backfill → any
+number of catch-up exports, each starting exactly where the timeline ends → the stream tail, from
+where the timeline ends, until the user cuts over. docs/CUTOVER.md explains why the result is the
+spec applied to the table's final state. Nothing here prints; results are typed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..mappers.errors import UsageError
+from .context import load_spec
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from ..mappers.spec import MappingSpec
+    from ..pipelines.timeline import Timeline
+
+SCAN_AND_EXPORTS = (
+    "the backfill in {run_dir} was a scan, which is no point-in-time snapshot: an incremental export gives each item's "
+    "image at the window's start only, so an item changed twice while the scan read it could keep cells of the "
+    "version the scan saw")
+SCAN_AND_EXPORTS_HINT = ("back-fill from a full export (its exportTime starts the timeline) to catch up with incremental "
+                         "exports, or follow this scan with `ddb2bt tail` while the stream still holds its start "
+                         "(24 hours)")
+
+
+def _need_run_dir(options: RunOptions) -> str:
+    if not options.run_dir:
+        raise UsageError("the cutover phases need the backfill's run folder", "pass --run-dir RUN_DIR (the one "
+                         "`ddb2bt migrate` used)")
+    return options.run_dir
+
+
+# --------------------------------------------------------------------------- catch-up
+
+
+@dataclass
+class CatchUpResult:
+    run_dir: str
+    export_id: str
+    from_us: int
+    to_us: int
+    state: str
+    counters: dict[str, int] = field(default_factory=dict)
+    dead_letter: str = ""
+    dead_letter_lines: int = 0
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_window(timeline: Timeline, from_us: int, to_us: int, where: str) -> None:
+    """A catch-up export must start exactly where the applied timeline ends."""
+    from ..pipelines.timeline import TimelineError, us_to_iso
+
+    end = timeline.applied_to_us
+    if from_us == end:
+        return
+    window = f"{where} covers {us_to_iso(from_us)} .. {us_to_iso(to_us)}"
+    if to_us <= end:
+        raise TimelineError(f"{window}, already applied (the timeline is applied up to {us_to_iso(end)})",
+                            f"export the next window: ExportFromTime {us_to_iso(end)}")
+    if from_us > end:
+        raise TimelineError(f"{window}: a gap, the timeline is applied up to {us_to_iso(end)} only; changes between "
+                            "would be lost", f"export from {us_to_iso(end)} (ExportFromTime) and apply that first")
+    raise TimelineError(f"{window}: it overlaps what is applied (up to {us_to_iso(end)}); its old images are older "
+                        "than what Bigtable holds", f"export from exactly {us_to_iso(end)}")
+
+
+def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = RunOptions()) -> CatchUpResult:
+    """Apply one incremental export as a batch Beam job, then advance the timeline (only if it reconciled)."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from ..pipelines import timeline as tl
+    from ..pipelines.bigtable_sink import Destination
+    from ..pipelines.change_sink import ApplyChangesFn
+    from ..pipelines.dead_letters import DeadLetter, check_dead_letter_destination, consolidate, write_part
+    from ..pipelines.export_source import ExportError, _file_problem, use_options
+    from ..pipelines.incremental_export import ReadIncrementalExport, read_incremental_manifest
+    from ..pipelines.pipeline import query_counters
+    from ..pipelines.target import probe_target
+
+    run_dir = _need_run_dir(options)
+    spec = load_spec(spec, options)
+    pipeline_options = PipelineOptions(list(options.beam_args))
+    use_options(pipeline_options)
+    timeline = tl.load(run_dir, spec)
+    if timeline.tail_started_us is not None:
+        raise tl.TimelineError(f"the stream tail of {run_dir} has started; catch-up exports no longer apply",
+                               "keep `ddb2bt tail` running (it continues where it stopped)")
+    if timeline.backfill == "scan":
+        raise tl.TimelineError(SCAN_AND_EXPORTS.format(run_dir=run_dir), SCAN_AND_EXPORTS_HINT)
+    manifest = read_incremental_manifest(export)
+    check_window(timeline, manifest.from_us, manifest.to_us, f"export {manifest.export_id}")
+    problems = [problem for data_file in manifest.files if (problem := _file_problem(data_file))]
+    if problems:
+        raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
+                          "copy the export again; nothing was written")
+    probe_target(spec.target, must_exist=True)
+    dead_letter = options.dead_letter or tl.join(run_dir, f"catch-up-{manifest.export_id}.dead_letters.jsonl")
+    check_dead_letter_destination(dead_letter, resume=True)  # a catch-up run again continues its own file
+
+    started = time.monotonic()
+    pipeline = beam.Pipeline(options=pipeline_options)
+    read = pipeline | "ReadIncrementalExport" >> ReadIncrementalExport(manifest)
+    _ = read["batches"] | "Apply" >> beam.ParDo(ApplyChangesFn(
+        Destination.from_target(spec.target), spec.model_dump(by_alias=True), timeline.now_ms, dead_letter,
+        options.flow_control()))
+    _ = (read["count_mismatch"]
+         | "MismatchLetters" >> beam.Map(lambda r: DeadLetter(None, "source", f"export count mismatch: {r}").to_json())
+         | "PersistMismatches" >> beam.Map(lambda line: write_part(dead_letter, [line])))
+    result = pipeline.run()
+    try:
+        state = str(result.wait_until_finish())
+    finally:
+        lines = consolidate(dead_letter)
+    counters = query_counters(result)
+    outcome = CatchUpResult(run_dir, manifest.export_id, manifest.from_us, manifest.to_us, state,
+                            {k: counters.get(k, 0) for k in (
+                                "changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped",
+                                "cells_set", "cells_deleted", "export_count_mismatch")},
+                            dead_letter, lines, seconds=time.monotonic() - started)
+    outcome.problems = reconcile_changes(outcome.counters, manifest.item_count)
+    if not state.endswith("DONE"):
+        outcome.problems.insert(0, f"the pipeline ended in state {state}")
+    if outcome.ok:
+        timeline.phases.append(tl.Phase(manifest.export_id, manifest.from_us, manifest.to_us, outcome.counters,
+                                        int(time.time() * 1_000_000)))
+        timeline.applied_to_us = manifest.to_us
+        tl.save(run_dir, timeline)
+    return outcome
+
+
+def reconcile_changes(counters: dict[str, int], expected: int | None = None) -> list[str]:
+    """What does not add up: changes read = applied + dead-lettered + skipped (and = the manifest's count)."""
+    c = counters
+    problems = []
+    accounted = c["changes_applied"] + c["changes_dead_lettered"] + c["changes_skipped"]
+    if c["changes_read"] != accounted:
+        problems.append(f"changes read ({c['changes_read']}) != applied + dead-lettered + skipped ({accounted})")
+    if expected is not None and c["changes_read"] != expected:
+        problems.append(f"the manifest lists {expected} changes, {c['changes_read']} were read")
+    if c.get("export_count_mismatch"):
+        problems.append(f"{c['export_count_mismatch']} export count mismatch(es): see the dead-letter file")
+    return problems
+
+
+def describe_timeline(timeline: Timeline) -> list[str]:
+    from ..pipelines.timeline import us_to_iso
+
+    lines = [f"backfill ({timeline.backfill}) from {us_to_iso(timeline.start_us)}"]
+    lines += [f"catch-up {phase.export}: {us_to_iso(phase.from_us)} .. {us_to_iso(phase.to_us)}"
+              for phase in timeline.phases]
+    return lines

@@ -1,0 +1,167 @@
+"""Read a DynamoDB incremental export (DYNAMODB_JSON) as item changes.
+
+An incremental export covers a window ``[ExportFromTime, ExportToTime)`` and has the same layout as
+a full export (see :mod:`.export_source`): ``manifest-summary.json`` (``exportType``
+``INCREMENTAL_EXPORT``, ``outputView``, the window), ``manifest-files.json`` and gzipped JSON-lines
+data files. Each line is one changed item, compacted to its final state for the window::
+
+    {"Metadata": {"WriteTimestampMicros": {"N": "1714564800123456"}},
+     "Keys": {"pk": {"S": "a"}},
+     "OldImage": {...},          # NEW_AND_OLD_IMAGES only; absent for an item created in the window
+     "NewImage": {...}}          # absent for an item deleted in the window
+
+An item created and deleted within the window does not appear. Only NEW_AND_OLD_IMAGES exports can
+be applied: without the old image the cells a change must delete cannot be found (a NEW_IMAGE export
+is refused before anything is written).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from ..mappers.changes import Change, kind_of_change
+from .batches import BATCH_ITEMS, Batch
+from .bigtable_sink import NAMESPACE
+from .export_source import SUMMARY, ExportError, ExportFile, _read_text, _resolve, find_export_dir, mismatch_record
+from .timeline import iso_to_us
+
+INCREMENTAL = "INCREMENTAL_EXPORT"
+VIEWS = ("NEW_AND_OLD_IMAGES", "NEW_IMAGE")
+
+
+@dataclass(frozen=True)
+class IncrementalManifest:
+    export_dir: str
+    export_id: str
+    item_count: int
+    from_us: int
+    to_us: int
+    view: str
+    files: tuple[ExportFile, ...]
+
+
+def _window(summary: dict[str, Any], where: str) -> tuple[int, int, str]:
+    spec = summary.get("incrementalExportSpecification") or {}
+    start = summary.get("exportFromTime") or spec.get("exportFromTime")
+    end = summary.get("exportToTime") or spec.get("exportToTime")
+    view = summary.get("outputView") or spec.get("exportViewType") or "NEW_AND_OLD_IMAGES"
+    if not start or not end:
+        raise ExportError(f"{where} names no export window (exportFromTime, exportToTime)",
+                          "add them to the summary as DescribeExport reports them (IncrementalExportSpecification)")
+    try:
+        return _time_us(start), _time_us(end), view
+    except (TypeError, ValueError) as err:
+        raise ExportError(f"{where}: the export window is not a time: {err}") from None
+
+
+def _time_us(value: Any) -> int:
+    if isinstance(value, (int, float)):  # epoch seconds, as the API takes them
+        return int(value * 1_000_000)
+    return iso_to_us(str(value))
+
+
+def read_incremental_manifest(path: str) -> IncrementalManifest:
+    """The manifest of the incremental export at (or just below) ``path``; ExportError if it is not one we apply."""
+    export_dir = find_export_dir(path)
+    where = f"{export_dir}/{SUMMARY}"
+    try:
+        summary = json.loads(_read_text(FileSystems.join(export_dir, SUMMARY)))
+    except json.JSONDecodeError as err:
+        raise ExportError(f"{where} is not JSON: {err}") from err
+    if summary.get("exportType") != INCREMENTAL:
+        raise ExportError(f"{export_dir} is a {summary.get('exportType', 'FULL_EXPORT')}, not an incremental export",
+                          "a full export is a backfill source (source.export in the spec); catch-up takes incremental ones")
+    if summary.get("outputFormat", "DYNAMODB_JSON") != "DYNAMODB_JSON":
+        raise ExportError(f"export format {summary['outputFormat']} is not supported; export with DYNAMODB_JSON")
+    start, end, view = _window(summary, where)
+    if view != "NEW_AND_OLD_IMAGES":
+        raise ExportError(f"{export_dir} was exported with view {view}: without old images the cells a change "
+                          "removes cannot be found", "export with ExportViewType NEW_AND_OLD_IMAGES")
+    files_key = summary.get("manifestFilesS3Key")
+    files_path = _resolve(export_dir, files_key) if files_key else FileSystems.join(export_dir, "manifest-files.json")
+    files = []
+    for number, line in enumerate(_read_text(files_path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            files.append(ExportFile(_resolve(export_dir, entry["dataFileS3Key"]), entry["dataFileS3Key"],
+                                    int(entry["itemCount"]), entry.get("md5Checksum"), entry.get("etag")))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+            raise ExportError(f"{files_path} line {number} is not a manifest entry: {err!r}") from err
+    export_id = str(summary.get("exportArn", "")).rpartition("/")[2] or FileSystems.split(export_dir)[1]
+    return IncrementalManifest(export_dir, export_id, int(summary.get("itemCount", sum(f.item_count for f in files))),
+                               start, end, view, tuple(files))
+
+
+def parse_record(record: dict[str, Any]) -> Change:
+    """One export line (parsed) as a Change; KeyError/TypeError/ValueError when it is not a change record."""
+    micros = record["Metadata"]["WriteTimestampMicros"]
+    micros = int(micros["N"] if isinstance(micros, dict) else micros)
+    old, new = record.get("OldImage"), record.get("NewImage")
+    return Change(record["Keys"], old, new, kind_of_change(old, new), micros)
+
+
+def iter_file_changes(path: str) -> Iterator[Change]:
+    """The changes of one data file; an unreadable file or line is an ExportError naming it."""
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield parse_record(json.loads(line))
+                except (ValueError, KeyError, TypeError) as err:
+                    raise ExportError(f"{path} line {number} is not an incremental export record: {err!r}") from err
+    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
+        raise ExportError(f"{path} is not complete gzip data: {err}", "copy the export again") from err
+    except OSError as err:
+        raise ExportError(f"{path} cannot be read: {err}") from err
+
+
+class _ReadChangesFn(beam.DoFn):
+    def __init__(self) -> None:
+        self._mismatches = Metrics.counter(NAMESPACE, "export_count_mismatch")
+
+    def process(self, data_file: ExportFile) -> Iterable[Any]:
+        count, batch = 0, Batch()
+        for change in iter_file_changes(data_file.path):
+            batch.append(change)
+            if len(batch) == BATCH_ITEMS:
+                count += len(batch)
+                yield batch
+                batch = Batch()
+        if batch:
+            count += len(batch)
+            yield batch
+        if count != data_file.item_count:
+            self._mismatches.inc()
+            yield beam.pvalue.TaggedOutput("count_mismatch",
+                                           mismatch_record("file", data_file.key, data_file.item_count, count))
+
+
+class ReadIncrementalExport(beam.PTransform):
+    """Batches of :class:`Change` (one per changed item; an export has each item once), and count mismatches."""
+
+    def __init__(self, manifest: IncrementalManifest) -> None:
+        super().__init__()
+        self.manifest = manifest
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        read = (pbegin
+                | "Files" >> beam.Create(self.manifest.files)
+                | "Spread" >> beam.Reshuffle()
+                | "Read" >> beam.ParDo(_ReadChangesFn()).with_output_types(Batch).with_outputs(
+                    "count_mismatch", main="batches"))
+        return {"batches": read.batches, "count_mismatch": read.count_mismatch}
