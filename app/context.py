@@ -45,7 +45,7 @@ def load_spec(spec: MappingSpec | str | Path, options: RunOptions = RunOptions()
 
 def describe_source(spec: MappingSpec) -> SourceDescription | None:
     """DescribeTable (and TTL) boiled down; None when the spec reads an export."""
-    if spec.source.export is not None:
+    if spec.source.export is not None or spec.source.table is None:  # SourceSpec requires one of the two
         return None
     from ..pipelines.dynamodb_client import ClientSettings, describe_source as describe, make_client
 

@@ -26,4 +26,5 @@ def load_seed_table(client: Any, template: catalog.StarterTemplate, table: str |
     spec = seed_spec(template)
     name = table or spec.source.table
     create_table(client, name, spec.source.partition_key, spec.source.sort_key)
+    assert template.seed is not None, f"{template.name} has no seed items"  # SEEDED holds only templates with seeds
     return name, put_items(client, name, catalog.seed_items(template.seed))

@@ -40,7 +40,8 @@ class ErrorHandlingGroup(TyperGroup):
         try:  # not standalone, so that typer's boxed usage errors come here; an Exit comes back as its code
             code = super().main(*args, **{**kwargs, "standalone_mode": False})
         except typer.TyperException as usage:  # typer's usage errors, in the same one-line style as ours
-            hint = f" (see `{usage.ctx.command_path} --help`)" if getattr(usage, "ctx", None) else ""
+            usage_ctx = getattr(usage, "ctx", None)
+            hint = f" (see `{usage_ctx.command_path} --help`)" if usage_ctx else ""
             message = " ".join(usage.format_message().replace("Value error, ", "").split())
             typer.echo(f"error: {message}{hint}", err=True)
             sys.exit(usage.exit_code)
@@ -52,7 +53,7 @@ class ErrorHandlingGroup(TyperGroup):
             sys.exit(0)
         sys.exit(code if isinstance(code, int) else 0)
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # click's Context (typer vendors click)
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException, BrokenPipeError):

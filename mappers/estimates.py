@@ -82,7 +82,7 @@ def _segment_prefixes(keys: list[bytes], delimiter: bytes) -> tuple[bytes, list[
 
 
 def _byte_prefixes(keys: list[bytes], width: int) -> tuple[bytes, list[bytes]]:
-    common = os.path.commonprefix(keys)
+    common: bytes = os.path.commonprefix(keys) or b""
     return common, [key[: len(common) + width] for key in keys]
 
 

@@ -229,7 +229,7 @@ def _dead_letter(item: dict, error: ItemError) -> DeadLetterExample:
 
 def _types(sample: Sample) -> dict[str, str]:
     """Each attribute's most frequent DynamoDB type in the sample (what key and timestamp texts read back as)."""
-    return {name: max(types, key=types.get) for name, types in sample.attribute_types.items() if types}
+    return {name: max(types, key=lambda name: types[name]) for name, types in sample.attribute_types.items() if types}
 
 
 def _round_trips(decoder: Decoder, sample: Sample) -> list[tuple[str, str]]:

@@ -47,7 +47,8 @@ def _cells_entry_class() -> type:
         __slots__ = ("_cells", "_made")
 
         def __init__(self, cells: tuple) -> None:
-            self._cells, self._made = cells, None
+            self._cells = cells
+            self._made: tuple | None = None
 
         def __len__(self) -> int:
             return len(self._cells)
@@ -66,7 +67,7 @@ def _cells_entry_class() -> type:
                 raise ValueError(f"a row entry needs 1 to {MUTATIONS_PER_ENTRY_MAX} mutations, not {len(cells)}")
             self.row_key = row_key
             self.cells = cells
-            self.mutations = SetCells(cells)
+            self.mutations = SetCells(cells)  # type: ignore[assignment]  # a lazy tuple: the client takes len and items
             self._pb: Any = None
             self._size = -1
 

@@ -17,7 +17,9 @@ def read_items(source: SourceSpec, limit: int | None = None) -> list[dict]:
     from .dynamodb_client import ClientSettings, make_client
     from .dynamodb_scan import sample_items, scan_segment
 
+    table = source.table
+    assert table is not None, "a spec without an export names its table"  # SourceSpec's own rule
     client = make_client(ClientSettings.from_source(source))
     if limit is None:
-        return list(scan_segment(client, source.table))
-    return sample_items(client, source.table, limit)
+        return list(scan_segment(client, table))
+    return sample_items(client, table, limit)
