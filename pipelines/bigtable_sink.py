@@ -27,6 +27,7 @@ from ..mappers.results import MappedRow
 from ..mappers.units import duration_text
 from .batches import SegmentDone
 from .bigtable_entries import to_mutation_entry
+from .progress import reporter
 from .dead_letters import DeadLetter
 from ..mappers.errors import ServiceError, UsageError
 
@@ -127,18 +128,79 @@ class TableSetup:
     added_families: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class FamilyDifference:
+    family: str
+    wanted: str
+    """The spec's GC rule, in words."""
+    found: str
+    """The table's, in words."""
+
+    def words(self) -> str:
+        return f"family {self.family!r}: expected {self.wanted}, found {self.found}"
+
+
+@dataclass(frozen=True)
+class TableComparison:
+    """The spec's families against a table's (read-only): what :func:`ensure_table` would do, or refuse."""
+
+    exists: bool
+    missing: tuple[str, ...]
+    """Families to create: all of them when the table does not exist."""
+    different: tuple[FamilyDifference, ...]
+    """Families whose GC rule differs: ensure_table refuses the table (SchemaMismatchError)."""
+    same: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    """Families in the table that the spec does not declare (left alone)."""
+
+
+def admin_table(target: TargetSpec) -> Any:
+    from google.cloud.bigtable import Client
+
+    return Client(project=target.project, admin=True).instance(target.instance).table(target.table)
+
+
+def existing_families(table: Any) -> dict[str, Any] | None:
+    """An admin table's families and GC rules, or None when the table does not exist. Reads only."""
+    if not table.exists():
+        return None
+    return {name: family.gc_rule for name, family in table.list_column_families().items()}
+
+
+def compare_families(target: TargetSpec, existing: dict[str, Any] | None) -> TableComparison:
+    """The spec's families against ``existing`` (from :func:`existing_families`): the one GC comparison."""
+    wanted = {name: gc_rule_for(policy) for name, policy in target.families.items()}
+    if existing is None:
+        return TableComparison(False, tuple(sorted(wanted)), ())
+    different = tuple(FamilyDifference(name, describe_gc_rule(rule), describe_gc_rule(existing[name]))
+                      for name, rule in sorted(wanted.items())
+                      if name in existing and gc_rule_difference(rule, existing[name]))
+    return TableComparison(
+        True, tuple(sorted(name for name in wanted if name not in existing)), different,
+        same=tuple(sorted(n for n in wanted if n in existing and n not in {d.family for d in different})),
+        extra=tuple(sorted(name for name in existing if name not in wanted)),
+    )
+
+
+def mismatch_error(target: TargetSpec, comparison: TableComparison) -> SchemaMismatchError:
+    return SchemaMismatchError(
+        f"Bigtable table {target.table!r} already exists with different garbage collection than the spec "
+        f"declares: {'; '.join(d.words() for d in comparison.different)}. Nothing was written. Either change "
+        f"target.families in the spec to match the table, or change the family's GC rule on the table (e.g. "
+        f"`cbt setgcpolicy`) if the spec is right, or write to a new table."
+    )
+
+
 def ensure_table(target: TargetSpec, create: bool = True) -> TableSetup:
     """Make sure the target table exists with the spec's families and GC rules.
 
     Creates the table (or missing families) when allowed. Raises :class:`SchemaMismatchError`
     listing every family whose GC rule differs, before any data is written.
     """
-    from google.cloud.bigtable import Client
-
-    client = Client(project=target.project, admin=True)
-    table = client.instance(target.instance).table(target.table)
+    table = admin_table(target)
     wanted = {name: gc_rule_for(policy) for name, policy in target.families.items()}
-    if not table.exists():
+    comparison = compare_families(target, existing_families(table))
+    if not comparison.exists:
         if not create:
             raise TableMissingError(
                 f"Bigtable table {target.table!r} does not exist in instance {target.instance!r} "
@@ -148,20 +210,9 @@ def ensure_table(target: TargetSpec, create: bool = True) -> TableSetup:
         log.info("created table %s with families %s", target.table, ", ".join(sorted(wanted)))
         return TableSetup(target.table, created=True, added_families=tuple(sorted(wanted)))
 
-    existing = {name: family.gc_rule for name, family in table.list_column_families().items()}
-    problems = [
-        f"family {name!r}: {difference}"
-        for name, rule in sorted(wanted.items())
-        if name in existing and (difference := gc_rule_difference(rule, existing[name]))
-    ]
-    if problems:
-        raise SchemaMismatchError(
-            f"Bigtable table {target.table!r} already exists with different garbage collection than the spec "
-            f"declares: {'; '.join(problems)}. Nothing was written. Either change target.families in the spec "
-            f"to match the table, or change the family's GC rule on the table (e.g. `cbt setgcpolicy`) if "
-            f"the spec is right, or write to a new table."
-        )
-    missing = sorted(name for name in wanted if name not in existing)
+    if comparison.different:
+        raise mismatch_error(target, comparison)
+    missing = comparison.missing
     if missing and not create:
         raise TableMissingError(
             f"Bigtable table {target.table!r} lacks column families {', '.join(missing)}; "
@@ -216,9 +267,10 @@ class Destination:
 class _WriteFn(beam.DoFn):
     """Writes ``(MappedRow, item)`` pairs; its only output is a DeadLetter per refused entry."""
 
-    def __init__(self, destination: Destination, flow: FlowControl) -> None:
+    def __init__(self, destination: Destination, flow: FlowControl, progress_dir: str | None = None) -> None:
         self._destination = destination
         self._flow = flow
+        self._progress_dir = progress_dir
         self._rows = beam.metrics.Metrics.counter(NAMESPACE, "rows_written")
         self._cells = beam.metrics.Metrics.counter(NAMESPACE, "cells_written")
         self._bytes = beam.metrics.Metrics.counter(NAMESPACE, "bytes_written")
@@ -233,6 +285,7 @@ class _WriteFn(beam.DoFn):
         )
         self._batcher = None
         self._pending: dict[int, tuple[Any, MappedRow, dict]] = {}
+        self._progress = reporter(self._progress_dir)
 
     def start_bundle(self) -> None:
         self._pending = {}
@@ -312,6 +365,9 @@ class _WriteFn(beam.DoFn):
         self._cells.inc(cells)
         self._bytes.inc(written_bytes)
         self._failures.inc(len(letters))
+        if self._progress is not None:  # live totals; raises RunInterrupted once a stop is asked
+            self._progress.add({"rows_written": len(pending), "cells_written": cells, "bytes_written": written_bytes,
+                                "dead_lettered": len(letters)})
         yield from letters
 
     def _dead_letter(self, error: Any, pending: dict[int, tuple[Any, MappedRow, dict]]) -> DeadLetter:
@@ -327,6 +383,15 @@ class _WriteFn(beam.DoFn):
         return DeadLetter(item, "write", reason, row.entity, None, row.row_key)
 
     def teardown(self) -> None:
+        batcher = getattr(self, "_batcher", None)
+        if batcher is not None:  # a failed or interrupted bundle: send what was appended (its segment is not marked
+            self._batcher = None  # done, so --resume writes it again), instead of leaving it to an exit-time warning
+            try:
+                batcher.close()
+            except Exception:  # noqa: BLE001 - the run has already failed with its own error
+                log.debug("closing the batcher after a failed bundle", exc_info=True)
+        if getattr(self, "_progress", None) is not None:
+            self._progress.flush()
         client = getattr(self, "_client", None)
         if client is not None:
             client.close()
@@ -355,10 +420,12 @@ class WriteToBigtable(beam.PTransform):
     done marker this way, so a checkpoint never gets ahead of the data, and never lags behind it.
     """
 
-    def __init__(self, target: TargetSpec | Destination, flow: FlowControl | None = None) -> None:
+    def __init__(self, target: TargetSpec | Destination, flow: FlowControl | None = None, *,
+                 progress_dir: str | None = None) -> None:
         super().__init__()
         self._destination = target if isinstance(target, Destination) else Destination.from_target(target)
         self._flow = flow or FlowControl()
+        self._progress_dir = progress_dir
 
     def expand(self, rows: Any) -> Any:
-        return rows | "Write" >> beam.ParDo(_WriteFn(self._destination, self._flow))
+        return rows | "Write" >> beam.ParDo(_WriteFn(self._destination, self._flow, self._progress_dir))
