@@ -118,8 +118,8 @@ class TargetSpec(StrictModel):
     """Bigtable table id; created with the families below when missing."""
     app_profile: str | None = None
     """Bigtable app profile for the writes (single-cluster routing is a good choice for bulk loads)."""
-    families: dict[str, GcPolicy | None]
-    """Column families and their GC policies, e.g. `{SKU: {max_versions: 1}}`."""
+    families: dict[str, Annotated[GcPolicy, BeforeValidator(lambda policy: GcPolicy() if policy is None else policy)]]
+    """Column families and their GC policies, e.g. `{SKU: {max_versions: 1}}`; an empty policy keeps every version."""
 
     @field_validator("table")
     @classmethod
@@ -134,13 +134,13 @@ class TargetSpec(StrictModel):
 
     @field_validator("families")
     @classmethod
-    def _family_names(cls, value: dict[str, GcPolicy | None]) -> dict[str, GcPolicy | None]:
+    def _family_names(cls, value: dict[str, GcPolicy]) -> dict[str, GcPolicy]:
         if not value:
             raise ValueError("declare at least one column family")
         for name in value:
             if not _FAMILY_NAME.match(name) or len(name) > 64:
                 raise ValueError(f"family name {name!r} must be 1-64 characters of letters, digits, '-', '_' or '.'")
-        return {name: policy or GcPolicy() for name, policy in value.items()}
+        return value
 
 
 # --------------------------------------------------------------------------- entities
