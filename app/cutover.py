@@ -163,3 +163,62 @@ def describe_timeline(timeline: Timeline) -> list[str]:
     lines += [f"catch-up {phase.export}: {us_to_iso(phase.from_us)} .. {us_to_iso(phase.to_us)}"
               for phase in timeline.phases]
     return lines
+
+
+# --------------------------------------------------------------------------- tail
+
+
+@dataclass
+class TailResult:
+    run_dir: str
+    counters: dict[str, int]
+    shards: dict[str, dict]
+    dead_letter: str
+    dead_letter_lines: int
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, until_idle_s: float | None = None,
+         max_seconds: float | None = None, poll_s: float = 1.0) -> TailResult:
+    """Follow the table's stream from where the timeline ends until stopped (Ctrl-C, or the given limits)."""
+    from ..mappers.compiler import compile_spec
+    from ..pipelines import timeline as tl
+    from ..pipelines.bigtable_sink import Destination
+    from ..pipelines.change_sink import ChangeApplier
+    from ..pipelines.dead_letters import consolidate
+    from ..pipelines.dynamodb_client import ClientSettings, make_client
+    from ..pipelines.stream_tail import TailRun, make_streams_client
+    from ..pipelines.target import probe_target
+
+    run_dir = _need_run_dir(options)
+    spec = load_spec(spec, options)
+    if spec.source.table is None:
+        raise UsageError("the tail reads the table's stream: the spec needs source.table",
+                         "name the table in source.table (an export spec can keep source.export for the backfill)")
+    timeline = tl.load(run_dir, spec)
+    probe_target(spec.target, must_exist=True)
+    settings = ClientSettings.from_source(spec.source)
+    dynamodb = make_client(settings)
+    streams = make_streams_client(settings)
+    applier = ChangeApplier(Destination.from_target(spec.target), compile_spec(spec, now_ms=timeline.now_ms),
+                            options.flow_control())
+    dead_letter = options.dead_letter or tl.join(run_dir, "tail.dead_letters.jsonl")
+    run = TailRun(run_dir, spec.source.table, dynamodb, streams, applier, dead_letter, until_idle_s, max_seconds, poll_s)
+    started = time.monotonic()
+    try:
+        state = run.start(timeline.applied_to_us)
+        if timeline.tail_started_us is None:
+            timeline.tail_started_us = int(time.time() * 1_000_000)
+            tl.save(run_dir, timeline)
+        state = run.run(state)
+    finally:
+        applier.close()
+        lines = consolidate(dead_letter)
+    counters = run.outcome.counters()
+    return TailResult(run_dir, counters, {k: vars(v) for k, v in state.shards.items()}, dead_letter, lines,
+                      reconcile_changes(counters), time.monotonic() - started)

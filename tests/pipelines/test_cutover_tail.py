@@ -1,0 +1,132 @@
+"""The stream tail against moto_server's DynamoDB Streams and the Bigtable emulator: scan backfill → live changes →
+tail → Bigtable equals a fresh migration of the final table; redelivery, an expired iterator, retention refused."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import boto3
+import pytest
+
+from ddb2bt.app.cutover import tail
+from ddb2bt.app.migrate import migrate
+from ddb2bt.app.options import RunOptions
+from ddb2bt.pipelines import stream_tail
+from ddb2bt.pipelines.dynamodb_client import ClientSettings
+from ddb2bt.pipelines.stream_tail import StreamRetentionError
+
+from .cells import expected_cells, read_cells
+from .cutover_workload import make_spec, random_item, random_keys
+
+
+def create_streamed_table(endpoint: str, name: str) -> object:
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                              {"AttributeName": "sk", "AttributeType": "S"}],
+                        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"})
+    return client
+
+
+def workload(client, name: str, rng: random.Random, steps: int, posts: int = 6) -> None:
+    """Puts (new items, changed timestamps and entities), attribute removals and deletes."""
+    for _ in range(steps):
+        pk, sk = random_keys(rng, posts)
+        key = {"pk": {"S": pk}, "sk": {"S": sk}}
+        roll = rng.random()
+        if roll < 0.2:
+            client.delete_item(TableName=name, Key=key)
+        elif roll < 0.35 and sk == "post":
+            if "Item" in client.get_item(TableName=name, Key=key):
+                client.update_item(TableName=name, Key=key, UpdateExpression="REMOVE A, B")
+        else:
+            client.put_item(TableName=name, Item=random_item(rng, pk, sk))
+
+
+def table_items(client, name: str) -> list[dict]:
+    return [item for page in client.get_paginator("scan").paginate(TableName=name) for item in page["Items"]]
+
+
+def backfill(moto_server, name: str, run_dir: str, rng: random.Random):
+    client = create_streamed_table(moto_server.endpoint, name)
+    workload(client, name, rng, 40)
+    spec = make_spec(name, endpoint_url=moto_server.endpoint)
+    result = migrate(spec, RunOptions(run_dir=run_dir, total_segments=2))
+    assert result.counters["items_read"] > 0
+    return client, spec
+
+
+def test_tail_applies_live_changes_and_a_redelivery_changes_nothing(bigtable_env, moto_server, unique_name, tmp_path):
+    rng = random.Random(11)
+    run_dir = str(tmp_path / "run")
+    client, spec = backfill(moto_server, unique_name, run_dir, rng)
+    workload(client, unique_name, rng, 150)
+    result = tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1)
+    assert result.ok, result.problems
+    c = result.counters
+    assert c["changes_read"] >= 150 and c["cells_deleted"] > 0
+    want = expected_cells(spec, table_items(client, unique_name))
+    assert read_cells(spec.target) == want
+
+    # Everything delivered again from the stream's start (a lost checkpoint): same cells.
+    state = json.loads((tmp_path / "run" / "tail.json").read_text())
+    for shard in state["shards"].values():
+        shard.update(sequence=None, done=False)
+    (tmp_path / "run" / "tail.json").write_text(json.dumps(state))
+    again = tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1)
+    assert again.ok and again.counters["changes_read"] >= c["changes_read"]
+    assert read_cells(spec.target) == want
+
+    # More live changes, picked up from the saved positions.
+    workload(client, unique_name, rng, 40)
+    tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1)
+    assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
+
+
+class ExpiringOnce:
+    """The real streams client, except that the first GetRecords answers ExpiredIteratorException."""
+
+    def __init__(self, client) -> None:
+        self._client, self.expired = client, 0
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def get_records(self, **kwargs):
+        if not self.expired:
+            self.expired += 1
+            from botocore.exceptions import ClientError
+
+            raise ClientError({"Error": {"Code": "ExpiredIteratorException", "Message": "Iterator expired"}},
+                              "GetRecords")
+        return self._client.get_records(**kwargs)
+
+
+def test_expired_iterator_is_renewed_and_retention_gaps_are_refused(bigtable_env, moto_server, unique_name, tmp_path,
+                                                                    monkeypatch):
+    rng = random.Random(5)
+    run_dir = str(tmp_path / "run")
+    client, spec = backfill(moto_server, unique_name, run_dir, rng)
+    workload(client, unique_name, rng, 30)
+    made = []
+    real = stream_tail.make_streams_client
+
+    def expiring(settings: ClientSettings):
+        made.append(ExpiringOnce(real(settings)))
+        return made[-1]
+
+    monkeypatch.setattr(stream_tail, "make_streams_client", expiring)
+    result = tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1)
+    assert made[0].expired == 1 and result.ok
+    assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
+
+    # A timeline ending more than 24 hours ago: the stream cannot hold it.
+    timeline = json.loads((tmp_path / "run" / "cutover.json").read_text())
+    timeline["applied_to_us"] = int(time.time() * 1e6) - 25 * 3_600_000_000
+    (tmp_path / "run" / "cutover.json").write_text(json.dumps(timeline))
+    (tmp_path / "run" / "tail.json").unlink()
+    with pytest.raises(StreamRetentionError, match="24-hour retention.*catch-up"):
+        tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3)
