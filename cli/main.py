@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .commands import demo, infer, init, migrate, plan, redrive, schema, validate
+from .commands import demo, infer, init, local, migrate, plan, redrive, schema, validate
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -70,6 +70,7 @@ app.command("validate")(validate.command)
 app.command("redrive")(redrive.command)
 app.command("schema")(schema.command)
 app.command("demo")(demo.command)
+app.add_typer(local.app, name="local")
 
 
 def run() -> None:

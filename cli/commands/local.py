@@ -1,0 +1,88 @@
+"""`ddb2bt local up|down|status`: the embedded servers in the background, to explore ddb2bt by hand.
+
+The `export …` lines go to stdout and everything else to stderr, so `eval "$(ddb2bt local up)"`
+points the shell at the servers and `eval "$(ddb2bt local down)"` forgets them again.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ...app.local import DEFAULT_DIR as DEFAULT
+
+app = typer.Typer(help="Local DynamoDB and Bigtable emulator in the background, seed tables loaded: explore by hand.",
+                  no_args_is_help=True)
+
+
+class DynamoDB(str, Enum):
+    moto = "moto"
+    dynalite = "dynalite"
+
+
+Dir = Annotated[Path, typer.Option("--dir", help="Folder for the state file and the servers' log.")]
+
+
+def _say(text: str) -> None:
+    typer.echo(text, err=True)
+
+
+def _show(state: Any) -> None:
+    _say(f"DynamoDB ({state.dynamodb.name}) at {state.dynamodb.endpoint}, pid {state.dynamodb.pid}")
+    _say(f"Bigtable emulator at {state.bigtable.endpoint}, pid {state.bigtable.pid}")
+    for table in state.tables:
+        _say(f"  table {table.table}: {table.items} items (spec: ddb2bt init --template {table.template} -o spec.yaml)")
+
+
+@app.command("up")
+def up(
+    dir: Dir = DEFAULT,
+    dynamodb: Annotated[DynamoDB, typer.Option("--dynamodb", help="The local DynamoDB: moto_server or dynalite.")] = DynamoDB.moto,
+) -> None:
+    """Start DynamoDB and the Bigtable emulator in the background, load the seed tables, print `export …` lines."""
+    from ...app import local
+
+    if not local.status(dir):
+        _say("starting the local servers and loading the seed tables…")
+    result = local.up(dir, dynamodb.value)
+    if result.cleaned:
+        _say(f"stopped servers a stopped local mode left running (pids {', '.join(map(str, result.cleaned))})")
+    state = result.state
+    if result.already_up:
+        _say(f"already up (supervisor pid {state.supervisor_pid}, {dir / local.STATE_FILE}); nothing started")
+    _show(state)
+    _say(f'point this shell at them: eval "$(ddb2bt local up --dir {dir})"; stop them: ddb2bt local down --dir {dir}')
+    for line in state.exports():
+        typer.echo(line)
+
+
+@app.command("down")
+def down(dir: Dir = DEFAULT) -> None:
+    """Stop the servers `local up` started (their data goes with them); print `unset …` lines."""
+    from ...app import local
+
+    result = local.down(dir)
+    if not result.was_up:
+        _say(f"not up ({dir / local.STATE_FILE} does not exist); nothing to stop")
+        return
+    _say(f"stopped (pids {', '.join(map(str, result.stopped)) or 'none left'})")
+    for name in result.variables:
+        typer.echo(f"unset {name}")
+
+
+@app.command("status")
+def status(dir: Dir = DEFAULT) -> None:
+    """Say whether the local servers are up and print their `export …` lines; exit 1 when they are not up."""
+    from ...app import local
+
+    state = local.status(dir)
+    if state is None:
+        _say(f"not up (no live local mode in {dir}); start it with: ddb2bt local up --dir {dir}")
+        raise typer.Exit(1)
+    _say(f"up (supervisor pid {state.supervisor_pid})")
+    _show(state)
+    for line in state.exports():
+        typer.echo(line)

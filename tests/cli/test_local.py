@@ -1,0 +1,107 @@
+"""`ddb2bt local up|status|down`: real servers in the background, the seed tables, the shell's exports; nothing left."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from ddb2bt.app import local
+from ddb2bt.app.seeds import SEEDED, seed_spec
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.pipelines.local_servers import port_open
+from ddb2bt.templates import catalog
+from tests.golden import seed_items
+from tests.pipelines.cells import expected_cells, read_cells
+
+pytestmark = pytest.mark.servers
+
+
+def apply_exports(stdout: str, monkeypatch) -> dict[str, str]:
+    """Do what `eval "$(ddb2bt local up)"` does in a shell."""
+    exported = {}
+    for line in stdout.splitlines():
+        verb, _, rest = line.partition(" ")
+        if verb == "export":
+            name, _, value = rest.partition("=")
+            exported[name] = value
+            monkeypatch.setenv(name, value)
+        else:
+            assert verb == "unset", line
+            monkeypatch.delenv(rest, raising=False)
+    return exported
+
+
+def pids(state: local.LocalState) -> list[int]:
+    return [state.supervisor_pid, state.dynamodb.pid, state.bigtable.pid]
+
+
+def gone(state: local.LocalState) -> bool:
+    ports = [int(state.dynamodb.endpoint.rsplit(":", 1)[1]), int(state.bigtable.endpoint.rsplit(":", 1)[1])]
+    return not any(local.alive(pid) for pid in pids(state)) and not any(port_open("127.0.0.1", p) for p in ports)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    path = tmp_path / "local"
+    yield path
+    local.down(path)  # whatever the test did, nothing stays running
+
+
+def test_up_migrate_down(folder, invoke, monkeypatch, tmp_path):
+    up = invoke("local", "up", "--dir", folder)
+    assert up.exit_code == 0, up.output
+    exported = apply_exports(up.stdout, monkeypatch)
+    assert set(exported) == {"BIGTABLE_EMULATOR_HOST", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ACCESS_KEY_ID",
+                             "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_REGION"}
+    assert "table Videos: 9 items" in up.stderr and "ddb2bt init --template single-table" in up.stderr
+    state = local.status(folder)
+    assert state is not None and all(local.alive(pid) for pid in pids(state))
+    assert {t.table for t in state.tables} == {"ProductCatalog", "Videos", "Invoices"}
+
+    again = invoke("local", "up", "--dir", folder)  # safe to re-run: nothing new starts
+    assert again.exit_code == 0 and "already up" in again.stderr and again.stdout == up.stdout
+    status = invoke("local", "status", "--dir", folder)
+    assert status.exit_code == 0 and status.stdout == up.stdout
+
+    # a seed spec, written by `init` and migrated with nothing but the exported variables
+    spec = tmp_path / "videos.yaml"
+    assert invoke("init", "--template", "single-table", "-o", spec).exit_code == 0
+    yes = ["--yes"] if "--yes" in invoke("migrate", "--help").output else []
+    migrated = invoke("migrate", spec, "--run-dir", tmp_path / "run", *yes)
+    assert migrated.exit_code == 0, migrated.output
+    assert "read 9 items: 9 written" in migrated.stdout and f"Bigtable emulator at {exported['BIGTABLE_EMULATOR_HOST']}" \
+        in migrated.stderr
+    loaded = load_spec(spec)
+    template = catalog.get("single-table")
+    assert read_cells(loaded.target) == expected_cells(loaded, list(seed_items(template.seed)))
+
+    down = invoke("local", "down", "--dir", folder)
+    assert down.exit_code == 0, down.output
+    assert sorted(down.stdout.split("\n")[:-1]) == sorted(f"unset {name}" for name in exported)
+    assert gone(state), "a process or a port is left"
+    assert invoke("local", "status", "--dir", folder).exit_code == 1
+    assert "nothing to stop" in invoke("local", "down", "--dir", folder).stderr
+
+
+def test_a_killed_supervisor_leaves_nothing_behind(folder):
+    first = local.up(folder).state
+    os.kill(first.supervisor_pid, signal.SIGKILL)  # its servers stay up, orphaned
+    assert local._wait_gone(first.supervisor_pid, 10) and local.alive(first.dynamodb.pid)
+    assert local.status(folder) is None
+
+    second = local.up(folder)  # cleans up the orphans, then starts afresh
+    assert not second.already_up and set(second.cleaned) == {first.dynamodb.pid, first.bigtable.pid}
+    assert gone(first)
+    assert {t.table for t in second.state.tables} == {seed_spec(t).source.table for t in SEEDED}
+    local.down(folder)
+    assert gone(second.state)
+
+
+def test_unknown_dynamodb_server_is_a_usage_error(invoke, tmp_path):
+    result = invoke("local", "up", "--dir", tmp_path, "--dynamodb", "dynamodb-local")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: Invalid value for '--dynamodb': 'dynamodb-local' is not one of 'moto', "
+                                    "'dynalite'.")
+    assert not (tmp_path / "state.json").exists()
