@@ -1,0 +1,54 @@
+"""The CLI's manners: typer's usage errors on one line like ours, shell completion, Beam pass-through in migrate's help."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+USAGE_ERRORS = [
+    (["no-such-command"], "error: No such command 'no-such-command'. (see `ddb2bt --help`)"),
+    (["migrat"], "error: No such command 'migrat'. Did you mean 'migrate', 'migrate-plan'? (see `ddb2bt --help`)"),
+    (["migrate-plan"], "error: Missing argument 'spec'. (see `ddb2bt migrate-plan --help`)"),
+    (["migrate-plan", "x.yaml", "--format", "xml"],
+     "error: Invalid value for '--format': 'xml' is not one of 'text', 'json'. (see `ddb2bt migrate-plan --help`)"),
+    (["migrate-plan", "x.yaml", "--sample", "0"], "error: Invalid value for '--sample': Input should be greater than or equal to 1"),
+    (["init", "--bogus"], "error: No such option: --bogus"),
+]
+
+
+@pytest.mark.parametrize("args, line", USAGE_ERRORS, ids=[" ".join(case[0]) for case in USAGE_ERRORS])
+def test_typer_usage_errors_are_one_line_exit_2(invoke, args, line):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(line), result.stderr
+    assert not any(box in result.stderr for box in "╭╰│─"), "a boxed panel"
+
+
+def test_shell_completion_is_on(invoke):
+    assert "--install-completion" in invoke("--help").output
+    script = invoke("--show-completion", "bash")
+    assert script.exit_code == 0 and "_DDB2BT_COMPLETE=complete_bash" in script.output
+
+
+def _complete(words: str, cword: int) -> list[str]:
+    env = {**os.environ, "_DDB2BT_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    code = "from ddb2bt.cli.main import app; app(prog_name='ddb2bt')"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_completion_completes_commands_and_options():
+    assert set(_complete("ddb2bt mig", 1)) == {"migrate", "migrate-plan"}
+    assert {"redrive", "local"} <= set(_complete("ddb2bt ", 1))
+    assert "--format" in _complete("ddb2bt migrate-plan spec.yaml --for", 3)
+
+
+def test_migrate_help_mentions_beam_pass_through(invoke):
+    result = invoke("migrate", "--help")
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0
+    assert "Beam options" in text and "--runner" in text and "docs/DATAFLOW.md" in text
