@@ -138,6 +138,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
         timeline.phases.append(tl.Phase(manifest.export_id, manifest.from_us, manifest.to_us, outcome.counters,
                                         int(time.time() * 1_000_000)))
         timeline.applied_to_us = manifest.to_us
+        timeline.spec = spec.model_dump(mode="json", by_alias=True)
         tl.save(run_dir, timeline)
     return outcome
 
@@ -214,6 +215,7 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
         state = run.start(timeline.applied_to_us)
         if timeline.tail_started_us is None:
             timeline.tail_started_us = int(time.time() * 1_000_000)
+            timeline.spec = spec.model_dump(mode="json", by_alias=True)
             tl.save(run_dir, timeline)
         state = run.run(state)
     finally:
@@ -222,3 +224,161 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
     counters = run.outcome.counters()
     return TailResult(run_dir, counters, {k: vars(v) for k, v in state.shards.items()}, dead_letter, lines,
                       reconcile_changes(counters), time.monotonic() - started)
+
+
+# --------------------------------------------------------------------------- cutover-status
+
+LAG_THRESHOLD_S = 30.0
+PARITY_SAMPLE = 20
+
+
+@dataclass
+class ShardLag:
+    shard: str
+    done: bool
+    behind_s: float
+    last_record: str | None
+
+
+@dataclass
+class Parity:
+    checked: int = 0
+    matching: int = 0
+    absent: int = 0
+    """Items deleted since: nothing left to compare in a shared row (their cells' deletion is exact by construction)."""
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def holds(self) -> bool:
+        return not self.mismatches
+
+
+@dataclass
+class CutoverStatus:
+    run_dir: str
+    phases: list[dict]
+    """Each phase: name, state, what it applied up to, its counters."""
+    shards: list[ShardLag]
+    dead_letters: dict[str, int]
+    parity: Parity
+    ready: bool
+    reasons: list[str]
+    """Why it is not ready (empty when ready)."""
+    lag_threshold_s: float
+
+    def to_json(self) -> dict:
+        from dataclasses import asdict
+
+        data = asdict(self)
+        data["parity"]["holds"] = self.parity.holds
+        return data
+
+
+def _count_lines(path: str) -> int:
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(path) as handle:
+        return sum(1 for line in handle.read().splitlines() if line.strip())
+
+
+def _dead_letter_counts(run_dir: str) -> dict[str, int]:
+    from apache_beam.io.filesystems import FileSystems
+
+    from ..pipelines.timeline import join
+
+    found = FileSystems.match([join(run_dir, "*dead_letters.jsonl")])[0].metadata_list
+    return {meta.path.rsplit("/", 1)[-1]: _count_lines(meta.path) for meta in sorted(found, key=lambda m: m.path)}
+
+
+def parity_check(spec: MappingSpec, now_ms: int, keys: list[dict], retry_s: float = 1.0) -> Parity:
+    """Read each item now (consistent read) and check that Bigtable holds exactly its cells in its row.
+
+    Cells of other items folded into the same row are left out of the comparison. A mismatch is
+    checked once more after ``retry_s`` (the item may have changed between the two reads).
+    """
+    from ..mappers.attrvalue import to_export_json
+    from ..mappers.compiler import compile_spec
+    from ..mappers.results import MappedRow
+    from ..pipelines.bigtable_read import read_cells
+    from ..pipelines.dynamodb_client import ClientSettings, make_client
+
+    compiled = compile_spec(spec, now_ms=now_ms)
+    client = make_client(ClientSettings.from_source(spec.source))
+    parity = Parity()
+
+    def compare(key: dict) -> str | None:
+        item = client.get_item(TableName=spec.source.table, Key=key, ConsistentRead=True).get("Item")
+        if item is None:
+            return "absent"
+        result = compiled.map_item(item)
+        if not isinstance(result, MappedRow):
+            return None  # dead-lettered or skipped: nothing expected in Bigtable
+        found = {(c.family, c.qualifier, c.timestamp_micros): c.value
+                 for _key, cells in read_cells(spec.target, [result.row_key]) for c in cells}
+        missing = [c for c in result.cells if found.get((c.family, c.qualifier, c.timestamp_micros)) != c.value]
+        if missing:
+            cell = missing[0]
+            return (f"item {to_export_json(key)}: {len(missing)} of its {len(result.cells)} cells differ in row "
+                    f"{result.row_key!r}, e.g. {cell.family}:{cell.qualifier!r} at {cell.timestamp_micros}")
+        return None
+
+    for key in keys:
+        verdict = compare(key)
+        if verdict not in (None, "absent"):
+            time.sleep(retry_s)
+            verdict = compare(key)
+        parity.checked += 1
+        if verdict == "absent":
+            parity.absent += 1
+        elif verdict is None:
+            parity.matching += 1
+        else:
+            parity.mismatches.append(verdict)
+    return parity
+
+
+def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: int = PARITY_SAMPLE,
+           options: RunOptions = RunOptions()) -> CutoverStatus:
+    """Where each phase stands, the stream lag per shard, dead letters, a parity sample; ready or not, and why."""
+    from ..mappers.spec import MappingSpec
+    from ..pipelines import timeline as tl
+    from ..pipelines.stream_tail import load_state
+
+    timeline = tl.peek(run_dir)
+    if timeline is None:
+        raise tl.TimelineError(f"{run_dir} has no cutover timeline yet",
+                               "run `ddb2bt catch-up` or `ddb2bt tail` with this --run-dir first")
+    now_us = int(time.time() * 1_000_000)
+    phases = [{"phase": "backfill", "kind": timeline.backfill, "state": "done",
+               "applied_up_to": tl.us_to_iso(timeline.start_us)}]
+    phases += [{"phase": "catch-up", "export": p.export, "state": "done", "from": tl.us_to_iso(p.from_us),
+                "applied_up_to": tl.us_to_iso(p.to_us), "counters": p.counters} for p in timeline.phases]
+    reasons: list[str] = []
+    shards: list[ShardLag] = []
+    state = load_state(run_dir)
+    parity = Parity()
+    if state is None:
+        reasons.append("the stream tail has not started")
+    else:
+        heartbeat_age = (now_us - state.heartbeat_us) / 1e6
+        applied = [s.last_record_us for s in state.shards.values() if s.last_record_us]
+        phases.append({"phase": "tail", "state": "running" if heartbeat_age <= lag_threshold_s else "stopped",
+                       "last_heartbeat_s_ago": round(heartbeat_age, 1),
+                       "applied_up_to": tl.us_to_iso(max(applied)) if applied else None, "counters": state.counters})
+        if heartbeat_age > lag_threshold_s:
+            reasons.append(f"the tail has not reported for {heartbeat_age:.0f} s (threshold {lag_threshold_s:.0f} s): "
+                           "is `ddb2bt tail` running?")
+        for shard_id, saved in sorted(state.shards.items()):
+            shards.append(ShardLag(shard_id, saved.done, saved.behind_us / 1e6,
+                                   tl.us_to_iso(saved.last_record_us) if saved.last_record_us else None))
+        lagging = [s for s in shards if not s.done and s.behind_s > lag_threshold_s]
+        if lagging:
+            reasons.append(f"{len(lagging)} shard(s) lag more than {lag_threshold_s:.0f} s (worst "
+                           f"{max(s.behind_s for s in lagging):.0f} s)")
+        if timeline.spec is not None and state.recent:
+            spec = load_spec(MappingSpec.model_validate(timeline.spec), options)
+            parity = parity_check(spec, timeline.now_ms, state.recent[-sample:])
+            if not parity.holds:
+                reasons.append(f"parity: {len(parity.mismatches)} of {parity.checked} recently changed items differ")
+    dead = _dead_letter_counts(run_dir)
+    return CutoverStatus(run_dir, phases, shards, dead, parity, not reasons, reasons, lag_threshold_s)

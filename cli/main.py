@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from .commands import demo, infer, init, local, migrate, plan, redrive, schema, validate
+from .commands import cutover
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -66,10 +67,13 @@ app.command("infer")(infer.command)
 app.command("migrate-plan")(plan.migrate_plan)
 app.command("report")(plan.report)
 app.command("migrate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(migrate.command)
-app.command("validate")(validate.command)
+app.command("validate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(validate.command)
 app.command("redrive")(redrive.command)
 app.command("schema")(schema.command)
 app.command("demo")(demo.command)
+app.command("catch-up", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(cutover.catch_up)
+app.command("tail")(cutover.tail)
+app.command("cutover-status")(cutover.cutover_status)
 app.add_typer(local.app, name="local")
 
 

@@ -105,6 +105,8 @@ class Timeline:
     """Every change before this time is applied (T0 before any catch-up)."""
     phases: list[Phase] = field(default_factory=list)
     tail_started_us: int | None = None
+    spec: dict[str, Any] | None = None
+    """The spec the phases apply (targets settled), so that `cutover-status` needs only the run folder."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

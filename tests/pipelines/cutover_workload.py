@@ -31,7 +31,7 @@ def make_spec(table: str, **source: Any) -> MappingSpec:
              "rest": {"family": "x"}, "drop": ["kind", "sk"]},
             {"name": "draft", "match": {"kind": "draft"}, "row_key": "draft#{pk}#{sk}",
              "columns": [{"attribute": "Title", "family": "d", "encoding": "utf8"}],
-             "rest": {"family": "x"}, "drop": ["kind"]},
+             "rest": {"family": "x"}, "drop": ["kind"], "lossy": ["Title"]},
         ],
     })
 

@@ -1,0 +1,124 @@
+"""`ddb2bt catch-up`, `ddb2bt tail`, `ddb2bt cutover-status`: carry the changes made during the backfill.
+
+One verb per phase, all on the backfill's run folder (docs/CUTOVER.md): apply incremental exports
+in sequence, then follow the stream until the cutover, and ask whether the target is ready.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from ...app.options import RunOptions
+from ..options import OutputFormat, SpecArg, run_options
+
+RunDir = Annotated[str, typer.Option("--run-dir", "--run_dir", help="The backfill's run folder (the one `ddb2bt migrate` "
+                                     "used); it holds the cutover timeline.", show_default=False)]
+
+
+def _echo(lines: list[str]) -> None:
+    for line in lines:
+        typer.echo(line)
+
+
+def _counters(c: dict[str, int]) -> str:
+    return (f"{c['changes_read']} changes: {c['changes_applied']} applied ({c['cells_set']} cells set, "
+            f"{c['cells_deleted']} deleted), {c['changes_dead_lettered']} dead-lettered, {c['changes_skipped']} skipped")
+
+
+@run_options("aws", "google", "writer")
+def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
+             export: Annotated[str, typer.Option("--export", help="The incremental export folder (local, gs://, "
+                                                 "s3://): NEW_AND_OLD_IMAGES, starting where the timeline ends.",
+                                                 show_default=False)], *,
+             options: RunOptions) -> None:
+    """Apply one DynamoDB incremental export to Bigtable as a batch Beam job (any number, in sequence).
+
+    Beam options (--runner DataflowRunner ...) may follow, as with `migrate`. Exit 1 if the counts do not add up.
+    """
+    from ...app import cutover
+
+    result = cutover.catch_up(spec, export, dataclasses.replace(options, run_dir=run_dir))
+    from ...pipelines.timeline import us_to_iso
+
+    _echo([f"catch-up {result.export_id}: {us_to_iso(result.from_us)} .. {us_to_iso(result.to_us)} "
+           f"in {result.seconds:.1f} s",
+           _counters(result.counters),
+           f"dead letters: {result.dead_letter} ({result.dead_letter_lines} lines; holds user data)"]
+          + [f"PROBLEM: {problem}" for problem in result.problems]
+          + [f"timeline applied up to {us_to_iso(result.to_us)}" if result.ok else
+             "catch-up FAILED: the timeline did not advance; run the same export again once fixed"])
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@run_options("aws", "google", "writer")
+def tail(spec: SpecArg, run_dir: RunDir,
+         until_idle: Annotated[Optional[float], typer.Option(
+             "--until-idle", min=0, help="Stop once no change arrived for this many seconds (default: run until "
+             "interrupted).")] = None,
+         max_seconds: Annotated[Optional[float], typer.Option(
+             "--max-seconds", min=0, help="Stop after this many seconds.")] = None,
+         poll_seconds: Annotated[float, typer.Option("--poll-seconds", min=0.01,
+                                                     help="Pause between polls of an idle stream.")] = 1.0, *,
+         options: RunOptions) -> None:
+    """Follow the table's DynamoDB stream into Bigtable from where the timeline ends, until you cut over.
+
+    A plain long-running process: stop it with Ctrl-C (or kill it) and start it again; it continues from
+    its checkpoints in the run folder.
+    """
+    from ...app import cutover
+
+    result = cutover.tail(spec, dataclasses.replace(options, run_dir=run_dir), until_idle_s=until_idle,
+                          max_seconds=max_seconds, poll_s=poll_seconds)
+    _echo([f"tail stopped after {result.seconds:.1f} s: {_counters(result.counters)}",
+           f"{len(result.shards)} shard(s), {sum(s['done'] for s in result.shards.values())} finished; "
+           f"dead letters: {result.dead_letter} ({result.dead_letter_lines} lines)"]
+          + [f"PROBLEM: {problem}" for problem in result.problems])
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@run_options("aws", "google")
+def cutover_status(run_dir: RunDir,
+                   lag_threshold: Annotated[float, typer.Option(
+                       "--lag-threshold", min=0, help="Seconds of stream lag (and tail silence) still called ready.")]
+                   = 30.0,
+                   sample: Annotated[int, typer.Option("--sample", min=0, help="Recently changed items to compare.")]
+                   = 20,
+                   output: Annotated[OutputFormat, typer.Option("--format", help="text, or json for automation.")]
+                   = OutputFormat.text, *,
+                   options: RunOptions) -> None:
+    """Each phase, what it applied up to, stream lag per shard, dead letters, a parity sample: READY or not.
+
+    Exit 0 when ready, 1 when not (so a script can wait for it).
+    """
+    from ...app import cutover
+
+    found = cutover.status(run_dir, lag_threshold_s=lag_threshold, sample=sample, options=options)
+    if output is OutputFormat.json:
+        typer.echo(json.dumps(found.to_json(), indent=2))
+    else:
+        _echo(render_status(found))
+    if not found.ready:
+        raise typer.Exit(1)
+
+
+def render_status(found) -> list[str]:
+    lines = []
+    for phase in found.phases:
+        extra = f", {_counters(phase['counters'])}" if phase.get("counters") else ""
+        lines.append(f"{phase['phase']:9} {phase['state']:8} applied up to {phase.get('applied_up_to') or '-'}{extra}")
+    for shard in found.shards:
+        lines.append(f"  shard {shard.shard}: {'finished' if shard.done else f'{shard.behind_s:.1f} s behind'}, "
+                     f"last record {shard.last_record or '-'}")
+    for name, count in found.dead_letters.items():
+        lines.append(f"dead letters {name}: {count}")
+    p = found.parity
+    lines.append(f"parity: {p.matching} of {p.checked} recently changed items match, {p.absent} deleted since"
+                 + (f"; {len(p.mismatches)} differ: {p.mismatches[0]}" if p.mismatches else ""))
+    lines.append("READY to cut over" if found.ready else "NOT READY: " + "; ".join(found.reasons))
+    return lines
