@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .commands import demo, infer, init, local, migrate, plan, redrive, schema, validate
+from .commands import demo, infer, init, local, migrate, plan, redrive, report, schema, validate
 from .commands import cutover
 from .errors import ErrorHandlingGroup
 
@@ -65,7 +65,7 @@ def main(
 app.command("init")(init.command)
 app.command("infer")(infer.command)
 app.command("migrate-plan")(plan.migrate_plan)
-app.command("report")(plan.report)
+app.command("report")(report.command)
 app.command("migrate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(migrate.command)
 app.command("validate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(validate.command)
 app.command("redrive")(redrive.command)

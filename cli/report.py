@@ -9,10 +9,13 @@ no scripts, fonts or images. Every piece of user data goes through `html.escape`
 from __future__ import annotations
 
 import html
+from pathlib import Path
 from typing import NamedTuple
 
+from ddb2bt.mappers.folded import FoldedRow
 from ddb2bt.mappers.plan import AttributePreview, ExampleRow, MigrationPlan
 from ddb2bt.mappers.sample import SizeStats
+from ddb2bt.mappers.units import human_duration, human_size
 
 # --------------------------------------------------------------------------- blocks
 
@@ -59,22 +62,12 @@ Block = Heading | Para | Bullets | Table | Chart | Pair
 # --------------------------------------------------------------------------- formatting
 
 
-def size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
+size, duration = human_size, human_duration
 
 
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "n/a"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+def units(x: float) -> str:
+    """A capacity figure as exactly as the plan's JSON has it: 0.5 stays 0.5 (scan read units come in halves)."""
+    return f"{x:,.0f}" if x == int(x) else f"{x:,.1f}" if x * 10 == int(x * 10) else f"{x:,.2f}"
 
 
 def _bins(stats: SizeStats) -> tuple[tuple[str, ...], tuple[float, ...]]:
@@ -111,7 +104,7 @@ def _source(plan: MigrationPlan) -> list[Block]:
         rows += [
             ("Key types", ", ".join(f"{k}: {t}" for k, t in source.key_types.items()) or "unknown"),
             ("Items (approx.)", f"{source.item_count:,}"),
-            ("Size (approx.)", size(source.size_bytes)),
+            ("Size (approx.)", _source_size(plan)),
             ("Billing", source.billing_mode + (f", {source.read_capacity:,} RCU" if source.read_capacity else "")),
             ("Stream", source.stream_view_type or "disabled"),
             ("TTL", f"{source.ttl_attribute} ({source.ttl_status or 'status unknown'})" if source.ttl_attribute else "none"),
@@ -131,6 +124,16 @@ def _source(plan: MigrationPlan) -> list[Block]:
     labels, values = _bins(plan.sample.item_sizes)
     blocks.append(Chart("DynamoDB item size (sampled items per size band)", labels, values))
     return blocks
+
+
+def _source_size(plan: MigrationPlan) -> str:
+    """DescribeTable's size, and where the estimates' size comes from when they differ (so the two agree)."""
+    source, e = plan.source, plan.estimates
+    assert source is not None
+    reported = f"{size(source.size_bytes)} (DescribeTable, refreshed about every 6 h)"
+    if source.size_bytes == e.table_bytes:
+        return reported
+    return f"{reported}; the estimates use {size(e.table_bytes)}: the sample's average item × {e.items:,} items"
 
 
 def _target(plan: MigrationPlan) -> list[Block]:
@@ -230,65 +233,144 @@ def _distribution(plan: MigrationPlan) -> list[Block]:
     return blocks
 
 
+def _basis(plan: MigrationPlan) -> tuple[str, str]:
+    """(what the sample-based figures are, one sentence saying so): counted, or extrapolated by how much."""
+    e, sampled = plan.estimates, plan.sample.items
+    if e.items_from == "sample":
+        return "the sample", (f"No DescribeTable numbers (an export, or a table not described): the {sampled} sampled "
+                              "items are taken to be the whole table, so these figures are the sample's own.")
+    if sampled >= e.items:
+        return "counted in the sample", (f"The sample covers the whole table ({sampled:,} items, DescribeTable says "
+                                         f"{e.items:,}): these figures are counted, not extrapolated.")
+    return f"extrapolated ×{e.items / max(sampled, 1):,.1f}", (
+        f"Extrapolated from a sample: the {sampled:,} sampled items are scaled to the {e.items:,} items DescribeTable "
+        f"reports (×{e.items / max(sampled, 1):,.1f}). Rows shared by many items make the row count a lower bound.")
+
+
 def _estimates(plan: MigrationPlan) -> list[Block]:
-    e = plan.estimates
+    e, source = plan.estimates, plan.source
+    scaled, sentence = _basis(plan)
+    described = source is not None and e.items_from == "DescribeTable"
+    size_basis = ("the sample" if not described else "DescribeTable"
+                  if source is not None and source.size_bytes == e.table_bytes else "the sample's average item × items")
     rows = (
-        ("Items", f"{e.items:,} (from {e.items_from})"),
-        ("Average item size", size(e.average_item_bytes)),
-        ("Table size", size(e.table_bytes)),
-        ("Read capacity the scan consumes", f"{e.scan_read_units:,.0f} RCU"),
-        ("Scan rate at the read budget", f"{e.read_units_per_second:,.0f} RCU/s" if e.read_units_per_second else "n/a (export)"),
-        ("Scan duration", duration(e.scan_seconds)),
-        ("Bigtable rows / mutation entries", f"{e.target_rows:,} / {e.target_writes:,}"),
-        ("Bigtable cells", f"{e.target_cells:,}"),
-        ("Bigtable data", size(e.target_bytes)),
-        (f"Suggested nodes to write in {e.target_write_hours:g} h", f"{e.suggested_nodes} (bound by {e.node_basis})"),
+        ("Items", f"{e.items:,}", "DescribeTable (approximate)" if e.items_from == "DescribeTable" else "the sample"),
+        ("Average item size", size(e.average_item_bytes), "table size ÷ items" if size_basis == "DescribeTable"
+         else "the sample"),
+        ("Table size", size(e.table_bytes), size_basis),
+        ("Read capacity the scan consumes", f"{units(e.scan_read_units)} RCU", "table size ÷ 4 KiB per read unit"),
+        ("Scan rate at the read budget", f"{units(e.read_units_per_second)} RCU/s" if e.read_units_per_second
+         else "n/a (export)", "read budget × the table's RCU"),
+        ("Scan duration", duration(e.scan_seconds), "read units ÷ rate"),
+        ("Bigtable rows / mutation entries", f"{e.target_rows:,} / {e.target_writes:,}", scaled),
+        ("Bigtable cells", f"{e.target_cells:,}", scaled),
+        ("Bigtable data", size(e.target_bytes), scaled),
+        (f"Suggested nodes to write in {e.target_write_hours:g} h", str(e.suggested_nodes), f"bound by {e.node_basis}"),
     )
-    return [Heading(2, "Estimates"), Table(("Figure", "Estimate"), rows), Bullets(e.assumptions)]
+    return [Heading(2, "Estimates"), Para(sentence), Table(("Figure", "Estimate", "Basis"), rows), Bullets(e.assumptions)]
+
+
+def _folded(plan: MigrationPlan) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Folded rows: several items, one row")]
+    if not plan.folded_rows:
+        return blocks + [Para("No sampled row is written by more than one item: each row holds one item's cells, as "
+                              "shown under Mapping per entity.")]
+    blocks.append(Para("Several items write into each of these Bigtable rows (a single-table design folds a partition "
+                       "into one row). Each row is shown whole: every cell the sampled items write there, all versions "
+                       "newest first, with the item that wrote it."))
+    for row in plan.folded_rows:
+        blocks += _folded_row(row)
+    return blocks
+
+
+def _folded_row(row: FoldedRow) -> list[Block]:
+    items = tuple((f"#{item.number}", item.entity, item.key) for item in row.items)
+    cells = tuple((cell.column, f"{cell.version} of {cell.versions}" if cell.versions > 1 else "only", cell.value,
+                   cell.encoding, cell.timestamp, f"#{cell.item}") for cell in row.cells)
+    blocks: list[Block] = [
+        Heading(3, f"Row {row.row_key}: {len(row.items)} items"),
+        Table(("Item", "Entity", "Key"), items, "Items folded into this row"),
+        Table(("Column", "Version", "Value", "Encoding", "Timestamp", "From item"), cells,
+              f"Bigtable row {row.row_key}, whole"),
+    ]
+    if row.more_cells:
+        blocks.append(Para(f"… and {row.more_cells:,} more cells in this row (not listed)."))
+    blocks.append(Bullets(row.versions) if row.versions else Para("No column of this row holds more than one version."))
+    return blocks
 
 
 def report_blocks(plan: MigrationPlan) -> list[Block]:
     """Findings first (they decide whether to run), then the translation, then the numbers."""
-    sections = (_summary, _lints, _source, _target, _mapping, _reads, _distribution, _estimates)
+    sections = (_summary, _lints, _source, _target, _mapping, _folded, _reads, _distribution, _estimates)
     return [block for section in sections for block in section(plan)]
 
 
 # --------------------------------------------------------------------------- HTML
 
+CHART_WIDTH = 400
+"""The charts' drawing width (viewBox units): they scale to the page (width 100%, at most 1.2× this)."""
+CHART_LABEL_CHARS = 56
+"""Longer bar labels are cut (the whole label is the bar's tooltip)."""
+CHART_FIT_CHARS = 36
+"""Labels longer than this are fitted to 7 units a character (SVG textLength), so no glyph runs past the width."""
+WIDE_TABLE = 4
+LONG_WORD = 30
+"""A cell word longer than this (characters) lets its column break words anywhere."""
+TIGHT_WORD = 24
+"""A wide table's column of single words no longer than this (an ISO timestamp) does not wrap."""
+"""Tables with this many columns or more become stacked cards on narrow screens (fewer fit, wrapping)."""
 
-def bar_chart_svg(chart: Chart, width: int = 720) -> str:
-    """A horizontal bar chart as inline SVG (no xmlns URL needed inside HTML)."""
+
+def bar_chart_svg(chart: Chart) -> str:
+    """A horizontal bar chart as inline SVG that scales with the page: each label above its bar, the value after it."""
     e = html.escape
-    label_w, value_w, bar_h, gap, top = 200, 90, 18, 6, 28
+    width, label_h, bar_h, gap = CHART_WIDTH, 15, 14, 9
+    value_w = 64  # room after the longest bar for its value
     peak = max(chart.values, default=0) or 1
-    height = top + len(chart.values) * (bar_h + gap) + 4
-    parts = [f'<svg class="chart" role="img" aria-label="{e(chart.title)}" width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
-             f'<text x="0" y="16" class="title">{e(chart.title)}</text>']  # fmt: skip
+    step = label_h + bar_h + gap
+    height = max(len(chart.values), 1) * step
+    parts = [f'<svg class="chart" role="img" aria-label="{e(chart.title)}" viewBox="0 0 {width} {height}" '
+             f'width="100%" preserveAspectRatio="xMinYMin meet">']
     for index, (label, value) in enumerate(zip(chart.labels, chart.values)):
-        y = top + index * (bar_h + gap)
-        bar = (width - label_w - value_w) * value / peak
-        shown = label if len(label) <= 28 else label[:27] + "…"
+        y = index * step
+        bar = (width - value_w) * value / peak
+        shown = label if len(label) <= CHART_LABEL_CHARS else label[: CHART_LABEL_CHARS - 1] + "…"
+        # A long label is fitted to the drawing (wide glyphs could otherwise run past it): never clipped.
+        fit = (f' textLength="{min(width, len(shown) * 7)}" lengthAdjust="spacingAndGlyphs"'
+               if len(shown) > CHART_FIT_CHARS else "")
         parts.append(
-            f'<text x="{label_w - 8}" y="{y + 13}" text-anchor="end"><title>{e(label)}</title>{e(shown)}</text>'
-            f'<rect x="{label_w}" y="{y}" width="{bar:.1f}" height="{bar_h}" rx="2"/>'
-            f'<text x="{label_w + bar + 6:.1f}" y="{y + 13}">{value:g}{e(chart.unit)}</text>'
+            f'<text x="0" y="{y + 11}"{fit}><title>{e(label)}</title>{e(shown)}</text>'
+            f'<rect x="0" y="{y + label_h}" width="{bar:.1f}" height="{bar_h}" rx="2"/>'
+            f'<text x="{bar + 5:.1f}" y="{y + label_h + 11}">{value:g}{e(chart.unit)}</text>'
         )
     if not chart.values:
-        parts.append(f'<text x="0" y="{top + 12}">no data</text>')
+        parts.append('<text x="0" y="16">no data</text>')
     parts.append("</svg>")
     return "".join(parts)
 
 
 def _html_table(table: Table) -> str:
     e = html.escape
+    wide = len(table.headers) >= WIDE_TABLE
+    # Only columns holding long unbroken runs (URLs, JSON, keys) may break anywhere: elsewhere words stay whole.
+    columns = list(zip(*table.rows))
+    long = {i for i, column in enumerate(columns) if any(len(word) > LONG_WORD for cell in column for word in cell.split())}
+    # In wide tables (cards when narrow), short one-word columns (timestamps, ids) stay on one line.
+    tight = {i for i, column in enumerate(columns) if wide and all(len(c) <= TIGHT_WORD and " " not in c for c in column)}
     head = "".join(f"<th>{e(h)}</th>" for h in table.headers)
     body = []
     for index, row in enumerate(table.rows):
         tone = table.row_tones[index] if index < len(table.row_tones) else ""
         cls = f' class="{e(tone)}"' if tone else ""
-        body.append(f"<tr{cls}>" + "".join(f"<td>{e(cell)}</td>" for cell in row) + "</tr>")
+        cells = []
+        for i, (label, cell) in enumerate(zip(table.headers, row)):
+            kind = "long" if i in long else "tight" if i in tight else ""
+            attributes = (f' class="{kind}"' if kind else "") + (f' data-label="{e(label)}"' if wide and label else "")
+            cells.append(f"<td{attributes}>{e(cell)}</td>")
+        body.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     caption = f"<caption>{e(table.caption)}</caption>" if table.caption else ""
-    return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (f'<table class="{"cards" if wide else "plain"}">{caption}<thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table>")
 
 
 def _html_block(block: Block) -> str:
@@ -302,32 +384,55 @@ def _html_block(block: Block) -> str:
     if isinstance(block, Table):
         return _html_table(block)
     if isinstance(block, Chart):
-        return f"<figure>{bar_chart_svg(block)}</figure>"
-    return f'<div class="pair">{_html_table(block.left)}<div class="arrow">→</div>{_html_table(block.right)}</div>'
+        return f"<figure><figcaption>{e(block.title)}</figcaption>{bar_chart_svg(block)}</figure>"
+    return (f'<div class="pair"><div class="side">{_html_table(block.left)}</div>'
+            f'<div class="arrow" aria-hidden="true"></div><div class="side">{_html_table(block.right)}</div></div>')
 
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;margin:0 auto;max-width:1120px;padding:24px}
-h1{font-size:22px;margin:0 0 12px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:32px}
-h3{font-size:15px;margin-top:20px}table{border-collapse:collapse;margin:8px 0 12px;font-size:13px}
-caption{text-align:left;font-weight:600;padding:2px 0}th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}td{word-break:break-word;max-width:720px}tr.error td{background:#ffebe9}tr.warning td{background:#fff8c5}
-tr.info td{background:#ddf4ff}.callout{padding:8px 12px;border-radius:6px;border:1px solid #d0d7de}
-.callout.error{background:#ffebe9;border-color:#ff8182}.callout.warning{background:#fff8c5;border-color:#d4a72c}
-.callout.ok{background:#dafbe1;border-color:#4ac26b}.callout.info{background:#ddf4ff}
-.pair{display:grid;grid-template-columns:minmax(0,1fr) auto minmax(0,1.3fr);gap:12px;align-items:start}
-.pair table{width:100%}.pair td{max-width:none}.pair .arrow{font-size:22px;padding-top:28px;color:#57606a}
-figure{margin:8px 0 16px}svg.chart text{font-size:12px;fill:#1f2328}svg.chart text.title{font-weight:600;font-size:13px}
-svg.chart rect{fill:#4c8bf5}
+# Narrow first: one column, tables of 3+ columns as cards (each cell with its header); from 900 px the item and its
+# row sit side by side and tables are tables again. Long values (URLs, JSON) wrap anywhere rather than widen the page.
+_CSS = f"""
+*{{box-sizing:border-box}}
+body{{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;margin:0 auto;max-width:1120px;
+padding:16px;overflow-wrap:break-word}}
+h1{{font-size:20px;margin:0 0 12px}}h2{{font-size:17px;border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:28px}}
+h3{{font-size:15px;margin-top:20px}}
+table{{border-collapse:collapse;margin:8px 0 12px;font-size:13px;max-width:100%}}
+caption{{text-align:left;font-weight:600;padding:2px 0;overflow-wrap:anywhere}}
+th,td{{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}}td.long{{overflow-wrap:anywhere}}td.tight{{white-space:nowrap}}
+th{{background:#f6f8fa}}tr.error td{{background:#ffebe9}}tr.warning td{{background:#fff8c5}}tr.info td{{background:#ddf4ff}}
+.callout{{padding:8px 12px;border-radius:6px;border:1px solid #d0d7de}}
+.callout.error{{background:#ffebe9;border-color:#ff8182}}.callout.warning{{background:#fff8c5;border-color:#d4a72c}}
+.callout.ok{{background:#dafbe1;border-color:#4ac26b}}.callout.info{{background:#ddf4ff}}
+.pair{{display:grid;grid-template-columns:minmax(0,1fr);gap:0;margin-bottom:8px}}
+.pair .side{{min-width:0}}.pair table{{width:100%}}
+.pair .arrow{{font-size:20px;color:#57606a;text-align:center;line-height:1}}.pair .arrow::after{{content:"\\2193"}}
+figure{{margin:8px 0 16px}}figcaption{{font-weight:600;font-size:13px;margin-bottom:4px}}
+svg.chart{{display:block;width:100%;max-width:{CHART_WIDTH * 6 // 5}px;height:auto}}
+svg.chart text{{font-size:12px;fill:#1f2328}}svg.chart rect{{fill:#4c8bf5}}
+@media (max-width:899px){{
+table.cards,table.cards tbody,table.cards tr,table.cards td,table.cards caption{{display:block;width:100%}}
+table.cards thead{{display:none}}
+table.cards tr{{border:1px solid #d0d7de;border-radius:6px;margin:0 0 8px;padding:4px 0}}
+table.cards td{{border:0;padding:2px 10px;display:grid;grid-template-columns:minmax(0,7.5em) minmax(0,1fr);gap:8px}}
+table.cards td::before{{content:attr(data-label);font-weight:600;color:#57606a}}
+}}
+@media (min-width:900px){{
+table{{width:auto}}
+.pair{{grid-template-columns:minmax(0,1fr) auto minmax(0,1.3fr);gap:12px;align-items:start}}
+.pair .arrow{{padding-top:28px}}.pair .arrow::after{{content:"\\2192"}}
+}}
 """
 
 
 def render_html(plan: MigrationPlan) -> str:
-    """The report as one self-contained HTML page (inline CSS and SVG, no scripts, no external resources)."""
+    """The report as one self-contained HTML page (inline CSS and SVG, no scripts, no external resources), readable
+    from a 420 px phone to a wide screen."""
     body = "\n".join(_html_block(block) for block in report_blocks(plan))
     title = html.escape(f"ddb2bt report: {plan.source_table or 'export'} → {plan.target_table}")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
-            f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n")  # fmt: skip
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{title}</title><style>{_CSS}</style></head><body>\n{body}\n</body></html>\n")
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -365,3 +470,19 @@ def _md_block(block: Block) -> str:
 def render_markdown(plan: MigrationPlan) -> str:
     """The same report as Markdown (charts become text bars)."""
     return "\n\n".join(_md_block(block) for block in report_blocks(plan)) + "\n"
+
+
+# --------------------------------------------------------------------------- files
+
+KINDS = {"html": "html", "htm": "html", "md": "md", "markdown": "md"}
+
+
+def render(plan: MigrationPlan, kind: str) -> str:
+    """The report as ``kind`` (html or md)."""
+    return render_html(plan) if kind == "html" else render_markdown(plan)
+
+
+def write_report(plan: MigrationPlan, output: Path) -> None:
+    """The report for ``plan`` as HTML or Markdown, by ``output``'s suffix (one of KINDS)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render(plan, KINDS[output.suffix.lower().lstrip(".")]), encoding="utf-8")

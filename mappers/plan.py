@@ -19,6 +19,7 @@ from .checks import sample_findings
 from .compiler import CellSource, CompiledSpec, compile_spec
 from .encodings import decode
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
+from .folded import FoldedRow, folded_rows as fold_rows
 from .decode import Decoder, Loss, compile_decoder, round_trip
 from .lints import Lint, lint, lint_data, lint_losses
 from .results import Cell, ItemError, MappedRow, Skipped
@@ -133,6 +134,8 @@ class MigrationPlan(_Frozen):
     lints: tuple[Lint, ...]
     hotspots: tuple[HotspotReport, ...]
     estimates: Estimates
+    folded_rows: tuple[FoldedRow, ...] = ()
+    """Rows several sampled items write into (single-table designs), whole, with their versions explained."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -340,6 +343,7 @@ def build_plan(
             + found
         ),
         hotspots=hotspots,
+        folded_rows=fold_rows(spec, compiled, sample),
         estimates=estimate(
             sample,
             item_count=source.item_count if source else None,
