@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from .decode import undeclared
 from .results import ItemError, MapResult
 from .spec import Condition, EntitySpec, Layout, MappingSpec
 from .templates import Placeholder, parse_template
@@ -44,7 +45,7 @@ def check_spec(spec: MappingSpec) -> list[Problem]:
         problems += _duplicate_columns(entity, at)
         if entity.versioning and not (entity.versioning.attribute or spec.source.sort_key):
             problems.append((at + ("versioning", "attribute"), "name the versioned attribute: the table has no sort key declared"))
-    return problems
+    return problems + undeclared(spec)
 
 
 def _families(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Problem]:

@@ -223,14 +223,17 @@ class _Column:
         if layout is Layout.set:
             if not payload or self.set_type not in (None, tag):
                 raise EncodingError(f"layout set with encoding {self.spec.encoding.value} needs a non-empty {self.set_type or 'SS, NS or BS'}, got {tag}")
+            start = len(out)
             if tag == "SS":
                 for member in payload:
                     out.append(_new_cell(Cell, (family, qualifier + member.encode(), timestamp_us, b"\x00")))
-                return
-            if tag not in ("NS", "BS"):
+            elif tag in ("NS", "BS"):
+                for member in payload:
+                    out.append(_new_cell(Cell, (family, qualifier + member_bytes(tag, member), timestamp_us, b"\x00")))
+            else:
                 raise EncodingError(f"layout set needs SS, NS or BS, got {tag}")
-            for member in payload:
-                out.append(_new_cell(Cell, (family, qualifier + member_bytes(tag, member), timestamp_us, b"\x00")))
+            if len({cell[1] for cell in out[start:]}) != len(payload):  # DynamoDB refuses them too: one cell, not two
+                raise EncodingError(f"the {tag} has duplicate members (as stored: equal numbers or repeated values)")
         elif layout is Layout.map:
             if tag != "M":
                 raise EncodingError(f"layout map needs M, got {tag}")
@@ -270,7 +273,7 @@ class _Entity:
     __slots__ = (
         "name", "conditions", "skip", "row_key", "salt", "delimiter", "columns", "rest", "consumed",
         "timestamp", "ttl_attribute", "ttl_missing_skip", "family_age_us", "versioning", "now_us", "default_us",
-        "spans", "rest_taken", "rest_encoding",
+        "spans", "rest_taken", "rest_prefixes", "rest_encoding",
     )  # fmt: skip
 
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, now_ms: int, migration_ms: int):
@@ -293,6 +296,15 @@ class _Entity:
             column.qualifier: column.attribute
             for column in self.columns
             if spec.rest and column.family == spec.rest.family and column.qualifier.__class__ is bytes
+            and column.layout not in (Layout.set, Layout.map)
+        }
+        # Set members and map keys of the rest family follow their prefix: a leftover attribute whose name starts
+        # with it would read back as a member or key, so it is refused (an empty prefix is a declared loss instead).
+        self.rest_prefixes = {
+            column.qualifier.decode(): column.attribute
+            for column in self.columns
+            if spec.rest and column.family == spec.rest.family and column.layout in (Layout.set, Layout.map)
+            and column.qualifier.__class__ is bytes and column.qualifier
         }
         # Columns whose qualifiers vary per item (templates, set members, map keys) may meet another source's
         # qualifier: such entities record which column wrote which cells and check them (see _duplicates).
@@ -425,10 +437,17 @@ class _Entity:
         if entity_us is None:
             entity_us = self.timestamp(item) if self.timestamp else self.default_us
         timestamp = entity_us + version_us
+        prefixes = tuple(self.rest_prefixes)
         for name in leftovers:
             if self.rest_taken and name.encode() in self.rest_taken:
                 raise ItemFailure(
                     f"{family}:{name} is written by both column {self.rest_taken[name.encode()]!r} and rest attribute {name!r}", name
+                )
+            if prefixes and name.startswith(prefixes):
+                prefix = next(p for p in prefixes if name.startswith(p))
+                raise ItemFailure(
+                    f"rest attribute {name!r} would read back as part of {self.rest_prefixes[prefix]!r}, whose "
+                    f"qualifiers start with {family}:{prefix}; map or drop it", name
                 )
             try:
                 cells.append(Cell(family, name.encode(), timestamp, encode(item[name])))

@@ -20,11 +20,12 @@ from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from .attrvalue import AttributeValueError, binary, key_text, kind_of, number_text
-from .compiler import SET_TYPES, unescape_delimiter
+from .compiler import SET_TYPES, consumed_attributes, unescape_delimiter
 from .encodings import decode
 from .numbers import DecimalError, canonical_text, from_sortable_text
 from .results import Cell
-from .spec import ColumnSpec, Encoding, EntitySpec, Layout, MappingSpec, Template, TimestampSpec
+from .spaces import Space, entity_spaces, overlap
+from .spec import ColumnSpec, Condition, Encoding, EntitySpec, Layout, MappingSpec, Template, TimestampSpec
 from .templates import Placeholder, parse_template
 from .transforms import reverse_domain
 
@@ -213,7 +214,10 @@ class EntityDecoder:
         self.timestamp = spec.timestamp
 
     def folds(self, source: object) -> bool:
-        """Whether items of this entity are told apart by the cell timestamps of this source (a timestamp template)."""
+        """Whether items of this entity are told apart by the cell timestamps of this source (a timestamp template,
+        or versioning: each version's cells share the version's timestamp)."""
+        if self.spec.versioning:
+            return True
         if isinstance(source, str):
             return False
         timestamp = source.spec.timestamp or self.timestamp
@@ -337,7 +341,7 @@ def losses(spec: MappingSpec) -> tuple[Loss, ...]:
         found.append(Loss("(unmatched)", None, "items no entity matches are skipped (unmatched: skip)", True))
     for entity in spec.entities:
         found += _entity_losses(entity, spec)
-    return tuple(found)
+    return tuple(found + _shared_cells(spec))
 
 
 def _entity_losses(entity: EntitySpec, spec: MappingSpec) -> list[Loss]:
@@ -350,12 +354,22 @@ def _entity_losses(entity: EntitySpec, spec: MappingSpec) -> list[Loss]:
     def lose(attribute: str, reason: str) -> None:
         found.append(Loss(name, attribute, reason, attribute in declared))
 
-    if entity.versioning:
+    if entity.versioning:  # the versioning block says it: declared
         found.append(Loss(name, None, "versioning skips the v0_ copy of the newest version", True))
-        lose(entity.versioning.attribute or spec.source.sort_key or "?", "versioning folds the version number into timestamps")
-    if entity.ttl:
+        found.append(Loss(name, entity.versioning.attribute or spec.source.sort_key or "?",
+                          "versioning folds the version number into timestamps", True))
+        if entity.timestamp:
+            for attribute in [entity.timestamp.attribute] if entity.timestamp.attribute else parse_template(entity.timestamp.template or "").attributes:
+                lose(attribute, "versioning adds the version number, in milliseconds, to the timestamps read from it")
+        for column in entity.columns:
+            if column.layout is Layout.list:
+                lose(column.attribute, "with versioning, element i of version N and element i-1 of version N+1 get "
+                                       "one timestamp: one overwrites the other (use layout json)")
+            elif column.timestamp:
+                lose(column.attribute, "with versioning, cells with a timestamp of their own cannot be told to their version")
+    if entity.ttl:  # the ttl block says it: declared
         found.append(Loss(name, None, "ttl skips items already expired", True))
-        lose(entity.ttl.attribute, "ttl keeps the expiry as cell timestamps, to the second")
+        found.append(Loss(name, entity.ttl.attribute, "ttl keeps the expiry as cell timestamps, to the second", True))
     readers = [(TemplateReader(entity.row_key), "row key")]
     readers += [(TemplateReader(c.qualifier), f"qualifier of {c.attribute!r}") for c in entity.columns if c.qualifier]
     timestamps = [entity.timestamp] + [column.timestamp for column in entity.columns]
@@ -378,18 +392,118 @@ def _entity_losses(entity: EntitySpec, spec: MappingSpec) -> list[Loss]:
 
 
 def _shared_families(entity: EntitySpec, declared: set[str]) -> list[Loss]:
-    """Columns whose qualifiers another source of the same family could also have written."""
+    """Columns whose qualifiers another source of the same entity and family could also write.
+
+    Literal qualifiers written twice are spec errors (checks), and a rest attribute named like a
+    literal column, or starting with a set or map column's prefix, is an item error (compiler):
+    neither is a loss.
+    """
+    spaces = list(entity_spaces(entity, frozenset(consumed_attributes(entity))))
     found = []
-    by_family: dict[str, list[ColumnSpec]] = defaultdict(list)
-    for column in entity.columns:
-        by_family[column.family].append(column)
-    for family, columns in by_family.items():
-        open_ended = [c for c in columns if c.layout in (Layout.set, Layout.map) or (c.qualifier and not parse_template(c.qualifier.template).is_literal)]
-        shared = len(columns) > 1 or (entity.rest is not None and entity.rest.family == family)
-        for column in open_ended if shared else ():
-            reason = f"its qualifiers in family {family!r} cannot be told from other columns' (give it a family of its own)"
-            found.append(Loss(entity.name, column.attribute, reason, column.attribute in declared))
+    for space in spaces:
+        if space.kind in ("literal", "rest"):
+            continue
+        for other in spaces:
+            guarded = other.kind == "rest" and space.kind == "prefix" and space.head
+            if other is space or guarded or not overlap(space, other):
+                continue
+            reason = (f"its qualifiers in family {space.family!r} can also be written by {other.describe()} "
+                      "(give it a family of its own, or a qualifier prefix no other qualifier there starts with)")
+            found.append(Loss(entity.name, space.attribute, reason, space.attribute in declared))
+            break
     return found
+
+
+def shares_rows(a: EntitySpec, b: EntitySpec) -> bool:
+    """Whether items of two entities can land in the same row (conservative: True unless the keys provably differ).
+
+    Keys differ when their templates start with incompatible literal text (`user#` and `order#`),
+    or are the same template with an attribute the two entities' match conditions tell apart and
+    the template keeps intact (no lossy transform on it).
+    """
+    if a.row_key is None or b.row_key is None or (a.row_key.salt_buckets, a.row_key.delimiter) != (b.row_key.salt_buckets, b.row_key.delimiter):
+        return a.row_key is not None and b.row_key is not None
+    pieces_a, pieces_b = parse_template(a.row_key.template).pieces, parse_template(b.row_key.template).pieces
+    head_a = pieces_a[0] if isinstance(pieces_a[0], str) else ""
+    head_b = pieces_b[0] if isinstance(pieces_b[0], str) else ""
+    if not (head_a.startswith(head_b) or head_b.startswith(head_a)):
+        return False
+    if a.row_key != b.row_key or TemplateReader(a.row_key).problem:
+        return True
+    return not any(
+        isinstance(piece, Placeholder)
+        and not any(call.name in LOSSY_TRANSFORMS for call in piece.transforms)
+        and piece.attribute in a.match and piece.attribute in b.match
+        and _disjoint(a.match[piece.attribute], b.match[piece.attribute])
+        for piece in pieces_a
+    )
+
+
+def _disjoint(a: Condition, b: Condition) -> bool:
+    """Whether no value satisfies both conditions (conservative: False when unsure)."""
+    known_a = a.equals if isinstance(a.equals, str) else None
+    known_b = b.equals if isinstance(b.equals, str) else None
+    if known_a is not None and known_b is not None:
+        return known_a != known_b
+    for known, other in ((known_a, b), (known_b, a)):
+        if known is not None and other.prefix is not None and not known.startswith(other.prefix):
+            return True
+    if a.prefix is not None and b.prefix is not None:
+        return not (a.prefix.startswith(b.prefix) or b.prefix.startswith(a.prefix))
+    return False
+
+
+def _default_time(entity: EntitySpec, path: tuple) -> bool:
+    """Whether a column's (or rest's) cells all get the one default timestamp (migration_time or the run's now)."""
+    column = entity.columns[path[1]] if path[:1] == ("columns",) else None
+    return not (entity.timestamp or entity.ttl or entity.versioning or (column is not None and column.timestamp))
+
+
+class SharedCells(NamedTuple):
+    """Two entities that can land in one row and write qualifiers there that can meet."""
+
+    earlier: EntitySpec
+    later: EntitySpec
+    first: Space
+    second: Space
+    certain: bool
+    """The same row-key template, literal qualifier and default timestamp: one cell overwrites the other."""
+
+
+def shared_cells(spec: MappingSpec) -> list[SharedCells]:
+    """Every pair of entities that can share rows, with the first pair of their qualifier spaces that meet there."""
+    mapped = [entity for entity in spec.entities if entity.action == "map"]
+    spaces = [list(entity_spaces(entity, frozenset(consumed_attributes(entity)))) for entity in mapped]
+    found = []
+    for j, later in enumerate(mapped):
+        for i, earlier in enumerate(mapped[:j]):
+            if not shares_rows(earlier, later):
+                continue
+            same_rows = earlier.row_key == later.row_key  # not merely rows that could meet: the same ones
+            meeting = [
+                SharedCells(earlier, later, a, b, same_rows and a.kind == b.kind == "literal"
+                            and _default_time(earlier, a.path) and _default_time(later, b.path))
+                for a in spaces[i] for b in spaces[j] if overlap(a, b)
+            ]  # fmt: skip
+            found += [shared for shared in meeting if shared.certain] or meeting[:1]
+    return found
+
+
+def _shared_cells(spec: MappingSpec) -> list[Loss]:
+    """Cells two entities certainly both write: the same row, family and literal qualifier at the default timestamp.
+
+    Where an item of each exists, one cell overwrites the other, and the row reads back as the
+    first entity's item only: a loss of the later entity, declared by listing its attribute in
+    its `lossy`. Other overlaps (rest, templates, own timestamps) depend on the data: a plan warning.
+    """
+    return [
+        Loss(shared.later.name, shared.second.attribute,
+             f"entity {shared.earlier.name!r} writes {shared.second.family}:{shared.second.head} in the same rows at the "
+             "same time: where an item of each exists, one cell overwrites the other (give one another qualifier, or "
+             "declare the loss)", shared.second.attribute in shared.later.lossy)
+        for shared in shared_cells(spec)
+        if shared.certain
+    ]  # fmt: skip
 
 
 def undeclared(spec: MappingSpec) -> list[tuple[tuple, str]]:

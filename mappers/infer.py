@@ -186,12 +186,32 @@ def _encoding(name: str, types: Counter, items: list[dict]) -> tuple[dict[str, A
     if tag == "BOOL":
         return {"encoding": "bool"}, None
     if tag in ("SS", "NS", "BS"):
-        return {"layout": "set", "qualifier": f"{name}:"}, f"{name}: a set, one qualifier per member ({name}:<member>), value 0x00"
-    if tag == "M":
-        return {"encoding": "json"}, f"{name}: a map, packed as JSON in one cell (layout: map gives one column per key)"
-    if tag == "L":
+        return {"layout": "set", "qualifier": f"{name}:", "encoding": _SET_ENCODINGS[tag]}, (
+            f"{name}: a set of {_SET_ENCODINGS[tag]}, one qualifier per member ({name}:<member>), value 0x00")
+    if tag in ("M", "L"):
+        what = "a map" if tag == "M" else "a list"
+        if not all(_plain_json(item[name]) for item in items if name in item):
+            return {"encoding": "ddb_json"}, f"{name}: {what} holding binary values or sets, kept as DynamoDB JSON"
+        if tag == "M":
+            return {"encoding": "json"}, f"{name}: a map, packed as JSON in one cell (layout: map gives one column per key)"
         return {"encoding": "json"}, f"{name}: a list, packed as JSON (layout: list gives one cell per element; raise max_versions)"
     return {"encoding": "auto"}, None
+
+
+_SET_ENCODINGS = {"SS": "utf8", "NS": "decimal", "BS": "bytes"}
+"""A set's type is the encoding of its members, so that the set reads back as the same type."""
+
+
+def _plain_json(value: dict) -> bool:
+    """Whether plain JSON keeps the value's types: no B and no sets, at any depth."""
+    tag, payload = next(iter(value.items()))
+    if tag in ("B", "SS", "NS", "BS"):
+        return False
+    if tag == "M":
+        return all(_plain_json(element) for element in payload.values())
+    if tag == "L":
+        return all(_plain_json(element) for element in payload)
+    return True
 
 
 def _time_attribute(items: list[dict], candidates: list[str]) -> str | None:
@@ -225,6 +245,7 @@ def infer_spec(describe: dict, items: list[dict], ttl_attribute: str | None = No
             current = families.get(family, {}).get("max_versions", 1)
             families[family] = {"max_versions": max(current, versions)}
     _disambiguate(entities, out)
+    _declare_losses(name, pk, sk, families, entities, out)
 
     moment = (now or datetime.now(timezone.utc)).replace(microsecond=0)
     out.spec = {
@@ -368,3 +389,23 @@ def _disambiguate(entities: list[dict[str, Any]], out: InferredSpec) -> None:
             constant = next((v for v in entity.get("match", {}).values() if isinstance(v, str)), entity["name"])
             entity["columns"][c]["qualifier"] = f"{constant}.{qualifier}"
             out.note(("entities", e, "columns", c), f"{family}:{qualifier} is written by several entities; prefixed with {constant!r}.")
+
+
+def _declare_losses(table: str, pk: str, sk: str | None, families: dict, entities: list[dict[str, Any]],
+                    out: InferredSpec) -> None:
+    """List in `lossy` whatever the draft cannot read back, with why, so that the draft loads and says so."""
+    from .decode import losses
+    from .spec import MappingSpec
+
+    draft = MappingSpec.model_validate({
+        "source": {"table": table, "partition_key": pk, **({"sort_key": sk} if sk else {})},
+        "target": {"table": "draft", "families": families}, "entities": entities,
+    })  # fmt: skip
+    index = {entity["name"]: i for i, entity in enumerate(entities)}
+    for loss in losses(draft):
+        if loss.declared or loss.attribute is None:
+            continue
+        entity = entities[index[loss.entity]]
+        if loss.attribute not in entity.setdefault("lossy", []):
+            entity["lossy"].append(loss.attribute)
+            out.note(("entities", index[loss.entity], "lossy"), f"{loss.attribute}: {loss.reason}")

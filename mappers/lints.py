@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import limits
 from .compiler import consumed_attributes
-from .decode import undeclared
+from .decode import shared_cells, undeclared
 from .results import MappedRow
 from .estimates import HotspotReport
 from .sample import Sample, readable_bytes
@@ -301,6 +301,19 @@ def lint_sample_outcomes(spec: MappingSpec, sample: Sample, ttl_attribute: str |
             "(columns, drop, rest, transforms) or the data before the full run.")  # fmt: skip
 
 
+def lint_shared_rows(spec: MappingSpec, sample: Sample, ttl_attribute: str | None) -> Iterable[Lint]:
+    """Entities that can land in one row and write qualifiers that can meet there (the certain case is a loss)."""
+    index = {entity.name: i for i, entity in enumerate(spec.entities)}
+    for shared in shared_cells(spec):
+        if shared.certain:
+            continue
+        yield _lint("warning", "shared-cells", f"entities[{index[shared.later.name]}]",
+            f"entities {shared.earlier.name!r} and {shared.later.name!r} can write the same row, and "
+            f"{shared.first.describe()} can meet {shared.second.describe()}: where an item of each lands in one row, "
+            "cells with the same timestamp overwrite each other (migrate-plan's sample shows the ones it meets as "
+            "cell-collision). Give them different families, or row keys that start differently.")  # fmt: skip
+
+
 def _identify(item: dict, keys: list[str]) -> str:
     """An item's key values when it has them, else its attribute names (enough to find it, no payload)."""
     present = {key: next(iter(item[key].values())) for key in keys if key in item and item[key]}
@@ -312,7 +325,7 @@ def lint_hotspots(hotspots: Iterable[HotspotReport]) -> list[Lint]:
 
 
 ENTITY_RULES = (lint_key_start, lint_key_segments, lint_key_template)
-SPEC_RULES = (lint_families, lint_unbounded_rows, lint_sizes, lint_time_and_ttl, lint_sample_outcomes)
+SPEC_RULES = (lint_families, lint_unbounded_rows, lint_sizes, lint_time_and_ttl, lint_sample_outcomes, lint_shared_rows)
 
 
 def lint(spec: MappingSpec, sample: Sample, *, ttl_attribute: str | None = None, hotspots: Iterable[HotspotReport] = ()) -> tuple[Lint, ...]:

@@ -63,3 +63,49 @@ def test_round_trip_names_the_attribute_and_both_values():
     row = compile_spec(spec, NOW_MS).map_item(item)
     (difference,) = round_trip(compile_decoder(spec), item, "e", row.row_key, row.cells)
     assert "'n'" in difference and "007" in difference
+
+
+def test_an_undeclared_loss_is_a_spec_error_naming_file_line_field_and_fix(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text('source: {table: T, partition_key: pk}\ntarget: {table: t, families: {f: {}}}\nentities:\n'
+                    '  - name: user\n    row_key: "{pk|lower}"\n    rest: {family: f}\n')
+    from ddb2bt.mappers.loader import SpecError
+
+    with pytest.raises(SpecError) as refused:
+        load_spec(spec)
+    line = refused.value.one_line()
+    assert line.startswith(f"{spec}:4: entities[0].lossy: entity 'user', attribute 'pk': the row key lower")
+    assert line.endswith("(not declared: add it to lossy)")
+    spec.write_text(spec.read_text() + "    lossy: [pk]\n")
+    assert load_spec(spec).entities[0].lossy == ["pk"]
+
+
+def test_two_entities_writing_one_cell_of_a_shared_row_is_a_loss_to_declare():
+    def spec(later: dict) -> MappingSpec:
+        return MappingSpec.model_validate({
+            "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+            "target": {"table": "t", "families": {"f": {}, "g": {}}},
+            "entities": [{"name": "views", "match": {"sk": "Views"}, "row_key": "{pk}", "drop": ["sk"],
+                          "columns": [{"attribute": "Count", "family": "f", "qualifier": "Views"}]},
+                         {"name": "stats", "match": {"sk": "Stats"}, "drop": ["sk"], **later}],
+        })  # fmt: skip
+
+    column = {"columns": [{"attribute": "ViewCount", "family": "f", "qualifier": "Views"}]}
+    (problem,) = undeclared(spec({"row_key": "{pk}", **column}))
+    assert problem[0] == ("entities", 1, "lossy") and "'ViewCount'" in problem[1] and "entity 'views' writes f:Views" in problem[1]
+    assert undeclared(spec({"row_key": "{pk}", "lossy": ["ViewCount"], **column})) == []
+    assert undeclared(spec({"row_key": "stats#{pk}", **column})) == []  # rows that meet only if a pk says "stats#"
+    assert undeclared(spec({"row_key": "{pk}", "timestamp": {"attribute": "at"}, **column})) == []  # other times
+
+
+def test_a_set_or_map_with_a_prefix_of_its_own_shares_a_family_with_rest_without_loss():
+    prefixed = spec_with({"row_key": "{pk}", "rest": {"family": "f"}, "columns": [
+        {"attribute": "tags", "family": "f", "layout": "set", "encoding": "utf8", "qualifier": "tags:"},
+        {"attribute": "prefs", "family": "f", "layout": "map", "qualifier": "prefs:"}]})
+    assert undeclared(prefixed) == []
+    compiled, decoder = compile_spec(prefixed, NOW_MS), compile_decoder(prefixed)
+    item = {"pk": {"S": "k"}, "tags": {"SS": ["a", "b"]}, "prefs": {"M": {"x": {"N": "1"}}}, "tags2": {"S": "v"}}
+    row = compiled.map_item(item)
+    assert round_trip(decoder, item, "e", row.row_key, row.cells) == []
+    clash = compiled.map_item({**item, "tags:c": {"S": "would read back as a member"}})  # the guard that makes it exact
+    assert clash.attribute == "tags:c" and "would read back as part of 'tags'" in clash.reason

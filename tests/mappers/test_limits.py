@@ -45,6 +45,7 @@ entities:
     match: {kind: wide}
     row_key: "{pk}"
     drop: [sk, kind]
+    lossy: [x, tags]  # the two share family f without prefixes: fine for these limits, declared
     columns:
       - {attribute: x, family: f, qualifier: "{sk}"}
       - {attribute: tags, family: f, layout: set}

@@ -154,3 +154,18 @@ def test_unmatched_lint_names_items_by_key_and_migration_lint_is_deterministic()
     assert "{'pk': 'a'}" in found["unmatched-items"]
     spec, items, _ = CASES["migration_time unset"]
     assert run_lints(spec, items) == run_lints(spec, items)
+
+
+def test_entities_that_can_write_the_same_cells_of_one_row_are_a_warning():
+    def entities(second_key: str, second_family: str) -> list[dict]:
+        return [{"name": "user", "match": {"kind": "user"}, "row_key": "user#{pk}", "rest": {"family": "f"}},
+                {"name": "order", "match": {"kind": "order"}, "row_key": second_key, "rest": {"family": second_family}}]
+
+    families = {"f": {"max_versions": 1}, "g": {"max_versions": 1}}
+    shared = run_lints(make_spec(families=families, entities=entities("{pk}", "f")), keyed(["a"], kind="user"))
+    (warning,) = [found for found in shared if found.code == "shared-cells"]
+    assert warning.severity == "warning" and warning.where == "entities[1]"
+    assert "'user' and 'order'" in warning.message and "rest (f:<attribute name>)" in warning.message
+    for key, family in (("order#{pk}", "f"), ("{pk}", "g")):  # rows that cannot meet; a family of its own
+        quiet = run_lints(make_spec(families=families, entities=entities(key, family)), keyed(["a"], kind="user"))
+        assert "shared-cells" not in {found.code for found in quiet}

@@ -71,6 +71,7 @@ entities:
     row_key: {template: "{pk}#{sk|epoch_ms|reverse_timestamp}", on_delimiter: allow}
     timestamp: {attribute: sk}
     columns: [{attribute: value, family: m, encoding: float64}]
+    lossy: [pk, sk]  # pk holds the delimiter (allow), sk becomes epoch ms
 """
 
 
@@ -93,6 +94,7 @@ entities:
   - name: event
     row_key: "{pk|unshard}#{sk}"
     rest: {family: e}
+    lossy: [pk]  # the shard suffix is not migrated
 """
 
 
@@ -193,7 +195,7 @@ entities:
   - name: profile
     row_key: "{pk}"
     columns:
-      - {attribute: tags, family: tags, layout: set}
+      - {attribute: tags, family: tags, layout: set, encoding: utf8}
       - {attribute: prefs, family: prefs, layout: map}
       - {attribute: history, family: h, layout: list}
       - {attribute: packed, family: p, layout: json}
@@ -236,6 +238,7 @@ def test_empty_collections_are_not_absent():
 def test_two_sources_of_one_item_on_one_cell_is_an_item_error_naming_both():
     clash = COLLECTIONS.replace("{attribute: prefs, family: prefs, layout: map}", "{attribute: prefs, family: h, layout: map}")
     clash = clash.replace("{attribute: history, family: h, layout: list}", "{attribute: history, family: h}")
+    clash = clash.replace("    columns:", "    lossy: [prefs]\n    columns:")  # keys may meet the history column: declared
     error = compiled(clash).map_item({"pk": S("u1"), "history": S("x"), "prefs": {"M": {"history": S("y")}}})
     assert isinstance(error, ItemError) and "h:history" in error.reason
     assert "attribute 'history'" in error.reason and "attribute 'prefs'" in error.reason
