@@ -82,9 +82,9 @@ def run_demo(out: Path, say: Callable[[str], object],
             say(f"  migrate: {c['rows_written']} written, {c['dead_lettered']} dead-lettered, {c['skipped']} skipped — "
                 f"{'reconciled' if result.ok else 'NOT reconciled: ' + '; '.join(result.problems)}")
 
-            checked = validate(spec_path, 1000, full=True, options=options)
-            say(f"  validate: {checked.comparison.cells_matched}/{checked.comparison.cells_expected} cells match"
-                + ("" if checked.ok else f", {len(checked.comparison.differences)} differences"))
+            checked = validate(spec_path, replace(options, run_dir=str(folder / "validate")), target_scan=True)
+            say(f"  validate: {checked.totals.get('cells_matched', 0)}/{checked.totals.get('cells_expected', 0)} "
+                "cells match" + ("" if checked.ok else f", {checked.differences} differences"))
 
             write_report(the_plan, folder / "report.html")
             write_report(the_plan, folder / "report.md")

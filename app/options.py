@@ -47,7 +47,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
            "user data."),
     Option("resume", bool, "Continue the run in --run-dir, skipping the scan segments it completed.", False),
     Option("total_segments", int, "Parallel scan segments (overrides the spec).", minimum=1, maximum=SCAN_SEGMENTS_MAX),
-    Option("sample", int, "Migrate only the first N items (a trial run, no checkpoint).", minimum=1),
+    Option("sample", int, "Only N items: migrate the first N (a trial run, no checkpoint); validate N picked at "
+           "random across the table.", minimum=1),
     Option("no_wait", bool, "On Dataflow: return once the job is submitted instead of waiting for it.", False),
     Option("endpoint_url", str, "DynamoDB endpoint (a local DynamoDB); overrides source.endpoint_url.", group="aws"),
     Option("aws_region", str, "AWS region of the source; overrides source.region, AWS_REGION and AWS_DEFAULT_REGION.",

@@ -1,54 +1,287 @@
-"""The validate use case: map the source again and compare with what Bigtable holds, cell by cell."""
+"""The validate use case: map the source again and compare with what Bigtable holds, as a Beam run of its own.
+
+``prepare`` checks what a run needs, in migrate's order (spec, source, then the target, which
+must exist), and writes nothing; ``execute`` runs the compare pass (resumable by scan segment,
+in a run folder of its own), then the rows pass (what a single row group cannot decide, and the
+optional target scan), joins the differences into one file and reconciles:
+items read = compared + not mapped + skipped; with ``--repair``, rows to rewrite = rows written
++ refused, cells to delete = deleted + refused. See docs/VALIDATE.md.
+"""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..mappers.errors import UsageError
 from .context import Step, announce, describe_source, load_spec, with_source_keys
+from .migrate import _require_shared, _stages
 from .options import RunOptions
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
 
+DIFFERENCES_FILE = "differences.jsonl"
+ROWS_PASS_DIR = "rows"
+SHOWN = 20
+
+
+def default_validate_dir(table: str) -> str:
+    """``runs/<table>-validate-<UTC time>``: next to the migration runs, sortable by time."""
+    return f"runs/{table}-validate-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+
 
 @dataclass(frozen=True)
-class ValidateResult:
+class PreparedValidation:
+    """A validation that passed every check, and what it will do."""
+
     spec: Any
+    options: RunOptions
+    pipeline_options: Any
+    run_dir: str
     target: str
-    """Where the rows were read (emulator or Cloud Bigtable, project/instance/table)."""
-    items: int
-    not_mapped: int
-    """Items the spec skips or dead-letters: they have no rows to compare."""
-    comparison: Any
-    """A ``mappers.validate.Comparison``."""
-    full: bool
+    """Where the rows are read (emulator or Cloud Bigtable, project/instance/table)."""
+    runner: str
+    direct: bool
+    dry_run: bool
+    scanning: bool
+    total_segments: int
+    repair: bool
+    target_scan: bool
+    now_ms: int
+    item_count: int = 0
+    """DescribeTable's item count (hours stale; 0 when unknown), which sizes a random sample's segments."""
+
+    @property
+    def source(self) -> str:
+        return str(self.spec.source.table or self.spec.source.export.path)
+
+    @property
+    def differences(self) -> str:
+        from apache_beam.io.filesystems import FileSystems
+
+        return str(FileSystems.join(self.run_dir, DIFFERENCES_FILE))
+
+    @property
+    def dead_letter(self) -> str:
+        """Where the repairs Bigtable refuses go."""
+        from apache_beam.io.filesystems import FileSystems
+
+        return self.options.dead_letter or str(FileSystems.join(self.run_dir, "dead_letters.jsonl"))
+
+    def settings(self) -> dict[str, Any]:
+        """What a resumed validation must do the same way."""
+        return {"repair": self.repair, "target_scan": self.target_scan, "sample": self.options.sample}
+
+
+@dataclass
+class ValidateResult:
+    """How a validation ended: differences by kind (the whole run, every attempt), the first ones, the figures."""
+
+    prepared: PreparedValidation
+    state: str
+    counts: dict[str, int] = field(default_factory=dict)
+    first: list[dict[str, Any]] = field(default_factory=list)
+    """The first differences of the file, as its JSON lines."""
+    totals: dict[str, int] = field(default_factory=dict)
+    """items_read, items_compared, not_mapped, skipped, rows_compared, rows_found, cells_expected (before
+    de-duplication), cells_matched, repair_rows, repair_cells, repair_deletes: over every attempt of the run."""
+    counters: dict[str, int] = field(default_factory=dict)
+    """This attempt's Beam counters (both passes)."""
+    problems: list[str] = field(default_factory=list)
+    stages: tuple[str, ...] = ()
+
+    @property
+    def differences(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def finished(self) -> bool:
+        return self.state != "DRY_RUN"
 
     @property
     def ok(self) -> bool:
-        return bool(self.comparison.ok)
+        """Nothing differs and everything adds up."""
+        return self.finished and not self.counts and not self.problems
+
+    def resume_command(self, spec_path: str | None = None) -> str:
+        flags = " --repair" * self.prepared.repair + " --target-scan" * self.prepared.target_scan
+        return f"ddb2bt validate {spec_path or 'SPEC'}{flags} --resume --run-dir {self.prepared.run_dir}"
 
 
-def validate(spec: MappingSpec | str | Path, sample: int, full: bool = False, options: RunOptions = RunOptions(),
-             step: Step | None = None) -> ValidateResult:
-    from ..mappers.compiler import compile_spec
-    from ..mappers.results import MappedRow
-    from ..mappers.validate import compare, expected_rows
-    from ..pipelines.bigtable_read import read_cells
-    from ..pipelines.sources import read_items
+def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,
+            target_scan: bool = False, now_ms: int | None = None, where: Step | None = None) -> PreparedValidation:
+    """Check everything a validation needs, source before target, writing nothing; UsageError/ServiceError if not.
+
+    ``where`` is told first, before anything is read, where the rows are read.
+    """
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
+
+    from ..pipelines import checkpoint as ckpt
+    from ..pipelines.options import is_direct_runner
     from ..pipelines.target import describe_target, probe_target
 
     spec = load_spec(spec, options)
-    spec = with_source_keys(spec, describe_source(spec))  # the source first, as migrate does
-    probe_target(spec.target, must_exist=True)  # a dead Bigtable or a missing table fails here, in seconds
-    announce(step, "reading the source…")
-    items = read_items(spec.source, None if full else sample)
-    announce(step, f"mapping {len(items)} items and reading their rows from Bigtable…")
-    results = list(compile_spec(spec).map_items(items))
-    expected = expected_rows(results)
-    actual = dict(read_cells(spec.target, None if full else list(expected)))
-    comparison = compare(expected, actual, spec.target.families, full=full, now_us=int(time.time() * 1_000_000))
-    not_mapped = len(items) - sum(1 for r in results if isinstance(r, MappedRow))
-    return ValidateResult(spec, describe_target(spec.target), len(items), not_mapped, comparison, full)
+    announce(where, f"validate {spec.source.table or spec.source.export.path} against {describe_target(spec.target)}")
+    if options.no_wait:
+        raise UsageError("--no-wait: validate waits for its job, whose files it joins at the end",
+                         "run it without --no-wait")
+    if options.sample is not None and (options.resume or target_scan):
+        raise UsageError("--sample compares a random sample: it has no segments to resume and cannot tell which "
+                         "rows no item maps to", "drop --sample, or --resume/--target-scan")
+    if options.resume and not options.run_dir:
+        raise ckpt.ResumeError("--resume needs the folder of the validation to continue", "pass --run-dir RUN_DIR")
+    beam_args = list(options.beam_args)
+    if options.project and not any(a.split("=")[0] == "--project" for a in beam_args):
+        beam_args.append(f"--project={options.project}")
+    pipeline_options = PipelineOptions(beam_args)
+    runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
+    dry_run = bool(pipeline_options.view_as(TestOptions).dry_run)
+    direct = is_direct_runner(runner)
+    run_dir = options.run_dir or default_validate_dir(spec.target.table)
+    if not direct:
+        _require_shared("--run-dir", options.run_dir, runner)
+        if options.dead_letter:
+            _require_shared("--dead-letter", options.dead_letter, runner)
+    scanning = spec.source.export is None and options.sample is None
+    total = options.total_segments or spec.source.total_segments
+    item_count = 0
+    if not dry_run:
+        source = describe_source(spec)  # the source is checked before the target
+        spec = with_source_keys(spec, source)
+        item_count = source.item_count if source else 0
+        if spec.source.export is not None:
+            from ..pipelines.export_source import verify_export
+
+            verify_export(spec.source.export.path, pipeline_options)
+        probe_target(spec.target, must_exist=True)  # a dead Bigtable or a missing table fails here, in seconds
+        if scanning and total is None and options.resume:
+            total = ckpt.Checkpoint.saved_total_segments(run_dir)
+        if scanning and total is None:
+            from ..pipelines.dynamodb_scan import choose_total_segments
+
+            total = choose_total_segments(source.size_bytes if source else 0)
+    return PreparedValidation(
+        spec=spec, options=options, pipeline_options=pipeline_options, run_dir=run_dir,
+        target=describe_target(spec.target), runner=runner, direct=direct, dry_run=dry_run, scanning=scanning,
+        total_segments=total or 1, repair=repair, target_scan=target_scan,
+        now_ms=now_ms if now_ms is not None else int(time.time() * 1000), item_count=item_count)
+
+
+def execute(prepared: PreparedValidation) -> ValidateResult:
+    """Run a prepared validation to its end and reconcile it."""
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+
+    from ..pipelines import checkpoint as ckpt
+    from ..pipelines import validate_files as files
+    from ..pipelines.dead_letters import check_dead_letter_destination
+    from ..pipelines.options import concurrent_segments
+    from ..pipelines.validate_pipeline import build_compare_pass
+
+    p, spec, options = prepared, prepared.spec, prepared.options
+    completed: frozenset[int] = frozenset()
+    now_ms = p.now_ms
+    if not p.dry_run:
+        files.start_marker(p.run_dir, p.settings(), options.resume)
+        if p.scanning:
+            checkpoint = ckpt.Checkpoint.start(p.run_dir, "validate-" + ckpt.spec_hash(spec), p.total_segments,
+                                               spec.source.table, options.resume, now_ms=p.now_ms)
+            completed = checkpoint.completed() if options.resume else frozenset()
+            now_ms = checkpoint.now_ms or now_ms  # "now" decides default timestamps and TTL: the same for every attempt
+        if options.resume:
+            files.discard_unfinished(p.run_dir, completed)
+        if p.repair:
+            check_dead_letter_destination(p.dead_letter, resume=options.resume)
+    sample = None
+    if options.sample is not None:
+        from ..pipelines.validate_sample import random_sample
+
+        sample = [] if p.dry_run else random_sample(spec.source, options.sample, item_count=p.item_count)
+    before = files.totals(p.run_dir) if options.resume else {}
+
+    pipeline = beam.Pipeline(options=p.pipeline_options)
+    build_compare_pass(pipeline, spec, run_dir=p.run_dir, now_ms=now_ms, total_segments=p.total_segments,
+                       completed=completed, sample=sample, repair=p.repair, collect_keys=p.target_scan,
+                       dead_letter=p.dead_letter if p.repair else None, flow=options.flow_control(),
+                       segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments))
+    if p.dry_run:
+        return ValidateResult(p, "DRY_RUN", stages=_stages(pipeline))
+    state, counters = _run(pipeline)
+    rows_dir = str(FileSystems.join(p.run_dir, ROWS_PASS_DIR))
+    if str(state).endswith("DONE"):
+        state, more = _rows_pass(p, rows_dir)
+        counters = {name: counters.get(name, 0) + more.get(name, 0) for name in set(counters) | set(more)}
+    counts, first = files.join_differences([p.run_dir, rows_dir], p.differences, SHOWN)
+    totals = files.totals(p.run_dir)
+    for name, value in files.totals(rows_dir).items():
+        totals[name] = totals.get(name, 0) + value
+    if p.repair:
+        from ..pipelines.dead_letters import consolidate
+
+        consolidate(p.dead_letter)
+    attempt = {name: totals.get(name, 0) - before.get(name, 0) for name in totals}
+    problems = reconcile(totals, attempt, counters, sample=sample is not None)
+    if not str(state).endswith("DONE"):
+        problems.insert(0, f"the pipeline ended in state {state}")
+    return ValidateResult(p, str(state), counts, first, totals, counters, problems)
+
+
+def validate(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,
+             target_scan: bool = False, now_ms: int | None = None) -> ValidateResult:
+    """prepare + execute, for callers with nothing to show in between (demo, benchmarks, tests)."""
+    return execute(prepare(spec, options, repair=repair, target_scan=target_scan, now_ms=now_ms))
+
+
+def _run(pipeline: Any) -> tuple[str, dict[str, int]]:
+    from ..pipelines.pipeline import query_counters
+
+    result = pipeline.run()
+    state = str(result.wait_until_finish())
+    return state, query_counters(result)
+
+
+def _rows_pass(p: PreparedValidation, rows_dir: str) -> tuple[str, dict[str, int]]:
+    """The second pass over the first one's files; fresh each attempt (its own files are replaced)."""
+    import apache_beam as beam
+    from apache_beam.io.filesystems import FileSystems
+
+    from ..pipelines.validate_files import discard_unfinished, finished_parts
+    from ..pipelines.validate_pipeline import build_rows_pass
+
+    discard_unfinished(rows_dir, frozenset())
+    stale = [path for folder in ("differences", "stats") for path in finished_parts(rows_dir, folder)]
+    if stale:
+        FileSystems.delete(stale)
+    pipeline = beam.Pipeline(options=p.pipeline_options)
+    if not build_rows_pass(pipeline, p.spec, run_dir=p.run_dir, rows_dir=rows_dir, repair=p.repair,
+                           target_scan=p.target_scan):
+        return "DONE", {}
+    return _run(pipeline)
+
+
+def reconcile(totals: dict[str, int], attempt: dict[str, int], counters: dict[str, int], *,
+              sample: bool) -> list[str]:
+    """What does not add up, over the whole run (``totals``) and this attempt (``attempt``, ``counters``)."""
+    t = totals
+    problems = []
+    accounted = t.get("items_compared", 0) + t.get("not_mapped", 0) + t.get("skipped", 0)
+    if t.get("items_read", 0) != accounted:
+        problems.append(f"items read ({t.get('items_read', 0)}) != compared + not mapped + skipped ({accounted})")
+    if not sample and counters.get("items_read", 0) != attempt.get("items_read", 0):
+        problems.append(f"the source gave {counters.get('items_read', 0)} items, the comparison saw "
+                        f"{attempt.get('items_read', 0)}")
+    if counters.get("export_count_mismatch"):
+        problems.append(f"{counters['export_count_mismatch']} export count mismatch(es): the export is incomplete")
+    written = counters.get("rows_written", 0) + counters.get("write_failures", 0)
+    if attempt.get("repair_rows", 0) != written:
+        problems.append(f"repair: {attempt.get('repair_rows', 0)} rows to rewrite, {written} written or refused")
+    deleted = counters.get("cells_deleted", 0) + counters.get("delete_failures", 0)
+    if attempt.get("repair_deletes", 0) != deleted:
+        problems.append(f"repair: {attempt.get('repair_deletes', 0)} cells to delete, {deleted} deleted or refused")
+    refused = counters.get("write_failures", 0) + counters.get("delete_failures", 0)
+    if refused:
+        problems.append(f"repair: Bigtable refused {refused} rewrites or deletes (see the dead letters)")
+    return problems

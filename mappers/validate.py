@@ -1,128 +1,502 @@
-"""Compare what a spec says Bigtable should hold with what it holds, cell by cell: pure, no client.
+"""Compare what a spec maps the source to with what Bigtable holds, cell by cell and item by item: pure, no client.
 
-Expected cells come from mapping the source again (`expected_rows(results)`); actual cells are
-read from Bigtable by the caller. Garbage collection is allowed for: a cell that its family's
-`max_versions` (counted over the cells seen in that column) or `max_age` may already have removed
-is not reported missing. With `full=False` (a sample) only the sampled items' cells are checked,
-because other items may write into the same rows.
+The unit is a *row group*: the source items that map to one row key, compared together against
+that row as read from Bigtable (`compare_group`). Each expected cell is counted before
+de-duplication, so two items (or two sources of one item) producing the same
+`(row, family, qualifier, timestamp)` are a `collision`, never silently one cell. Each item is
+also read back through the spec's decoder (`mappers.decode`) from the cells the row holds for
+it, and compared with the source item attribute by attribute, declared losses aside.
+
+Cells of the row that no item of the group produces may belong to items of another group of
+the same row (a row folded from items far apart in the source): the group reports them as a
+`Candidate`, and `resolve_row` decides over every candidate of a row which cells are extra and
+which cells several groups claim (collisions across groups).
+
+Garbage collection is allowed for: a cell that its family's `max_versions` (counted over the
+cells seen in that column) or `max_age` may already have removed is neither missing nor extra.
+
+Records are JSON lines (`Difference.to_json`): bytes (row keys, qualifiers, cell values) are a
+string when they are printable UTF-8, else `{"base64": ...}`; attribute values are DynamoDB JSON (export
+form, `B` as base64).
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+import base64
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
-from typing import Literal, NamedTuple
+from typing import Any, NamedTuple
 
-from .results import Cell, MappedRow, MapResult
+from .attrvalue import AttributeValueError, key_text, kind_of, to_export_json
+from .decode import Decoder, DecodeError, _ignored_by_construct, comparable
+from .results import Cell, MappedRow
 from .sample import readable_bytes
-from .spec import GcPolicy
+from .spec import GcPolicy, MappingSpec
 
 CellKey = tuple[str, bytes, int]
 """(family, qualifier, timestamp_micros): what identifies a cell within a row."""
-ExpectedRows = dict[bytes, dict[CellKey, set[bytes]]]
-Kind = Literal["missing_row", "extra_row", "missing_cell", "extra_cell", "different_value"]
+Item = dict
+Member = tuple[MappedRow, Item]
+"""One item of a row group and the row it maps to."""
+
+CELL_KINDS = ("missing_row", "missing_cell", "different_value", "extra_cell", "extra_version", "collision")
+"""What the cell-by-cell comparison finds."""
+KINDS = (*CELL_KINDS, "different_attribute", "extra_row")
+"""Every kind of difference: the decoder's (`different_attribute`) and the target scan's (`extra_row`) besides."""
+REPAIRABLE = {"missing_row": "rewritten", "missing_cell": "rewritten", "different_value": "rewritten",
+              "extra_cell": "deleted", "extra_version": "deleted", "extra_row": "deleted"}
+"""What `--repair` does about each kind; collisions and decoder differences are the spec's to fix."""
 
 
-class Difference(NamedTuple):
-    kind: Kind
-    row_key: bytes
-    family: str | None = None
-    qualifier: bytes | None = None
-    timestamp_micros: int | None = None
-    expected: bytes | None = None
-    actual: bytes | None = None
-
-    def describe(self) -> str:
-        where = readable_bytes(self.row_key)
-        if self.family is not None:
-            where += f" {self.family}:{readable_bytes(self.qualifier or b'')}@{self.timestamp_micros}"
-        text = f"{self.kind.replace('_', ' ')}: {where}"
-        if self.kind == "different_value":
-            text += f" expected {_clip(self.expected)} got {_clip(self.actual)}"
-        return text
+# --------------------------------------------------------------------------- JSON forms of bytes
 
 
-def _clip(value: bytes | None, limit: int = 60) -> str:
-    text = readable_bytes(value or b"")
+def bytes_json(value: bytes | None) -> Any:
+    """Bytes in a JSON line: the text when they are UTF-8 without control characters (tabs and newlines aside),
+    else `{"base64": ...}` (None stays None)."""
+    if value is None:
+        return None
+    try:
+        text = value.decode()
+    except UnicodeDecodeError:
+        text = None
+    if text is None or not text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
+        return {"base64": base64.b64encode(value).decode("ascii")}
+    return text
+
+
+def bytes_from_json(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return base64.b64decode(value["base64"])
+    return str(value).encode()
+
+
+def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class Comparison(NamedTuple):
-    rows_expected: int
-    rows_found: int
+def _short(value: Any, limit: int = 60) -> str:
+    if value is None:
+        return "(absent)"
+    if isinstance(value, bytes):
+        return _clip(readable_bytes(value), limit)
+    if isinstance(value, list):
+        return "[" + ", ".join(_short(v, limit // 2) for v in value) + "]"
+    return _clip(str(value), limit)
+
+
+# --------------------------------------------------------------------------- differences
+
+
+class Difference(NamedTuple):
+    """One difference between the source (as the spec maps it) and Bigtable.
+
+    `expected`/`found` are cell values (bytes) for cell kinds, DynamoDB JSON for
+    `different_attribute`, and for a `collision` `expected` lists every producer's value
+    (`items` names the producers). None is "absent".
+    """
+
+    kind: str
+    row_key: bytes
+    item_key: Any = None
+    """The source item's key attributes (DynamoDB JSON), None where no item is concerned or key names are unknown."""
+    family: str | None = None
+    qualifier: bytes | None = None
+    timestamp_micros: int | None = None
+    expected: Any = None
+    found: Any = None
+    attribute: str | None = None
+    items: tuple = ()
+    """For a collision: the key of every item producing the cell."""
+
+    def column(self) -> str | None:
+        if self.family is None:
+            return None
+        return f"{self.family}:{readable_bytes(self.qualifier or b'')}@{self.timestamp_micros}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The differences file's line (see the module doc for bytes)."""
+        cell_values = self.kind != "different_attribute"
+        encode = (lambda v: [bytes_json(x) for x in v] if isinstance(v, list) else bytes_json(v)) if cell_values else (
+            lambda v: v)
+        line: dict[str, Any] = {"kind": self.kind, "item_key": self.item_key, "row_key": bytes_json(self.row_key)}
+        if self.family is not None:
+            line["column"] = {"family": self.family, "qualifier": bytes_json(self.qualifier),
+                              "timestamp_micros": self.timestamp_micros}
+        if self.attribute is not None:
+            line["attribute"] = self.attribute
+        line["expected"], line["found"] = encode(self.expected), encode(self.found)
+        if self.items:
+            line["items"] = list(self.items)
+        return line
+
+    @classmethod
+    def from_json(cls, line: Mapping[str, Any]) -> Difference:
+        column = line.get("column") or {}
+        cell_values = line["kind"] != "different_attribute"
+
+        def decode(value: Any) -> Any:
+            if not cell_values:
+                return value
+            return [bytes_from_json(v) for v in value] if isinstance(value, list) else bytes_from_json(value)
+
+        return cls(line["kind"], bytes_from_json(line["row_key"]) or b"", line.get("item_key"), column.get("family"),
+                   bytes_from_json(column.get("qualifier")), column.get("timestamp_micros"), decode(line.get("expected")),
+                   decode(line.get("found")), line.get("attribute"), tuple(line.get("items") or ()))
+
+    def describe(self, limit: int = 60) -> str:
+        """One line: kind, row (and column or attribute), values, the item."""
+        text = f"{self.kind.replace('_', ' ')}: {readable_bytes(self.row_key)}"
+        if self.family is not None:
+            text += f" {self.column()}"
+        if self.attribute is not None:
+            text += f" attribute {self.attribute!r}"
+        if self.kind in ("different_value", "different_attribute"):
+            text += f" expected {_short(self.expected, limit)} got {_short(self.found, limit)}"
+        elif self.kind in ("extra_cell", "extra_version"):
+            text += f" holds {_short(self.found, limit)}"
+        if self.items:
+            text += f" from {len(self.items)} items: {_clip(', '.join(_key_text(k) for k in self.items), limit * 2)}"
+        elif self.item_key:
+            text += f" (item {_key_text(self.item_key)})"
+        return text
+
+
+def _key_text(key: Any) -> str:
+    if not isinstance(key, dict):
+        return str(key)
+    parts = []
+    for name, value in key.items():
+        try:
+            parts.append(f"{name}={kind_of(value)[1]}")
+        except AttributeValueError:
+            parts.append(f"{name}={value}")
+    return ", ".join(parts)
+
+
+class Candidate(NamedTuple):
+    """A row group's view of its row, for `resolve_row`: the cells it claims, and the cells it does not."""
+
+    row_key: bytes
+    claims: tuple[tuple[CellKey, bytes, Any], ...]
+    """(cell key, value, item key) for every cell an item of the group produces."""
+    unclaimed: tuple[Cell, ...]
+    """Cells the row holds that no item of the group produces (and GC would not drop)."""
+
+    def to_json(self) -> dict[str, Any]:
+        b64 = _b64
+        return {"row_key": b64(self.row_key),
+                "claims": [[f, b64(q), ts, b64(v), key] for (f, q, ts), v, key in self.claims],
+                "unclaimed": [[c.family, b64(c.qualifier), c.timestamp_micros, b64(c.value)] for c in self.unclaimed]}
+
+    @classmethod
+    def from_json(cls, line: Mapping[str, Any]) -> Candidate:
+        raw = base64.b64decode
+        return cls(raw(line["row_key"]),
+                   tuple(((f, raw(q), ts), raw(v), key) for f, q, ts, v, key in line["claims"]),
+                   tuple(Cell(f, raw(q), ts, raw(v)) for f, q, ts, v in line["unclaimed"]))
+
+
+def _b64(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+class GroupResult(NamedTuple):
+    """What comparing one row group found."""
+
+    differences: list[Difference]
+    fixes: list[Cell]
+    """Cells to write so that the row holds what the group maps to (missing or different, not collided)."""
+    candidate: Candidate | None
+    """Set when the row holds cells the group does not produce."""
     cells_expected: int
+    """Counted before de-duplication: a collision counts every producer."""
     cells_matched: int
-    differences: tuple[Difference, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.differences
-
-    def counts(self) -> dict[str, int]:
-        return dict(Counter(d.kind for d in self.differences))
+    row_found: bool
 
 
-def expected_rows(results: Iterable[MapResult]) -> ExpectedRows:
-    """Cells by row key; one cell key written with two values (two items colliding) accepts either."""
-    rows: ExpectedRows = defaultdict(dict)
-    for result in results:
-        if isinstance(result, MappedRow):
-            cells = rows[result.row_key]
-            for cell in result.cells:
-                cells.setdefault((cell.family, cell.qualifier, cell.timestamp_micros), set()).add(cell.value)
-    return dict(rows)
+# --------------------------------------------------------------------------- garbage collection
 
 
-def _collectable(key: CellKey, column_times: list[int], policy: GcPolicy | None, now_us: int) -> bool:
+def collectable(key: CellKey, column_times: Iterable[int], policy: GcPolicy | None, now_us: int) -> bool:
     """Whether GC may already have dropped this cell: older than max_age, or not among the newest max_versions."""
     if policy is None:
         return False
     _, _, ts = key
     too_old = policy.max_age is not None and ts < now_us - policy.max_age // timedelta(microseconds=1)
-    newer = sum(1 for t in column_times if t > ts)
-    too_many = policy.max_versions is not None and newer >= policy.max_versions
+    too_many = policy.max_versions is not None and sum(1 for t in column_times if t > ts) >= policy.max_versions
     if policy.max_age is not None and policy.max_versions is not None and policy.combine == "intersection":
         return too_old and too_many
     return too_old or too_many
 
 
-def compare(
-    expected: ExpectedRows,
-    actual: Mapping[bytes, Iterable[Cell]],
-    families: Mapping[str, GcPolicy | None],
-    *,
-    full: bool,
-    now_us: int,
-) -> Comparison:
-    """Every difference between the expected and the actual rows."""
-    differences: list[Difference] = []
-    cells_expected = cells_matched = 0
-    for row_key, wanted in expected.items():
-        cells_expected += len(wanted)
-        found = actual.get(row_key)
-        if found is None:
-            differences.append(Difference("missing_row", row_key))
-            continue
-        have = {(c.family, c.qualifier, c.timestamp_micros): c.value for c in found}
-        times: dict[tuple[str, bytes], list[int]] = defaultdict(list)
-        for family, qualifier, ts in set(wanted) | set(have):
-            times[(family, qualifier)].append(ts)
-        for key, values in sorted(wanted.items()):
-            family, qualifier, ts = key
-            if key not in have:
-                if not _collectable(key, times[(family, qualifier)], families.get(family), now_us):
-                    differences.append(Difference("missing_cell", row_key, family, qualifier, ts, min(values)))
+def _column_times(keys: Iterable[CellKey]) -> dict[tuple[str, bytes], list[int]]:
+    times: dict[tuple[str, bytes], list[int]] = defaultdict(list)
+    for family, qualifier, ts in keys:
+        times[(family, qualifier)].append(ts)
+    return times
+
+
+# --------------------------------------------------------------------------- one row group
+
+
+class Comparer:
+    """Compares row groups for one spec: GC rules, "now", how items are named, and the decoder.
+
+    `key_names` are the source's key attributes, partition key first (the item key in every
+    record); `decode` False skips the round trip through the decoder (cell-by-cell only).
+    """
+
+    def __init__(self, spec: MappingSpec, *, now_us: int, key_names: tuple[str, ...] = (), decode: bool = True):
+        self.families: Mapping[str, GcPolicy | None] = spec.target.families
+        self.now_us, self.key_names = now_us, key_names
+        self.decoders = DecoderCache(spec) if decode else None
+        self._entities = (self.decoders.probe if self.decoders else Decoder(spec)).entities
+
+    def whole_row(self, row_key: bytes, members: list[Member]) -> bool:
+        """Whether no item outside one partition can map to this row, so a scan gives all its items together.
+
+        True when the group's items share one partition key value and every entity whose row key
+        template reads this row key gives that value back from it (exactly: no lossy transform).
+        """
+        if not self.key_names:
+            return False
+        partition = self.key_names[0]
+        try:
+            texts = {key_text(item[partition]) for _row, item in members}
+        except (KeyError, AttributeValueError):
+            return False
+        if len(texts) != 1:
+            return False
+        (text,) = texts
+        for entity in self._entities:
+            try:
+                revealed = entity.key_values(row_key)
+            except (DecodeError, UnicodeDecodeError, ValueError):
+                continue  # this entity's rows never have this key
+            reader = entity.key
+            if reader.problem or partition in reader.lossy or revealed.get(partition) != text:
+                return False
+        return True
+
+    def item_key(self, item: Item) -> Any:
+        if not self.key_names:
+            return None
+        return {name: to_export_json(item[name]) for name in self.key_names if name in item}
+
+    def compare(self, row_key: bytes, members: list[Member], actual: Iterable[Cell] | None, *,
+                extras: bool = True, scan_order: bool = False) -> GroupResult:
+        """The group's differences against ``actual`` (the row's cells; None: no such row).
+
+        ``extras`` False (a sample: other items of the row were not read) leaves unclaimed cells
+        alone. Otherwise the group's claims go into a candidate for `resolve_row`: only when the
+        row holds cells the group does not produce if the group is the row's only one (``scan_order``,
+        a live scan, and `whole_row`), always when other items of the row may come elsewhere.
+        """
+        producers: dict[CellKey, list[tuple[bytes, int]]] = {}
+        cells_expected = 0
+        for index, (row, _item) in enumerate(members):
+            cells_expected += len(row.cells)
+            for cell in row.cells:
+                producers.setdefault((cell.family, cell.qualifier, cell.timestamp_micros), []).append((cell.value, index))
+        keys = _LazyKeys(self.item_key, members)
+        have = {} if actual is None else {(c.family, c.qualifier, c.timestamp_micros): c.value for c in actual}
+        differences = [self._collision(row_key, key, made, keys, have.get(key))
+                       for key, made in producers.items() if len(made) > 1]
+        if actual is None:
+            differences += [Difference("missing_row", row_key, keys[i]) for i in range(len(members))]
+            fixes = [Cell(*key, made[0][0]) for key, made in producers.items() if len(made) == 1]
+            shared = extras and not (scan_order and self.whole_row(row_key, members))
+            return GroupResult(differences, fixes, self._candidate(row_key, producers, keys, ()) if shared else None,
+                               cells_expected, 0, False)
+
+        times: dict[tuple[str, bytes], list[int]] = {}
+
+        def gc_may_drop(key: CellKey) -> bool:
+            if self.families.get(key[0]) is None:
+                return False
+            if not times:
+                times.update(_column_times(set(producers) | set(have)))
+            return collectable(key, times[key[:2]], self.families[key[0]], self.now_us)
+
+        fixes, matched, gone = [], 0, set()
+        for key, made in producers.items():
+            if len(made) > 1:
+                continue  # a collision: reported above; which value is right is the spec's to say
+            value, index = made[0]
+            found = have.get(key)
+            if found is None:
+                if gc_may_drop(key):
+                    matched += 1  # gone by the family's GC rule, as the spec asked
+                    gone.add(key)
                 else:
-                    cells_matched += 1  # gone by the family's GC rule, as the spec asked
-            elif have[key] not in values:
-                differences.append(Difference("different_value", row_key, family, qualifier, ts, min(values), have[key]))
+                    differences.append(Difference("missing_cell", row_key, keys[index], *key, value, None))
+                    fixes.append(Cell(*key, value))
+            elif found != value:
+                differences.append(Difference("different_value", row_key, keys[index], *key, value, found))
+                fixes.append(Cell(*key, value))
             else:
-                cells_matched += 1
-        if full:
-            for key in sorted(set(have) - set(wanted)):
-                differences.append(Difference("extra_cell", row_key, key[0], key[1], key[2], None, have[key]))
-    if full:
-        differences += [Difference("extra_row", row_key) for row_key in sorted(set(actual) - set(expected))]
-    rows_found = sum(1 for key in expected if key in actual)
-    return Comparison(len(expected), rows_found, cells_expected, cells_matched, tuple(differences))
+                matched += 1
+        if self.decoders is not None:
+            for index, (row, item) in enumerate(members):
+                own = [Cell(c.family, c.qualifier, c.timestamp_micros, have[k] if k in have else c.value)
+                       for c in row.cells if (k := (c.family, c.qualifier, c.timestamp_micros)) in have or k in gone]
+                differences += [Difference("different_attribute", row_key, keys[index], attribute=name,
+                                           expected=want, found=got)
+                                for name, want, got in self.decoders.differences(item, row.entity, row_key, own)]
+        candidate = None
+        if extras:
+            unclaimed = tuple(Cell(*key, value) for key, value in have.items()
+                              if key not in producers and not gc_may_drop(key))
+            if unclaimed or not (scan_order and self.whole_row(row_key, members)):
+                candidate = self._candidate(row_key, producers, keys, unclaimed)
+        return GroupResult(differences, fixes, candidate, cells_expected, matched, True)
+
+    @staticmethod
+    def _candidate(row_key: bytes, producers: dict[CellKey, list[tuple[bytes, int]]], keys: _LazyKeys,
+                   unclaimed: tuple[Cell, ...]) -> Candidate:
+        return Candidate(row_key, tuple((key, made[0][0], keys[made[0][1]]) for key, made in producers.items()),
+                         unclaimed)
+
+    @staticmethod
+    def _collision(row_key: bytes, key: CellKey, made: list[tuple[bytes, int]], keys: _LazyKeys,
+                   found: bytes | None) -> Difference:
+        return Difference("collision", row_key, keys[made[0][1]], *key, [value for value, _ in made], found,
+                          items=tuple(keys[index] for _, index in made))
+
+
+class _LazyKeys:
+    """Item keys of a group's members, built only for the members a record names (most rows have none)."""
+
+    def __init__(self, item_key: Any, members: list[Member]):
+        self._item_key, self._members = item_key, members
+        self._keys: dict[int, Any] = {}
+
+    def __getitem__(self, index: int) -> Any:
+        if index not in self._keys:
+            self._keys[index] = self._item_key(self._members[index][1])
+        return self._keys[index]
+
+
+def resolve_row(candidates: list[Candidate]) -> tuple[list[Difference], list[Cell]]:
+    """Over every candidate of one row: cells no group produces (extra, to delete) and cells several groups produce.
+
+    An unclaimed cell in a column some group writes at another timestamp is an `extra_version`,
+    else an `extra_cell`.
+    """
+    claimed: dict[CellKey, dict[int, tuple[bytes, Any]]] = defaultdict(dict)
+    for group, candidate in enumerate(candidates):
+        for key, value, item_key in candidate.claims:
+            claimed[key].setdefault(group, (value, item_key))
+    row_key = candidates[0].row_key
+    differences = [
+        Difference("collision", row_key, producers[min(producers)][1], *key,
+                   [value for value, _ in producers.values()], None,
+                   items=tuple(item_key for _, item_key in producers.values()))
+        for key, producers in claimed.items() if len(producers) > 1
+    ]
+    columns: dict[tuple[str, bytes], Any] = {}
+    for (family, qualifier, _ts), producers in claimed.items():
+        columns.setdefault((family, qualifier), next(iter(producers.values()))[1])
+    extra: dict[CellKey, Cell] = {}
+    for candidate in candidates:
+        for cell in candidate.unclaimed:
+            key = (cell.family, cell.qualifier, cell.timestamp_micros)
+            if key not in claimed:
+                extra.setdefault(key, cell)
+    for key, cell in sorted(extra.items()):
+        owner = columns.get(key[:2])
+        kind = "extra_version" if (key[0], key[1]) in columns else "extra_cell"
+        differences.append(Difference(kind, row_key, owner, *key, None, cell.value))
+    return differences, list(extra.values())
+
+
+# --------------------------------------------------------------------------- through the decoder
+
+
+class DecoderCache:
+    """Decoders by the DynamoDB types of the attributes only a key, qualifier, timestamp or match reveals.
+
+    Those attributes' types are not in the cells, so they come from the source item; items of
+    one table almost always agree on them, so this holds one or two decoders.
+    """
+
+    LIMIT = 64
+
+    def __init__(self, spec: MappingSpec):
+        self.spec = spec
+        self.probe = probe = Decoder(spec)
+        names: set[str] = set()
+        for entity in probe.entities:
+            names.update(entity.key.attributes, entity.fixed)
+            for column in entity.columns:
+                if column.reader is not None:
+                    names.update(column.reader.attributes)
+            for timestamp in [entity.timestamp] + [c.spec.timestamp for c in entity.columns]:
+                if timestamp is not None and timestamp.attribute:
+                    names.add(timestamp.attribute)
+                if timestamp is not None and timestamp.template:
+                    from .templates import parse_template
+
+                    names.update(parse_template(timestamp.template).attributes)
+        self.names = tuple(sorted(names))
+        self._decoders: dict[tuple, Decoder] = {}
+        self._ignored = {entity.name: entity.ignore | _ignored_by_construct(entity.spec, spec) for entity in probe.entities}
+
+    def decoder(self, item: Item) -> Decoder:
+        types = tuple((name, next(iter(item[name]))) for name in self.names if name in item)
+        found = self._decoders.get(types)
+        if found is None:
+            if len(self._decoders) >= self.LIMIT:
+                self._decoders.clear()
+            found = self._decoders[types] = Decoder(self.spec, dict(types))
+        return found
+
+    def differences(self, item: Item, entity: str, row_key: bytes, cells: list[Cell]) -> Iterator[tuple[Any, Any, Any]]:
+        """(attribute, source value, value read back) per attribute that differs, DynamoDB JSON; declared losses aside.
+
+        An item that cannot be read back at all gives one entry with attribute None and the reason.
+        """
+        try:
+            back = self.decoder(item).decode_item(entity, row_key, cells)
+        except (DecodeError, ValueError, AttributeValueError) as err:
+            yield None, None, f"cannot be read back: {err}"
+            return
+        ignore = self._ignored.get(entity, set())
+        for name in sorted((set(item) | set(back)) - ignore):
+            want, got = item.get(name), back.get(name)
+            if want is None or got is None or comparable(want) != comparable(got):
+                yield name, _json_or_none(want), _json_or_none(got)
+
+
+def _json_or_none(value: dict | None) -> Any:
+    return None if value is None else to_export_json(value)
+
+
+# --------------------------------------------------------------------------- counting
+
+
+def count_kinds(differences: Iterable[Difference]) -> dict[str, int]:
+    counts = dict.fromkeys(KINDS, 0)
+    for difference in differences:
+        counts[difference.kind] += 1
+    return {kind: n for kind, n in counts.items() if n}
+
+
+def describe_counts(counts: Mapping[str, int]) -> str:
+    """`1 different value, 1 missing row`: cell kinds first (alphabetically), then the decoder's and the scan's."""
+    cell = sorted(kind for kind in counts if kind in CELL_KINDS)
+    other = [kind for kind in KINDS if kind in counts and kind not in CELL_KINDS]
+    return ", ".join(f"{counts[kind]} {kind.replace('_', ' ')}" for kind in cell + other)
+
+
+def group_members(pairs: Iterable[Member]) -> dict[bytes, list[Member]]:
+    """Mapped rows by row key, in first-seen order."""
+    groups: dict[bytes, list[Member]] = {}
+    for pair in pairs:
+        groups.setdefault(pair[0].row_key, []).append(pair)
+    return groups
+

@@ -1,46 +1,102 @@
-"""`ddb2bt validate`: map the source again and compare with what Bigtable holds, cell by cell."""
+"""`ddb2bt validate`: map the source again and compare with what Bigtable holds, as a Beam run (see docs/VALIDATE.md).
+
+Where it reads, the runner and the run folder go to stderr first; the summary (or, with
+`--format json`, the result object) to stdout. Exit 1 on any difference or when the run does
+not add up.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Any
 
 import typer
 
 from ...app.options import RunOptions
-from ..options import Sample, SpecArg, run_options
-
-SHOWN = 20
+from ..options import OutputFormat, SpecArg, run_options
 
 
-@run_options("aws", "google")
+@run_options("run", "aws", "google", "writer")
 def command(
+    ctx: typer.Context,
     spec: SpecArg,
-    sample: Sample = 1000,
-    full: Annotated[bool, typer.Option("--full", help="Compare every item and every row (a full scan of both sides).")] = False,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="Rewrite missing and different cells and delete extra ones, cell by cell. Without it "
+                         "nothing is written.")] = False,
+    target_scan: Annotated[bool, typer.Option(
+        "--target-scan", help="Also scan the whole Bigtable table for rows no source item maps to.")] = False,
+    full: Annotated[bool, typer.Option("--full", hidden=True, help="Old name of --target-scan.")] = False,
+    format: Annotated[OutputFormat, typer.Option(
+        "--format", help="text (a summary) or json (the result, full values) on stdout.")] = OutputFormat.text,
     *,
     options: RunOptions,
 ) -> None:
-    """Check the target against the source: missing rows, missing, extra or different cells. Exit 1 on any difference."""
-    from ...app.validate import validate
+    """Compare the target with the source, cell by cell and through the decoder: missing, different and extra
+    cells, collisions. Resumable (--resume --run-dir); --sample N checks N random items. Exit 1 on any difference.
+
+    Beam options (--runner, --region, --temp_location, --setup_file, --direct_running_mode, ...) may follow.
+    """
+    from ...app import validate as use_case
     from ..progress import spinner
 
+    prepared = use_case.prepare(spec, options, repair=repair, target_scan=target_scan or full, where=_stderr)
+    _stderr(f"runner {prepared.runner}; run folder {prepared.run_dir}"
+            + (f"; {prepared.total_segments} scan segment{'s' * (prepared.total_segments != 1)}"
+               if prepared.scanning else f"; a random sample of {options.sample} items" if options.sample else "")
+            + ("; repairing" if repair else "; reads only (nothing is written)"))
+    if prepared.spec.migration_time is None:
+        _stderr("note: the spec sets no migration_time, so cells without a time of their own carry the run's time "
+                "and will show as differences; set migration_time before migrating to validate them.")
     with spinner() as step:
-        result = validate(spec, sample, full, options, step=step)
-    if result.spec.migration_time is None:
-        typer.echo("note: the spec sets no migration_time, so cells without a time of their own carry the run's time "
-                   "and will show as differences; set migration_time before migrating to validate them.", err=True)
-    outcome = result.comparison
-    typer.echo(f"compared with {result.target}", err=True)
-    typer.echo(f"{'all' if full else 'sampled'} {result.items} items ({result.not_mapped} not mapped: skipped or dead "
-               f"letters): {outcome.rows_found}/{outcome.rows_expected} rows found, "
-               f"{outcome.cells_matched}/{outcome.cells_expected} cells match")
-    if outcome.ok:
-        typer.echo("OK: Bigtable holds exactly what the spec maps these items to.")
-        return
-    counts = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(outcome.counts().items()))
-    typer.echo(f"DIFFERENT: {counts}")
-    for difference in outcome.differences[:SHOWN]:
-        typer.echo(f"  {difference.describe()}")
-    if len(outcome.differences) > SHOWN:
-        typer.echo(f"  … and {len(outcome.differences) - SHOWN} more")
-    raise typer.Exit(1)
+        step(f"comparing {prepared.source} with {prepared.spec.target.table}…")
+        result = use_case.execute(prepared)
+    if format is OutputFormat.json:
+        typer.echo(json.dumps(as_json(result), indent=2, ensure_ascii=False))
+    else:
+        for line in render(result, str(spec)):
+            typer.echo(line)
+    if result.finished and not result.ok:
+        raise typer.Exit(1)
+
+
+def as_json(result: Any) -> dict[str, Any]:
+    p = result.prepared
+    return {"ok": result.ok, "state": result.state, "source": p.source, "target": p.target, "run_dir": p.run_dir,
+            "differences_file": p.differences, "counts": result.counts, "differences": result.first,
+            "totals": result.totals, "counters": result.counters, "problems": result.problems,
+            "repair": p.repair, "target_scan": p.target_scan, "sample": p.options.sample}
+
+
+def render(result: Any, spec_path: str) -> list[str]:
+    """One screen: what was compared, counts by kind, the first differences, where the full file is."""
+    from ...mappers.validate import Difference, describe_counts
+
+    p, t = result.prepared, result.totals
+    if result.state == "DRY_RUN":
+        return [f"dry run: built {len(result.stages)} stages: {', '.join(result.stages)}"]
+    what = f"a random sample of {t.get('items_read', 0)} items" if p.options.sample else f"{t.get('items_read', 0)} items"
+    lines = [
+        f"compared {what} ({t.get('not_mapped', 0)} not mapped, {t.get('skipped', 0)} skipped): "
+        f"{t.get('rows_found', 0)}/{t.get('rows_compared', 0)} rows found, "
+        f"{t.get('cells_matched', 0)}/{t.get('cells_expected', 0)} cells match",
+    ]
+    if p.repair:
+        lines.append(f"repair: {t.get('repair_cells', 0)} cells rewritten in {t.get('repair_rows', 0)} rows, "
+                     f"{t.get('repair_deletes', 0)} cells deleted; validate again to confirm")
+    lines += [f"PROBLEM: {problem}" for problem in result.problems]
+    if not result.counts:
+        if not result.problems:
+            lines.append("OK: Bigtable holds exactly what the spec maps these items to.")
+        return lines
+    lines.append(f"DIFFERENT: {describe_counts(result.counts)}")
+    lines += [f"  {Difference.from_json(record).describe()}" for record in result.first]
+    if result.differences > len(result.first):
+        lines.append(f"  … and {result.differences - len(result.first)} more")
+    lines.append(f"all differences: {p.differences} (JSON lines; holds user data)")
+    if p.scanning:
+        lines.append(f"run folder: {p.run_dir} (resume with: {result.resume_command(spec_path)})")
+    return lines
+
+
+def _stderr(text: str) -> None:
+    typer.echo(text, err=True)

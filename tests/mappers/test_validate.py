@@ -1,52 +1,187 @@
-"""compare(): missing rows and cells, different values, extras, and what GC may already have removed."""
+"""Comparer and resolve_row: each kind of difference, collisions counted before de-duplication, GC, the decoder."""
+
+from __future__ import annotations
 
 from datetime import timedelta
 
-from ddb2bt.mappers.results import Cell, ItemError, MappedRow
-from ddb2bt.mappers.spec import GcPolicy
-from ddb2bt.mappers.validate import compare, expected_rows
+from ddb2bt.mappers.compiler import compile_spec
+from ddb2bt.mappers.results import Cell, MappedRow
+from ddb2bt.mappers.spec import GcPolicy, MappingSpec
+from ddb2bt.mappers.validate import Candidate, Comparer, Difference, count_kinds, describe_counts, resolve_row
 
 NOW = 1_700_000_000_000_000
-F = {"f": GcPolicy(max_versions=2)}
+TS = 1_704_067_200_000_000  # 2024-01-01, the spec's migration_time
+
+SPEC = MappingSpec.model_validate({
+    "source": {"table": "Orders", "partition_key": "pk", "sort_key": "sk"},
+    "target": {"table": "orders", "families": {"o": {}, "line": {"max_versions": 1}}},
+    "migration_time": "2024-01-01T00:00:00Z",
+    "entities": [
+        {"name": "order", "match": {"sk": "order"}, "row_key": "{pk}", "columns": [
+            {"attribute": "total", "family": "o", "encoding": "decimal"}], "drop": ["sk"]},
+        {"name": "line", "match": {"sk": {"prefix": "line#"}}, "row_key": "{pk}", "columns": [
+            {"attribute": "qty", "family": "line", "qualifier": "{sku}", "encoding": "decimal"}],
+         "drop": ["sk"]},
+    ],
+})
+COMPILED = compile_spec(SPEC)
+ORDER = {"pk": {"S": "o1"}, "sk": {"S": "order"}, "total": {"N": "30"}}
+LINE_A = {"pk": {"S": "o1"}, "sk": {"S": "line#1"}, "sku": {"S": "hat"}, "qty": {"N": "2"}}
+LINE_B = {"pk": {"S": "o1"}, "sk": {"S": "line#2"}, "sku": {"S": "cap"}, "qty": {"N": "1"}}
+LINE_SAME_SKU = {"pk": {"S": "o1"}, "sk": {"S": "line#3"}, "sku": {"S": "hat"}, "qty": {"N": "5"}}
 
 
-def _row(key, *cells):
-    return MappedRow(key, tuple(Cell("f", q, ts, v) for q, ts, v in cells), "e")
+def members(*items):
+    return [(COMPILED.map_item(item), item) for item in items]
 
 
-EXPECTED = expected_rows([_row(b"r1", (b"a", 1000, b"1"), (b"b", 1000, b"2")), _row(b"r2", (b"a", 1000, b"3")), ItemError("bad")])
+def written(*items):
+    """The row's cells as a migration would have left them (later items overwrite earlier ones)."""
+    cells = {}
+    for row, _ in members(*items):
+        for cell in row.cells:
+            cells[(cell.family, cell.qualifier, cell.timestamp_micros)] = cell
+    return list(cells.values())
 
 
-def test_identical_is_ok():
-    actual = {b"r1": [Cell("f", b"a", 1000, b"1"), Cell("f", b"b", 1000, b"2")], b"r2": [Cell("f", b"a", 1000, b"3")]}
-    outcome = compare(EXPECTED, actual, F, full=True, now_us=NOW)
-    assert outcome.ok and outcome.cells_matched == outcome.cells_expected == 3 and outcome.rows_found == 2
+def comparer(**kwargs):
+    return Comparer(SPEC, now_us=NOW, key_names=("pk", "sk"), **kwargs)
 
 
-def test_every_kind_of_difference():
-    actual = {b"r1": [Cell("f", b"a", 1000, b"X"), Cell("f", b"c", 1000, b"9")], b"r3": [Cell("f", b"a", 1000, b"1")]}
-    outcome = compare(EXPECTED, actual, F, full=True, now_us=NOW)
-    assert outcome.counts() == {"different_value": 1, "missing_cell": 1, "extra_cell": 1, "missing_row": 1, "extra_row": 1}
-    described = [d.describe() for d in outcome.differences]
-    assert "different value: r1 f:a@1000 expected 1 got X" in described
-    assert "missing row: r2" in described
+def test_a_row_as_migrated_has_no_difference_and_every_cell_counts():
+    result = comparer().compare(b"o1", members(ORDER, LINE_A, LINE_B), written(ORDER, LINE_A, LINE_B),
+                                scan_order=True)
+    assert result.differences == [] and result.fixes == [] and result.candidate is None
+    assert result.cells_expected == result.cells_matched == 3 and result.row_found
 
 
-def test_a_sample_ignores_cells_and_rows_of_other_items():
-    actual = {b"r1": [Cell("f", b"a", 1000, b"1"), Cell("f", b"b", 1000, b"2"), Cell("f", b"z", 5, b"other")],
-              b"r2": [Cell("f", b"a", 1000, b"3")], b"r9": []}
-    assert compare(EXPECTED, actual, F, full=False, now_us=NOW).ok
+def test_missing_row_missing_cell_different_value_each_name_the_item():
+    gone = comparer().compare(b"o1", members(ORDER, LINE_A), None)
+    assert [(d.kind, d.item_key["sk"]["S"]) for d in gone.differences] == [("missing_row", "order"),
+                                                                            ("missing_row", "line#1")]
+    assert sorted(gone.fixes) == sorted(written(ORDER, LINE_A))  # --repair writes the whole row back
+
+    actual = [c for c in written(ORDER, LINE_A, LINE_B) if c.qualifier != b"cap"]
+    actual = [c._replace(value=b"31") if c.qualifier == b"total" else c for c in actual]
+    result = comparer(decode=False).compare(b"o1", members(ORDER, LINE_A, LINE_B), actual)
+    by_kind = {d.kind: d for d in result.differences}
+    assert set(by_kind) == {"missing_cell", "different_value"}
+    assert by_kind["missing_cell"].item_key == {"pk": {"S": "o1"}, "sk": {"S": "line#2"}}
+    assert (by_kind["missing_cell"].family, by_kind["missing_cell"].qualifier) == ("line", b"cap")
+    assert (by_kind["different_value"].expected, by_kind["different_value"].found) == (b"30", b"31")
+    assert sorted(c.qualifier for c in result.fixes) == [b"cap", b"total"]
+    assert result.cells_matched == 1
 
 
-def test_cells_gc_may_have_dropped_are_not_missing():
-    expected = expected_rows([_row(b"r", (b"a", 1000, b"old"), (b"a", 2000, b"mid"), (b"a", 3000, b"new"))])
-    actual = {b"r": [Cell("f", b"a", 2000, b"mid"), Cell("f", b"a", 3000, b"new")]}
-    assert compare(expected, actual, F, full=True, now_us=NOW).ok
-    aged = {"f": GcPolicy(max_age=timedelta(days=1))}
-    assert compare(expected, {b"r": []}, aged, full=True, now_us=NOW).ok
-    assert not compare(expected, {b"r": []}, {"f": GcPolicy()}, full=True, now_us=NOW).ok
+def test_the_decoder_names_the_attribute_and_both_values():
+    actual = [c._replace(value=b"99") if c.qualifier == b"hat" else c for c in written(ORDER, LINE_A)]
+    result = comparer().compare(b"o1", members(ORDER, LINE_A), actual)
+    (decoded,) = [d for d in result.differences if d.kind == "different_attribute"]
+    assert decoded.item_key == {"pk": {"S": "o1"}, "sk": {"S": "line#1"}}
+    assert (decoded.attribute, decoded.expected, decoded.found) == ("qty", {"N": "2"}, {"N": "99"})
+    assert "attribute 'qty' expected {'N': '2'} got {'N': '99'}" in decoded.describe()
 
 
-def test_two_items_writing_one_cell_accept_either_value():
-    expected = expected_rows([_row(b"r", (b"a", 1000, b"x")), _row(b"r", (b"a", 1000, b"y"))])
-    assert compare(expected, {b"r": [Cell("f", b"a", 1000, b"y")]}, F, full=True, now_us=NOW).ok
+def test_the_decoder_finds_what_cells_cannot_and_takes_key_types_from_the_item():
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "id"}, "target": {"table": "t", "families": {"f": {}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "e", "row_key": "{id|pad(6)}", "columns": [{"attribute": "v", "family": "f"}]}]})
+    check = Comparer(spec, now_us=NOW, key_names=("id",))
+    for item, found in (({"id": {"N": "42"}, "v": {"S": "x"}}, []),  # 000042 reads back as the number 42
+                        ({"id": {"S": "007"}, "v": {"S": "x"}}, [("id", {"S": "007"}, {"S": "7"})])):
+        row = compile_spec(spec).map_item(item)
+        result = check.compare(row.row_key, [(row, item)], list(row.cells))
+        # every cell matches; what does not come back is the decoder's to say
+        assert result.cells_matched == 1
+        assert [(d.attribute, d.expected, d.found) for d in result.differences] == found
+
+
+def test_two_items_on_one_cell_are_a_collision_counted_before_de_duplication():
+    result = comparer(decode=False).compare(b"o1", members(ORDER, LINE_A, LINE_SAME_SKU),
+                                            written(ORDER, LINE_A, LINE_SAME_SKU))
+    (collision,) = result.differences
+    assert collision.kind == "collision" and collision.qualifier == b"hat"
+    assert [key["sk"]["S"] for key in collision.items] == ["line#1", "line#3"]
+    assert collision.expected == [b"2", b"5"] and collision.found == b"5"
+    assert result.cells_expected == 3 and result.cells_matched == 1
+    assert result.fixes == []  # which item is right is the spec's to say: --repair leaves it
+
+
+def test_cells_no_item_of_the_group_produces_become_a_candidate_and_resolve_into_extras():
+    extra = Cell("line", b"scarf", TS, b"7")
+    older = Cell("o", b"total", TS - 1000, b"29")
+    result = comparer().compare(b"o1", members(ORDER, LINE_A), written(ORDER, LINE_A) + [extra, older])
+    assert result.differences == [] and set(result.candidate.unclaimed) == {extra, older}
+    differences, deletes = resolve_row([Candidate.from_json(result.candidate.to_json())])
+    assert {(d.kind, d.qualifier) for d in differences} == {("extra_cell", b"scarf"), ("extra_version", b"total")}
+    version = next(d for d in differences if d.kind == "extra_version")
+    assert version.item_key == {"pk": {"S": "o1"}, "sk": {"S": "order"}} and version.found == b"29"
+    assert set(deletes) == {extra, older}
+
+
+def test_groups_of_one_row_far_apart_claim_each_others_cells_and_collide_across_groups():
+    row = written(ORDER, LINE_A, LINE_B)
+    first = comparer().compare(b"o1", members(ORDER, LINE_A), row).candidate
+    second = comparer().compare(b"o1", members(LINE_B), row).candidate
+    assert first and second  # each sees the other's cells as unclaimed
+    assert resolve_row([first, second]) == ([], [])  # together they claim everything
+    third = comparer().compare(b"o1", members(LINE_SAME_SKU), row).candidate
+    differences, deletes = resolve_row([first, second, third])
+    (collision,) = differences
+    assert collision.kind == "collision" and collision.qualifier == b"hat" and len(collision.items) == 2
+    assert deletes == []
+
+
+def test_cells_gc_may_have_dropped_are_neither_missing_nor_extra():
+    spec = SPEC.model_copy(deep=True)
+    spec.target.families["o"] = GcPolicy(max_age=timedelta(days=1))
+    aged = Comparer(spec, now_us=NOW + 400 * 86_400_000_000, key_names=("pk", "sk"))
+    result = aged.compare(b"o1", members(ORDER, LINE_A), [c for c in written(ORDER, LINE_A) if c.family != "o"])
+    assert result.differences == [] and result.cells_matched == 2
+    old_version = Cell("line", b"hat", TS - 1000, b"1")  # max_versions 1: the older version is due for GC
+    result = comparer().compare(b"o1", members(ORDER, LINE_A), written(ORDER, LINE_A) + [old_version],
+                                scan_order=True)
+    assert result.candidate is None and result.differences == []
+
+
+def test_only_rows_one_partition_can_make_are_decided_alone_in_scan_order():
+    whole = comparer().compare(b"o1", members(ORDER, LINE_A), written(ORDER, LINE_A), scan_order=True)
+    assert whole.candidate is None  # every entity's row key gives back pk "o1": no item elsewhere maps here
+    exported = comparer().compare(b"o1", members(ORDER, LINE_A), written(ORDER, LINE_A))
+    assert exported.candidate.unclaimed == () and len(exported.candidate.claims) == 2  # claims, for the rows pass
+    gone = comparer().compare(b"o1", members(ORDER), None)
+    assert gone.candidate.claims and gone.candidate.unclaimed == ()
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk"}, "target": {"table": "t", "families": {"f": {}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "e", "row_key": "{pk|lower}", "columns": [{"attribute": "v", "family": "f"}],
+                      "lossy": ["pk"]}]})
+    item = {"pk": {"S": "A"}, "v": {"S": "x"}}
+    row = compile_spec(spec).map_item(item)
+    lowered = Comparer(spec, now_us=NOW, key_names=("pk",), decode=False)
+    assert not lowered.whole_row(row.row_key, [(row, item)])  # "A" and "a" both make row "a"
+
+
+def test_a_sample_leaves_other_items_cells_alone():
+    result = comparer().compare(b"o1", members(LINE_A), written(ORDER, LINE_A, LINE_B), extras=False)
+    assert result.differences == [] and result.candidate is None
+
+
+def test_differences_round_trip_through_json_lines_with_binary_values():
+    binary = Difference("different_value", b"\xff\x00key", {"pk": {"B": "AAE="}}, "f", b"\x80q", 1000, b"\x01", b"ok")
+    assert binary.to_json()["row_key"] == {"base64": "/wBrZXk="} and binary.to_json()["found"] == "ok"
+    assert Difference.from_json(binary.to_json()) == binary
+    collision = Difference("collision", b"r", {"pk": {"S": "a"}}, "f", b"q", 1000, [b"1", b"2"], b"2",
+                           items=({"pk": {"S": "a"}}, {"pk": {"S": "b"}}))
+    assert Difference.from_json(collision.to_json()) == collision
+    assert "from 2 items: pk=a, pk=b" in collision.describe()
+    counts = count_kinds([binary, collision, binary._replace(kind="missing_row")])
+    assert describe_counts(counts) == "1 collision, 1 different value, 1 missing row"
+
+
+def test_group_rows_compare_whatever_the_member_order():
+    row = MappedRow(b"r", (Cell("f", b"a", 1000, b"1"),), "e")
+    spec = SPEC.model_copy(update={"target": SPEC.target.model_copy(update={"families": {"f": GcPolicy()}})})
+    result = Comparer(spec, now_us=NOW, decode=False).compare(b"r", [(row, {})], [Cell("f", b"a", 1000, b"1")])
+    assert result.differences == [] and result.cells_matched == 1

@@ -1,0 +1,94 @@
+"""`ddb2bt validate` on the command line, against the real local servers: the summary, --format json, refusals."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+
+from ddb2bt.app.migrate import migrate
+from ddb2bt.app.options import RunOptions
+from ddb2bt.app.seeds import load_seed_table
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.templates import catalog
+
+pytestmark = pytest.mark.servers
+
+
+@pytest.fixture
+def videos(moto_server, bigtable_env, unique_name, tmp_path):
+    """The videos example migrated into its own tables; (spec file, endpoint flags)."""
+    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint)
+    load_seed_table(client, catalog.get("single-table"), table=unique_name)
+    text = catalog.starter_spec("single-table").replace("table: Videos", f"table: {unique_name}").replace(
+        "table: videos", f"table: {unique_name}")
+    spec = tmp_path / "videos.yaml"
+    spec.write_text(text)
+    endpoint = ("--endpoint-url", moto_server.endpoint)
+    assert migrate(spec, RunOptions(run_dir=str(tmp_path / "migrated"), endpoint_url=moto_server.endpoint)).ok
+    return spec, endpoint
+
+
+def tamper(spec):
+    """A changed Likes on 0123, row 0124 gone."""
+    from google.cloud.bigtable.data import BigtableDataClient, DeleteAllFromRow, SetCell
+
+    target = load_spec(spec).target
+    with BigtableDataClient(project=target.project) as client:
+        table = client.get_table(target.instance, target.table)
+        (likes,) = [c for c in table.read_row(b"0123").cells if c.qualifier == b"Likes"]
+        table.mutate_row(b"0123", [SetCell("video", b"Likes", (99).to_bytes(8, "big"), likes.timestamp_micros)])
+        table.mutate_row(b"0124", [DeleteAllFromRow()])
+
+
+def test_clean_then_tampered_summary(invoke, videos, tmp_path):
+    spec, endpoint = videos
+    check = invoke("validate", spec, "--run-dir", tmp_path / "v1", *endpoint)
+    assert check.exit_code == 0, check.output
+    table = load_spec(spec).source.table
+    assert check.stderr.splitlines()[0].startswith(f"validate {table} against Bigtable emulator at ")
+    assert "compared 9 items" in check.stdout and "OK: Bigtable holds exactly" in check.stdout
+
+    tamper(spec)
+    check = invoke("validate", spec, "--run-dir", tmp_path / "v2", "--full", *endpoint)  # --full: old spelling
+    assert check.exit_code == 1
+    # row 0124 held four items: each is named
+    assert "DIFFERENT: 1 different value, 4 missing row, 1 different attribute" in check.stdout
+    assert "different value: 0123 video:Likes@" in check.stdout
+    assert "missing row: 0124 (item pk=0124, sk=Video)" in check.stdout
+    assert "different attribute: 0123 attribute 'Count' expected {'N': '3'} got {'N': '99'}" in check.stdout
+    assert f"all differences: {tmp_path / 'v2' / 'differences.jsonl'}" in check.stdout
+    assert len(check.stdout.splitlines()) < 25  # one screen
+
+
+def test_json_has_the_data_on_stdout_and_full_values(invoke, videos, tmp_path):
+    spec, endpoint = videos
+    tamper(spec)
+    check = invoke("validate", spec, "--run-dir", tmp_path / "v", "--format", "json", *endpoint)
+    assert check.exit_code == 1
+    result = json.loads(check.stdout)  # nothing else on stdout
+    assert result["counts"] == {"different_value": 1, "missing_row": 4, "different_attribute": 1}
+    assert result["totals"]["items_read"] == 9 and result["ok"] is False
+    different = next(d for d in result["differences"] if d["kind"] == "different_value")
+    assert different["found"] == {"base64": "AAAAAAAAAGM="}  # 99 as 8 bytes: not UTF-8 text, so base64, whole
+    assert "validate " in check.stderr and result["differences_file"].endswith("differences.jsonl")
+
+
+def test_sample_repair_and_refusals(invoke, videos, tmp_path):
+    spec, endpoint = videos
+    tamper(spec)
+    sampled = invoke("validate", spec, "--sample", "9", "--run-dir", tmp_path / "s", *endpoint)
+    assert sampled.exit_code == 1 and "compared a random sample of 9 items" in sampled.stdout
+    repaired = invoke("validate", spec, "--repair", "--run-dir", tmp_path / "r", *endpoint)
+    assert repaired.exit_code == 1 and "repair: 5 cells rewritten in 2 rows" in repaired.stdout, repaired.output
+    assert invoke("validate", spec, "--run-dir", tmp_path / "again", *endpoint).exit_code == 0
+
+    refused = invoke("validate", spec, "--sample", "5", "--resume", "--run-dir", tmp_path / "s", *endpoint)
+    assert refused.exit_code == 2 and "--sample" in refused.stderr
+    again = invoke("validate", spec, "--run-dir", tmp_path / "again", *endpoint)
+    assert again.exit_code == 2 and "already holds a validation run" in again.stderr
+    migration = invoke("validate", spec, "--resume", "--run-dir", tmp_path / "migrated", *endpoint)
+    assert migration.exit_code == 2 and "run folder of a migration" in migration.stderr
+    nothing = invoke("validate", spec, "--resume", "--run-dir", tmp_path / "never", *endpoint)
+    assert nothing.exit_code == 2 and "nothing to resume" in nothing.stderr
