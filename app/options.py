@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ..mappers.errors import UsageError
-from ..mappers.limits import SCAN_SEGMENTS_MAX
+from ..mappers.limits import DEAD_LETTER_LIMIT_DEFAULT, FRACTION_MIN_ITEMS, SCAN_SEGMENTS_MAX, DeadLetterLimit
 
 
 
@@ -50,6 +50,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("sample", int, "Only N items: migrate the first N (a trial run, no checkpoint); validate N picked at "
            "random across the table.", minimum=1),
     Option("no_wait", bool, "On Dataflow: return once the job is submitted instead of waiting for it.", False),
+    Option("max_dead_letters", str, "Stop the run once more items than this were dead-lettered: a count (250) or a "
+           f"percentage of the items read (5%; judged from {FRACTION_MIN_ITEMS} items on; a smaller run fails only "
+           "when every item is dead-lettered). 100% never stops.", DEAD_LETTER_LIMIT_DEFAULT),
     Option("endpoint_url", str, "DynamoDB endpoint (a local DynamoDB); overrides source.endpoint_url.", group="aws"),
     Option("aws_region", str, "AWS region of the source; overrides source.region, AWS_REGION and AWS_DEFAULT_REGION.",
            group="aws"),
@@ -79,6 +82,7 @@ class RunOptions:
     total_segments: int | None = None
     sample: int | None = None
     no_wait: bool = False
+    max_dead_letters: str = DEAD_LETTER_LIMIT_DEFAULT
     endpoint_url: str | None = None
     aws_region: str | None = None
     profile: str | None = None
@@ -96,11 +100,28 @@ class RunOptions:
     def __post_init__(self) -> None:
         for option in RUN_OPTIONS:
             check_range(option, getattr(self, option.name))
+        self.dead_letter_limit()
+
+    def dead_letter_limit(self) -> DeadLetterLimit:
+        try:
+            return DeadLetterLimit.parse(self.max_dead_letters)
+        except ValueError as err:
+            raise UsageError(f"--max-dead-letters {err}", "give a count such as 250 or a percentage such as 5%") from None
 
     @classmethod
     def from_values(cls, values: dict[str, Any], beam_args: list[str] | tuple[str, ...] = ()) -> RunOptions:
         """From option values by name (None = not given) and Beam arguments, which are checked here."""
         return cls(**{k: v for k, v in values.items() if v is not None}, beam_args=tuple(check_beam_args(beam_args)))
+
+    def as_args(self, without: tuple[str, ...] = ()) -> list[str]:
+        """Command-line arguments that give these options again (defaults left out, Beam's last), e.g. to resume."""
+        args: list[str] = []
+        for option in RUN_OPTIONS:
+            value = getattr(self, option.name)
+            if option.name in without or value is None or value is False or value == option.default:
+                continue
+            args += [option.flags[0]] if option.type is bool else [option.flags[0], str(value)]
+        return args + list(self.beam_args)
 
     def flow_control(self) -> Any:
         """The writer's FlowControl: the defaults, with what was given on the command line."""

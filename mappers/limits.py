@@ -7,6 +7,10 @@ becomes a dead letter with its reason instead of an exception in the writer: cel
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
 from .results import Cell
 
 ROW_KEY_MAX_BYTES = 4 * 1024
@@ -90,3 +94,48 @@ def _check_in_detail(cells: list[Cell]) -> tuple[str, ...]:
     if size > ROW_WARN_BYTES:
         warnings.append(f"the row entry is {size} bytes (over the advised 100 MiB per row)")
     return tuple(warnings)
+
+
+# --------------------------------------------------------------------------- how many dead letters a run accepts
+
+DEAD_LETTER_LIMIT_DEFAULT = "10%"
+"""Stop a run once more than a tenth of the items read were dead-lettered: a spec that cannot map an entity."""
+_PERCENT = re.compile(r"[0-9]+(\.[0-9]+)?%")
+FRACTION_MIN_ITEMS = 1000
+"""A percentage is judged once this many items were read (a share of fewer says little); a run that reads fewer
+fails on a percentage only when it dead-letters every item it read."""
+
+
+@dataclass(frozen=True)
+class DeadLetterLimit:
+    """`--max-dead-letters`: a count (`250`: more than 250 stop the run) or a percentage of the items read (`5%`)."""
+
+    text: str
+    count: int | None = None
+    percent: Decimal | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> DeadLetterLimit:
+        """ValueError when `text` is neither a whole number nor a percentage between 0% and 100%."""
+        stripped = text.strip()
+        if _PERCENT.fullmatch(stripped) and Decimal(stripped[:-1]) <= 100:
+            return cls(stripped, percent=Decimal(stripped[:-1]))
+        if stripped.isascii() and stripped.isdigit():
+            return cls(stripped, count=int(stripped))
+        raise ValueError(f"{text!r} is neither a number of items nor a percentage between 0% and 100%")
+
+    def exceeded(self, dead: int, items: int, *, final: bool = False) -> bool:
+        """Whether `dead` of `items` read is more than the limit allows; a percentage waits for
+        FRACTION_MIN_ITEMS items unless `final` (the run's totals)."""
+        if self.count is not None:
+            return dead > self.count
+        assert self.percent is not None
+        if self.percent >= 100 or not items:
+            return False
+        if items < FRACTION_MIN_ITEMS:  # a share of a few items says little: only "none of them" counts, at the end
+            return final and dead == items
+        return dead * 100 > self.percent * items
+
+    def describe(self, dead: int, items: int) -> str:
+        share = f" ({dead * 100 / items:.0f}%)" if items else ""
+        return f"{dead} of {items} items read were dead-lettered{share}, more than --max-dead-letters {self.text} allows"

@@ -18,7 +18,7 @@ import logging
 import sys
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
@@ -28,7 +28,7 @@ from ..mappers.units import duration_text
 from .batches import SegmentDone
 from .bigtable_entries import to_mutation_entry
 from .progress import reporter
-from .dead_letters import DeadLetter
+from .dead_letters import DeadLetter, ItemsMapped
 from ..mappers.errors import ServiceError, UsageError
 
 if TYPE_CHECKING:
@@ -154,17 +154,75 @@ class TableComparison:
     """Families in the table that the spec does not declare (left alone)."""
 
 
-def admin_table(target: TargetSpec) -> Any:
+ADMIN_DEADLINE = 60.0
+"""Seconds an admin read (does the table exist, which families) may take, retries included."""
+ADMIN_ATTEMPT = 20.0
+"""Seconds one admin request may take; a create or modify is one request (not retried: it is not idempotent)."""
+
+
+@dataclass(frozen=True)
+class AdminTable:
+    """The table admin API for one table, every call bounded (the client's defaults wait up to 300 s per call)."""
+
+    client: Any
+    """A ``BigtableTableAdminClient``."""
+    instance: str
+    """``projects/P/instances/I``."""
+    table_id: str
+    deadline: float = ADMIN_DEADLINE
+
+    @property
+    def name(self) -> str:
+        return f"{self.instance}/tables/{self.table_id}"
+
+    def _retry(self) -> Any:
+        from google.api_core import exceptions as core, retry
+
+        transient = retry.if_exception_type(core.ServiceUnavailable, core.DeadlineExceeded)
+        return retry.Retry(predicate=transient, initial=0.25, maximum=5.0, multiplier=2.0, timeout=self.deadline)
+
+    def families(self) -> dict[str, Any] | None:
+        """Family name -> GC rule (``column_family`` objects), or None when the table does not exist."""
+        from google.api_core.exceptions import NotFound
+        from google.cloud.bigtable.column_family import _gc_rule_from_pb  # the client's own reading of a rule
+
+        try:
+            found = self.client.get_table(request={"name": self.name, "view": "SCHEMA_VIEW"}, retry=self._retry(),
+                                          timeout=min(ADMIN_ATTEMPT, self.deadline))
+        except NotFound:
+            return None
+        return {name: _gc_rule_from_pb(family.gc_rule) for name, family in found.column_families.items()}
+
+    def create(self, families: dict[str, Any]) -> None:
+        self.client.create_table(
+            request={"parent": self.instance, "table_id": self.table_id,
+                     "table": {"column_families": {name: _family_pb(rule) for name, rule in families.items()}}},
+            timeout=self.deadline,
+        )
+
+    def add_family(self, name: str, rule: Any) -> None:
+        self.client.modify_column_families(
+            request={"name": self.name, "modifications": [{"id": name, "create": _family_pb(rule)}]},
+            timeout=self.deadline,
+        )
+
+
+def _family_pb(rule: Any) -> Any:
+    from google.cloud.bigtable.column_family import ColumnFamily
+
+    return ColumnFamily("", None, rule).to_pb()
+
+
+def admin_table(target: TargetSpec, deadline: float = ADMIN_DEADLINE) -> AdminTable:
     from google.cloud.bigtable import Client
 
-    return Client(project=target.project, admin=True).instance(target.instance).table(target.table)
+    client = Client(project=target.project, admin=True)
+    return AdminTable(client.table_admin_client, client.instance(target.instance).name, target.table, deadline)
 
 
-def existing_families(table: Any) -> dict[str, Any] | None:
-    """An admin table's families and GC rules, or None when the table does not exist. Reads only."""
-    if not table.exists():
-        return None
-    return {name: family.gc_rule for name, family in table.list_column_families().items()}
+def existing_families(table: AdminTable) -> dict[str, Any] | None:
+    """An admin table's families and GC rules, or None when the table does not exist. Reads only, bounded."""
+    return table.families()
 
 
 def compare_families(target: TargetSpec, existing: dict[str, Any] | None) -> TableComparison:
@@ -191,13 +249,14 @@ def mismatch_error(target: TargetSpec, comparison: TableComparison) -> SchemaMis
     )
 
 
-def ensure_table(target: TargetSpec, create: bool = True) -> TableSetup:
+def ensure_table(target: TargetSpec, create: bool = True, *, deadline: float = ADMIN_DEADLINE) -> TableSetup:
     """Make sure the target table exists with the spec's families and GC rules.
 
     Creates the table (or missing families) when allowed. Raises :class:`SchemaMismatchError`
-    listing every family whose GC rule differs, before any data is written.
+    listing every family whose GC rule differs, before any data is written. Every admin call ends
+    within ``deadline`` seconds (the client's error, e.g. RetryError or DeadlineExceeded, if not).
     """
-    table = admin_table(target)
+    table = admin_table(target, deadline)
     wanted = {name: gc_rule_for(policy) for name, policy in target.families.items()}
     comparison = compare_families(target, existing_families(table))
     if not comparison.exists:
@@ -206,7 +265,7 @@ def ensure_table(target: TargetSpec, create: bool = True) -> TableSetup:
                 f"Bigtable table {target.table!r} does not exist in instance {target.instance!r} "
                 f"(project {target.project!r}); create it or run without --no-create."
             )
-        table.create(column_families=wanted)
+        table.create(wanted)
         log.info("created table %s with families %s", target.table, ", ".join(sorted(wanted)))
         return TableSetup(target.table, created=True, added_families=tuple(sorted(wanted)))
 
@@ -219,7 +278,7 @@ def ensure_table(target: TargetSpec, create: bool = True) -> TableSetup:
             f"add them or allow ddb2bt to create them."
         )
     for name in missing:
-        table.column_family(name, gc_rule=wanted[name]).create()
+        table.add_family(name, wanted[name])
         log.info("added column family %s to table %s", name, target.table)
     return TableSetup(target.table, created=False, added_families=tuple(missing))
 
@@ -275,6 +334,7 @@ class _WriteFn(beam.DoFn):
         self._cells = beam.metrics.Metrics.counter(NAMESPACE, "cells_written")
         self._bytes = beam.metrics.Metrics.counter(NAMESPACE, "bytes_written")
         self._failures = beam.metrics.Metrics.counter(NAMESPACE, "write_failures")
+        self._overwritten = beam.metrics.Metrics.counter(NAMESPACE, "cells_overwritten")
 
     def setup(self) -> None:
         from google.cloud.bigtable.data import BigtableDataClient
@@ -307,7 +367,7 @@ class _WriteFn(beam.DoFn):
         return batcher
 
     def process(self, element: Any) -> Iterator[Any]:
-        if isinstance(element, DeadLetter):  # given up on upstream: nothing to store, pass it on
+        if isinstance(element, (DeadLetter, ItemsMapped)):  # given up on upstream, or a tally: pass it on
             yield element
             return
         if isinstance(element, list) and not isinstance(element, SegmentDone):
@@ -361,13 +421,15 @@ class _WriteFn(beam.DoFn):
         for _entry, row, _item in pending.values():
             cells += len(row.cells)
             written_bytes += len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells)
+        overwritten = _overwritten(row for _entry, row, _item in pending.values())
         self._rows.inc(len(pending))
-        self._cells.inc(cells)
+        self._cells.inc(cells - overwritten)
+        self._overwritten.inc(overwritten)
         self._bytes.inc(written_bytes)
         self._failures.inc(len(letters))
-        if self._progress is not None:  # live totals; raises RunInterrupted once a stop is asked
-            self._progress.add({"rows_written": len(pending), "cells_written": cells, "bytes_written": written_bytes,
-                                "dead_lettered": len(letters)})
+        if self._progress is not None:  # live totals (a stop is noticed by the map step, so this segment's marker
+            self._progress.add({"rows_written": len(pending), "cells_written": cells,  # still goes through)
+                                "bytes_written": written_bytes, "dead_lettered": len(letters)}, check_stop=False)
         yield from letters
 
     def _dead_letter(self, error: Any, pending: dict[int, tuple[Any, MappedRow, dict]]) -> DeadLetter:
@@ -383,11 +445,10 @@ class _WriteFn(beam.DoFn):
         return DeadLetter(item, "write", reason, row.entity, None, row.row_key)
 
     def teardown(self) -> None:
-        batcher = getattr(self, "_batcher", None)
-        if batcher is not None:  # a failed or interrupted bundle: send what was appended (its segment is not marked
-            self._batcher = None  # done, so --resume writes it again), instead of leaving it to an exit-time warning
-            try:
-                batcher.close()
+        if getattr(self, "_batcher", None) is not None:  # a failed or interrupted bundle: send what was appended
+            try:  # (its segment is not marked done, so --resume writes it again) rather than drop it at exit
+                for _letter in self._close():  # counted in the live totals; the rerun dead-letters them again
+                    pass
             except Exception:  # noqa: BLE001 - the run has already failed with its own error
                 log.debug("closing the batcher after a failed bundle", exc_info=True)
         if getattr(self, "_progress", None) is not None:
@@ -395,6 +456,30 @@ class _WriteFn(beam.DoFn):
         client = getattr(self, "_client", None)
         if client is not None:
             client.close()
+
+
+def _overwritten(rows: Iterable[MappedRow]) -> int:
+    """Cells of these rows that another of them writes again (same row, family, qualifier and timestamp).
+
+    Bigtable keeps one cell per coordinate, so these are not counted as written. Costs one dict
+    lookup per row; the cells are compared only for a row key that comes again (folded items).
+    """
+    seen: dict[bytes, Any] = {}
+    again = 0
+    for row in rows:
+        known = seen.get(row.row_key)
+        if known is None:
+            seen[row.row_key] = row
+            continue
+        if known.__class__ is not set:
+            known = seen[row.row_key] = {cell[:3] for cell in known.cells}
+        for cell in row.cells:
+            coordinate = cell[:3]
+            if coordinate in known:
+                again += 1
+            else:
+                known.add(coordinate)
+    return again
 
 
 def _failure_count(group: Any) -> int:

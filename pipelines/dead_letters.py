@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from typing import Any, NamedTuple
 
 from ..mappers.attrvalue import to_export_json
 from ..mappers.errors import UsageError
+from ..mappers.limits import DeadLetterLimit
 
 STAGES = ("source", "map", "write")
 
@@ -49,6 +51,50 @@ class DeadLetter(NamedTuple):
             },
             ensure_ascii=False,
             sort_keys=True,
+        )
+
+
+class ItemsMapped(NamedTuple):
+    """In band after each mapped batch: how many items it held, so that the dead letters can be judged against them."""
+
+    items: int
+
+
+class TooManyDeadLetters(UsageError):
+    """More items were dead-lettered than ``--max-dead-letters`` allows: the spec (or the data) needs fixing first."""
+
+
+class DeadLetterGate:
+    """Counts the items and dead letters one worker sees and says when the run must stop (see ``DeadLetterLimit``)."""
+
+    def __init__(self, limit: DeadLetterLimit | None, dead_letter_path: str, run_dir: str | None) -> None:
+        self.limit, self.path, self.run_dir = limit, dead_letter_path, run_dir
+        self.items = self.dead = 0
+        self.reasons: Counter[str] = Counter()
+
+    def letter(self, letter: DeadLetter) -> bool:
+        """Count one dead letter of an item; True when the run must stop."""
+        self.dead += 1
+        if self.limit is None:
+            return False
+        self.reasons[f"{letter.entity or '(no entity)'}: {letter.reason}"[:200]] += 1
+        return self.limit.exceeded(self.dead, self.items)
+
+    def mapped(self, count: int) -> bool:
+        """Count the items of a batch about to be mapped (its tally comes first); True when the run must stop."""
+        self.items += count
+        return self.limit is not None and self.limit.exceeded(self.dead, self.items)
+
+    def error(self) -> TooManyDeadLetters:
+        assert self.limit is not None
+        reason, times = self.reasons.most_common(1)[0] if self.reasons else ("?", 0)
+        resume = (f"`ddb2bt migrate SPEC --resume --run-dir {self.run_dir} --max-dead-letters 100%`"
+                  if self.run_dir else "a run with a higher --max-dead-letters")
+        return TooManyDeadLetters(
+            f"migration stopped: {self.limit.describe(self.dead, self.items)} (counted by one worker); most often "
+            f"({times}x) {reason}; the dead letters so far are in {self.path}",
+            f"fix the spec or the data (`ddb2bt migrate-plan` shows the cause) and run again, or accept these items "
+            f"as dead letters: {resume}",
         )
 
 

@@ -38,10 +38,12 @@ class ClientSettings:
     profile: str | None = None
     retry_mode: RetryMode = "adaptive"
     """adaptive adds client-side rate limiting on throttles, which suits a long bulk scan."""
-    max_attempts: int = 10
+    max_attempts: int = 5
     """Attempts per request inside botocore, the first one included (``total_max_attempts``: botocore's
     own ``max_attempts`` key counts retries only). The scan asks for fewer (``RetryPolicy.botocore_attempts``):
-    botocore retries silently, the scan's own retry reports every retry and gives up after a deadline."""
+    botocore retries silently, the scan's own retry reports every retry and gives up after a deadline.
+    With the timeouts below, one call against a server that accepts and never answers ends within
+    5 x (5 + 20) s plus backoff, about two minutes; a refused connection within seconds."""
     max_pool_connections: int = 16
     connect_timeout: float = 5.0
     read_timeout: float = 20.0

@@ -26,16 +26,18 @@ from typing import Any, Iterator
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from ..mappers.limits import DeadLetterLimit
 from ..mappers.results import MappedRow, Skipped
 from . import checkpoint as ckpt, progress
 from .batches import BATCH_ITEMS, Batch, SegmentDone
 from .bigtable_sink import NAMESPACE, FlowControl, WriteToBigtable
-from .dead_letters import DeadLetter, write_part
+from .dead_letters import DeadLetter, DeadLetterGate, ItemsMapped, write_part
 
 log = logging.getLogger(__name__)
 
 COUNTERS = ("items_read", "items_mapped", "rows_written", "cells_written", "bytes_written", "dead_lettered",
-            "skipped", "unmatched", "write_failures", "export_count_mismatch")
+            "skipped", "unmatched", "write_failures", "export_count_mismatch", "scan_retries", "throttled_pages",
+            "cells_overwritten")
 
 
 YOUNG_GC_THRESHOLD = 50_000
@@ -87,6 +89,7 @@ class _MapFn(beam.DoFn):
         if isinstance(batch, SegmentDone):
             yield batch
             return
+        yield ItemsMapped(len(batch))  # before the batch's dead letters: Persist judges them against every item read
         map_item = self._compiled.map_item
         rows, skipped, unmatched, letters = Batch(nbytes=getattr(batch, "nbytes", 0)), 0, 0, 0
         for item in batch:
@@ -116,22 +119,32 @@ class _PersistFn(beam.DoFn):
     marker on; the dead letters that came before the marker are in a part file by then.
     """
 
-    def __init__(self, dead_letter_path: str, run_dir: str | None) -> None:
-        self._path, self._run_dir = dead_letter_path, run_dir
+    def __init__(self, dead_letter_path: str, run_dir: str | None, limit: DeadLetterLimit | None = None) -> None:
+        self._path, self._run_dir, self._limit = dead_letter_path, run_dir, limit
         self._dead = Metrics.counter(NAMESPACE, "dead_lettered")
+
+    def setup(self) -> None:
+        self._gate = DeadLetterGate(self._limit, self._path, self._run_dir)  # counts this worker's whole share
 
     def start_bundle(self) -> None:
         self._lines: list[str] = []
 
     def process(self, element: Any) -> None:
-        if isinstance(element, SegmentDone):
+        if isinstance(element, ItemsMapped):
+            stop = self._gate.mapped(element.items)
+        elif isinstance(element, SegmentDone):
             self._flush()
             if self._run_dir is not None:
                 ckpt.mark_segment_done(self._run_dir, element.segment)
             return
-        if element.item is not None:
-            self._dead.inc()
-        self._lines.append(element.to_json())
+        else:
+            self._lines.append(element.to_json())
+            stop = element.item is not None and self._gate.letter(element)
+            if element.item is not None:
+                self._dead.inc()
+        if stop:  # the dead letters so far are kept; the run ends with TooManyDeadLetters (a UsageError)
+            self._flush()
+            raise self._gate.error()
 
     def finish_bundle(self) -> None:
         self._flush()
@@ -152,7 +165,8 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
                    total_segments: int = 1, completed: frozenset[int] = frozenset(),
                    flow: FlowControl | None = None, sample: list[dict] | None = None,
                    now_ms: int | None = None, segments_in_flight: int | None = None,
-                   source: beam.PTransform | None = None, progress_dir: str | None = None) -> None:
+                   source: beam.PTransform | None = None, progress_dir: str | None = None,
+                   max_dead_letters: DeadLetterLimit | None = None) -> None:
     """Add the migration to ``p``. ``sample`` (these items) or ``source`` (a transform giving item batches that it
     counts as read, e.g. a dead-letter file's) replaces the spec's source; neither has a checkpoint.
     ``progress_dir``: where the map and write steps keep live totals (see :mod:`.progress`)."""
@@ -180,7 +194,7 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
     mapped = (items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms, progress_dir))
               .with_output_types(Batch))
     _ = (mapped | "WriteToBigtable" >> WriteToBigtable(spec.target, flow, progress_dir=progress_dir)
-         | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir)))
+         | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir, max_dead_letters)))
     if mismatches is not None:  # exports only, which have no segments to mark
         _ = (mismatches | "MismatchLetters" >> beam.Map(_mismatch_letter)
              | "PersistMismatches" >> beam.ParDo(_PersistFn(dead_letter, None)))

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FLEX = resources.files("ddb2bt.templates") / "flex"
 METADATA = json.loads((FLEX / "metadata.json").read_text())
 EXAMPLES = {"spec": "gs://b/specs/videos.yaml", "run_dir": "gs://b/runs/v", "dead_letter": "gs://b/runs/v/dl.jsonl",
-            "resume": "true", "aws_region": "us-east-1", "instance": "my-instance", "app_profile": "bulk"}
+            "resume": "true", "aws_region": "us-east-1", "instance": "my-instance", "app_profile": "bulk",
+            "max_dead_letters": "5%"}
 LAUNCHER_ONLY = {"no_wait", "endpoint_url", "profile", "project"}
 """Run options that are no template parameters: the launcher never waits, workers have no AWS profiles or local
 endpoints, and the job's own --project (set by the service) is the instance's project."""

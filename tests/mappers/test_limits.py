@@ -170,3 +170,23 @@ def test_a_row_entry_over_256_mib_is_refused_and_over_100_mib_warned():
     warnings = check_cells([Cell("f", q, 0, big[: 60 * MIB]) for q in (b"a", b"b")])
     assert any("over the advised 100 MiB per row" in warning for warning in warnings)
     assert not any("10 MiB" in warning for warning in check_cells([Cell("f", b"a", 0, big[: 9 * MIB])] * 2))
+
+
+# --------------------------------------------------------------------------- --max-dead-letters
+
+
+@pytest.mark.parametrize("text, dead, items, during, final", [
+    ("10%", 101, 1000, True, True), ("10%", 100, 1000, False, False),  # more than 10% stops, 10% exactly does not
+    ("10%", 900, 999, False, False), ("10%", 999, 999, False, True),   # under 1,000 items: only "all of them", at the end
+    ("0.5%", 6, 1000, True, True), ("100%", 5000, 5000, False, False),
+    ("0", 1, 1, True, True), ("250", 250, 300, False, False), ("250", 251, 300, True, True),  # a count: as it comes
+])  # fmt: skip
+def test_dead_letter_limits(text, dead, items, during, final):
+    limit = limits.DeadLetterLimit.parse(text)
+    assert limit.exceeded(dead, items) is during and limit.exceeded(dead, items, final=True) is final
+
+
+@pytest.mark.parametrize("text", ["", "ten", "-1", "5.5", "101%", "-1%", "nan%", "1e2%", "%"])
+def test_dead_letter_limits_that_are_neither_a_count_nor_a_percentage(text):
+    with pytest.raises(ValueError, match="neither a number of items nor a percentage"):
+        limits.DeadLetterLimit.parse(text)
