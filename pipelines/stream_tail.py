@@ -122,6 +122,8 @@ class TailRun:
     poll_s: float = 1.0
     now_us: Callable[[], int] = lambda: int(time.time() * 1_000_000)
     outcome: Outcome = field(default_factory=Outcome)
+    stream_seconds: float = 0.0
+    """Time spent waiting for GetRecords (the rest is mapping and writing), for benchmarks and tuning."""
 
     def start(self, timeline_end_us: int) -> TailState:
         """The saved state, or a new one from the timeline's end after checking the stream still holds it."""
@@ -215,6 +217,7 @@ class TailRun:
         iterator = self._iterator(state, shard_id, saved)
         pages = 0
         while iterator and pages < PAGES_PER_TURN:
+            asked = time.perf_counter()
             try:
                 page = self.streams.get_records(ShardIterator=iterator, Limit=PAGE_LIMIT)
             except Exception as error:
@@ -226,6 +229,8 @@ class TailRun:
                     raise StreamRetentionError(f"shard {shard_id}: the records after {saved.sequence} are past the "
                                                "stream's retention", RETENTION_HINT) from None
                 raise
+            finally:
+                self.stream_seconds += time.perf_counter() - asked
             pages += 1
             yield page
             iterator = page.get("NextShardIterator")

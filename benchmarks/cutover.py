@@ -1,0 +1,158 @@
+"""Cutover speed: changes/s applied from an incremental export and from the stream, vs `migrate`'s items/s.
+
+``python -m benchmarks.cutover [--items N]`` (default 20,000). Same data (benchmarks/dataset.py), same
+spec (benchmarks/spec.yaml), same machine and runner (DirectRunner, in_memory, one worker), in one run:
+
+* **migrate**: the backfill from a full export folder of N items (``ddb2bt.app.migrate.migrate``);
+* **catch-up**: an incremental export of N changes (every item modified: one attribute changed, one
+  removed, so each change both sets and deletes cells) applied by ``ddb2bt.app.cutover.catch_up``;
+* **tail**: the same N changes read from moto_server's DynamoDB Streams and applied by the tail
+  (``pipelines.stream_tail``), timed from the first GetRecords to caught up (loading moto is not timed).
+  moto answers GetRecords slowly (~5 s per 1,000 records, all in moto's own serialisation), so the
+  tail's figure is its own work (mapping and writing: the run's time minus the time spent waiting
+  for GetRecords); the end-to-end rate against moto is reported next to it.
+
+A change maps two images and writes deletes as well as cells, so it costs more than an item; the goal
+is a ratio ≥ 0.8 of migrate's items/s. Results go to ``benchmarks/results/cutover.json`` and into
+``latest.json`` under ``cutover`` when run from ``benchmarks.run --cutover``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+PROJECT, INSTANCE = "bench-project", "bench-instance"
+GOAL = 0.8
+T0_US = 1_714_564_800_000_000  # the full export's exportTime (load.write_export_stream's)
+
+
+def modified(item: dict[str, Any], number: int) -> dict[str, Any]:
+    """The item after a change: a new attribute value, and one attribute removed (when it has a spare one)."""
+    new = copy.deepcopy(item)
+    new["bench_rev"] = {"N": str(number)}
+    spare = sorted(name for name in new if name not in ("pk", "sk", "type", "bench_rev", "total"))
+    if spare:
+        del new[spare[-1]]
+    return new
+
+
+def _spec(table: str, export_dir: str | None, endpoint: str | None) -> Any:
+    from ddb2bt.mappers.loader import load_spec
+    from ddb2bt.mappers.spec import MappingSpec
+
+    data = load_spec(HERE / "spec.yaml").model_dump(by_alias=True, exclude_none=True)
+    data["source"].update(table=table, endpoint_url=endpoint)
+    if export_dir:
+        data["source"]["export"] = {"path": export_dir}
+    data["target"].update(project=PROJECT, instance=INSTANCE, table=table)
+    return MappingSpec.model_validate(data)
+
+
+def _options(run_dir: str) -> Any:
+    from ddb2bt.app.options import RunOptions
+
+    return RunOptions(run_dir=run_dir, beam_args=("--direct_running_mode=in_memory", "--direct_num_workers=1"))
+
+
+def run(n: int) -> dict[str, Any]:
+    import boto3
+
+    from ddb2bt.app.cutover import catch_up
+    from ddb2bt.app.migrate import migrate
+    from ddb2bt.mappers.compiler import compile_spec
+    from ddb2bt.pipelines import local_servers
+    from ddb2bt.pipelines.bigtable_sink import Destination
+    from ddb2bt.pipelines.change_sink import ChangeApplier
+    from ddb2bt.pipelines.dynamodb_client import put_items
+    from ddb2bt.pipelines.stream_tail import TailRun, TailState
+    from tests.pipelines.incremental_fixtures import write_incremental_export
+
+    from . import dataset, load
+
+    items = list(dataset.generate(n))
+    changes = [{"Metadata": {"WriteTimestampMicros": {"N": str(T0_US + number * 1000)}},
+                "Keys": {"pk": item["pk"], "sk": item["sk"]}, "OldImage": item, "NewImage": modified(item, number)}
+               for number, item in enumerate(items)]
+    out: dict[str, Any] = {"items": n, "goal_ratio": GOAL}
+    with tempfile.TemporaryDirectory(prefix="ddb2bt-cutover-bench-") as work, \
+            local_servers.bigtable_emulator() as emulator, local_servers.moto_server() as moto, \
+            local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
+        export_dir = load.write_export_stream(os.path.join(work, "full"), iter(items), n, 4)
+        spec = _spec("cutover", export_dir, None)
+        run_dir = os.path.join(work, "run")
+        started = time.perf_counter()
+        result = migrate(spec, _options(run_dir))
+        seconds = time.perf_counter() - started
+        assert result.ok, result.problems
+        out["migrate"] = {"seconds": seconds, "items_per_s": n / seconds}
+
+        window = write_incremental_export(os.path.join(work, "inc"), changes, T0_US, T0_US + 3_600_000_000, files=4)
+        caught = catch_up(spec, window, _options(run_dir))
+        assert caught.ok and caught.counters["changes_applied"] == n, (caught.problems, caught.counters)
+        out["catch_up"] = {"seconds": caught.seconds, "changes_per_s": n / caught.seconds,
+                           "cells_set": caught.counters["cells_set"], "cells_deleted": caught.counters["cells_deleted"]}
+
+        client = boto3.client("dynamodb", endpoint_url=moto.endpoint, region_name="us-east-1")
+        client.create_table(TableName="cutover", BillingMode="PAY_PER_REQUEST",
+                            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                                       {"AttributeName": "sk", "KeyType": "RANGE"}],
+                            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                                  {"AttributeName": "sk", "AttributeType": "S"}])
+        put_items(client, "cutover", items)  # before the stream: the tail sees only the modifications
+        client.update_table(TableName="cutover", StreamSpecification={"StreamEnabled": True,
+                                                                      "StreamViewType": "NEW_AND_OLD_IMAGES"})
+        put_items(client, "cutover", [change["NewImage"] for change in changes])
+        compiled = compile_spec(spec, now_ms=result.prepared.now_ms)
+        applier = ChangeApplier(Destination.from_target(spec.target), compiled)
+        tail = TailRun(os.path.join(work, "tail"), "cutover", client, boto3.client(
+            "dynamodbstreams", endpoint_url=moto.endpoint, region_name="us-east-1"), applier,
+            os.path.join(work, "tail", "dead.jsonl"), until_idle_s=0.5, poll_s=0.05)
+        arn = client.describe_table(TableName="cutover")["Table"]["LatestStreamArn"]
+        started = time.perf_counter()
+        tail.run(TailState(arn, 0))
+        seconds = time.perf_counter() - started - 0.5  # minus the idle wait that ends the run
+        applier.close()
+        assert tail.outcome.applied == n, tail.outcome.counters()
+        own = seconds - tail.stream_seconds
+        out["tail"] = {"seconds": seconds, "end_to_end_changes_per_s": n / seconds,
+                       "get_records_seconds": tail.stream_seconds, "changes_per_s": n / own}
+    for phase in ("catch_up", "tail"):
+        out[phase]["ratio_vs_migrate"] = out[phase]["changes_per_s"] / out["migrate"]["items_per_s"]
+        out[phase]["meets_goal"] = out[phase]["ratio_vs_migrate"] >= GOAL
+    return out
+
+
+def render(out: dict[str, Any]) -> str:
+    return "\n".join([
+        f"cutover ({out['items']:,} items / changes, DirectRunner in_memory, 1 worker)",
+        f"  migrate (full export)  {out['migrate']['items_per_s']:>9,.0f} items/s",
+        f"  catch-up (incremental) {out['catch_up']['changes_per_s']:>9,.0f} changes/s  "
+        f"{out['catch_up']['ratio_vs_migrate']:.2f}x migrate (goal ≥ {GOAL})",
+        f"  tail (stream)          {out['tail']['changes_per_s']:>9,.0f} changes/s  "
+        f"{out['tail']['ratio_vs_migrate']:.2f}x migrate (goal ≥ {GOAL}); with moto's GetRecords "
+        f"{out['tail']['end_to_end_changes_per_s']:,.0f}/s",
+    ])
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.cutover", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=20_000)
+    parser.add_argument("--output", default=str(RESULTS / "cutover.json"))
+    args = parser.parse_args(argv)
+    out = run(args.items)
+    Path(args.output).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    print(render(out))
+    return out
+
+
+if __name__ == "__main__":
+    main()
