@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import Interrupted, UsageError
-from .context import describe_source, load_spec, with_source_keys
+from . import runs
+from .context import Step, announce, describe_source, load_spec, with_source_keys
 from .options import RunOptions
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
 
 SHARED_SCHEMES = ("gs://", "s3://")
+INTERRUPTED_STATE = "INTERRUPTED"
 
 
 def default_run_dir(table: str) -> str:
@@ -50,6 +52,17 @@ class PreparedRun:
     assumptions: tuple[str, ...] = ()
     """What a dry run assumed instead of asking a service (e.g. the segment count)."""
     now_ms: int = 0
+    source_description: Any = None
+    """DescribeTable boiled down (None for an export or a dry run)."""
+    target_diff: Any = None
+    """The target as read before the run (an ``app.target_diff.TargetDiff``; None in a dry run)."""
+    expected_items: int | None = None
+    """Items this attempt should read (for an ETA), when known; ``expected_from`` says from where."""
+    expected_from: str = ""
+    segments_done: int = 0
+    """Segments a resumed run has already stored."""
+    found_run_dir: bool = False
+    """--resume without --run-dir: ``run_dir`` is the latest run of this spec under runs/."""
 
     @property
     def source(self) -> str:
@@ -70,6 +83,8 @@ class MigrateResult:
     console_url: str | None = None
     stages: tuple[str, ...] = ()
     staged_package: str | None = None
+    segments_done: int | None = None
+    """Scan segments stored by the end of this attempt (all of them unless it was interrupted or failed)."""
 
     @property
     def ok(self) -> bool:
@@ -80,13 +95,26 @@ class MigrateResult:
         """False for a dry run or a detached (`--no-wait`) job: nothing to reconcile yet."""
         return self.state not in ("DRY_RUN", "RUNNING", "PENDING")
 
-    def resume_command(self, spec_path: str | None = None) -> str:
-        return f"ddb2bt migrate {spec_path or 'SPEC'} --resume --run-dir {self.prepared.run_dir}"
+    @property
+    def interrupted(self) -> bool:
+        return self.state == INTERRUPTED_STATE
+
+    def resume_command(self, spec_path: str | None = None, extra: tuple[str, ...] = ()) -> str:
+        """The command that continues this run: the same options, ``--resume --run-dir`` (and ``extra``)."""
+        import shlex
+
+        args = [a for a in self.prepared.options.as_args(without=("resume", "run_dir", "sample"))]
+        return shlex.join(["ddb2bt", "migrate", spec_path or "SPEC", *args, "--resume", "--run-dir",
+                           self.prepared.run_dir, *extra])
 
 
 def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *,
-            now_ms: int | None = None) -> PreparedRun:
-    """Check everything a run needs, in order, without writing anything; UsageError/ServiceError on the first problem."""
+            now_ms: int | None = None, where: Step | None = None) -> PreparedRun:
+    """Check everything a run needs, in order, without writing anything; UsageError/ServiceError on the first problem.
+
+    ``where`` is told first, before anything is read, where the writes go. The target is read
+    (never written) after the source: a GC rule that differs is refused here, before any question.
+    """
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
     from apache_beam.io.filesystems import FileSystems
@@ -96,6 +124,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     from ..pipelines.target import describe_target
 
     spec = load_spec(spec, options)
+    announce(where, f"migrate {runs.source_name(spec)} → {describe_target(spec.target)}")
     beam_args = list(options.beam_args)
     if options.project and not any(a.split("=")[0] == "--project" for a in beam_args):
         beam_args.append(f"--project={options.project}")  # one project for the job and the instance, unless told apart
@@ -106,16 +135,13 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     scanning = spec.source.export is None and options.sample is None
     assumptions: list[str] = []
 
-    if options.resume and not options.run_dir:
-        raise ckpt.ResumeError("--resume needs the folder of the run to continue", "pass --run-dir RUN_DIR")
-    run_dir = options.run_dir or default_run_dir(spec.target.table)
+    run_dir = options.run_dir or ("" if options.resume else default_run_dir(spec.target.table))
     if not direct:
         _require_shared("--run-dir", options.run_dir, runner)
         if options.dead_letter:
             _require_shared("--dead-letter", options.dead_letter, runner)
-    dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
-
     total = options.total_segments or spec.source.total_segments
+    source = None
     if dry_run:
         if spec.source.export is None and spec.source.partition_key is None:
             assumptions.append("key names: read from DescribeTable when the job is launched (not in a dry run)")
@@ -129,13 +155,19 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
             from ..pipelines.export_source import verify_export
 
             verify_export(spec.source.export.path, pipeline_options)  # damaged files are found before writing
+        if not run_dir:  # --resume alone: the latest run of this very spec
+            run_dir = runs.latest_run(ckpt.spec_hash(spec))
         if scanning and total is None and options.resume:
             total = ckpt.Checkpoint.saved_total_segments(run_dir)
         if scanning and total is None:
             from ..pipelines.dynamodb_scan import choose_total_segments
 
             total = choose_total_segments(source.size_bytes if source else 0)
-    return PreparedRun(
+    if not run_dir:
+        run_dir = runs.latest_run(ckpt.spec_hash(spec))
+    dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
+    extra = runs.before_run(spec, options, source, run_dir, scanning, total or 1, dry_run, pipeline_options)
+    return PreparedRun(**extra,
         spec=spec, options=options, pipeline_options=pipeline_options, run_dir=run_dir, dead_letter=dead_letter,
         target=describe_target(spec.target), runner=runner, direct=direct, dry_run=dry_run, scanning=scanning,
         total_segments=total or 1, assumptions=tuple(assumptions),
@@ -144,7 +176,35 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
 
 
 def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResult:
-    """Run a prepared migration to its end (or, detached, to its submission) and reconcile it."""
+    """Run a prepared migration to its end (or, detached, to its submission) and reconcile it.
+
+    On this machine the run keeps live totals (:func:`live_totals`) and :func:`request_stop` ends it
+    at the next batch: the result is then INTERRUPTED, with what was done and the segments stored.
+    """
+    folder = runs.live_folder(prepared)
+    runs.reset_live(folder)
+    try:
+        result = _execute(prepared, create_table=create_table, progress_dir=folder)
+    except Exception:
+        if not runs.stop_requested(folder):
+            raise
+        return runs.interrupted(prepared, MigrateResult(prepared, INTERRUPTED_STATE), folder)
+    if prepared.scanning and not prepared.dry_run and result.finished:
+        result.segments_done = runs.segments_done(prepared.run_dir)
+    return result
+
+
+def live_totals(prepared: PreparedRun) -> dict[str, int]:
+    """What the run has done so far (items read, rows, cells and bytes written, dead letters), from every process."""
+    return runs.read_live(runs.live_folder(prepared))
+
+
+def request_stop(prepared: PreparedRun) -> None:
+    """Ask a running local migration to stop at its next batch (segments stored so far stay done)."""
+    runs.stop(runs.live_folder(prepared))
+
+
+def _execute(prepared: PreparedRun, *, create_table: bool, progress_dir: str | None) -> MigrateResult:
     import apache_beam as beam
 
     from ..pipelines import checkpoint as ckpt
@@ -175,7 +235,8 @@ def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResul
     build_pipeline(pipeline, spec, dead_letter=p.dead_letter, run_dir=p.run_dir if p.scanning else None,
                    total_segments=p.total_segments, completed=completed, flow=options.flow_control(),
                    sample=sample, now_ms=now_ms,
-                   segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments))
+                   segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
+                   progress_dir=progress_dir)
     if p.dry_run:
         return MigrateResult(p, "DRY_RUN", stages=_stages(pipeline), staged_package=_staged_package(p.pipeline_options))
     result = pipeline.run()

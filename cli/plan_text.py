@@ -7,29 +7,46 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from ..mappers.units import human_duration as _duration, human_size as _size
+
 if TYPE_CHECKING:
+    from ..app.target_diff import TargetDiff
     from ..mappers.plan import MigrationPlan
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
+def target_lines(diff: TargetDiff, header: bool = True) -> list[str]:
+    """The target's diff as plain lines (terraform style): where (unless not ``header``), one line per change, the
+    verdict."""
+    lines = [f"target: {diff.where}" if header else "target:"]
+    if not diff.read:
+        return lines + [f"  ? {diff.note}"]
+    lines += [f"  {change.symbol} {change.text}" for change in diff.changes]
+    created = sum(change.symbol == "+" for change in diff.changes)
+    if diff.blocking:
+        lines.append(f"  migrate would refuse this table: {len(diff.blocking)} GC rule(s) differ; nothing would be "
+                     "written")
+    elif created:
+        lines.append(f"  migrate creates {created} thing(s) above, then writes")
+    else:
+        lines.append("  nothing to create: the table is as the spec declares")
+    return lines
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f}s"
-    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+def _table(title: str, *columns: str, right: tuple[str, ...] = ()) -> Table:
+    """A table whose cells wrap instead of being cut (piped output is 80 columns wide)."""
+    table = Table(title=title, title_justify="left")
+    for name in columns:
+        table.add_column(name, justify="right" if name in right else "left", overflow="fold")
+    return table
 
 
-def render_text(plan: MigrationPlan, console: Console) -> None:
+def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None = None) -> None:
+    """The plan as rich tables; with ``target``, its diff first and in the verdict."""
+    if target is not None:
+        for line in target_lines(target):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     s = plan.sample
     source = plan.source_table or "(export)"
     console.print(f"[bold]{source}[/] → Bigtable [bold]{plan.target_instance}/{plan.target_table}[/]")
@@ -38,16 +55,13 @@ def render_text(plan: MigrationPlan, console: Console) -> None:
         f"({s.unmatched} unmatched); {s.distinct_row_keys} distinct row keys"
     )
 
-    families = Table(title="Column families", title_justify="left")
-    families.add_column("family")
-    families.add_column("garbage collection")
+    families = _table("Column families", "family", "garbage collection")
     for family in plan.families:
         families.add_row(family.name, family.gc)
     console.print(families)
 
-    entities = Table(title="Entities", title_justify="left")
-    for name in ("entity", "action", "row key", "matched", "mapped", "skipped", "errors", "rows"):
-        entities.add_column(name, justify="right" if name in ("matched", "mapped", "skipped", "errors", "rows") else "left")
+    counts = ("matched", "mapped", "skipped", "errors", "rows")
+    entities = _table("Entities", "entity", "action", "row key", *counts, right=counts)
     for e in plan.entities:
         key = e.row_key_template or "-"
         if e.salt_buckets:
@@ -57,9 +71,7 @@ def render_text(plan: MigrationPlan, console: Console) -> None:
 
     example = next((x for e in plan.entities for x in e.examples if x.outcome == "mapped"), None)
     if example is not None:
-        cells = Table(title=f"Example row {example.row_key}", title_justify="left")
-        for name in ("column", "value", "encoding", "timestamp"):
-            cells.add_column(name)
+        cells = _table(f"Example row {example.row_key}", "column", "value", "encoding", "timestamp")
         for cell in example.cells:
             cells.add_row(cell.column, cell.value, cell.encoding, cell.timestamp)
         console.print(cells)
@@ -83,13 +95,11 @@ def render_text(plan: MigrationPlan, console: Console) -> None:
     )
 
     if plan.lints:
-        lints = Table(title="Findings", title_justify="left")
-        for name in ("severity", "where", "message"):
-            lints.add_column(name)
+        lints = _table("Findings", "severity", "where", "message")
         for lint in plan.lints:
             lints.add_row(f"[{_STYLE[lint.severity]}]{lint.severity}[/]", lint.where, lint.message)
         console.print(lints)
-    errors = sum(lint.severity == "error" for lint in plan.lints)
-    warnings = sum(lint.severity == "warning" for lint in plan.lints)
+    errors = sum(lint.severity == "error" for lint in plan.lints) + (len(target.blocking) if target else 0)
+    warnings = sum(lint.severity == "warning" for lint in plan.lints) + (len(target.warnings) if target else 0)
     verdict = "[bold red]errors: fix them before migrating[/]" if errors else "[green]no errors[/]"
     console.print(f"{verdict} ({errors} errors, {warnings} warnings)")

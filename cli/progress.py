@@ -1,16 +1,40 @@
-"""Progress on stderr for the long steps, so stdout stays clean for the results (and `--format json`)."""
+"""Progress on stderr for the long steps, so stdout stays clean for the results (and `--format json`).
+
+A local migration runs in a thread while this one shows what it has done, read from the run's
+live totals (see :mod:`ddb2bt.pipelines.progress`): items read out of the expected count, rows,
+cells and bytes written, the rate and an ETA, scan segments stored. On a terminal that is a bar;
+otherwise (CI logs, pipes) a plain line every ``DDB2BT_PROGRESS_SECONDS`` (10 by default).
+
+Ctrl-C asks the run to stop at its next batch and waits for it (the writer flushes and closes);
+a second Ctrl-C quits at once. The pipeline's thread blocks SIGINT, and so do the worker
+processes it starts (a blocked signal is inherited), so only this process hears the key.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import sys
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
-T = TypeVar("T")
+from ..mappers.units import human_size
+
+PLAIN_SECONDS_ENV = "DDB2BT_PROGRESS_SECONDS"
+PLAIN_SECONDS = 10.0
+POLL_SECONDS = 0.25
+RATE_WINDOW_SECONDS = 30.0
+WORKER_NOISE = ("No semi_persistent_directory found", "Discarding unparseable args", "Connecting to Bigtable emulator")
+"""What every worker process of a multi-process DirectRunner says at start, to no one's benefit."""
 
 
-def _console():
+def _console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True)
@@ -23,37 +47,226 @@ def spinner() -> Iterator[Callable[[str], None]]:
         yield lambda message: status.update(message)
 
 
-def run_with_segment_progress(label: str, run_dir: str, run: Callable[[], T]) -> T:
-    """Run a migration in a thread and show scan segments done, elapsed time and ETA from its checkpoint.
+def say(text: str) -> None:
+    """One line on stderr (everything that is not the command's data)."""
+    print(text, file=sys.stderr, flush=True)
 
-    Beam's DirectRunner reports counters only when the run ends; segment markers appear as each
-    segment's rows are stored, so they are what a live bar can honestly show. Exports and --sample
-    runs have no segments: the bar then only spins.
+
+# --------------------------------------------------------------------------- worker noise
+
+
+class _WorkerNoise(logging.Filter):
+    """Drops the start-up chatter of multi-process DirectRunner workers (relayed to this process as warnings), and
+    Beam's traceback of the stop a Ctrl-C asked for (the CLI says what happened, in one line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[0] is not None:
+            text += record.exc_info[0].__name__
+        return not any(noise in text for noise in (*WORKER_NOISE, "RunInterrupted", "stop requested"))
+
+
+NOISY_LOGGERS = ("apache_beam.runners.portability.local_job_service", "apache_beam.runners.common",
+                 "apache_beam.runners.worker.sdk_worker", "apache_beam.runners.worker.bundle_processor",
+                 "apache_beam.runners.portability.fn_api_runner.fn_runner")
+
+
+def quiet_workers() -> None:
+    """No start-up warnings from every worker process, no traceback for a requested stop (errors still come through).
+
+    Beam's loggers get a filter (the worker's logs reach this process through the job service's
+    relay); the emulator's "Connecting to Bigtable emulator" RuntimeWarning, which each worker
+    prints itself, is turned off through PYTHONWARNINGS, which the workers inherit.
     """
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    for name in NOISY_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _WorkerNoise) for f in logger.filters):
+            logger.addFilter(_WorkerNoise())
+    ignore = "ignore:Connecting to Bigtable emulator"
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if ignore not in current:
+        os.environ["PYTHONWARNINGS"] = f"{current},{ignore}" if current else ignore
 
-    from ..pipelines.checkpoint import segment_progress
 
+# --------------------------------------------------------------------------- a run with live progress
+
+
+@dataclass
+class Snapshot:
+    """What the run has done at one moment, and what that means in rate and time."""
+
+    totals: dict[str, int]
+    elapsed: float
+    rate: float | None
+    """Items read per second over the last few seconds."""
+    expected: int | None
+    segments: tuple[int, int] | None
+    """(stored, total) scan segments, for scans."""
+
+    @property
+    def eta(self) -> float | None:
+        items = self.totals.get("items_read", 0)
+        if not self.expected or not self.rate or items >= self.expected:
+            return None
+        return (self.expected - items) / self.rate
+
+    def text(self) -> str:
+        t = self.totals
+        items = f"{t.get('items_read', 0):,}" + (f"/{self.expected:,}" if self.expected else "")
+        parts = [f"{items} items read", f"{t.get('rows_written', 0):,} rows ({t.get('cells_written', 0):,} cells, "
+                 f"{human_size(t.get('bytes_written', 0))}) written"]
+        if t.get("dead_lettered"):
+            parts.append(f"{t['dead_lettered']:,} dead-lettered")
+        parts.append(f"{self.rate:,.0f} items/s" if self.rate is not None else "- items/s")
+        if self.segments is not None:
+            parts.append(f"{self.segments[0]}/{self.segments[1]} segments stored")
+        parts.append(f"{clock(self.elapsed)} elapsed")
+        eta = self.eta
+        parts.append(f"ETA {clock(eta)}" if eta is not None else "ETA -")
+        return " · ".join(parts)
+
+
+def clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+class _Rate:
+    """Items per second over a sliding window of samples."""
+
+    def __init__(self, window: float = RATE_WINDOW_SECONDS) -> None:
+        self.window = window
+        self.samples: deque[tuple[float, int]] = deque()
+
+    def add(self, now: float, items: int) -> float | None:
+        self.samples.append((now, items))
+        while len(self.samples) > 2 and now - self.samples[1][0] >= self.window:
+            self.samples.popleft()
+        first_time, first_items = self.samples[0]
+        return (items - first_items) / (now - first_time) if now - first_time >= 1.0 else None
+
+
+@dataclass
+class LiveRun:
+    """What :func:`run_live` needs to know about a run, as plain callables (no app import here)."""
+
+    label: str
+    run: Callable[[], Any]
+    totals: Callable[[], dict[str, int]]
+    segments: Callable[[], tuple[int, int] | None]
+    stop: Callable[[], None]
+    expected: int | None = None
+    on_force_quit: Callable[[], str] | None = None
+    """The line to print when a second Ctrl-C quits without waiting (e.g. the resume command)."""
+
+
+def run_live(live: LiveRun) -> Any:
+    """Run ``live.run`` in a thread and show its progress until it ends; Ctrl-C asks it to stop."""
+    console = _console()
     outcome: dict[str, Any] = {}
 
     def target() -> None:
+        if hasattr(signal, "pthread_sigmask"):  # this thread and the worker processes it starts ignore Ctrl-C
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            outcome["result"] = run()
+            outcome["result"] = live.run()
         except BaseException as err:  # re-raised in the caller's thread, where the CLI's error handler is
             outcome["error"] = err
+        finally:
+            finished.set()
 
+    finished = threading.Event()  # not Thread.join(timeout): a Ctrl-C inside it can leave is_alive() False too early
     worker = threading.Thread(target=target, name="ddb2bt-migrate", daemon=True)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("segments"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=_console(), transient=True) as progress:
-        task = progress.add_task(f"migrating {label}", total=None)
+    start = time.monotonic()
+    rate = _Rate()
+    stopping = False
+
+    def snapshot() -> Snapshot:
+        totals = live.totals()
+        now = time.monotonic()
+        return Snapshot(totals, now - start, rate.add(now, totals.get("items_read", 0)), live.expected,
+                        live.segments())
+
+    with _display(console, live.label) as show:
         worker.start()
-        while worker.is_alive():
-            worker.join(0.5)
-            done, total = segment_progress(run_dir)
-            if total is not None:
-                progress.update(task, completed=done, total=total)
+        while not finished.is_set():
+            try:
+                finished.wait(POLL_SECONDS)
+                if stopping:
+                    live.stop()  # again: cheap, and safe against a run that had not started its clock yet
+                show(snapshot(), stopping)
+            except KeyboardInterrupt:
+                if stopping:
+                    _force_quit(console, live)
+                stopping = True
+                live.stop()
+                show(snapshot(), stopping)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
+
+
+def _force_quit(console: Any, live: LiveRun) -> None:
+    console.print("error: interrupted again: quit without waiting for the batches in flight"
+                  + (f"; {live.on_force_quit()}" if live.on_force_quit else ""), markup=False, highlight=False)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)  # the pipeline's thread cannot be stopped from here; the segments it stored stay done
+
+
+class _Board:
+    """Two lines on a terminal: spinner, what, bar, share and ETA; then the counts. Redrawn by rich's Live."""
+
+    def __init__(self, label: str) -> None:
+        from rich.spinner import Spinner
+
+        self.label, self.stopping = label, False
+        self.snap: Snapshot | None = None
+        self.spinner = Spinner("dots")
+
+    def __rich__(self) -> Any:
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        snap = self.snap
+        items = snap.totals.get("items_read", 0) if snap else 0
+        expected = snap.expected if snap else None
+        head = Table.grid(padding=(0, 1))
+        what = "stopping… (Ctrl-C again: quit now)" if self.stopping else self.label
+        share = f"{min(items / expected, 1):.0%}" if expected else ""
+        eta = snap.eta if snap else None
+        head.add_row(self.spinner, Text(what), ProgressBar(total=expected, completed=items, width=30),
+                     Text(f"{share} ETA {clock(eta) if eta is not None else '-'}"))
+        return Group(head, Text("  " + (snap.text() if snap else "starting…"), overflow="fold"))
+
+
+@contextmanager
+def _display(console: Any, label: str) -> Iterator[Callable[[Snapshot, bool], None]]:
+    """A bar on a terminal; plain lines every few seconds elsewhere."""
+    if console.is_terminal:
+        from rich.live import Live
+
+        board = _Board(label)
+        with Live(board, console=console, refresh_per_second=4, transient=False):
+
+            def show(snap: Snapshot, stopping: bool) -> None:
+                board.snap, board.stopping = snap, stopping
+
+            yield show
+        return
+    every = float(os.environ.get(PLAIN_SECONDS_ENV) or PLAIN_SECONDS)
+    last = {"at": time.monotonic(), "stopping": False}
+
+    def plain(snap: Snapshot, stopping: bool) -> None:
+        now = time.monotonic()
+        if stopping and not last["stopping"]:
+            last["stopping"] = True
+            console.print("stopping after the batch in flight (Ctrl-C again to quit now)…", markup=False,
+                          highlight=False)
+        if now - float(last["at"]) >= every:
+            last["at"] = now
+            console.print(f"progress: {snap.text()}", markup=False, highlight=False, soft_wrap=True)
+
+    yield plain

@@ -88,3 +88,14 @@ def probe_target(target: TargetSpec, *, must_exist: bool = False, timeout: float
                 ) from None
             return False
     return True
+
+
+def holds_rows(target: TargetSpec, *, timeout: float = PROBE_SECONDS) -> bool:
+    """Whether the (existing) table has at least one row: one row key read, values stripped, bounded deadline."""
+    from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
+    from google.cloud.bigtable.data.row_filters import StripValueTransformerFilter
+
+    with BigtableDataClient(project=target.project) as client:
+        table = client.get_table(target.instance, target.table, app_profile_id=target.app_profile)
+        query = ReadRowsQuery(limit=1, row_filter=StripValueTransformerFilter(True))
+        return bool(table.read_rows(query, operation_timeout=timeout, attempt_timeout=timeout))

@@ -1,48 +1,151 @@
-"""`ddb2bt migrate`: run the Beam pipeline (DirectRunner here, Dataflow at scale) and reconcile it.
+"""`ddb2bt migrate`: say what will happen, ask, run the Beam pipeline (DirectRunner here, Dataflow at scale), reconcile.
 
 ddb2bt's options are listed by `--help`; every other option must be one of Beam's
 (`--runner DataflowRunner --region us-central1 --temp_location gs://... --setup_file pyproject.toml`)
 and goes to Beam unchanged. Anything neither knows is a usage error.
+
+Everything but the result goes to stderr: where the writes go (first), the summary, the question,
+the progress. The result (the reconciliation, or `--format json`) goes to stdout.
 """
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
 import typer
 
 from ...app.options import RunOptions
-from ..options import SpecArg, run_options
+from ...mappers.errors import Interrupted, UsageError
+from ..options import OutputFormat, SpecArg, run_options
+
+if TYPE_CHECKING:
+    from ...app.migrate import MigrateResult, PreparedRun
 
 
 @run_options("run", "aws", "google", "writer")
-def command(ctx: typer.Context, spec: SpecArg, *, options: RunOptions) -> None:
+def command(
+    ctx: typer.Context,
+    spec: SpecArg,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Start without asking (needed when stdin is not a "
+                                      "terminal).")] = False,
+    plan: Annotated[Optional[Path], typer.Option("--plan", help="A plan saved by `ddb2bt migrate-plan SPEC --out "
+                                                 "FILE`: run only if spec, source and target are still what it saw "
+                                                 "(else exit 2 naming what changed); no question asked.",
+                                                 show_default=False)] = None,
+    format: Annotated[OutputFormat, typer.Option("--format", help="text or json (the result object on stdout; "
+                                                 "everything else stays on stderr).")] = OutputFormat.text,
+    *,
+    options: RunOptions,
+) -> None:
     """Migrate the table: scan (or read the export), map, write to Bigtable, reconcile. Exit 1 if the counts do not add up.
 
-    Beam options (--runner, --region, --temp_location, --setup_file, --direct_running_mode, --dry_run, ...) may
-    follow; see docs/DATAFLOW.md.
+    Says first where it writes and what it will do (target changes, segments, read budget, items to read), then asks
+    (--yes skips; without a terminal --yes is required). Ctrl-C stops after the batch in flight and prints the resume
+    command (exit 130); a second Ctrl-C quits at once. `--resume` alone continues the latest run of this spec under
+    runs/. Beam options (--runner, --region, --temp_location, --setup_file, --direct_running_mode, --dry_run, ...)
+    may follow and go to Beam unchanged; see docs/DATAFLOW.md.
     """
     from ...app import migrate as use_case
-    from ..progress import run_with_segment_progress
+    from ...app import review
+    from ..progress import quiet_workers, say
 
-    say = _stderr
-    prepared = use_case.prepare(spec, options)
-    say(f"migrate {prepared.source} → {prepared.target}")
-    say(f"runner {prepared.runner}{' (dry run: nothing is read or written)' if prepared.dry_run else ''}; "
-        f"run folder {prepared.run_dir}" + (f"; {prepared.total_segments} scan segment{'s' * (prepared.total_segments != 1)}"
-           if prepared.scanning else ""))
-    for assumption in prepared.assumptions:
-        say(f"assumed: {assumption}")
+    if not (ctx.obj or {}).get("debug"):
+        quiet_workers()
+    reviewed = review.Reviewed.from_file(plan) if plan is not None else None  # a bad file fails before any reading
+    prepared = use_case.prepare(spec, options, where=say)
+    for line in summary(prepared):
+        say(line)
+    if reviewed is not None and plan is not None and not prepared.dry_run:
+        review.check(reviewed, review.reviewed(prepared.spec, prepared.source_description, prepared.target_diff), plan)
+        say(f"the plan in {plan} is still what was reviewed")
+    elif not prepared.dry_run and not yes:
+        _confirm()
+    extra = ("--yes",) if yes else ()
     if prepared.dry_run or not prepared.direct:
         result = use_case.execute(prepared)
     else:
-        label = f"{prepared.source} → {prepared.spec.target.table}"
-        result = run_with_segment_progress(label, prepared.run_dir, lambda: use_case.execute(prepared))
-    for line in render(result, str(spec)):
-        typer.echo(line)
+        result = _run_here(prepared, str(spec), extra, reviewed.estimated_items if reviewed else None)
+    if format is OutputFormat.json:
+        typer.echo(json.dumps(as_json(result, str(spec), extra), indent=2))
+    else:
+        for line in render(result, str(spec), extra):
+            typer.echo(line)
+    if result.interrupted:
+        raise Interrupted(result.problems[0], f"resume with: {result.resume_command(str(spec), extra)}"
+                          if prepared.scanning else "run it again")
     if result.finished and not result.ok:
         raise typer.Exit(1)
 
 
-def render(result, spec_path: str) -> list[str]:
+def _confirm() -> None:
+    if not sys.stdin.isatty():
+        raise UsageError("migrate asks before it writes, and stdin is not a terminal",
+                         "pass --yes to start without asking (or --plan FILE saved by `ddb2bt migrate-plan --out`)")
+    if not typer.confirm("Start the migration?", default=False, err=True):
+        typer.echo("not started: nothing was written", err=True)
+        raise typer.Exit(1)
+
+
+def _run_here(prepared: PreparedRun, spec_path: str, extra: tuple[str, ...], estimated: int | None) -> MigrateResult:
+    """A local run with live progress on stderr; Ctrl-C stops it at the next batch."""
+    from ...app import migrate as use_case
+    from ...app.runs import segments_done
+    from ..progress import LiveRun, run_live
+
+    def segments() -> tuple[int, int] | None:
+        return (segments_done(prepared.run_dir), prepared.total_segments) if prepared.scanning else None
+
+    def quit_line() -> str:
+        return f"resume with: {use_case.MigrateResult(prepared, 'INTERRUPTED').resume_command(spec_path, extra)}"
+
+    return run_live(LiveRun(
+        label=f"{prepared.source} → {prepared.spec.target.table}",
+        run=lambda: use_case.execute(prepared),
+        totals=lambda: use_case.live_totals(prepared),
+        segments=segments,
+        stop=lambda: use_case.request_stop(prepared),
+        expected=prepared.expected_items if prepared.expected_items is not None else estimated,
+        on_force_quit=quit_line if prepared.scanning else None,
+    ))
+
+
+def summary(p: PreparedRun) -> list[str]:
+    """What the run will do, before it starts (stderr): runner, folder, segments, resume, source, read budget, target."""
+    from ...app.runs import read_pace
+    from ...mappers.units import human_duration, human_size
+    from ..plan_text import target_lines
+
+    segments = f"; {p.total_segments} scan segment{'s' * (p.total_segments != 1)}" if p.scanning else ""
+    lines = [f"runner {p.runner}{' (dry run: nothing is read or written)' if p.dry_run else ''}; "
+             f"run folder {p.run_dir}{segments}"]
+    if p.found_run_dir:
+        lines.append(f"resuming the latest run of this spec under runs/: {p.run_dir}")
+    if p.options.resume and p.scanning and not p.dry_run:
+        lines.append(f"resume: {p.segments_done} of {p.total_segments} segments already stored; the rest are read")
+    lines += [f"assumed: {assumption}" for assumption in p.assumptions]
+    source = p.source_description
+    if p.expected_items is not None:
+        size = f", {human_size(source.size_bytes)} in the table" if source is not None and source.size_bytes else ""
+        lines.append(f"source: {p.expected_items:,} items to read (from {p.expected_from}){size}")
+    elif source is not None:
+        lines.append("source: item count unknown (DescribeTable reports 0; it refreshes about every six hours)")
+    pace = read_pace(p)
+    if pace is not None:
+        basis = "provisioned" if pace.provisioned else "on-demand: the assumed source.on_demand_rcu"
+        at_once = f"{pace.segments_in_flight} segment{'s' * (pace.segments_in_flight != 1)} at once"
+        lines.append(f"read budget: {pace.budget:.0%} of {pace.capacity_rcu:,.0f} RCU ({basis}) = {pace.rate:,.0f} "
+                     f"RCU/s: {pace.per_segment:,.0f} per segment, {at_once}"
+                     + (f"; the scan takes at least {human_duration(pace.scan_seconds)} at that pace"
+                        if pace.scan_seconds is not None else ""))
+    if p.target_diff is not None:
+        lines += target_lines(p.target_diff, header=False)
+    return lines
+
+
+def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -> list[str]:
     """The run's outcome as lines of text: counters, dead letters, problems, the job, what to do next."""
     p = result.prepared
     if result.state == "DRY_RUN":
@@ -57,17 +160,36 @@ def render(result, spec_path: str) -> list[str]:
                      f"{p.dead_letter}; resume after a failure with: {result.resume_command(spec_path)}")
         return lines
     c = result.counters
+    done = "so far" if result.interrupted else ""
     lines += [
-        f"read {c['items_read']} items: {c['rows_written']} written ({c['cells_written']} cells, {c['bytes_written']} "
-        f"bytes), {c['dead_lettered']} dead-lettered, {c['skipped']} skipped",
-        f"dead letters: {p.dead_letter} ({result.dead_letter_lines} lines; holds user data)",
+        f"read {c['items_read']} items{' ' + done if done else ''}: {c['rows_written']} written ({c['cells_written']} "
+        f"cells, {c['bytes_written']} bytes), {c['dead_lettered']} dead-lettered, {c['skipped']} skipped",
     ]
+    if p.scanning and not result.interrupted and "scan_pages" in c:
+        lines.append(f"scan: {c.get('scan_pages', 0)} pages, {c.get('consumed_rcu', 0)} RCU consumed, "
+                     f"{c.get('scan_retries', 0)} retries, {c.get('throttled_pages', 0)} throttled pages")
+    if result.segments_done is not None:
+        lines.append(f"segments: {result.segments_done} of {p.total_segments} stored")
+    lines.append(f"dead letters: {p.dead_letter} ({result.dead_letter_lines} lines; holds user data)")
+    if result.interrupted:
+        return lines
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append("run OK" if result.ok else "run FAILED")
     if p.scanning:
-        lines.append(f"run folder: {p.run_dir} (resume with: {result.resume_command(spec_path)})")
+        lines.append(f"run folder: {p.run_dir} (resume with: {result.resume_command(spec_path, extra)})")
     return lines
 
 
-def _stderr(text: str) -> None:
-    typer.echo(text, err=True)
+def as_json(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The result as one JSON object, every value in full."""
+    p = result.prepared
+    return {
+        "state": result.state, "ok": result.ok, "finished": result.finished, "interrupted": result.interrupted,
+        "source": p.source, "target": p.target, "runner": p.runner, "dry_run": p.dry_run, "run_dir": p.run_dir,
+        "dead_letter": p.dead_letter, "dead_letter_lines": result.dead_letter_lines, "counters": result.counters,
+        "problems": result.problems,
+        "segments": {"total": p.total_segments, "stored": result.segments_done} if p.scanning else None,
+        "resume_command": result.resume_command(spec_path, extra) if p.scanning else None,
+        "job_id": result.job_id, "console_url": result.console_url, "stages": list(result.stages),
+        "staged_package": result.staged_package, "target_diff": p.target_diff.as_dict() if p.target_diff else None,
+    }

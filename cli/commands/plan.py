@@ -1,76 +1,65 @@
-"""`ddb2bt migrate-plan` and `ddb2bt report`: one plan (a dry run over a sample), two renderings.
+"""`ddb2bt migrate-plan`: a dry run over a sample, with a read-only look at the Bigtable target.
 
-Neither writes to Bigtable; both read only a sample of the source.
+It writes nothing to Bigtable and reads only a sample of the source; `--out` saves what was reviewed for
+`migrate --plan`. (`ddb2bt report` renders the same plan: cli/commands/report.py.)
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Optional
 
 import typer
 
 from ...app.options import RunOptions
 from ..options import OutputFormat, Sample, SpecArg, run_options
-
-DEFAULT_SAMPLE = 1000
-REPORT_KINDS = {"html": "html", "htm": "html", "md": "md", "markdown": "md"}
+from .report import DEFAULT_SAMPLE
 
 
 @run_options("aws", "google")
 def migrate_plan(
     spec: SpecArg,
     sample: Sample = DEFAULT_SAMPLE,
-    format: Annotated[OutputFormat, typer.Option("--format", help="text (tables) or json (the plan object).")] = OutputFormat.text,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too, not only errors.")] = False,
+    format: Annotated[OutputFormat, typer.Option("--format", help="text (tables) or json (the plan object with the "
+                                                 "target's diff under `target`, full values).")] = OutputFormat.text,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too (a target not read, or one that "
+                                         "already holds rows), not only errors.")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Also write the reviewed plan here, for `ddb2bt migrate "
+                                                "SPEC --plan FILE`, which runs only if spec, source and target are "
+                                                "still what this plan saw.", show_default=False)] = None,
     *,
     options: RunOptions,
 ) -> None:
-    """Dry run: map a sample with the spec and show rows, findings and estimates. Writes nothing.
+    """Dry run: map a sample with the spec, read the Bigtable target (read-only) and show what migrate would do.
 
-    Exit 0 when clean, 1 when the plan has errors (with --strict, warnings too), 2 for a bad spec.
+    First the target's diff (+ created, ! refused, ~ worth knowing), then rows, findings and estimates. Writes nothing
+    to Bigtable. A target that cannot be read (no names, no emulator, no credentials) is said in one line and is a
+    warning. Exit 0 when clean, 1 when the plan has errors or migrate would refuse the target (with --strict, on
+    warnings too), 2 for a bad spec.
     """
-    plan = _plan(spec, sample, options)
+    from ...app.plan import plan_against_target
+    from ..progress import say, spinner
+
+    with spinner() as step:
+        result = plan_against_target(spec, sample, options, step=step, where=say)
     if format is OutputFormat.json:
-        typer.echo(plan.model_dump_json(indent=2))
+        typer.echo(json.dumps(result.to_json(), indent=2))
     else:
         from rich.console import Console
 
         from ..plan_text import render_text
 
-        render_text(plan, Console())
-    if plan.has_errors or (strict and plan.has_warnings):
+        render_text(result.plan, Console(), result.target)
+    if out is not None:
+        result.reviewed.to_file(out, str(spec), result.to_json())
+        say(f"Wrote {out}" + ("" if result.reviewed.ok else " (the plan has errors: `migrate --plan` will refuse it)"))
+    if result.has_errors or (strict and result.has_warnings):
         raise typer.Exit(1)
 
 
-@run_options("aws", "google")
-def report(
-    spec: SpecArg,
-    output: Annotated[Path, typer.Option("--output", "-o", help="report.html or report.md (the extension picks the format).", show_default=False)],
-    sample: Sample = DEFAULT_SAMPLE,
-    *,
-    options: RunOptions,
-) -> None:
-    """Write the schema translation report (HTML or Markdown) for the spec over a sample."""
-    if output.suffix.lower().lstrip(".") not in REPORT_KINDS:
-        raise typer.BadParameter(f"{output} must end in .html or .md", param_hint="--output")
-    write_report(_plan(spec, sample, options), output)
-    typer.echo(f"Wrote {output}", err=True)
+def write_report(plan: Any, output: Path) -> None:
+    """The report for ``plan`` as HTML or Markdown, by ``output``'s suffix (the demo's entry to cli/report.py)."""
+    from ..report import write_report as write
 
-
-def _plan(spec: Path, sample: int, options: RunOptions):
-    from ...app.plan import plan
-    from ..progress import spinner
-
-    with spinner() as step:
-        return plan(spec, sample, options, step=step)
-
-
-def write_report(plan, output: Path) -> None:
-    """The report for ``plan`` as HTML or Markdown, by ``output``'s suffix."""
-    from .. import report as renderers
-
-    kind = REPORT_KINDS[output.suffix.lower().lstrip(".")]
-    text = renderers.render_html(plan) if kind == "html" else renderers.render_markdown(plan)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
+    write(plan, output)

@@ -47,7 +47,7 @@ def test_ctrl_c_on_a_local_run_is_not_hidden(tmp_path):
 
 
 def test_the_cli_prints_one_line_and_exits_130(tmp_path, monkeypatch):
-    def interrupted(spec, options):
+    def interrupted(spec, options, **_):
         raise use_case.JobStillRunning("stopped waiting; Dataflow job J keeps running (URL)",
                                        "cancel it with `gcloud dataflow jobs cancel J --region R`")
 

@@ -31,7 +31,8 @@ entities:
 
 
 def invoke(*args):
-    result = CliRunner().invoke(app, [str(a) for a in args])
+    yes = ["--yes"] if args[0] == "migrate" else []  # migrate asks first; --yes, so that only the error can stop it
+    result = CliRunner().invoke(app, [str(a) for a in args] + yes)
     return result.exit_code, result.stderr
 
 
@@ -131,8 +132,9 @@ def test_nothing_to_resume(bigtable_env, source, tmp_path):
     check(*invoke("migrate", source, "--resume", "--run-dir", tmp_path / "never"), 2, "nothing to resume")
 
 
-def test_resume_needs_the_run_folder(bigtable_env, source):
-    check(*invoke("migrate", source, "--resume"), 2, "--run-dir")
+def test_resume_alone_without_an_earlier_run(bigtable_env, source, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # --resume alone looks for the latest run of the spec under ./runs/
+    check(*invoke("migrate", source, "--resume"), 2, "no run of this spec under runs/")
 
 
 @pytest.mark.parametrize("command", COMMANDS)

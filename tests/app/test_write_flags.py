@@ -61,7 +61,7 @@ def batchers(monkeypatch):
 
 
 def migrate(spec, tmp_path, *flags):
-    args = ["migrate", str(spec), "--run-dir", str(tmp_path / "run"), *flags, "--direct_running_mode=in_memory"]
+    args = ["migrate", str(spec), "--yes", "--run-dir", str(tmp_path / "run"), *flags, "--direct_running_mode=in_memory"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert f"read {ITEMS} items: {ITEMS} written" in result.stdout

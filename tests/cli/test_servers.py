@@ -24,7 +24,7 @@ def videos_spec(moto_server, bigtable_env, unique_name, tmp_path):
 
 def test_migrate_on_the_servers(invoke, videos_spec, moto_server, tmp_path):
     endpoint = ["--endpoint-url", moto_server.endpoint]
-    result = invoke("migrate", videos_spec, "--run-dir", tmp_path / "run", *endpoint)
+    result = invoke("migrate", videos_spec, "--yes", "--run-dir", tmp_path / "run", *endpoint)
     assert result.exit_code == 0, result.output
     assert "read 9 items: 9 written" in result.stdout and "run OK" in result.stdout
     assert f"dead letters: {tmp_path / 'run' / 'dead_letters.jsonl'}" in result.stdout
@@ -33,7 +33,7 @@ def test_migrate_on_the_servers(invoke, videos_spec, moto_server, tmp_path):
 
 
 def test_migrate_reports_bad_beam_args_as_usage(invoke, videos_spec, moto_server):
-    result = invoke("migrate", videos_spec, "--runner", "Nope")
+    result = invoke("migrate", videos_spec, "--yes", "--runner", "Nope")
     assert result.exit_code == 2
 
 

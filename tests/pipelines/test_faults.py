@@ -62,7 +62,7 @@ def kill_source(dynalite):
 
 def migrate(spec_file: Path, run_dir: Path, *args: str, env: dict, **popen) -> subprocess.Popen:
     """`ddb2bt migrate` in its own process group (so a kill reaches the runner's worker processes too)."""
-    return subprocess.Popen([DDB2BT, "migrate", str(spec_file), "--run-dir", str(run_dir), *args], env=env,
+    return subprocess.Popen([DDB2BT, "migrate", str(spec_file), "--run-dir", str(run_dir), "--yes", *args], env=env,
                             cwd=spec_file.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, **popen)
 

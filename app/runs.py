@@ -1,0 +1,177 @@
+"""The parts of a migration run around the pipeline: what it will do (for the summary and the ETA), which earlier
+run `--resume` continues, its live totals, and how a requested stop ends.
+
+Used by :mod:`.migrate`; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..mappers.source import SourceDescription
+    from ..mappers.spec import MappingSpec
+    from .migrate import MigrateResult, PreparedRun
+    from .options import RunOptions
+
+RUNS_ROOT = "runs"
+
+
+def source_name(spec: MappingSpec) -> str:
+    """The source table, or the export's path."""
+    return spec.source.table or (spec.source.export.path if spec.source.export is not None else "")
+"""Where default run folders go (``runs/<table>-<UTC time>``), relative to the working directory."""
+
+
+def latest_run(spec_hash: str, root: str = RUNS_ROOT) -> str:
+    """The run folder under ``root`` most recently started with this spec (by its checkpoint); ResumeError if none."""
+    from ..pipelines.checkpoint import CHECKPOINT_FILE, ResumeError
+
+    found = []
+    for checkpoint in Path(root).glob(f"*/{CHECKPOINT_FILE}"):
+        try:
+            saved = json.loads(checkpoint.read_text(encoding="utf-8"))
+            started = checkpoint.stat().st_mtime
+        except (OSError, ValueError):
+            continue
+        if isinstance(saved, dict) and saved.get("spec_hash") == spec_hash:
+            found.append((started, str(checkpoint.parent)))
+    if not found:
+        raise ResumeError(f"--resume: no run of this spec under {root}/ to continue",
+                          "pass --run-dir RUN_DIR (the folder the run printed)")
+    return max(found)[1]
+
+
+def before_run(spec: MappingSpec, options: RunOptions, source: SourceDescription | None, run_dir: str,
+               scanning: bool, total_segments: int, dry_run: bool, pipeline_options: Any) -> dict[str, Any]:
+    """The PreparedRun fields that say what the run will do: the target read (refused if migrate would refuse it),
+    the items to expect and the segments already stored. A dry run reads nothing."""
+    from ..pipelines.bigtable_sink import mismatch_error
+    from ..pipelines.checkpoint import Checkpoint, completed_segments, spec_hash
+    from .target_diff import diff_target
+
+    found = {"source_description": source, "found_run_dir": bool(options.resume and not options.run_dir)}
+    if dry_run:
+        return found
+    diff = diff_target(spec.target, strict=True)  # a dead or refusing Bigtable fails here, in seconds
+    if diff.blocking:
+        raise mismatch_error(spec.target, diff.comparison)
+    if scanning and options.resume:  # read-only with resume: nothing to resume, another spec, another segment count
+        Checkpoint.start(run_dir, spec_hash(spec), total_segments, str(spec.source.table), resume=True)
+    done = len(completed_segments(run_dir)) if scanning and options.resume else 0
+    expected, basis = _expected_items(spec, options, source, total_segments, done, pipeline_options)
+    return {**found, "target_diff": diff, "expected_items": expected, "expected_from": basis, "segments_done": done}
+
+
+def _expected_items(spec: MappingSpec, options: RunOptions, source: SourceDescription | None, total: int, done: int,
+                    pipeline_options: Any) -> tuple[int | None, str]:
+    if options.sample is not None:
+        return options.sample, "--sample"
+    if spec.source.export is not None:
+        from ..pipelines.export_source import read_manifest
+
+        return read_manifest(spec.source.export.path, pipeline_options).files_item_count, "the export's manifest"
+    if source is None or not source.item_count:
+        return None, ""
+    left = source.item_count * (total - done) // total
+    return left, "DescribeTable, refreshed about every six hours"
+
+
+@dataclass(frozen=True)
+class ReadPace:
+    """How fast the scan may read: the source's read budget applied to its capacity, and what that means in time."""
+
+    budget: float
+    """Fraction of the capacity (source.read_budget)."""
+    capacity_rcu: float
+    provisioned: bool
+    """False: on-demand, the capacity is the spec's assumption (source.on_demand_rcu)."""
+    segments_in_flight: int
+    scan_seconds: float | None
+    """A scan of what is left at that rate (from DescribeTable's size), when the size is known."""
+
+    @property
+    def rate(self) -> float:
+        return self.budget * self.capacity_rcu
+
+    @property
+    def per_segment(self) -> float:
+        return self.rate / self.segments_in_flight
+
+
+def read_pace(prepared: PreparedRun) -> ReadPace | None:
+    """The scan's pace (None for an export, a sample or a dry run, which read no table by capacity)."""
+    from ..mappers.estimates import READ_UNIT_BYTES
+    from ..pipelines.options import concurrent_segments
+
+    source, spec = prepared.source_description, prepared.spec.source
+    if source is None or not prepared.scanning:
+        return None
+    capacity = source.capacity_rcu(spec.on_demand_rcu)
+    in_flight = min(concurrent_segments(prepared.pipeline_options, prepared.total_segments), prepared.total_segments)
+    left = (prepared.total_segments - prepared.segments_done) / prepared.total_segments
+    units = math.ceil(source.size_bytes * left / READ_UNIT_BYTES) * (1.0 if spec.consistent_read else 0.5)
+    rate = spec.read_budget * capacity
+    return ReadPace(spec.read_budget, capacity, bool(source.read_capacity), max(1, in_flight),
+                    units / rate if source.size_bytes and rate else None)
+
+
+# --------------------------------------------------------------------------- live totals and stopping
+
+
+def live_folder(prepared: PreparedRun) -> str | None:
+    """Where a local run keeps its live totals; None for a dry run or a remote runner."""
+    from ..pipelines.progress import progress_dir
+
+    return progress_dir(prepared.run_dir) if prepared.direct and not prepared.dry_run else None
+
+
+def reset_live(folder: str | None) -> None:
+    from ..pipelines.progress import reset
+
+    reset(folder)
+
+
+def read_live(folder: str | None) -> dict[str, int]:
+    from ..pipelines.progress import read_progress
+
+    return read_progress(folder)
+
+
+def stop(folder: str | None) -> None:
+    from ..pipelines.progress import request_stop
+
+    request_stop(folder)
+
+
+def stop_requested(folder: str | None) -> bool:
+    from ..pipelines.progress import stop_requested as requested
+
+    return requested(folder)
+
+
+def segments_done(run_dir: str) -> int:
+    from ..pipelines.checkpoint import completed_segments
+
+    return len(completed_segments(run_dir))
+
+
+def interrupted(prepared: PreparedRun, result: MigrateResult, folder: str | None) -> MigrateResult:
+    """The result of a run stopped on request: what was done (live totals), its dead letters so far, segments stored."""
+    from ..pipelines.dead_letters import consolidate
+
+    result.counters = read_live(folder)
+    try:
+        result.dead_letter_lines = consolidate(prepared.dead_letter)
+    except Exception:  # noqa: BLE001 - the dead letters stay in their part files; resume joins them
+        result.dead_letter_lines = 0
+    if prepared.scanning:
+        result.segments_done = segments_done(prepared.run_dir)
+        result.problems = [f"interrupted: {result.segments_done} of {prepared.total_segments} scan segments stored"]
+    else:
+        result.problems = ["interrupted before the end (no segments to resume: run it again)"]
+    return result

@@ -1,0 +1,144 @@
+"""`ddb2bt migrate` as a team uses it: it says what it will do, asks (or needs --yes), shows progress, runs a reviewed
+plan only while it still holds, resumes the latest run of a spec, and speaks JSON. Real servers (moto_server,
+the Bigtable emulator) through CliRunner, whose stdin and stderr are not terminals.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.pipelines.bigtable_read import read_cells
+from ddb2bt.pipelines.bigtable_sink import admin_table, existing_families
+from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+
+pytestmark = pytest.mark.servers
+
+ITEMS = 40
+SPEC = """\
+source: {{table: {table}, endpoint_url: "{endpoint}", region: us-east-1, total_segments: 2}}
+target: {{table: {table}, families: {{f: {{max_versions: 1}}}}}}
+migration_time: "{time}"
+entities:
+  - name: item
+    row_key: "{{pk}}"
+    columns: [{{attribute: v, family: f}}]
+"""
+
+
+@pytest.fixture
+def source(moto_server, bigtable_env, unique_name, tmp_path):
+    """A spec for a 40-item table in moto_server, written to the emulator."""
+    client = make_client(ClientSettings(endpoint_url=moto_server.endpoint))
+    create_table(client, unique_name, "pk")
+    put_items(client, unique_name, [{"pk": {"S": f"k{i:03d}"}, "v": {"S": f"value {i}"}} for i in range(ITEMS)])
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(table=unique_name, endpoint=moto_server.endpoint, time="2024-01-01T00:00:00Z"))
+    return spec
+
+
+def rows(spec) -> int:
+    return sum(1 for _ in read_cells(load_spec(spec).target))
+
+
+def test_without_a_terminal_migrate_needs_yes(invoke, source, tmp_path):
+    result = invoke("migrate", source, "--run-dir", tmp_path / "run")
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: migrate asks before it writes, and stdin is not a terminal; pass --yes to start without "
+                      "asking (or --plan FILE saved by `ddb2bt migrate-plan --out`)"]
+    assert "+ table" in result.stderr  # it said what it would have done
+    assert existing_families(admin_table(load_spec(source).target)) is None and not (tmp_path / "run").exists()
+
+
+def test_summary_first_then_progress_lines_then_json_on_stdout(invoke, source, tmp_path, monkeypatch):
+    monkeypatch.setenv("DDB2BT_PROGRESS_SECONDS", "0.2")  # plain progress lines, often, since stderr is no terminal
+    result = invoke("migrate", source, "-y", "--run-dir", tmp_path / "run", "--format", "json")
+    assert result.exit_code == 0, result.output
+    err = result.stderr.splitlines()
+    table = load_spec(source).target.table
+    assert err[0].startswith(f"migrate {table} → Bigtable emulator at ") and err[0].endswith(f"/tables/{table}")
+    assert err[1] == f"runner DirectRunner; run folder {tmp_path / 'run'}; 2 scan segments"
+    assert f"source: {ITEMS} items to read (from DescribeTable, refreshed about every six hours)" in err
+    assert any(line.startswith("read budget: 50% of 4,000 RCU (on-demand") for line in err)
+    assert f"  + table {table}: does not exist; migrate creates it" in err
+    progress = [line for line in err if line.startswith("progress: ")]
+    assert progress and all(f"/{ITEMS} items read" in line and "ETA" in line for line in progress)
+
+    data = json.loads(result.stdout)  # stdout holds the JSON and nothing else
+    assert data["ok"] and data["state"].endswith("DONE") and data["segments"] == {"total": 2, "stored": 2}
+    c = data["counters"]
+    assert c["items_read"] == c["rows_written"] == ITEMS and c["scan_retries"] == 0 and c["throttled_pages"] == 0
+    assert data["resume_command"] == shlex.join(["ddb2bt", "migrate", str(source), "--resume", "--run-dir",
+                                                 str(tmp_path / "run"), "--yes"])
+    assert rows(source) == ITEMS
+
+
+def test_text_result_names_retries_and_throttling(invoke, source, tmp_path):
+    result = invoke("migrate", source, "--yes", "--run-dir", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert f"read {ITEMS} items: {ITEMS} written" in result.stdout
+    assert "0 retries, 0 throttled pages" in result.stdout and "segments: 2 of 2 stored" in result.stdout
+
+
+def test_a_reviewed_plan_runs_only_while_it_holds(invoke, source, tmp_path, moto_server):
+    plan = tmp_path / "plan.json"
+    planned = invoke("migrate-plan", source, "--out", plan)
+    assert planned.exit_code == 0, planned.output
+    assert f"Wrote {plan}" in planned.stderr and json.loads(plan.read_text())["ok"] is True
+
+    other = tmp_path / "other.yaml"  # the spec migrates something else now
+    other.write_text(source.read_text().replace("2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"))
+    changed = invoke("migrate", other, "--plan", plan, "--run-dir", tmp_path / "no")
+    assert changed.exit_code == 2 and "the spec (what it migrates or where it writes) changed" in changed.stderr
+    assert not (tmp_path / "no").exists()
+
+    applied = invoke("migrate", source, "--plan", plan, "--run-dir", tmp_path / "run")  # no --yes: the plan is the yes
+    assert applied.exit_code == 0, applied.output
+    assert f"the plan in {plan} is still what was reviewed" in applied.stderr and rows(source) == ITEMS
+
+    again = invoke("migrate", source, "--plan", plan, "--run-dir", tmp_path / "again")  # the target has changed since
+    assert again.exit_code == 2
+    error = again.stderr.strip().splitlines()[-1]
+    assert error.startswith(f"error: not what was reviewed in {plan}: the target (exists: false → true, ")
+    assert "holds_rows: false → true" in error
+
+    table = load_spec(source).source.table  # and now the source too: its capacity
+    make_client(ClientSettings(endpoint_url=moto_server.endpoint)).update_table(
+        TableName=table, BillingMode="PROVISIONED", ProvisionedThroughput={"ReadCapacityUnits": 5,
+                                                                            "WriteCapacityUnits": 5})
+    both = invoke("migrate", source, "--plan", plan, "--run-dir", tmp_path / "again")
+    assert both.exit_code == 2
+    error = both.stderr.strip().splitlines()[-1]
+    assert ('the source (description.billing_mode: "PAY_PER_REQUEST" → "PROVISIONED", description.read_capacity: '
+            "null → 5)") in error
+    assert "the target (" in error
+
+
+def test_resume_alone_continues_the_latest_run_of_this_spec(invoke, source, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    first = invoke("migrate", source, "--yes")
+    assert first.exit_code == 0, first.output
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    resumed = invoke("migrate", source, "--yes", "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    assert f"resuming the latest run of this spec under runs/: runs/{run_dir.name}" in resumed.stderr
+    assert "resume: 2 of 2 segments already stored" in resumed.stderr
+    assert "read 0 items: 0 written" in resumed.stdout  # nothing left to read
+
+    other = tmp_path / "other.yaml"
+    other.write_text(source.read_text().replace("2024-01-01T00:00:00Z", "2024-06-01T00:00:00Z"))
+    refused = invoke("migrate", other, "--yes", "--resume")
+    assert refused.exit_code == 2 and "no run of this spec under runs/" in refused.stderr
+
+
+def test_infer_json_has_the_whole_draft(invoke, seeded_moto):
+    result = invoke("infer", "--table", "Videos", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["table"] == "Videos" and data["sampled"] == 9 and data["problem"] is None
+    assert data["spec"]["source"]["table"] == "Videos" and "entities" in data["spec"]
+    assert data["yaml"].startswith("#") and "entities:" in data["yaml"]

@@ -1,0 +1,172 @@
+"""`ddb2bt migrate` on a pseudo-terminal, as a person runs it: it asks, the bar moves, Ctrl-C stops it cleanly, and the
+printed resume command finishes the table.
+
+The Bigtable emulator sits behind a proxy that delays each request, and the writer sends at most
+20 mutations at a time, so a 1,200-item table takes a few seconds: long enough to watch and to
+interrupt between segments.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import shlex
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.bigtable_read import read_cells
+from ddb2bt.pipelines.bigtable_sink import admin_table, existing_families
+from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+from ddb2bt.pipelines.loopback_proxy import DelayProxy, serving
+
+pytestmark = pytest.mark.servers
+
+DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
+ITEMS, SEGMENTS = 1200, 6
+SLOW = ("--flush-limit-mutation-count", "20", "--flow-control-max-mutation-count", "20")
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
+SPEC = """\
+source: {{table: {table}, endpoint_url: "{endpoint}", region: us-east-1, total_segments: {segments}}}
+target: {{table: {table}, families: {{f: {{max_versions: 1}}}}}}
+migration_time: "2024-01-01T00:00:00Z"
+entities:
+  - name: item
+    row_key: "{{pk}}"
+    columns: [{{attribute: v, family: f}}, {{attribute: n, family: f}}]
+"""
+
+
+class Terminal:
+    """A command on a pseudo-terminal (its own session, so Ctrl-C reaches its whole process group, as in a shell)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: exec at once
+            os.chdir(cwd)
+            os.execve(args[0], args, env)
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+        self.output = b""
+        self.code: int | None = None
+
+    def read(self, timeout: float = 0.2) -> bytes:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return b""
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            return b""
+        self.output += data
+        return data
+
+    def text(self) -> str:
+        return ANSI.sub(b"", self.output).decode(errors="replace").replace("\r", "\n")
+
+    def expect(self, pattern: str, timeout: float = 60) -> re.Match:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.text())
+            if found:
+                return found
+            if not self.read() and self._exited():
+                break
+        raise AssertionError(f"{pattern!r} not seen; output:\n{self.text()[-3000:]}")
+
+    def send(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def wait(self, timeout: float = 90) -> int:
+        deadline = time.monotonic() + timeout
+        while not self._exited():
+            self.read()
+            if time.monotonic() > deadline:
+                os.kill(self.pid, 9)
+                raise AssertionError(f"still running after {timeout} s:\n{self.text()[-3000:]}")
+        while self.read(0.05):  # what is left in the terminal's buffer
+            pass
+        os.close(self.fd)
+        assert self.code is not None
+        return self.code
+
+    def _exited(self) -> bool:
+        if self.code is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.code = os.waitstatus_to_exitcode(status)
+        return self.code is not None
+
+
+@pytest.fixture
+def slow_run(moto_server, bigtable_emulator, unique_name, tmp_path):
+    """(spec, environment) of a 1,200-item table whose writes go through a 50 ms delay."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BIGTABLE_", "GOOGLE_"))},
+           **local_servers.FAKE_AWS_ENV, "TERM": "xterm-256color", "COLUMNS": "160", "LINES": "40"}
+    client = make_client(ClientSettings(endpoint_url=moto_server.endpoint))
+    create_table(client, unique_name, "pk")
+    put_items(client, unique_name, ({"pk": {"S": f"k{i:05d}"}, "v": {"S": f"value {i}"}, "n": {"N": str(i)}}
+                                    for i in range(ITEMS)))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(table=unique_name, endpoint=moto_server.endpoint, segments=SEGMENTS))
+    host, port = bigtable_emulator.endpoint.split(":")
+    with serving(DelayProxy(host, int(port), delay=0.05)) as proxy_port:
+        yield spec, {**env, "BIGTABLE_EMULATOR_HOST": f"127.0.0.1:{proxy_port}"}
+
+
+def stored_rows(spec: Path, emulator: str, monkeypatch) -> int:
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", emulator)
+    return sum(1 for _ in read_cells(load_spec(spec).target))
+
+
+def test_prompt_progress_ctrl_c_and_resume(slow_run, bigtable_emulator, tmp_path, monkeypatch):
+    spec, env = slow_run
+    run_dir = tmp_path / "run"
+    term = Terminal([DDB2BT, "migrate", str(spec), "--run-dir", str(run_dir), *SLOW], env, tmp_path)
+    term.expect(r"Start the migration\? \[y/N\]")
+    term.send(b"y\r")
+
+    term.expect(r"[1-9]/6 segments stored")  # the bar shows stored segments, rows, items moving; then Ctrl-C
+    term.send(b"\x03")
+    code = term.wait()
+    text = term.text()
+    assert code == 130, text
+    read = {int(n.replace(",", "")) for n in re.findall(r"([\d,]+)/1,200 items read", text)}
+    assert len(read - {0}) >= 2, f"the bar did not move: {sorted(read)}"
+    assert re.search(r"\d+% ETA \d:\d\d:\d\d", text)
+    assert "Traceback" not in text and "cannot schedule new futures" not in text and "Unflushed" not in text
+    errors = [line for line in text.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: interrupted: "), text
+    stored = int(re.search(r"interrupted: (\d) of 6 scan segments stored", errors[0]).group(1))
+    assert 1 <= stored < SEGMENTS
+    assert f"segments: {stored} of 6 stored" in text and re.search(r"read \d+ items so far", text)
+
+    resume = shlex.split(errors[0].split("resume with: ", 1)[1])
+    assert resume[:3] == ["ddb2bt", "migrate", str(spec)] and resume[-3:] == ["--resume", "--run-dir", str(run_dir)]
+    finished = subprocess.run([DDB2BT, *resume[1:], "--yes"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=180)
+    assert finished.returncode == 0, finished.stderr
+    assert f"resume: {stored} of 6 segments already stored" in finished.stderr
+    assert "run OK" in finished.stdout and "segments: 6 of 6 stored" in finished.stdout
+    assert stored_rows(spec, bigtable_emulator.endpoint, monkeypatch) == ITEMS
+
+
+def test_answering_no_writes_nothing(slow_run, bigtable_emulator, tmp_path, monkeypatch):
+    spec, env = slow_run
+    term = Terminal([DDB2BT, "migrate", str(spec), "--run-dir", str(tmp_path / "run")], env, tmp_path)
+    term.expect(r"\+ table \w+: does not exist; migrate creates it")
+    term.expect(r"Start the migration\? \[y/N\]")
+    term.send(b"n\r")
+    assert term.wait() == 1
+    assert "not started: nothing was written" in term.text()
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", bigtable_emulator.endpoint)
+    assert existing_families(admin_table(load_spec(spec).target)) is None and not (tmp_path / "run").exists()
