@@ -14,6 +14,7 @@ transient failure raises :class:`BigtableWriteError`, so nothing is checkpointed
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,14 +31,99 @@ CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "
 
 
 def row_entries(row: RowChange) -> list[Any]:
-    """The ``RowMutationEntry`` objects for one row: exact one-millisecond deletes, then the new cells."""
-    from google.cloud.bigtable.data import DeleteRangeFromColumn, RowMutationEntry, SetCell
+    """The ``RowMutationEntry`` objects for one row: exact one-millisecond deletes, then the new cells.
 
-    mutations: list[Any] = [DeleteRangeFromColumn(d.family, d.qualifier, d.timestamp_micros, d.timestamp_micros + 1000)
-                            for d in row.deletes]
-    mutations += [SetCell(c.family, c.qualifier, c.value, c.timestamp_micros) for c in row.sets]
-    return [RowMutationEntry(row.row_key, mutations[start:start + MUTATIONS_PER_ENTRY_MAX])
+    Built as the wire message directly (as :mod:`.bigtable_entries` does for the backfill): through
+    the client's ``DeleteRangeFromColumn``/``SetCell`` objects and proto-plus, building the message
+    was 40% of a change's cost (profiled). Byte for byte the same request (tests/pipelines/test_change_sink.py).
+    """
+    mutations = [(True, d.family, d.qualifier, d.timestamp_micros, b"") for d in row.deletes]
+    mutations += [(False, c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.sets]
+    entry = _change_entry_class()
+    return [entry(row.row_key, tuple(mutations[start:start + MUTATIONS_PER_ENTRY_MAX]))
             for start in range(0, len(mutations), MUTATIONS_PER_ENTRY_MAX)]
+
+
+def client_mutation(mutation: tuple[bool, str, bytes, int, bytes]) -> Any:
+    """One mutation as the client's own object (``DeleteRangeFromColumn`` over one ms, or ``SetCell``)."""
+    from google.cloud.bigtable.data import DeleteRangeFromColumn, SetCell
+
+    delete, family, qualifier, micros, value = mutation
+    if delete:
+        return DeleteRangeFromColumn(family, qualifier, micros, micros + 1000)
+    return SetCell(family, qualifier, value, micros)
+
+
+class _LazyMutations(Sequence):
+    """``len`` for free (the client counts mutations per request); the client's objects made only when read."""
+
+    __slots__ = ("_tuples", "_made")
+
+    def __init__(self, tuples: tuple) -> None:
+        self._tuples: tuple = tuples
+        self._made: tuple | None = None
+
+    def __len__(self) -> int:
+        return len(self._tuples)
+
+    def __getitem__(self, index: Any) -> Any:
+        made = self._made
+        if made is None:
+            made = self._made = tuple(client_mutation(m) for m in self._tuples)
+        return made[index]
+
+
+@functools.cache
+def _change_entry_class() -> type:
+    """Built on first use, so importing this module does not import the Bigtable client."""
+    from google.cloud.bigtable.data import RowMutationEntry
+    from google.cloud.bigtable_v2.types import bigtable as types_pb
+
+    wrap = types_pb.MutateRowsRequest.Entry.wrap
+    raw_entry = types_pb.MutateRowsRequest.Entry.pb()
+
+    class ChangeEntry(RowMutationEntry):
+        """A row's deletes and sets held as tuples; the client's objects are made only if something reads them."""
+
+        def __init__(self, row_key: bytes, mutations: tuple) -> None:  # not super().__init__: it checks each object
+            self.row_key = row_key
+            self._mutations = mutations
+            self.mutations = _LazyMutations(mutations)  # type: ignore[assignment]
+            self._pb: Any = None
+            self._size = -1
+
+        def size(self) -> int:
+            if self._size < 0:
+                self._pb = self._build()
+                self._size = self._pb.ByteSize()
+            return self._size
+
+        def is_idempotent(self) -> bool:
+            return True  # explicit timestamps and exact ranges only
+
+        def _to_pb(self) -> Any:
+            entry, self._pb = self._pb or self._build(), None
+            return wrap(entry)
+
+        def _build(self) -> Any:
+            entry = raw_entry(row_key=self.row_key)
+            add = entry.mutations.add
+            for delete, family, qualifier, micros, value in self._mutations:
+                if delete:
+                    cell = add().delete_from_column
+                    cell.family_name = family
+                    cell.column_qualifier = qualifier
+                    cell.time_range.start_timestamp_micros = micros
+                    cell.time_range.end_timestamp_micros = micros + 1000
+                else:
+                    cell = add().set_cell
+                    cell.family_name = family
+                    cell.column_qualifier = qualifier
+                    cell.timestamp_micros = micros
+                    cell.value = value
+            return entry
+
+    return ChangeEntry
 
 
 @dataclass

@@ -161,12 +161,13 @@ def test_a_suffix_replayed_in_order_converges_from_any_version(compiled, version
     """The backfill stored version `read`; the changes are then applied from any earlier point, in batches
     folded by diff_many, and again from a later point (a redelivery after a restart): the result is
     always exactly the last version's cells."""
-    chain = [change(old, new) for old, new in zip(versions, versions[1:]) if (old, new) != (None, None)]
     read = min(read, len(versions) - 1)
+    chain = [(number, change(versions[number - 1], versions[number])) for number in range(1, len(versions))
+             if (versions[number - 1], versions[number]) != (None, None)]
+    first_after_read = next((k for k, (number, _) in enumerate(chain) if number > read), len(chain))
     state = cells_of(compiled, versions[read])
-    start = min(read, len(chain))
-    for pass_start in (0 if start == 0 else start - 1, min(replay, start)):
-        pending = chain[pass_start:]
+    for pass_start in (min(replay, first_after_read), min(replay, len(chain))):  # then a redelivered suffix
+        pending = [c for _, c in chain[pass_start:]]
         for index in range(0, len(pending), batch):
             apply(state, diff_many(compiled, pending[index:index + batch]))
     assert state == cells_of(compiled, versions[-1])
