@@ -135,6 +135,10 @@ def hotspot_reports(sample: Sample, delimiter: str = "#") -> tuple[HotspotReport
 # --------------------------------------------------------------------------- capacity and time
 
 
+STREAM_RETENTION_S = 24 * 3600
+"""DynamoDB Streams keep records 24 hours: a scan backfill longer than that cannot be followed by the tail."""
+
+
 class Estimates(BaseModel):
     """Read cost of the scan, its duration at the read budget, the target's size, and a node count."""
 
@@ -159,6 +163,11 @@ class Estimates(BaseModel):
     node_basis: str
     """Which constraint set the node count: write rows/s, write bytes/s or storage."""
     assumptions: tuple[str, ...]
+
+    @property
+    def exceeds_stream_retention(self) -> bool:
+        """The scan outlasts the stream's retention: plan a full-export backfill and incremental-export catch-up."""
+        return self.scan_seconds is not None and self.scan_seconds > STREAM_RETENTION_S
 
 
 def estimate(
@@ -194,6 +203,11 @@ def estimate(
         capacity = provisioned_rcu or on_demand_rcu
         rate = read_budget * capacity
         seconds = read_units / rate if rate else None
+        if seconds is not None and seconds > STREAM_RETENTION_S:
+            assumptions.append(
+                f"WARNING: the scan takes ~{seconds / 3600:.0f} h at this read budget, longer than DynamoDB Streams' "
+                "24-hour retention: the stream tail could not start after it. Back-fill from a full export and catch "
+                "up with incremental exports (docs/CUTOVER.md), or raise the read budget.")
         assumptions.append(
             f"A scan reads 4 KB per read unit, {'strongly' if consistent_read else 'eventually'} consistent "
             f"({'full' if consistent_read else 'half'} a unit each); budget {read_budget:.0%} of "
