@@ -116,7 +116,7 @@ def _reachability(entities: list[EntitySpec], index: int, at: tuple) -> list[Pro
 
 
 def _guaranteed(entity: EntitySpec, spec: MappingSpec) -> set[str]:
-    keys = {spec.source.partition_key, spec.source.sort_key} - {None}
+    keys = {key for key in (spec.source.partition_key, spec.source.sort_key) if key}
     required = {name for name, condition in entity.match.items() if condition.exists is not False}
     required |= {column.attribute for column in entity.columns if column.required}
     return keys | required
@@ -127,9 +127,9 @@ def _key_attributes(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Pr
         return []  # key names come from DescribeTable; the pipeline checks again once they are known
     guaranteed = _guaranteed(entity, spec)
     problems = []
-    for attribute in parse_template(entity.row_key.template).attributes:
+    for attribute in parse_template(entity.key.template).attributes:
         if attribute not in guaranteed:
-            keys = ", ".join(sorted({spec.source.partition_key, spec.source.sort_key} - {None}))
+            keys = ", ".join(sorted(key for key in (spec.source.partition_key, spec.source.sort_key) if key))
             problems.append(
                 (
                     at + ("row_key",),
@@ -143,14 +143,14 @@ def _key_attributes(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Pr
 def _delimited(entity: EntitySpec, at: tuple) -> list[Problem]:
     if entity.row_key is None:
         return []
-    pieces = parse_template(entity.row_key.template).pieces
+    pieces = parse_template(entity.key.template).pieces
     for before, after in zip(pieces, pieces[1:]):
         if isinstance(before, Placeholder) and isinstance(after, Placeholder):
             return [
                 (
                     at + ("row_key",),
                     f"{{{before.attribute}}} and {{{after.attribute}}} touch; separate them with the delimiter "
-                    f"{entity.row_key.delimiter!r} so that the key can be read back",
+                    f"{entity.key.delimiter!r} so that the key can be read back",
                 )
             ]
     return []

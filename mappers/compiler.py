@@ -11,7 +11,7 @@ import time
 from urllib.parse import unquote
 import zlib
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from datetime import timedelta
 
 from . import limits
@@ -46,7 +46,7 @@ def compile_template(spec: Template | str, delimiter: str = "#", on_delimiter: s
         text = spec
     pieces = parse_template(text).pieces
     last_placeholder = max((i for i, piece in enumerate(pieces) if isinstance(piece, Placeholder)), default=-1)
-    steps: list[str | tuple[str, tuple[Callable[[str], str], ...], bool]] = []
+    steps: list[Any] = []  # literal text, or (attribute, transforms, guarded); told apart by __class__ per item
     for index, piece in enumerate(pieces):
         if isinstance(piece, str):
             steps.append(piece)
@@ -212,7 +212,7 @@ class _Column:
             self.emit = emit
 
     def cells(self, item: Item, value: dict, timestamp_us: int, out: list[Cell]) -> None:
-        qualifier = self.qualifier if self.qualifier.__class__ is bytes else self.qualifier(item).encode()
+        qualifier = self.qualifier if self.qualifier.__class__ is bytes else self.qualifier(item).encode()  # type: ignore[operator]
         layout = self.layout
         family = self.family
         if layout is Layout.cell or layout is Layout.json:
@@ -284,9 +284,9 @@ class _Entity:
         self.default_us = migration_ms * 1000
         if self.skip:
             return
-        self.row_key = compile_template(spec.row_key)
-        self.salt = spec.row_key.salt_buckets
-        self.delimiter = spec.row_key.delimiter
+        self.row_key = compile_template(spec.key)
+        self.salt = spec.key.salt_buckets
+        self.delimiter = spec.key.delimiter
         self.timestamp = compile_timestamp(spec.timestamp, compile_template) if spec.timestamp else None
         self.columns = tuple(_Column(column) for column in spec.columns)
         self.rest = (spec.rest.family, encoder_for(spec.rest.encoding)) if spec.rest else None
@@ -319,11 +319,10 @@ class _Entity:
             for name, policy in mapping.target.families.items()
             if policy is not None and policy.max_age is not None
         }
+        self.versioning: tuple[str, re.Pattern[str]] | None = None
         if spec.versioning:
-            attribute = spec.versioning.attribute or mapping.source.sort_key
+            attribute = spec.versioning.attribute or mapping.source.sort_key or ""  # checks require one
             self.versioning = (attribute, re.compile(spec.versioning.pattern))
-        else:
-            self.versioning = None
 
     def matches(self, item: Item) -> bool:
         for condition in self.conditions:
@@ -368,8 +367,8 @@ class _Entity:
                 if column.timestamp is not None:
                     timestamp_us = column.timestamp(item)
                 else:
-                    if entity_us is None:
-                        entity_us = entity_timestamp(item)
+                    if entity_us is None:  # only None when the entity has a timestamp of its own
+                        entity_us = entity_timestamp(item)  # type: ignore[misc]
                     timestamp_us = entity_us
                 start = len(cells)
                 column.emit(item, value, timestamp_us + version_us, cells)
@@ -388,11 +387,12 @@ class _Entity:
         return _new_cell(MappedRow, (key, tuple(cells), self.name, limits.check_cells(cells)))
 
     def _unversion(self, item: Item) -> tuple[Item, int]:
+        assert self.versioning is not None
         attribute, pattern = self.versioning
         value = item.get(attribute)
         text = _text_or_none(value) if value is not None else None
         found = pattern.match(text) if text is not None else None
-        if not found:
+        if text is None or not found:
             raise ItemFailure(f"value does not carry a version prefix matching {pattern.pattern!r}", attribute)
         unversioned = dict(item)
         unversioned[attribute] = {"S": text[found.end() :]}
@@ -455,10 +455,10 @@ class _Entity:
                 raise ItemFailure(str(err), name) from None
 
 
-def _source_name(source: _Column | str) -> str:
-    if source.__class__ is str:
-        return f"rest attribute {source!r}"
-    return f"attribute {source.attribute!r} ({source.layout.value} layout)"
+def _source_name(source: object) -> str:
+    if isinstance(source, _Column):
+        return f"attribute {source.attribute!r} ({source.layout.value} layout)"
+    return f"rest attribute {source!r}"
 
 
 def _duplicates(cells: list[Cell], spans: list) -> None:
@@ -469,7 +469,7 @@ def _duplicates(cells: list[Cell], spans: list) -> None:
             family, qualifier = cells[index][0], cells[index][1]
             first = owner.setdefault((family, qualifier), source)
             if first is not source:
-                attribute = source if source.__class__ is str else source.attribute
+                attribute = source.attribute if isinstance(source, _Column) else source
                 raise ItemFailure(
                     f"{family}:{qualifier.decode(errors='replace')} is written by both {_source_name(first)} and "
                     f"{_source_name(source)}; one cell would overwrite the other",
@@ -548,7 +548,7 @@ class CompiledSpec:
         if self._dispatch is not None:
             attribute, by_text = self._dispatch
             value = item.get(attribute)
-            return None if value is None else by_text.get(_text_or_none(value))
+            return None if value is None else by_text.get(_text_or_none(value) or "")
         for entity in self.entities:
             if entity.matches(item):
                 return entity
@@ -572,7 +572,7 @@ class CompiledSpec:
         except Exception as err:  # noqa: BLE001 - one odd item must never kill a batch; it is dead-lettered
             return ItemError(f"unexpected {type(err).__name__}: {err}", entity.name if entity else None)
 
-    def trace_item(self, item: Item) -> tuple[MapResult, tuple[CellSource, ...]]:
+    def trace_item(self, item: Item) -> tuple[MapResult, tuple[CellSource | None, ...]]:
         """map_item, plus which column (or rest attribute) wrote each cell: for previews, never the hot path."""
         entity = self.entity_for(item)
         if entity is None or entity.skip:
@@ -582,8 +582,8 @@ class CompiledSpec:
             result = entity.map(item, spans)
         except Exception:  # noqa: BLE001 - map_item words every failure the same way
             return self.map_item(item), ()
-        sources = [None] * len(result.cells) if isinstance(result, MappedRow) else []
-        rest_encoding = entity.rest_encoding
+        sources: list[CellSource | None] = [None] * len(result.cells) if isinstance(result, MappedRow) else []
+        rest_encoding = entity.rest_encoding or Encoding.auto
         for source, start, end in spans:
             if source.__class__ is str:
                 described = CellSource(source, rest_encoding, Layout.cell, False)

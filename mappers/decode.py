@@ -15,9 +15,9 @@ time spelt otherwise than `2023-09-10T15:21:48`) is found by decoding a sample (
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .attrvalue import AttributeValueError, binary, key_text, kind_of, number_text
 from .compiler import SET_TYPES, consumed_attributes, unescape_delimiter
@@ -53,7 +53,7 @@ class DecodeError(ValueError):
 
 # --------------------------------------------------------------------------- transforms, inverted
 
-INVERSES = {
+INVERSES: dict[str, Callable[..., str]] = {
     "strip_prefix": lambda value, prefix: prefix + value,
     "strip_suffix": lambda value, suffix: value + suffix,
     "reverse": lambda value: value[::-1],
@@ -84,19 +84,20 @@ class TemplateReader:
         self.pieces = parse_template(text).pieces
         self.delimiter, self.escape = delimiter, on_delimiter == "escape"
         self.lossy: dict[str, str] = {}
-        placeholders = [i for i, piece in enumerate(self.pieces) if isinstance(piece, Placeholder)]
-        self.problem = None
-        for index in placeholders:
-            for call in self.pieces[index].transforms:
+        holders = {i: piece for i, piece in enumerate(self.pieces) if isinstance(piece, Placeholder)}
+        placeholders = list(holders)
+        self.problem: str | None = None
+        for index, holder in holders.items():
+            for call in holder.transforms:
                 if call.name in LOSSY_TRANSFORMS:
-                    self.lossy.setdefault(self.pieces[index].attribute, f"{call.name} {LOSSY_TRANSFORMS[call.name]}")
+                    self.lossy.setdefault(holder.attribute, f"{call.name} {LOSSY_TRANSFORMS[call.name]}")
             if index != placeholders[-1]:
                 following = self.pieces[index + 1]
                 if on_delimiter == "allow":
                     self.problem = "on_delimiter: allow: values holding the delimiter make the text ambiguous"
                 elif not isinstance(following, str) or delimiter not in following:
-                    self.problem = f"{{{self.pieces[index].attribute}}} is not followed by the delimiter {delimiter!r}"
-        self.attributes = tuple(self.pieces[i].attribute for i in placeholders)
+                    self.problem = f"{{{holder.attribute}}} is not followed by the delimiter {delimiter!r}"
+        self.attributes = tuple(holder.attribute for holder in holders.values())
         self.last = placeholders[-1] if placeholders else -1
 
     def read(self, text: str) -> dict[str, str]:
@@ -110,13 +111,13 @@ class TemplateReader:
                 position += len(piece)
                 continue
             if index == self.last:
-                tail = "".join(self.pieces[index + 1 :])
+                tail = "".join(str(rest) for rest in self.pieces[index + 1 :])  # literals only after the last
                 end = len(text) - len(tail)
                 if end < position or not text.endswith(tail):
                     raise DecodeError(f"{text!r} does not end with {tail!r}")
                 value = text[position:end]
             else:
-                following = self.pieces[index + 1]
+                following = str(self.pieces[index + 1])  # a literal holding the delimiter (else a problem)
                 found = text.find(self.delimiter, position)  # values hold no delimiter character
                 end = found - following.index(self.delimiter)
                 if found < 0 or end < position:
@@ -165,7 +166,7 @@ class _ColumnReader:
         prefixed = spec.layout in (Layout.set, Layout.map)
         template = spec.qualifier.template if spec.qualifier else ("" if prefixed else spec.attribute)
         self.reader = TemplateReader(spec.qualifier) if spec.qualifier and not parse_template(template).is_literal else None
-        self.qualifier = None if self.reader else template.encode()
+        self.qualifier = b"" if self.reader else template.encode()  # a literal qualifier or prefix
         self.set_type = SET_TYPES.get(spec.encoding) if spec.layout is Layout.set else None
 
     def claims(self, qualifier: bytes) -> dict[str, str] | None:
@@ -202,7 +203,7 @@ class _ColumnReader:
 class EntityDecoder:
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, types: Mapping[str, str]):
         self.spec, self.name, self.types = spec, spec.name, types
-        self.key = TemplateReader(spec.row_key)
+        self.key = TemplateReader(spec.key)
         self.columns = [_ColumnReader(column) for column in spec.columns]
         self.rest = spec.rest
         self.ignore = set(spec.drop) | set(spec.lossy)
@@ -213,7 +214,7 @@ class EntityDecoder:
         }
         self.timestamp = spec.timestamp
 
-    def folds(self, source: object) -> bool:
+    def folds(self, source: _ColumnReader | str) -> bool:
         """Whether items of this entity are told apart by the cell timestamps of this source (a timestamp template,
         or versioning: each version's cells share the version's timestamp)."""
         if self.spec.versioning:
@@ -224,11 +225,11 @@ class EntityDecoder:
         return timestamp is not None and timestamp.template is not None and source.layout is not Layout.list
 
     def key_values(self, row_key: bytes) -> dict[str, str]:
-        if self.spec.row_key.salt_buckets:
-            row_key = row_key.split(self.spec.row_key.delimiter.encode(), 1)[-1]
+        if self.spec.key.salt_buckets:
+            row_key = row_key.split(self.spec.key.delimiter.encode(), 1)[-1]
         return self.key.read(row_key.decode())
 
-    def claim(self, cell: Cell) -> tuple[object, dict[str, str]] | None:
+    def claim(self, cell: Cell) -> tuple[_ColumnReader | str, dict[str, str]] | None:
         """(column reader or the rest attribute name, revealed texts) for a cell of this entity, else None."""
         for column in self.columns:
             if column.family == cell.family:
@@ -239,17 +240,17 @@ class EntityDecoder:
             return cell.qualifier.decode(), {}
         return None
 
-    def item(self, texts: dict[str, str], claimed: list[tuple[object, Cell]]) -> Item:
+    def item(self, texts: dict[str, str], claimed: list[tuple[_ColumnReader | str, Cell]]) -> Item:
         """One item from its revealed attribute texts and its claimed cells."""
         item = dict(self.fixed)
         item.update({name: typed(text, self.types.get(name, "S")) for name, text in texts.items()})
-        by_column: dict[object, list[Cell]] = defaultdict(list)
+        by_column: dict[_ColumnReader | str, list[Cell]] = defaultdict(list)
         for source, cell in claimed:
             by_column[source].append(cell)
         entity_times = []
         for source, cells in by_column.items():
             if isinstance(source, str):
-                item[source] = decode(cells[0].value, self.rest.encoding)
+                item[source] = decode(cells[0].value, self.rest.encoding if self.rest else Encoding.auto)
             else:
                 item[source.spec.attribute] = source.value(cells)
                 if source.spec.timestamp:
@@ -370,7 +371,7 @@ def _entity_losses(entity: EntitySpec, spec: MappingSpec) -> list[Loss]:
     if entity.ttl:  # the ttl block says it: declared
         found.append(Loss(name, None, "ttl skips items already expired", True))
         found.append(Loss(name, entity.ttl.attribute, "ttl keeps the expiry as cell timestamps, to the second", True))
-    readers = [(TemplateReader(entity.row_key), "row key")]
+    readers = [(TemplateReader(entity.key), "row key")]
     readers += [(TemplateReader(c.qualifier), f"qualifier of {c.attribute!r}") for c in entity.columns if c.qualifier]
     timestamps = [entity.timestamp] + [column.timestamp for column in entity.columns]
     readers += [(TemplateReader(t.template), "timestamp template") for t in timestamps if t and t.template]
@@ -382,7 +383,7 @@ def _entity_losses(entity: EntitySpec, spec: MappingSpec) -> list[Loss]:
                 lose(attribute, f"the {where} cannot be split back: {reader.problem}")
     for timestamp in timestamps:
         if timestamp and (timestamp.template or timestamp.attribute) and entity.ttl:
-            for attribute in [timestamp.attribute] if timestamp.attribute else parse_template(timestamp.template).attributes:
+            for attribute in [timestamp.attribute] if timestamp.attribute else parse_template(timestamp.template or "").attributes:
                 lose(attribute, "ttl replaces the cell timestamps it was read from")
     for column in entity.columns:
         if column.layout is Layout.set and column.encoding not in SET_TYPES:
@@ -421,8 +422,10 @@ def shares_rows(a: EntitySpec, b: EntitySpec) -> bool:
     or are the same template with an attribute the two entities' match conditions tell apart and
     the template keeps intact (no lossy transform on it).
     """
-    if a.row_key is None or b.row_key is None or (a.row_key.salt_buckets, a.row_key.delimiter) != (b.row_key.salt_buckets, b.row_key.delimiter):
-        return a.row_key is not None and b.row_key is not None
+    if a.row_key is None or b.row_key is None:
+        return False
+    if (a.row_key.salt_buckets, a.row_key.delimiter) != (b.row_key.salt_buckets, b.row_key.delimiter):
+        return True
     pieces_a, pieces_b = parse_template(a.row_key.template).pieces, parse_template(b.row_key.template).pieces
     head_a = pieces_a[0] if isinstance(pieces_a[0], str) else ""
     head_b = pieces_b[0] if isinstance(pieces_b[0], str) else ""
@@ -547,7 +550,7 @@ def comparable(value: dict):
     if tag == "B":
         return tag, binary(payload)
     if tag in ("SS", "NS", "BS"):
-        convert = {"SS": str, "NS": number_text, "BS": binary}[tag]
+        convert: Callable[[Any], Any] = str if tag == "SS" else number_text if tag == "NS" else binary
         return tag, tuple(sorted(convert(member) for member in payload))
     if tag == "L":
         return tag, tuple(comparable(element) for element in payload)

@@ -127,7 +127,7 @@ def _group_items(items: list[dict], pk: str, sk: str | None, out: InferredSpec) 
     if type_attr:
         by_value: dict[str, list[dict]] = defaultdict(list)
         for item in items:
-            by_value[_text(item[type_attr])].append(item)
+            by_value[_text(item[type_attr]) or ""].append(item)
         out.header.append(f"Entity types from attribute {type_attr!r}: {', '.join(sorted(by_value))}.")
         return [_Group(_snake(v), group, {type_attr: v}, keyed=True) for v, group in sorted(by_value.items())], None
     if sk is None:
@@ -153,8 +153,8 @@ def _group_items(items: list[dict], pk: str, sk: str | None, out: InferredSpec) 
             groups.append(_Group(_snake(prefix), group, {sk: {"prefix": prefix + sep}}, sk_prefix=prefix + sep))
     kinds = ", ".join(f"{prefix}{sep}…" if group.sk_prefix else prefix for (prefix, sep), group in zip(sorted(by_prefix), groups))
     out.header.append(f"Entity types from sort-key prefixes: {kinds}.")
-    strip = pk_prefix[0] + pk_prefix[1] if adjacency else None
-    if adjacency:
+    strip = pk_prefix[0] + pk_prefix[1] if adjacency and pk_prefix else None
+    if adjacency and pk_prefix:
         out.header.append(
             f"Adjacency list: partition keys are {pk_prefix[0]} ids, so each row is one {pk_prefix[0]} with its related items."
         )
@@ -320,7 +320,7 @@ def _entity(group: _Group, index: int, pk: str, sk: str | None, row_key: str, ma
             entity["row_key"] = _row_key(pk, sk, None, True)
             family = group.name
         out.note(at + ("row_key",), "Key-value: the DynamoDB key becomes the row key, general before specific.")
-    elif self_item:
+    elif self_item and sk:
         drop.append(sk)
         out.note(at, f"The {group.name} item itself: its sort key repeats the partition key, so it is dropped.")
     elif group.sk_prefix:
@@ -337,7 +337,7 @@ def _entity(group: _Group, index: int, pk: str, sk: str | None, row_key: str, ma
             family = group.name.title().replace("_", "")
             qualifier_template = f"{{{sk}|strip_prefix({group.sk_prefix!r})}}"
             out.note(at, f"Related {group.name} items: family {family}, one column per id ({group.sk_prefix}<id> -> {family}:<id>).")
-    else:
+    elif sk:
         drop.append(sk)
         out.note(at, f"One {group.name} item per partition: its columns join the partition's row.")
     type_attr = next((name for name in group.match if name != sk), None)
@@ -352,7 +352,7 @@ def _entity(group: _Group, index: int, pk: str, sk: str | None, row_key: str, ma
             attributes.remove(when)
             out.note(at + ("timestamp",), f"{when} holds ISO-8601 times: it becomes the cells' timestamp instead of a column.")
 
-    columns = []
+    columns: list[dict[str, Any]] = []
     for name in attributes:
         types, seen = _attribute_profile(group.items, name)
         settings, why = _encoding(name, types, group.items)

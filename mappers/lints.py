@@ -75,14 +75,14 @@ def _lint(severity: Severity, code: str, where: str, message: str) -> Lint:
 
 def _segments(entity: EntitySpec, sample: Sample) -> list[list[str]]:
     """Each distinct key of the entity, as text split on its delimiter, salt bucket removed."""
-    delimiter = entity.row_key.delimiter
+    delimiter = entity.key.delimiter
     seen = dict.fromkeys(sample.keys_by_entity.get(entity.name, ()))
     split = [key.decode(errors="replace").split(delimiter) for key in seen]
-    return [parts[1:] or [""] for parts in split] if entity.row_key.salt_buckets else split
+    return [parts[1:] or [""] for parts in split] if entity.key.salt_buckets else split
 
 
 def _first_transforms(entity: EntitySpec) -> tuple[str, ...]:
-    first = parse_template(entity.row_key.template).pieces[0]
+    first = parse_template(entity.key.template).pieces[0]
     return tuple(call.name for call in first.transforms) if isinstance(first, Placeholder) else ()
 
 
@@ -103,7 +103,7 @@ def _hash_kind(value: str) -> str | None:
     return None
 
 
-def _share(values: list[str], test: Callable[[str], bool]) -> float:
+def _share(values: list[str], test: Callable[[str], object]) -> float:
     return sum(1 for value in values if test(value)) / len(values) if values else 0.0
 
 
@@ -118,7 +118,7 @@ def lint_key_start(entity: EntitySpec, where: str, sample: Sample) -> Iterable[L
         firsts and _share(firsts, looks_like_timestamp) >= MAJORITY
     ):
         yield _lint("error", "key-starts-with-timestamp", where,
-            f"row keys of entity {entity.name!r} start with a timestamp ({_example(firsts) or entity.row_key.template}): "
+            f"row keys of entity {entity.name!r} start with a timestamp ({_example(firsts) or entity.key.template}): "
             "every write lands on the tablet holding the newest time, one node takes the whole load. Put a "
             "high-cardinality value first (device#metric#timestamp); reverse the timestamp only if newest-first "
             "reads matter, and still not at the start.")  # fmt: skip
@@ -172,7 +172,7 @@ def lint_key_segments(entity: EntitySpec, where: str, sample: Sample) -> Iterabl
 
 
 def lint_key_template(entity: EntitySpec, where: str, sample: Sample) -> Iterable[Lint]:
-    names = [name for name in parse_template(entity.row_key.template).attributes if _PII_NAME.search(name)]
+    names = [name for name in parse_template(entity.key.template).attributes if _PII_NAME.search(name)]
     if names:
         yield _lint("warning", "key-pii", where,
             f"the row key of entity {entity.name!r} uses {', '.join(map(repr, names))}, which sounds like personal "
@@ -285,7 +285,8 @@ def lint_time_and_ttl(spec: MappingSpec, sample: Sample, ttl_attribute: str | No
 def lint_sample_outcomes(spec: MappingSpec, sample: Sample, ttl_attribute: str | None) -> Iterable[Lint]:
     unmatched = sample.unmatched
     if unmatched:
-        severity: Severity = {"fail": "error", "dead_letter": "warning", "skip": "info"}[spec.unmatched]
+        severities: dict[str, Severity] = {"fail": "error", "dead_letter": "warning", "skip": "info"}
+        severity = severities[spec.unmatched]
         outcome = {"fail": "fails the run", "dead_letter": "dead-letters them", "skip": "skips them"}[spec.unmatched]
         keys = [key for key in (spec.source.partition_key, spec.source.sort_key) if key]
         shown = _example((_identify(item, keys) for item, _ in unmatched), 2)

@@ -359,6 +359,13 @@ class EntitySpec(StrictModel):
     versioning: VersioningSpec | None = None
     """Fold vN_ versions into cell versions and skip the v0_ latest copy."""
 
+    @property
+    def key(self) -> RowKeySpec:
+        """The row key of an entity that maps items (validation makes sure it has one)."""
+        if self.row_key is None:
+            raise ValueError(f"entity {self.name!r} has no row_key: it skips its items")
+        return self.row_key
+
     @model_validator(mode="after")
     def _complete(self) -> EntitySpec:
         if self.action == "map" and self.row_key is None:

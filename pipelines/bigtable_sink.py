@@ -64,7 +64,7 @@ def gc_rule_for(policy: GcPolicy | None) -> Any:
 
     if policy is None:
         return None
-    rules = []
+    rules: list[Any] = []
     if policy.max_versions is not None:
         rules.append(cf.MaxVersionsGCRule(policy.max_versions))
     if policy.max_age is not None:
@@ -343,7 +343,7 @@ class _WriteFn(beam.DoFn):
         self._table = self._client.get_table(
             self._destination.instance, self._destination.table, app_profile_id=self._destination.app_profile
         )
-        self._batcher = None
+        self._batcher: Any = None
         self._pending: dict[int, tuple[Any, MappedRow, dict]] = {}
         self._progress = reporter(self._progress_dir)
 
@@ -370,6 +370,7 @@ class _WriteFn(beam.DoFn):
         if isinstance(element, (DeadLetter, ItemsMapped)):  # given up on upstream, or a tally: pass it on
             yield element
             return
+        pairs: Iterable[tuple[MappedRow, dict]]
         if isinstance(element, list) and not isinstance(element, SegmentDone):
             pairs = element
         elif isinstance(element, tuple) and len(element) == 2 and isinstance(element[0], MappedRow):
@@ -451,8 +452,9 @@ class _WriteFn(beam.DoFn):
                     pass
             except Exception:  # noqa: BLE001 - the run has already failed with its own error
                 log.debug("closing the batcher after a failed bundle", exc_info=True)
-        if getattr(self, "_progress", None) is not None:
-            self._progress.flush()
+        progress = getattr(self, "_progress", None)
+        if progress is not None:
+            progress.flush()
         client = getattr(self, "_client", None)
         if client is not None:
             client.close()

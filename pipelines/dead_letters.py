@@ -31,7 +31,8 @@ STAGES = ("source", "map", "write")
 class DeadLetter(NamedTuple):
     """An item that was not migrated, and why."""
 
-    item: dict[str, Any]
+    item: dict[str, Any] | None
+    """None for a letter about no one item (an export file whose count does not match its manifest)."""
     stage: str
     reason: str
     entity: str | None = None

@@ -52,7 +52,7 @@ class ClientSettings:
     @classmethod
     def from_source(cls, source: Any, **overrides: Any) -> ClientSettings:
         """Settings from a ``SourceSpec`` (or anything with region/endpoint_url/profile attributes)."""
-        values = {name: getattr(source, name, None) for name in ("region", "endpoint_url", "profile")}
+        values: dict[str, Any] = {name: getattr(source, name, None) for name in ("region", "endpoint_url", "profile")}
         values.update(overrides)
         return cls(**values)
 

@@ -334,7 +334,7 @@ def read_ahead(pages: Iterator[T]) -> Iterator[T]:
         upcoming = fetcher.submit(next, pages, _END)
         while (page := upcoming.result()) is not _END:
             upcoming = fetcher.submit(next, pages, _END)
-            yield page
+            yield page  # type: ignore[misc]  # not _END, so a T
 
 
 def scan_segment(client: Any, table: str, segment: int = 0, total_segments: int = 1, **options: Any) -> Iterator[dict]:

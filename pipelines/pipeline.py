@@ -82,8 +82,9 @@ class _MapFn(beam.DoFn):
         relax_young_gc()
 
     def teardown(self) -> None:
-        if getattr(self, "_progress", None) is not None:
-            self._progress.flush()
+        progress = getattr(self, "_progress", None)
+        if progress is not None:
+            progress.flush()
 
     def process(self, batch: Any) -> Iterator[Any]:
         if isinstance(batch, SegmentDone):
