@@ -412,6 +412,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="profile every end-to-end job: pyinstrument (main thread; results/profile-*.txt) or "
                              "py-spy (all threads and processes, GIL samples; results/py-spy-*.txt); "
                              "a profiled run's own figures are slowed by the profiler and not comparable")
+    parser.add_argument("--cutover", action="store_true", help="also the cutover section (benchmarks/cutover.py: "
+                        "changes/s from an incremental export and from the stream vs migrate's items/s)")
     parser.add_argument("--output", default=str(RESULTS / "latest.json"))
     args = parser.parse_args(argv)
 
@@ -434,6 +436,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results["mapper"] = mapper_section(mapper_n)
     if not args.mapper_only:
         results.update(servers_part(args, n, memory_n))
+    if args.cutover:
+        from . import cutover
+
+        results["cutover"] = cutover.run(min(n, 20_000))
+        log(cutover.render(results["cutover"]))
     results["targets"] = verdicts(results)
     results["total_seconds"] = time.perf_counter() - started
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)

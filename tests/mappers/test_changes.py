@@ -6,28 +6,11 @@ import pytest
 
 from ddb2bt.mappers.changes import Change, CellDelete, ChangeSet, NothingToDo, diff, diff_many, kind_of_change
 from ddb2bt.mappers.compiler import compile_spec
-from ddb2bt.mappers.spec import MappingSpec
+from tests.pipelines.cutover_workload import make_spec
 
 NOW_MS = 1_700_000_000_000
 
-SPEC = MappingSpec.model_validate({
-    "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
-    "target": {"table": "t", "families": {"d": None, "c": None, "x": None}},
-    "entities": [
-        {"name": "skipme", "match": {"kind": "meta"}, "action": "skip"},
-        # A single-table design: every comment of a post is a cell of one column, at the comment's time.
-        {"name": "comment", "match": {"kind": "comment"}, "row_key": "{pk}",
-         "columns": [{"attribute": "Text", "family": "c", "qualifier": "{sk}", "encoding": "utf8",
-                      "timestamp": {"attribute": "At", "format": "epoch_ms"}}],
-         "drop": ["kind"]},
-        {"name": "post", "match": {"kind": "post"}, "row_key": "{pk}",
-         "columns": [{"attribute": "Title", "family": "d", "encoding": "utf8", "required": True}],
-         "rest": {"family": "x"}, "drop": ["kind", "sk"]},
-        {"name": "draft", "match": {"kind": "draft"}, "row_key": "draft#{pk}#{sk}",
-         "columns": [{"attribute": "Title", "family": "d", "encoding": "utf8"}], "rest": {"family": "x"},
-         "drop": ["kind"]},
-    ],
-})
+SPEC = make_spec("T")  # posts, drafts, and comments folded into their post's row at their own time
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +48,7 @@ def test_insert_sets_every_cell_and_deletes_nothing(compiled):
 def test_removed_attribute_is_deleted_at_its_exact_coordinates(compiled):
     result = only(diff(compiled, change(post(Body="b", Tag="t"), post(Body="b2"))))
     (row,) = result.rows
-    ts = NOW_MS * 1000  # no timestamp in the spec: the run's now, as the backfill wrote it
+    ts = compiled.migration_ms * 1000  # no timestamp attribute: the migration time, as the backfill wrote it
     assert row.deletes == (CellDelete("x", b"Tag", ts),)
     assert {(c.qualifier, c.value) for c in row.sets} == {(b"Title", b"hello"), (b"Body", b"b2")}
 
@@ -99,7 +82,7 @@ def test_unmappable_new_image_deletes_the_old_cells_and_is_a_failure(compiled):
     del broken["Title"]  # required
     result = only(diff(compiled, change(post(), broken)))
     (row,) = result.rows
-    assert row.sets == () and row.deletes == (CellDelete("d", b"Title", NOW_MS * 1000),)
+    assert row.sets == () and row.deletes == (CellDelete("d", b"Title", compiled.migration_ms * 1000),)
     ((failed, error),) = result.failures
     assert failed.new is broken and error.attribute == "Title"
 

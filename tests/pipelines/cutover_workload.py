@@ -22,6 +22,7 @@ def make_spec(table: str, **source: Any) -> MappingSpec:
         "target": {"table": table, "families": FAMILIES},
         "migration_time": MIGRATION_TIME,
         "entities": [
+            {"name": "meta", "match": {"kind": "meta"}, "action": "skip"},
             {"name": "comment", "match": {"kind": "comment"}, "row_key": "{pk}",
              "columns": [{"attribute": "Text", "family": "c", "qualifier": "{sk}", "encoding": "utf8",
                           "timestamp": {"attribute": "At", "format": "epoch_ms"}}],
