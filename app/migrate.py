@@ -234,12 +234,16 @@ def _execute(prepared: PreparedRun, *, create_table: bool, progress_dir: str | N
     pipeline = beam.Pipeline(options=p.pipeline_options)
     build_pipeline(pipeline, spec, dead_letter=p.dead_letter, run_dir=p.run_dir if p.scanning else None,
                    total_segments=p.total_segments, completed=completed, flow=options.flow_control(),
-                   sample=sample, now_ms=now_ms,
+                   sample=sample, now_ms=now_ms, max_dead_letters=options.dead_letter_limit(),
                    segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
                    progress_dir=progress_dir)
     if p.dry_run:
         return MigrateResult(p, "DRY_RUN", stages=_stages(pipeline), staged_package=_staged_package(p.pipeline_options))
-    result = pipeline.run()
+    try:
+        result = pipeline.run()  # a local runner runs the whole pipeline here
+    except Exception:
+        _keep_dead_letters(p.dead_letter)
+        raise
     job_id, console_url = _job(result, p.pipeline_options)
     if options.no_wait and not p.direct:
         return MigrateResult(p, str(getattr(result, "state", "RUNNING")), job_id=job_id, console_url=console_url)
@@ -273,9 +277,22 @@ def _finish(p: PreparedRun, result: Any, job_id: str | None, console_url: str | 
         lines = consolidate(p.dead_letter)
     counters = query_counters(result)
     problems = reconcile(counters, p.spec.unmatched)
+    limit = p.options.dead_letter_limit()
+    if limit.exceeded(counters["dead_lettered"], counters["items_read"], final=True):
+        problems.append(f"{limit.describe(counters['dead_lettered'], counters['items_read'])}: see the dead letters")
     if not str(state).endswith("DONE"):
         problems.insert(0, f"the pipeline ended in state {state}")
     return MigrateResult(p, str(state), counters, lines, problems, job_id, console_url)
+
+
+def _keep_dead_letters(path: str) -> None:
+    """After a failed run: the dead letters so far, joined into the file the error names (never masking the error)."""
+    from ..pipelines.dead_letters import consolidate
+
+    try:
+        consolidate(path)
+    except Exception:  # noqa: BLE001 - the run's own error is what the user needs to see
+        pass
 
 
 def _require_shared(flag: str, path: str | None, runner: str) -> None:

@@ -20,12 +20,13 @@ import yaml
 
 import apache_beam as beam
 
-from ddb2bt.mappers.errors import ServiceError, recover
+from ddb2bt.mappers.errors import ServiceError, UsageError, recover
 from ddb2bt.mappers.results import Cell, MappedRow
-from ddb2bt.mappers.spec import MappingSpec, TargetSpec
+from ddb2bt.mappers.spec import ColumnSpec, MappingSpec, TargetSpec
 from ddb2bt.pipelines import checkpoint as ckpt
 from ddb2bt.pipelines import local_servers
 from ddb2bt.pipelines.bigtable_sink import WriteToBigtable, ensure_table
+from ddb2bt.pipelines.dead_letters import TooManyDeadLetters
 from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, put_items
 from ddb2bt.pipelines.dynamodb_scan import RetryPolicy, ScanFailedError, scan_client, scan_pages, scan_segment
 from ddb2bt.pipelines.loopback_proxy import HttpFaultProxy, serving
@@ -247,3 +248,133 @@ def test_an_out_of_range_timestamp_is_a_dead_letter_and_the_run_goes_on(bigtable
         beam.testing.util.assert_that(letters, beam.testing.util.equal_to(
             [("write", b"too-late", True, True), ("write", b"too-early", True, True)]))
     assert read_cells(target) == {b"good%d" % i: [("f", b"q", 1000 * (i + 1), b"v%d" % i)] for i in range(5)}
+
+
+# --------------------------------------------------------------------------- counted retries, bounded calls
+
+
+def test_throttled_pages_and_retries_reach_the_runs_reconciliation(bigtable_env, small_source, tmp_path):
+    """`migrate` (the use case the CLI renders) reports the source's retries and throttled pages with its counters."""
+    from ddb2bt.app.migrate import migrate as run_migration
+    from ddb2bt.app.options import RunOptions
+
+    server, spec, items = small_source
+    proxy = HttpFaultProxy(server.host, server.port, throttle=3)
+    with serving(proxy) as port:
+        spec = spec.model_copy(update={"source": spec.source.model_copy(update={"endpoint_url": f"http://127.0.0.1:{port}"})})
+        result = run_migration(spec, RunOptions(run_dir=str(tmp_path / "run")))
+    assert result.ok, result.problems
+    assert proxy.throttled == 3
+    assert result.counters["scan_retries"] == 3 and result.counters["throttled_pages"] >= 1
+    assert result.counters["rows_written"] == len(items) and result.counters["cells_overwritten"] == 0
+
+
+def test_bigtable_admin_calls_end_within_their_deadline_when_bigtable_is_dead_or_hung(monkeypatch):
+    from ddb2bt.pipelines.bigtable_sink import ADMIN_DEADLINE
+    from ddb2bt.pipelines.service_errors import as_ddb2bt_error
+
+    assert ADMIN_DEADLINE <= 60
+    target = TargetSpec(table="t", families={"f": None})
+    with _silent_server() as hung:
+        for endpoint in (f"127.0.0.1:{local_servers.free_port()}", hung):  # nobody listening; accepts, never answers
+            monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", endpoint)
+            started = time.monotonic()
+            with pytest.raises(Exception) as failure:
+                ensure_table(target, deadline=3)
+            assert time.monotonic() - started < 6, endpoint
+            error = as_ddb2bt_error(failure.value)
+            assert isinstance(error, ServiceError) and "unreachable or too slow" in str(error), failure.value
+
+
+def test_dynamodb_calls_end_within_their_timeouts_when_the_server_hangs():
+    from botocore.exceptions import ReadTimeoutError
+
+    from ddb2bt.pipelines.dynamodb_client import make_client
+
+    config = make_client(ClientSettings(region="us-east-1")).meta.config
+    assert (config.connect_timeout, config.read_timeout) == (5.0, 20.0)
+    assert config.retries == {"mode": "adaptive", "total_max_attempts": 5}  # a hung server: about two minutes at most
+    with _silent_server() as hung:
+        client = make_client(ClientSettings(region="us-east-1", endpoint_url=f"http://{hung}", read_timeout=0.5,
+                                            connect_timeout=0.5, max_attempts=2))
+        started = time.monotonic()
+        with pytest.raises(ReadTimeoutError):
+            client.describe_table(TableName="T")
+    assert time.monotonic() - started < 5
+
+
+class _silent_server:
+    """A loopback TCP server that accepts connections and never answers (a hung dependency); `with` gives host:port."""
+
+    def __enter__(self) -> str:
+        import socket
+
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(64)
+        self._held: list = []
+        threading.Thread(target=self._accept, daemon=True).start()
+        return "127.0.0.1:%d" % self._socket.getsockname()[1]
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                self._held.append(self._socket.accept())
+            except OSError:
+                return
+
+    def __exit__(self, *_: object) -> None:
+        self._socket.close()
+        for connection, _address in self._held:
+            connection.close()
+
+
+# --------------------------------------------------------------------------- a run that is mostly dead letters
+
+
+def test_a_run_that_dead_letters_everything_stops_early_and_keeps_its_dead_letters(bigtable_env, kill_source, tmp_path):
+    """--max-dead-letters (default 10%): a spec that maps nothing stops after the first pages, not after the table."""
+    endpoint, table, items = kill_source
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    entity = spec.entities[0].model_copy(update={"columns": [ColumnSpec(attribute="price", family="d", required=True)]})
+    data = spec.model_copy(update={"entities": [entity]}).model_dump(mode="json", by_alias=True, exclude_none=True)
+    data["target"]["table"] = f"b{uuid.uuid4().hex[:12]}"
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(data))
+    run_dir = tmp_path / "run"
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    output = migrate(spec_file, run_dir, env=env).communicate(timeout=300)[0]
+    error = output.strip().splitlines()[-1]
+    assert error.startswith("error: migration stopped:") and "more than --max-dead-letters 10% allows" in error, output
+    assert "required attribute is missing" in error and "--resume" in error and "--max-dead-letters 100%" in error
+    letters = (run_dir / "dead_letters.jsonl").read_text().splitlines()
+    dead, read = map(int, re.search(r"stopped: (\d+) of (\d+) items read", error).groups())
+    assert len(letters) == dead and 1000 <= read < len(items) / 2  # stopped early, every dead letter so far kept
+    assert (run_dir / "dead_letters.jsonl").stat().st_mode & 0o777 == 0o600
+
+    accepted = migrate(spec_file, run_dir, "--resume", "--max-dead-letters", "100%", env=env)
+    output = accepted.communicate(timeout=300)[0]
+    assert accepted.returncode == 0, output
+    assert len((run_dir / "dead_letters.jsonl").read_text().splitlines()) == len(items)
+
+
+def test_a_small_run_over_the_limit_is_not_ok(bigtable_env, small_source, tmp_path):
+    """Under 1,000 items a percentage is judged on the run's totals: 300 of 300 dead-lettered is no "run OK"."""
+    from ddb2bt.app.migrate import migrate as run_migration
+    from ddb2bt.app.options import RunOptions
+
+    _server, spec, items = small_source
+    entity = spec.entities[0].model_copy(update={"columns": [ColumnSpec(attribute="price", family="d", required=True)]})
+    spec = spec.model_copy(update={"entities": [entity]})
+    result = run_migration(spec, RunOptions(run_dir=str(tmp_path / "a")))
+    assert result.counters["dead_lettered"] == len(items) and result.dead_letter_lines == len(items)
+    assert result.problems == [f"{len(items)} of {len(items)} items read were dead-lettered (100%), more than "
+                               "--max-dead-letters 10% allows: see the dead letters"]
+    assert run_migration(spec, RunOptions(run_dir=str(tmp_path / "b"), max_dead_letters="100%")).ok
+    with pytest.raises(Exception) as stopped:  # a count is judged as the dead letters come: the 300th stops the run
+        run_migration(spec, RunOptions(run_dir=str(tmp_path / "c"), max_dead_letters="299"))
+    error = recover(stopped.value)
+    assert isinstance(error, TooManyDeadLetters) and isinstance(error, UsageError), stopped.value
+    assert "300 of 300 items read were dead-lettered (100%), more than --max-dead-letters 299 allows" in str(error)
+    assert len((tmp_path / "c" / "dead_letters.jsonl").read_text().splitlines()) == len(items)  # joined after the stop
