@@ -24,6 +24,7 @@ from .estimates import HotspotReport
 from .sample import Sample, readable_bytes
 from .spec import EntitySpec, Layout, MappingSpec
 from .templates import Placeholder, parse_template
+from .units import duration_text
 
 Severity = Literal["error", "warning", "info"]
 
@@ -353,34 +354,48 @@ def lint_data(spec: MappingSpec, sample: Sample, now_us: int) -> list[Lint]:
     writers: dict[tuple, int] = {}
     per_column: Counter[tuple[bytes, str, bytes]] = Counter()
     old: dict[tuple[str, bytes], int] = {}
+    collisions: dict[tuple[str, bytes], list] = {}  # (family, qualifier) -> [count, first example]
     for index, result in enumerate(sample.results):
         if not isinstance(result, MappedRow):
             continue
         for family, qualifier, micros, _ in result.cells:
             first = writers.setdefault((result.row_key, family, qualifier, micros), index)
             if first != index:
-                found.append(_lint("error", "cell-collision", "sample",
-                    f"sampled items {first + 1} and {index + 1} both write {readable_bytes(result.row_key)!r} "
-                    f"{family}:{readable_bytes(qualifier)} at {micros} us: the second overwrites the first. Make the "
-                    "qualifier or the row key include what tells the items apart (or give them distinct timestamps)."))  # fmt: skip
+                seen = collisions.setdefault((family, qualifier), [0, (first, index, result.row_key, micros)])
+                seen[0] += 1
             per_column[(result.row_key, family, qualifier)] += 1
             policy = spec.target.families.get(family)
             if policy is not None and policy.max_age is not None and micros < now_us - policy.max_age // timedelta(microseconds=1):
                 old.setdefault((family, qualifier), micros)
-    for (family, qualifier), micros in old.items():
+    for (family, qualifier), (count, (first, index, row_key, micros)) in list(collisions.items())[:5]:
+        found.append(_lint("error", "cell-collision", "sample",
+            f"{count} sampled cell{'s' if count > 1 else ''} of {family}:{readable_bytes(qualifier)} overwrite one "
+            f"another item wrote (e.g. sampled items {first + 1} and {index + 1} both write "
+            f"{readable_bytes(row_key)!r} {family}:{readable_bytes(qualifier)} at {micros} us). Make the qualifier "
+            "or the row key include what tells the items apart (or give them distinct timestamps)."))  # fmt: skip
+    for (family, qualifier), micros in list(old.items())[:5]:
         age = spec.target.families[family].max_age
         found.append(_lint("error", "gc-drops-cells", f"target.families.{family}",
             f"cells of {family}:{readable_bytes(qualifier)} are timestamped {micros} us, older than the family's "
-            f"max_age ({age}) at the planned run time: GC removes them at the next compaction. Raise max_age, or "
-            "give the column newer timestamps (migration_time, or a timestamp attribute)."))  # fmt: skip
+            f"max_age ({duration_text(age) if age else age}) at the planned run time: GC removes them at the next "
+            "compaction. Raise max_age, or give the column newer timestamps (migration_time, or a timestamp "
+            "attribute)."))  # fmt: skip
+    too_many: dict[tuple[str, bytes], list] = {}  # (family, qualifier) -> [rows, most cells, that row]
     for (row_key, family, qualifier), count in per_column.items():
         policy = spec.target.families.get(family)
         if policy is not None and policy.max_versions is not None and count > policy.max_versions:
-            found.append(_lint("error", "gc-drops-versions", f"target.families.{family}",
-                f"{count} sampled cells go to {readable_bytes(row_key)!r} {family}:{readable_bytes(qualifier)} but the "
-                f"family keeps max_versions {policy.max_versions}: GC drops the oldest (list elements, versions, folded "
-                "items). Raise max_versions or store the values elsewhere (layout json, a qualifier per item)."))  # fmt: skip
-    return found[:20]
+            seen = too_many.setdefault((family, qualifier), [0, count, row_key])
+            seen[0] += 1
+            if count > seen[1]:
+                seen[1:] = [count, row_key]
+    for (family, qualifier), (rows, count, row_key) in list(too_many.items())[:5]:
+        versions = spec.target.families[family].max_versions
+        found.append(_lint("error", "gc-drops-versions", f"target.families.{family}",
+            f"{rows} sampled row{'s' if rows > 1 else ''} get more {family}:{readable_bytes(qualifier)} cells than the "
+            f"family keeps (max_versions {versions}; e.g. {count} in {readable_bytes(row_key)!r}): GC drops the oldest "
+            "(list elements, versions, folded items). Raise max_versions or store the values elsewhere (layout "
+            "json, a qualifier per item)."))  # fmt: skip
+    return found
 
 
 def lint_losses(spec: MappingSpec, round_trips: Iterable[tuple[str, str]] = ()) -> list[Lint]:

@@ -283,3 +283,20 @@ def test_sample_findings_are_plan_errors():
     assert "all 3 sampled items" in errors[("entity-dead-letters-all", "entities[1]")]
     assert not any(where.startswith("entities[2]") for _, where in errors)  # the line entity maps its sample
     assert plan.has_errors and plan.lints[0].severity == "error"
+
+
+def test_many_colliding_or_collected_cells_are_one_finding_per_column():
+    """983 colliding items of one column were 983 findings (cut at 20, hiding the GC ones): one each, with counts."""
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+        "target": {"table": "t", "families": {"d": {"max_versions": 1, "max_age": "1d"}}},
+        "migration_time": "2020-01-01T00:00:00Z",
+        "entities": [{"name": "thing", "row_key": "{pk}", "drop": ["sk"], "columns": [{"attribute": "n", "family": "d"}]}],
+    })  # fmt: skip
+    items = [{"pk": {"S": f"p{i % 7}"}, "sk": {"S": str(i)}, "n": {"N": str(i)}} for i in range(300)]
+    lints = [lint for lint in build_plan(spec, items, now_ms=NOW_MS).lints if lint.severity == "error"]
+    by_code = {code: [lint for lint in lints if lint.code == code] for code in ("cell-collision", "gc-drops-versions", "gc-drops-cells")}
+    assert [len(found) for found in by_code.values()] == [1, 1, 1]
+    assert by_code["cell-collision"][0].message.startswith("293 sampled cells of d:n overwrite one another item wrote")
+    assert by_code["gc-drops-versions"][0].message.startswith("7 sampled rows get more d:n cells than the family keeps")
+    assert "max_age (1d)" in by_code["gc-drops-cells"][0].message
