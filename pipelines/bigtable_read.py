@@ -16,13 +16,13 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from ..mappers.results import Cell
+from .metrics import NAMESPACE
 
 if TYPE_CHECKING:
     from ..mappers.spec import TargetSpec
     from .bigtable_sink import Destination
 
 KEYS_PER_REQUEST = 1000
-NAMESPACE = "ddb2bt"
 
 
 def _cells(row: Any) -> list[Cell]:

@@ -26,6 +26,7 @@ from apache_beam.transforms.window import GlobalWindows
 from ..mappers.results import MappedRow
 from ..mappers.units import duration_text
 from .batches import SegmentDone
+from .metrics import NAMESPACE
 from .bigtable_entries import to_mutation_entry
 from .progress import reporter
 from .dead_letters import DeadLetter, ItemsMapped
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NAMESPACE = "ddb2bt"
 
 
 class BigtableSetupError(UsageError):
@@ -429,7 +429,7 @@ class _WriteFn(beam.DoFn):
         self._bytes.inc(written_bytes)
         self._failures.inc(len(letters))
         if self._progress is not None:  # live totals (a stop is noticed by the map step, so this segment's marker
-            self._progress.add({"rows_written": len(pending), "cells_written": cells,  # still goes through)
+            self._progress.add({"rows_written": len(pending), "cells_written": cells - overwritten,  # still goes through)
                                 "bytes_written": written_bytes, "dead_lettered": len(letters)}, check_stop=False)
         yield from letters
 

@@ -250,7 +250,7 @@ class ApplyChangesFn(beam.DoFn):
                  flow: FlowControl | None = None) -> None:
         from apache_beam.metrics import Metrics
 
-        from .bigtable_sink import NAMESPACE
+        from .metrics import NAMESPACE
 
         self._destination, self._spec, self._now_ms = destination, spec, now_ms
         self._dead_letter, self._flow = dead_letter, flow

@@ -20,7 +20,7 @@ from apache_beam.metrics import Metrics
 
 from ..mappers.errors import UsageError
 from .batches import BATCH_ITEMS, Batch
-from .bigtable_sink import NAMESPACE
+from .metrics import NAMESPACE
 
 
 class DeadLetterFileError(UsageError):

@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError, ConnectionError as BotoConnectionEr
 
 from ..mappers.source import SourceDescription
 from .batches import Batch, SegmentDone
+from .metrics import NAMESPACE
 from .dynamodb_client import ClientSettings, describe_source, make_client
 from ..mappers.errors import ServiceError
 from ..mappers.limits import SCAN_SEGMENTS_MAX
@@ -39,7 +40,6 @@ MAX_AUTO_SEGMENTS = 1000
 
 THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 TRANSIENT_CODES = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
-METRICS_NAMESPACE = "ddb2bt"
 
 
 def choose_total_segments(
@@ -394,11 +394,11 @@ class _ScanSegmentFn(beam.DoFn):
         self._settings, self._table, self._total = settings, table, total_segments
         self._consistent, self._plan, self._retry, self._limit = consistent_read, budget, retry, page_limit
         self._rate: float | None = None
-        self._items = Metrics.counter(METRICS_NAMESPACE, "items_read")
-        self._pages = Metrics.counter(METRICS_NAMESPACE, "scan_pages")
-        self._rcu = Metrics.counter(METRICS_NAMESPACE, "consumed_rcu")
-        self._retries = Metrics.counter(METRICS_NAMESPACE, "scan_retries")
-        self._throttled = Metrics.counter(METRICS_NAMESPACE, "throttled_pages")
+        self._items = Metrics.counter(NAMESPACE, "items_read")
+        self._pages = Metrics.counter(NAMESPACE, "scan_pages")
+        self._rcu = Metrics.counter(NAMESPACE, "consumed_rcu")
+        self._retries = Metrics.counter(NAMESPACE, "scan_retries")
+        self._throttled = Metrics.counter(NAMESPACE, "throttled_pages")
         self._client: Any = None
 
     def setup(self) -> None:

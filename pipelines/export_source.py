@@ -31,7 +31,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from .batches import BATCH_ITEMS, Batch
-from .dynamodb_scan import METRICS_NAMESPACE
+from .metrics import NAMESPACE
 from ..mappers.errors import UsageError
 
 SUMMARY = "manifest-summary.json"
@@ -232,9 +232,9 @@ def mismatch_record(kind: str, where: str, expected: int, actual: int) -> dict[s
 
 class _ReadExportFileFn(beam.DoFn):
     def __init__(self) -> None:
-        self._items = Metrics.counter(METRICS_NAMESPACE, "items_read")
-        self._files = Metrics.counter(METRICS_NAMESPACE, "export_files_read")
-        self._mismatches = Metrics.counter(METRICS_NAMESPACE, "export_count_mismatch")
+        self._items = Metrics.counter(NAMESPACE, "items_read")
+        self._files = Metrics.counter(NAMESPACE, "export_files_read")
+        self._mismatches = Metrics.counter(NAMESPACE, "export_count_mismatch")
 
     def process(self, data_file: ExportFile) -> Iterable[Any]:
         count = 0
@@ -260,7 +260,7 @@ class _ReadExportFileFn(beam.DoFn):
 
 def _check_total(actual: int, expected: int, where: str) -> Iterable[dict[str, Any]]:
     if actual != expected:
-        Metrics.counter(METRICS_NAMESPACE, "export_count_mismatch").inc()
+        Metrics.counter(NAMESPACE, "export_count_mismatch").inc()
         yield mismatch_record("total", where, expected, actual)
 
 

@@ -31,7 +31,7 @@ from apache_beam.metrics import Metrics
 
 from ..mappers.changes import Change, kind_of_change
 from .batches import BATCH_ITEMS, Batch
-from .bigtable_sink import NAMESPACE
+from .metrics import NAMESPACE
 from .export_source import SUMMARY, ExportError, ExportFile, _read_text, _resolve, find_export_dir, mismatch_record
 from .timeline import iso_to_us
 

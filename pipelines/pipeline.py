@@ -30,7 +30,8 @@ from ..mappers.limits import DeadLetterLimit
 from ..mappers.results import MappedRow, Skipped
 from . import checkpoint as ckpt, progress
 from .batches import BATCH_ITEMS, Batch, SegmentDone
-from .bigtable_sink import NAMESPACE, FlowControl, WriteToBigtable
+from .bigtable_sink import FlowControl, WriteToBigtable
+from .metrics import NAMESPACE
 from .dead_letters import DeadLetter, DeadLetterGate, ItemsMapped, write_part
 
 log = logging.getLogger(__name__)
