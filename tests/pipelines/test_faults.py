@@ -378,3 +378,20 @@ def test_a_small_run_over_the_limit_is_not_ok(bigtable_env, small_source, tmp_pa
     assert isinstance(error, TooManyDeadLetters) and isinstance(error, UsageError), stopped.value
     assert "300 of 300 items read were dead-lettered (100%), more than --max-dead-letters 299 allows" in str(error)
     assert len((tmp_path / "c" / "dead_letters.jsonl").read_text().splitlines()) == len(items)  # joined after the stop
+
+
+def test_cells_a_later_item_overwrites_are_not_counted_as_written(bigtable_env, unique_name):
+    """Two items folded onto one cell (same row, family, qualifier, timestamp): the table holds one, so does the count."""
+    target = TargetSpec(table=unique_name, families={"f": None})
+    ensure_table(target)
+    first = MappedRow(b"order#1", (Cell("f", b"sku-9", 1000, b"1"), Cell("f", b"a", 1000, b"x")), "line")
+    second = MappedRow(b"order#1", (Cell("f", b"sku-9", 1000, b"2"),), "line")
+    other = MappedRow(b"order#2", (Cell("f", b"sku-9", 1000, b"3"),), "line")
+    p = beam.Pipeline()
+    _ = p | beam.Create([[(first, {}), (second, {}), (other, {})]]) | WriteToBigtable(target)
+    result = p.run()
+    result.wait_until_finish()
+    counters = query_counters(result)
+    table = read_cells(target)
+    assert sum(len(cells) for cells in table.values()) == 3
+    assert (counters["rows_written"], counters["cells_written"], counters["cells_overwritten"]) == (3, 3, 1)
