@@ -24,11 +24,11 @@ T0 = iso_to_us(EXPORT_TIME)
 HOUR = 3_600_000_000
 
 
-def simulate(rng: random.Random, table: dict, steps: int, start_us: int, end_us: int) -> list[Change]:
+def simulate(rng: random.Random, table: dict, steps: int, start_us: int, end_us: int, posts: int = 6) -> list[Change]:
     """Random puts (new items, changed attributes and timestamps, switched entities) and deletes on ``table``."""
     log = []
     for step in range(steps):
-        pk, sk = random_keys(rng, posts=6)
+        pk, sk = random_keys(rng, posts)
         key = (pk, sk)
         old = table.get(key)
         new = None if old is not None and rng.random() < 0.25 else random_item(rng, pk, sk)

@@ -57,3 +57,36 @@ def test_tail_killed_and_resumed_converges_then_status_is_ready(bigtable_env, mo
     assert status.returncode == 0 and found["ready"], status.stdout + status.stderr
     assert found["parity"]["checked"] > 0 and found["parity"]["holds"]
     assert [phase["phase"] for phase in found["phases"]] == ["backfill", "tail"]
+
+
+def test_catch_up_killed_and_run_again_converges(bigtable_env, unique_name, tmp_path):
+    """`ddb2bt catch-up` killed with SIGKILL once it has written part of the export: the timeline has not moved,
+    and the same command run again converges."""
+    from .test_cutover_catchup import HOUR, T0, backfill, incremental, simulate
+
+    rng = random.Random(31)
+    table: dict = {}
+    simulate(rng, table, 2000, T0 - HOUR, T0, posts=1000)
+    spec = backfill(tmp_path, unique_name, list(table.values()))
+    log = simulate(rng, table, 6000, T0, T0 + HOUR, posts=1000)
+    window = incremental(tmp_path, log, T0, T0 + HOUR, unique_name)
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+    run_dir = tmp_path / "run"
+    command = ddb2bt("catch-up", str(spec_file), "--run-dir", str(run_dir), "--export", window,
+                     "--flush-limit-mutation-count", "100", env=env)
+
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 120  # dead-letter parts appear as batches are applied
+    while time.monotonic() < deadline and not list(run_dir.glob("catch-up-*.dead_letters.jsonl.parts/part-*")):
+        assert process.poll() is None, process.stdout.read().decode()
+        time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (run_dir / "cutover.json").exists(), "killed before the end: the timeline did not advance"
+
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert read_cells(spec.target) == expected_cells(spec, list(table.values()))
+    assert json.loads((run_dir / "cutover.json").read_text())["applied_to_us"] == T0 + HOUR
