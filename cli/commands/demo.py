@@ -14,7 +14,7 @@ def command(
 ) -> None:
     """Run the three worked examples end to end on local servers (moto + Bigtable emulator)."""
     from ...app.demo import run_demo
-    from .plan import write_report
+    from ..report import write_report
 
     outcomes = run_demo(out, typer.echo, write_report)
     typer.echo(f"\nServers stopped. Reports: {out}/<example>/report.html (and report.md); specs and dead letters are "

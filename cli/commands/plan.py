@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -57,9 +57,3 @@ def migrate_plan(
     if result.has_errors or (strict and result.has_warnings):
         raise typer.Exit(1)
 
-
-def write_report(plan: Any, output: Path) -> None:
-    """The report for ``plan`` as HTML or Markdown, by ``output``'s suffix (the demo's entry to cli/report.py)."""
-    from ..report import write_report as write
-
-    write(plan, output)
