@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
 
 DIFFERENCES_FILE = "differences.jsonl"
+DECODE_EVERY = 16
+"""Of the items whose cells all match, one in this many is read back through the decoder (--decode-all: every one)."""
 ROWS_PASS_DIR = "rows"
 SHOWN = 20
 
@@ -53,10 +55,12 @@ class PreparedValidation:
     now_ms: int
     item_count: int = 0
     """DescribeTable's item count (hours stale; 0 when unknown), which sizes a random sample's segments."""
+    decode_every: int = DECODE_EVERY
+    """Items whose cells differ are all read back through the decoder; of the others, one in this many."""
 
     @property
     def source(self) -> str:
-        return str(self.spec.source.table or self.spec.source.export.path)
+        return _source_name(self.spec)
 
     @property
     def differences(self) -> str:
@@ -112,7 +116,8 @@ class ValidateResult:
 
 
 def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,
-            target_scan: bool = False, now_ms: int | None = None, where: Step | None = None) -> PreparedValidation:
+            target_scan: bool = False, decode_all: bool = False, now_ms: int | None = None,
+            where: Step | None = None) -> PreparedValidation:
     """Check everything a validation needs, source before target, writing nothing; UsageError/ServiceError if not.
 
     ``where`` is told first, before anything is read, where the rows are read.
@@ -124,7 +129,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     from ..pipelines.target import describe_target, probe_target
 
     spec = load_spec(spec, options)
-    announce(where, f"validate {spec.source.table or spec.source.export.path} against {describe_target(spec.target)}")
+    announce(where, f"validate {_source_name(spec)} against {describe_target(spec.target)}")
     if options.no_wait:
         raise UsageError("--no-wait: validate waits for its job, whose files it joins at the end",
                          "run it without --no-wait")
@@ -167,7 +172,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         spec=spec, options=options, pipeline_options=pipeline_options, run_dir=run_dir,
         target=describe_target(spec.target), runner=runner, direct=direct, dry_run=dry_run, scanning=scanning,
         total_segments=total or 1, repair=repair, target_scan=target_scan,
-        now_ms=now_ms if now_ms is not None else int(time.time() * 1000), item_count=item_count)
+        now_ms=now_ms if now_ms is not None else int(time.time() * 1000), item_count=item_count,
+        decode_every=1 if decode_all else DECODE_EVERY)
 
 
 def execute(prepared: PreparedValidation) -> ValidateResult:
@@ -206,7 +212,8 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
     build_compare_pass(pipeline, spec, run_dir=p.run_dir, now_ms=now_ms, total_segments=p.total_segments,
                        completed=completed, sample=sample, repair=p.repair, collect_keys=p.target_scan,
                        dead_letter=p.dead_letter if p.repair else None, flow=options.flow_control(),
-                       segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments))
+                       segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
+                       decode_every=p.decode_every)
     if p.dry_run:
         return ValidateResult(p, "DRY_RUN", stages=_stages(pipeline))
     state, counters = _run(pipeline)
@@ -230,9 +237,14 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
 
 
 def validate(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,
-             target_scan: bool = False, now_ms: int | None = None) -> ValidateResult:
+             target_scan: bool = False, decode_all: bool = False, now_ms: int | None = None) -> ValidateResult:
     """prepare + execute, for callers with nothing to show in between (demo, benchmarks, tests)."""
-    return execute(prepare(spec, options, repair=repair, target_scan=target_scan, now_ms=now_ms))
+    return execute(prepare(spec, options, repair=repair, target_scan=target_scan, decode_all=decode_all,
+                           now_ms=now_ms))
+
+
+def _source_name(spec: Any) -> str:
+    return str(spec.source.table or (spec.source.export.path if spec.source.export else ""))
 
 
 def _run(pipeline: Any) -> tuple[str, dict[str, int]]:
@@ -244,17 +256,27 @@ def _run(pipeline: Any) -> tuple[str, dict[str, int]]:
 
 
 def _rows_pass(p: PreparedValidation, rows_dir: str) -> tuple[str, dict[str, int]]:
-    """The second pass over the first one's files; fresh each attempt (its own files are replaced)."""
+    """The second pass over the first one's files; fresh each attempt (its own files are replaced).
+
+    Without the target scan and with few candidates it runs here, not as a Beam job.
+    """
     import apache_beam as beam
     from apache_beam.io.filesystems import FileSystems
 
+    from ..pipelines.bigtable_sink import Destination
     from ..pipelines.validate_files import discard_unfinished, finished_parts
-    from ..pipelines.validate_pipeline import build_rows_pass
+    from ..pipelines.validate_rows import LAUNCHER_BYTES, build_rows_pass, candidate_bytes, resolve_here
 
     discard_unfinished(rows_dir, frozenset())
     stale = [path for folder in ("differences", "stats") for path in finished_parts(rows_dir, folder)]
     if stale:
         FileSystems.delete(stale)
+    if not p.target_scan:
+        size = candidate_bytes(p.run_dir)
+        if size == 0:
+            return "DONE", {}
+        if size <= LAUNCHER_BYTES:
+            return "DONE", resolve_here(p.run_dir, rows_dir, Destination.from_target(p.spec.target), p.repair)
     pipeline = beam.Pipeline(options=p.pipeline_options)
     if not build_rows_pass(pipeline, p.spec, run_dir=p.run_dir, rows_dir=rows_dir, repair=p.repair,
                            target_scan=p.target_scan):

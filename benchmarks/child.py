@@ -1,8 +1,8 @@
 """One measured job in its own process (so its memory is its own): ``python -m benchmarks.child '<json>'``.
 
-Jobs: ``baseline_scan``, ``baseline_export`` (benchmarks/baseline.py) and ``ddb2bt``
+Jobs: ``baseline_scan``, ``baseline_export`` (benchmarks/baseline.py), ``ddb2bt``
 (``ddb2bt.app.migrate.migrate`` with the given source, segments, writer flow control and
-DirectRunner options). The last stdout
+DirectRunner options) and ``validate`` (``ddb2bt.app.validate.validate`` of the migrated table). The last stdout
 line is a JSON object: counts, ``seconds`` (the migration only: imports and interpreter start
 are left out for both sides alike) and, for ddb2bt, the run's counters and problems.
 """
@@ -55,6 +55,22 @@ def run_ddb2bt(job: dict) -> dict:
             "run_dir": result.prepared.run_dir, "dead_letter": result.prepared.dead_letter, "counters": counters}
 
 
+def run_validate(job: dict) -> dict:
+    """ddb2bt's validate use case on the table the previous job migrated (read only)."""
+    from ddb2bt.app.options import RunOptions
+    from ddb2bt.app.validate import validate
+
+    beam_args = (f"--direct_running_mode={job.get('mode', 'in_memory')}",
+                 f"--direct_num_workers={job.get('workers', 1)}")
+    options = RunOptions(run_dir=job["run_dir"], total_segments=job.get("segments"), beam_args=beam_args)
+    start = time.perf_counter()
+    result = validate(bench_spec(job), options, now_ms=job.get("now_ms"))
+    seconds = time.perf_counter() - start
+    return {"items_read": result.totals.get("items_read", 0), "rows_written": 0, "seconds": seconds,
+            "differences": result.differences, "counts": result.counts, "problems": result.problems,
+            "totals": result.totals, "counters": result.counters}
+
+
 def run(job: dict) -> dict:
     from . import baseline
 
@@ -65,6 +81,8 @@ def run(job: dict) -> dict:
         return baseline.migrate_export(job["export_dir"], job["project"], job["instance"], job["target"])
     if kind == "ddb2bt":
         return run_ddb2bt(job)
+    if kind == "validate":
+        return run_validate(job)
     raise SystemExit(f"unknown job kind {kind!r}")
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import base64
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -178,25 +178,37 @@ def _key_text(key: Any) -> str:
 
 
 class Candidate(NamedTuple):
-    """A row group's view of its row, for `resolve_row`: the cells it claims, and the cells it does not."""
+    """A row group's view of its row, for `resolve_row`: the cells it claims, and the cells it does not.
+
+    ``owns_all``: the group produces every cell the row held when it was read (``cells`` of them),
+    so it leaves its claims out (``owner`` names its first item): a row made by one group says so
+    in a few bytes.
+    """
 
     row_key: bytes
-    claims: tuple[tuple[CellKey, bytes, Any], ...]
-    """(cell key, value, item key) for every cell an item of the group produces."""
-    unclaimed: tuple[Cell, ...]
+    claims: tuple[tuple[CellKey, bytes, Any, bool], ...] = ()
+    """(cell key, value, item key, whether the row held the cell) for every cell an item of the group produces."""
+    unclaimed: tuple[Cell, ...] = ()
     """Cells the row holds that no item of the group produces (and GC would not drop)."""
+    owns_all: bool = False
+    owner: Any = None
+    cells: int = 0
 
     def to_json(self) -> dict[str, Any]:
         b64 = _b64
+        if self.owns_all:
+            return {"row_key": b64(self.row_key), "owns_all": True, "owner": self.owner, "cells": self.cells}
         return {"row_key": b64(self.row_key),
-                "claims": [[f, b64(q), ts, b64(v), key] for (f, q, ts), v, key in self.claims],
+                "claims": [[f, b64(q), ts, b64(v), key, held] for (f, q, ts), v, key, held in self.claims],
                 "unclaimed": [[c.family, b64(c.qualifier), c.timestamp_micros, b64(c.value)] for c in self.unclaimed]}
 
     @classmethod
     def from_json(cls, line: Mapping[str, Any]) -> Candidate:
         raw = base64.b64decode
+        if line.get("owns_all"):
+            return cls(raw(line["row_key"]), owns_all=True, owner=line.get("owner"), cells=line.get("cells", 0))
         return cls(raw(line["row_key"]),
-                   tuple(((f, raw(q), ts), raw(v), key) for f, q, ts, v, key in line["claims"]),
+                   tuple(((f, raw(q), ts), raw(v), key, held) for f, q, ts, v, key, held in line["claims"]),
                    tuple(Cell(f, raw(q), ts, raw(v)) for f, q, ts, v in line["unclaimed"]))
 
 
@@ -216,6 +228,10 @@ class GroupResult(NamedTuple):
     """Counted before de-duplication: a collision counts every producer."""
     cells_matched: int
     row_found: bool
+    not_decoded: int = 0
+    """Items the decoder could not read back because of losses their entity declares: compared cell by cell only."""
+    decoded: int = 0
+    """Items read back through the decoder (see `Comparer`'s decode_every)."""
 
 
 # --------------------------------------------------------------------------- garbage collection
@@ -247,13 +263,16 @@ class Comparer:
     """Compares row groups for one spec: GC rules, "now", how items are named, and the decoder.
 
     `key_names` are the source's key attributes, partition key first (the item key in every
-    record); `decode` False skips the round trip through the decoder (cell-by-cell only).
+    record). `decode_every`: which items go through the decoder: every item whose cells differ,
+    and of the items whose cells all match (which read back as the spec maps them: what is checked
+    there is the spec's round trip, not the target), one in ``decode_every``; 1 is every item, 0 none.
     """
 
-    def __init__(self, spec: MappingSpec, *, now_us: int, key_names: tuple[str, ...] = (), decode: bool = True):
+    def __init__(self, spec: MappingSpec, *, now_us: int, key_names: tuple[str, ...] = (), decode_every: int = 1):
         self.families: Mapping[str, GcPolicy | None] = spec.target.families
         self.now_us, self.key_names = now_us, key_names
-        self.decoders = DecoderCache(spec) if decode else None
+        self.decoders = DecoderCache(spec) if decode_every else None
+        self.decode_every, self._matching = decode_every, 0
         self._entities = (self.decoders.probe if self.decoders else Decoder(spec)).entities
 
     def whole_row(self, row_key: bytes, members: list[Member]) -> bool:
@@ -288,13 +307,15 @@ class Comparer:
         return {name: to_export_json(item[name]) for name in self.key_names if name in item}
 
     def compare(self, row_key: bytes, members: list[Member], actual: Iterable[Cell] | None, *,
-                extras: bool = True, scan_order: bool = False) -> GroupResult:
+                extras: bool = True, scan_order: bool = False, missing_claims: bool = True) -> GroupResult:
         """The group's differences against ``actual`` (the row's cells; None: no such row).
 
         ``extras`` False (a sample: other items of the row were not read) leaves unclaimed cells
-        alone. Otherwise the group's claims go into a candidate for `resolve_row`: only when the
-        row holds cells the group does not produce if the group is the row's only one (``scan_order``,
-        a live scan, and `whole_row`), always when other items of the row may come elsewhere.
+        alone. Otherwise a candidate for `resolve_row` says what the group claims when the row holds
+        cells the group does not produce; when it does not, but items elsewhere in the source may
+        map to the row (not ``scan_order`` (a live scan) with `whole_row`), a short one says that
+        the group owns the row. A missing row's claims go there too (``missing_claims``: with
+        --repair, whose rewrite another group of the row may read), unless the group is whole.
         """
         producers: dict[CellKey, list[tuple[bytes, int]]] = {}
         cells_expected = 0
@@ -309,9 +330,9 @@ class Comparer:
         if actual is None:
             differences += [Difference("missing_row", row_key, keys[i]) for i in range(len(members))]
             fixes = [Cell(*key, made[0][0]) for key, made in producers.items() if len(made) == 1]
-            shared = extras and not (scan_order and self.whole_row(row_key, members))
-            return GroupResult(differences, fixes, self._candidate(row_key, producers, keys, ()) if shared else None,
-                               cells_expected, 0, False)
+            shared = extras and missing_claims and not (scan_order and self.whole_row(row_key, members))
+            return GroupResult(differences, fixes, self._candidate(row_key, producers, keys, (), have) if shared
+                               else None, cells_expected, 0, False)
 
         times: dict[tuple[str, bytes], list[int]] = {}
 
@@ -340,26 +361,39 @@ class Comparer:
                 fixes.append(Cell(*key, value))
             else:
                 matched += 1
+        not_decoded = decoded = 0
         if self.decoders is not None:
+            differing = {index for key, made in producers.items()
+                         if len(made) > 1 or key not in have or have[key] != made[0][0] for _, index in made}
             for index, (row, item) in enumerate(members):
+                if index not in differing:
+                    self._matching += 1
+                    if self._matching % self.decode_every:
+                        continue
                 own = [Cell(c.family, c.qualifier, c.timestamp_micros, have[k] if k in have else c.value)
                        for c in row.cells if (k := (c.family, c.qualifier, c.timestamp_micros)) in have or k in gone]
+                read_back = self.decoders.differences(item, row.entity, row_key, own)
+                if read_back is None:
+                    not_decoded += 1
+                    continue
+                decoded += 1
                 differences += [Difference("different_attribute", row_key, keys[index], attribute=name,
-                                           expected=want, found=got)
-                                for name, want, got in self.decoders.differences(item, row.entity, row_key, own)]
+                                           expected=want, found=got) for name, want, got in read_back]
         candidate = None
         if extras:
             unclaimed = tuple(Cell(*key, value) for key, value in have.items()
                               if key not in producers and not gc_may_drop(key))
-            if unclaimed or not (scan_order and self.whole_row(row_key, members)):
-                candidate = self._candidate(row_key, producers, keys, unclaimed)
-        return GroupResult(differences, fixes, candidate, cells_expected, matched, True)
+            if unclaimed:
+                candidate = self._candidate(row_key, producers, keys, unclaimed, have)
+            elif not (scan_order and self.whole_row(row_key, members)):  # others may write here: say we own it
+                candidate = Candidate(row_key, owns_all=True, owner=keys[0], cells=len(have))
+        return GroupResult(differences, fixes, candidate, cells_expected, matched, True, not_decoded, decoded)
 
     @staticmethod
     def _candidate(row_key: bytes, producers: dict[CellKey, list[tuple[bytes, int]]], keys: _LazyKeys,
-                   unclaimed: tuple[Cell, ...]) -> Candidate:
-        return Candidate(row_key, tuple((key, made[0][0], keys[made[0][1]]) for key, made in producers.items()),
-                         unclaimed)
+                   unclaimed: tuple[Cell, ...], have: Mapping[CellKey, bytes]) -> Candidate:
+        return Candidate(row_key, tuple((key, made[0][0], keys[made[0][1]], key in have)
+                                        for key, made in producers.items()), unclaimed)
 
     @staticmethod
     def _collision(row_key: bytes, key: CellKey, made: list[tuple[bytes, int]], keys: _LazyKeys,
@@ -385,24 +419,34 @@ def resolve_row(candidates: list[Candidate]) -> tuple[list[Difference], list[Cel
     """Over every candidate of one row: cells no group produces (extra, to delete) and cells several groups produce.
 
     An unclaimed cell in a column some group writes at another timestamp is an `extra_version`,
-    else an `extra_cell`.
+    else an `extra_cell`. A group that owns every cell of the row leaves nothing extra, and every
+    cell another group finds there and claims too is a collision with it.
     """
-    claimed: dict[CellKey, dict[int, tuple[bytes, Any]]] = defaultdict(dict)
-    for group, candidate in enumerate(candidates):
-        for key, value, item_key in candidate.claims:
-            claimed[key].setdefault(group, (value, item_key))
+    owners = [candidate for candidate in candidates if candidate.owns_all]
+    claiming = [candidate for candidate in candidates if not candidate.owns_all]
     row_key = candidates[0].row_key
+    claimed: dict[CellKey, dict[int, tuple[bytes, Any]]] = defaultdict(dict)
+    for group, candidate in enumerate(claiming):
+        for key, value, item_key, _held in candidate.claims:
+            claimed[key].setdefault(group, (value, item_key))
     differences = [
         Difference("collision", row_key, producers[min(producers)][1], *key,
                    [value for value, _ in producers.values()], None,
                    items=tuple(item_key for _, item_key in producers.values()))
         for key, producers in claimed.items() if len(producers) > 1
     ]
+    if owners:
+        differences += [Difference("collision", row_key, item_key, *key, [value], None, items=(item_key, owners[0].owner))
+                        for candidate in claiming for key, value, item_key, held in candidate.claims if held]
+        if sum(1 for owner in owners if owner.cells) > 1:  # two groups, each producing every cell of the row
+            differences.append(Difference("collision", row_key, owners[0].owner,
+                                          items=tuple(owner.owner for owner in owners)))
+        return differences, []
     columns: dict[tuple[str, bytes], Any] = {}
     for (family, qualifier, _ts), producers in claimed.items():
         columns.setdefault((family, qualifier), next(iter(producers.values()))[1])
     extra: dict[CellKey, Cell] = {}
-    for candidate in candidates:
+    for candidate in claiming:
         for cell in candidate.unclaimed:
             key = (cell.family, cell.qualifier, cell.timestamp_micros)
             if key not in claimed:
@@ -445,6 +489,8 @@ class DecoderCache:
         self.names = tuple(sorted(names))
         self._decoders: dict[tuple, Decoder] = {}
         self._ignored = {entity.name: entity.ignore | _ignored_by_construct(entity.spec, spec) for entity in probe.entities}
+        self.unreadable = {entity.name for entity in probe.entities if _unreadable_key(entity.key)}
+        """Entities whose row keys cannot be read back by construction (a declared-lossy attribute read twice)."""
 
     def decoder(self, item: Item) -> Decoder:
         types = tuple((name, next(iter(item[name]))) for name in self.names if name in item)
@@ -455,21 +501,55 @@ class DecoderCache:
             found = self._decoders[types] = Decoder(self.spec, dict(types))
         return found
 
-    def differences(self, item: Item, entity: str, row_key: bytes, cells: list[Cell]) -> Iterator[tuple[Any, Any, Any]]:
+    def differences(self, item: Item, entity: str, row_key: bytes, cells: list[Cell]) -> list[tuple[Any, Any, Any]] | None:
         """(attribute, source value, value read back) per attribute that differs, DynamoDB JSON; declared losses aside.
 
-        An item that cannot be read back at all gives one entry with attribute None and the reason.
+        Cells of attributes the entity declares lossy (or drops) are left out when they keep the
+        decoder from reading the item; if it still cannot, the item is not read back: None when
+        the entity declares losses (then only its cells are compared), else one entry with
+        attribute None and the reason.
         """
-        try:
-            back = self.decoder(item).decode_item(entity, row_key, cells)
-        except (DecodeError, ValueError, AttributeValueError) as err:
-            yield None, None, f"cannot be read back: {err}"
-            return
+        if entity in self.unreadable:
+            return None
+        decoder = self.decoder(item)
         ignore = self._ignored.get(entity, set())
+        try:
+            back = decoder.decode_item(entity, row_key, cells)
+        except (DecodeError, ValueError, AttributeValueError) as err:
+            kept = [cell for cell in cells if self._attribute(decoder, entity, cell) not in ignore]
+            try:
+                if len(kept) == len(cells):
+                    raise
+                back = decoder.decode_item(entity, row_key, kept)
+            except (DecodeError, ValueError, AttributeValueError):
+                if decoder.by_name[entity].spec.lossy:
+                    return None
+                return [(None, None, f"cannot be read back: {err}")]
+        found = []
         for name in sorted((set(item) | set(back)) - ignore):
             want, got = item.get(name), back.get(name)
             if want is None or got is None or comparable(want) != comparable(got):
-                yield name, _json_or_none(want), _json_or_none(got)
+                found.append((name, _json_or_none(want), _json_or_none(got)))
+        return found
+
+    @staticmethod
+    def _attribute(decoder: Decoder, entity: str, cell: Cell) -> str | None:
+        """The attribute whose column (or the rest) wrote this cell, as the entity reads it."""
+        try:
+            claimed = decoder.by_name[entity].claim(cell)
+        except (DecodeError, UnicodeDecodeError, ValueError):
+            return None
+        if claimed is None:
+            return None
+        source = claimed[0]
+        return source if isinstance(source, str) else source.spec.attribute
+
+
+def _unreadable_key(reader: Any) -> bool:
+    """A row key template that reads one attribute in two places through lossy transforms (`{sk|part(1)}#{sk|part(2)}`):
+    the two texts never agree, so no row key of it reads back."""
+    names = reader.attributes
+    return any(names.count(name) > 1 for name in reader.lossy)
 
 
 def _json_or_none(value: dict | None) -> Any:
@@ -499,4 +579,3 @@ def group_members(pairs: Iterable[Member]) -> dict[bytes, list[Member]]:
     for pair in pairs:
         groups.setdefault(pair[0].row_key, []).append(pair)
     return groups
-

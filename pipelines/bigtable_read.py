@@ -43,7 +43,7 @@ class RowLookup:
         """The cells of each row that exists among ``row_keys``, in ReadRows requests of up to 1,000 keys."""
         from google.cloud.bigtable.data import ReadRowsQuery
 
-        keys = sorted(set(row_keys))
+        keys: list[str | bytes] = sorted(set(row_keys))
         found: dict[bytes, list[Cell]] = {}
         for start in range(0, len(keys), KEYS_PER_REQUEST):
             for row in self.table.read_rows(ReadRowsQuery(row_keys=keys[start:start + KEYS_PER_REQUEST])):

@@ -29,7 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from ..mappers.errors import UsageError
 from .dead_letters import _create, parts_dir, write_part  # the one 0600 writer of run files
 
-FOLDERS = ("differences", "candidates", "row_keys", "stats")
+FOLDERS = ("differences", "candidates", "owners", "row_keys", "stats")
 MARKER = "validate.json"
 FLUSH_LINES = 5000
 

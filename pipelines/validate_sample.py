@@ -1,10 +1,13 @@
 """A random sample of a source for `validate --sample N`: spread over the whole table, not its first pages.
 
 Live table: a parallel Scan cut into many small segments (about ``ITEMS_PER_SEGMENT`` items each,
-from DescribeTable's item count), of which random ones are read whole until N items are in hand;
-a segment is a range of partition-key hashes, so the sample is a cluster sample of random hash
-ranges over the whole key space, at the cost of reading about N items. A table smaller than a
-few N is read whole and sampled uniformly. Export: data files in random order, each read whole,
+from DescribeTable's item count); random segments give the first page of at most
+``ITEMS_PER_SEGMENT`` items each until N items are in hand (or 2 × N requests were made, since
+most segments of a table with few partition keys are empty). A segment is a range of
+partition-key hashes, so the sample is spread over the whole key space, ten items at a time from
+the start of random hash ranges (within one partition key, its lowest sort keys), at the cost of
+reading about N items. A table of at most 4 × N items (by DescribeTable's count) is read whole
+and sampled uniformly. Export: data files in random order, each read whole,
 with a uniform reservoir sample of N over the items of the files read, which stop once 10 × N
 items were seen (or the export ends).
 """
@@ -19,6 +22,8 @@ from ..mappers.limits import SCAN_SEGMENTS_MAX
 from ..mappers.spec import SourceSpec
 
 ITEMS_PER_SEGMENT = 10
+MAX_REQUESTS_PER_ITEM = 2
+"""Scan requests at most per item wanted: most segments of a table with few partition keys are empty."""
 EXPORT_SEEN_FACTOR = 10
 
 
@@ -46,18 +51,20 @@ def random_sample(source: SourceSpec, n: int, *, item_count: int = 0, seed: int 
     from .dynamodb_scan import RetryPolicy, scan_client, scan_pages
 
     client = scan_client(ClientSettings.from_source(source), RetryPolicy())
-    total = max(1, min(SCAN_SEGMENTS_MAX, math.ceil(item_count / ITEMS_PER_SEGMENT)))
-    if item_count <= 4 * n:
-        total = 1
-    segments = list(range(total))
-    rng.shuffle(segments)
+    table = str(source.table)
     found: list[dict] = []
-    for segment in segments:
-        for page in scan_pages(client, source.table, segment, total, consistent_read=source.consistent_read):
-            found.extend(page.items)
-        if len(found) >= n and total > 1:
+    if item_count <= 4 * n:  # small (or unknown): read it all, pick uniformly
+        found = [item for page in scan_pages(client, table, consistent_read=source.consistent_read)
+                 for item in page.items]
+        return found if len(found) <= n else rng.sample(found, n)
+    total = min(SCAN_SEGMENTS_MAX, math.ceil(item_count / ITEMS_PER_SEGMENT))
+    for requests, segment in enumerate(rng.sample(range(total), total), start=1):
+        page = next(scan_pages(client, table, segment, total, consistent_read=source.consistent_read,
+                               limit=ITEMS_PER_SEGMENT))
+        found.extend(page.items[: n - len(found)])
+        if len(found) >= n or requests >= MAX_REQUESTS_PER_ITEM * n:
             break
-    return found if len(found) <= n else rng.sample(found, n)
+    return found
 
 
 def _export_sample(path: str, n: int, rng: random.Random) -> list[dict]:

@@ -25,6 +25,9 @@ def command(
                          "nothing is written.")] = False,
     target_scan: Annotated[bool, typer.Option(
         "--target-scan", help="Also scan the whole Bigtable table for rows no source item maps to.")] = False,
+    decode_all: Annotated[bool, typer.Option(
+        "--decode-all", help="Read every item back through the decoder (default: every item whose cells differ, "
+                             "and 1 in 16 of the others).")] = False,
     full: Annotated[bool, typer.Option("--full", hidden=True, help="Old name of --target-scan.")] = False,
     format: Annotated[OutputFormat, typer.Option(
         "--format", help="text (a summary) or json (the result, full values) on stdout.")] = OutputFormat.text,
@@ -39,7 +42,8 @@ def command(
     from ...app import validate as use_case
     from ..progress import spinner
 
-    prepared = use_case.prepare(spec, options, repair=repair, target_scan=target_scan or full, where=_stderr)
+    prepared = use_case.prepare(spec, options, repair=repair, target_scan=target_scan or full, decode_all=decode_all,
+                                where=_stderr)
     _stderr(f"runner {prepared.runner}; run folder {prepared.run_dir}"
             + (f"; {prepared.total_segments} scan segment{'s' * (prepared.total_segments != 1)}"
                if prepared.scanning else f"; a random sample of {options.sample} items" if options.sample else "")
@@ -80,6 +84,10 @@ def render(result: Any, spec_path: str) -> list[str]:
         f"{t.get('rows_found', 0)}/{t.get('rows_compared', 0)} rows found, "
         f"{t.get('cells_matched', 0)}/{t.get('cells_expected', 0)} cells match",
     ]
+    every = "every item" if p.decode_every == 1 else f"items whose cells differ and 1 in {p.decode_every} of the others"
+    lines.append(f"read back through the decoder: {t.get('decoded', 0)} items ({every})"
+                 + (f"; {t['not_decoded']} compared cell by cell only (losses their entity declares keep them from "
+                    "reading back)" if t.get("not_decoded") else ""))
     if p.repair:
         lines.append(f"repair: {t.get('repair_cells', 0)} cells rewritten in {t.get('repair_rows', 0)} rows, "
                      f"{t.get('repair_deletes', 0)} cells deleted; validate again to confirm")

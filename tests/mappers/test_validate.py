@@ -63,7 +63,7 @@ def test_missing_row_missing_cell_different_value_each_name_the_item():
 
     actual = [c for c in written(ORDER, LINE_A, LINE_B) if c.qualifier != b"cap"]
     actual = [c._replace(value=b"31") if c.qualifier == b"total" else c for c in actual]
-    result = comparer(decode=False).compare(b"o1", members(ORDER, LINE_A, LINE_B), actual)
+    result = comparer(decode_every=0).compare(b"o1", members(ORDER, LINE_A, LINE_B), actual)
     by_kind = {d.kind: d for d in result.differences}
     assert set(by_kind) == {"missing_cell", "different_value"}
     assert by_kind["missing_cell"].item_key == {"pk": {"S": "o1"}, "sk": {"S": "line#2"}}
@@ -98,7 +98,7 @@ def test_the_decoder_finds_what_cells_cannot_and_takes_key_types_from_the_item()
 
 
 def test_two_items_on_one_cell_are_a_collision_counted_before_de_duplication():
-    result = comparer(decode=False).compare(b"o1", members(ORDER, LINE_A, LINE_SAME_SKU),
+    result = comparer(decode_every=0).compare(b"o1", members(ORDER, LINE_A, LINE_SAME_SKU),
                                             written(ORDER, LINE_A, LINE_SAME_SKU))
     (collision,) = result.differences
     assert collision.kind == "collision" and collision.qualifier == b"hat"
@@ -133,6 +133,19 @@ def test_groups_of_one_row_far_apart_claim_each_others_cells_and_collide_across_
     assert deletes == []
 
 
+def test_a_group_that_owns_its_row_keeps_another_groups_missing_cell_from_making_extras():
+    row = written(ORDER, LINE_A)  # LINE_B's cell is missing from the row
+    owner = comparer().compare(b"o1", members(ORDER, LINE_A), row).candidate
+    missing = comparer().compare(b"o1", members(LINE_B), row)
+    assert owner.owns_all and missing.candidate.unclaimed  # LINE_B's group sees the others' cells as unclaimed
+    assert resolve_row([Candidate.from_json(c.to_json()) for c in (missing.candidate, owner)]) == ([], [])
+    assert [d.kind for d in missing.differences] == ["missing_cell", "different_attribute", "different_attribute"]
+    # a group that claims a cell its row holds, beside a group that owns every cell: they collide
+    third = comparer().compare(b"o1", members(LINE_SAME_SKU), row).candidate
+    differences, deletes = resolve_row([third, owner])
+    assert [(d.kind, d.qualifier) for d in differences] == [("collision", b"hat")] and deletes == []
+
+
 def test_cells_gc_may_have_dropped_are_neither_missing_nor_extra():
     spec = SPEC.model_copy(deep=True)
     spec.target.families["o"] = GcPolicy(max_age=timedelta(days=1))
@@ -149,7 +162,8 @@ def test_only_rows_one_partition_can_make_are_decided_alone_in_scan_order():
     whole = comparer().compare(b"o1", members(ORDER, LINE_A), written(ORDER, LINE_A), scan_order=True)
     assert whole.candidate is None  # every entity's row key gives back pk "o1": no item elsewhere maps here
     exported = comparer().compare(b"o1", members(ORDER, LINE_A), written(ORDER, LINE_A))
-    assert exported.candidate.unclaimed == () and len(exported.candidate.claims) == 2  # claims, for the rows pass
+    assert exported.candidate == Candidate(b"o1", owns_all=True, owner={"pk": {"S": "o1"}, "sk": {"S": "order"}},
+                                           cells=2)  # in a few bytes: "this group makes the whole row"
     gone = comparer().compare(b"o1", members(ORDER), None)
     assert gone.candidate.claims and gone.candidate.unclaimed == ()
     spec = MappingSpec.model_validate({
@@ -159,7 +173,7 @@ def test_only_rows_one_partition_can_make_are_decided_alone_in_scan_order():
                       "lossy": ["pk"]}]})
     item = {"pk": {"S": "A"}, "v": {"S": "x"}}
     row = compile_spec(spec).map_item(item)
-    lowered = Comparer(spec, now_us=NOW, key_names=("pk",), decode=False)
+    lowered = Comparer(spec, now_us=NOW, key_names=("pk",), decode_every=0)
     assert not lowered.whole_row(row.row_key, [(row, item)])  # "A" and "a" both make row "a"
 
 
@@ -183,5 +197,5 @@ def test_differences_round_trip_through_json_lines_with_binary_values():
 def test_group_rows_compare_whatever_the_member_order():
     row = MappedRow(b"r", (Cell("f", b"a", 1000, b"1"),), "e")
     spec = SPEC.model_copy(update={"target": SPEC.target.model_copy(update={"families": {"f": GcPolicy()}})})
-    result = Comparer(spec, now_us=NOW, decode=False).compare(b"r", [(row, {})], [Cell("f", b"a", 1000, b"1")])
+    result = Comparer(spec, now_us=NOW, decode_every=0).compare(b"r", [(row, {})], [Cell("f", b"a", 1000, b"1")])
     assert result.differences == [] and result.cells_matched == 1

@@ -73,7 +73,7 @@ def mutate(spec: MappingSpec, row_key: bytes, *mutations) -> None:
 
 
 def tamper(spec: MappingSpec) -> None:
-    """One of each: a deleted row, a deleted cell, a changed value, an extra cell and version, an extra row."""
+    """One of each: a deleted row, deleted cells, a changed value, an extra cell and version, an extra row."""
     from google.cloud.bigtable.data import DeleteAllFromRow, DeleteRangeFromColumn, SetCell
 
     mutate(spec, b"o02", DeleteAllFromRow())
@@ -81,6 +81,7 @@ def tamper(spec: MappingSpec) -> None:
     mutate(spec, b"o03", SetCell("o", b"total", b"99", TS))
     mutate(spec, b"o05", SetCell("line", b"gloves", b"1", TS))  # o05 has lines hat, cap, scarf and a tag
     mutate(spec, b"o06", SetCell("o", b"note", b"old note", TS - 1000))
+    mutate(spec, b"o08", DeleteRangeFromColumn("tag", b"colour"))  # the tag's group is far from the order's
     mutate(spec, b"zz-orphan", SetCell("o", b"total", b"1", TS))
 
 
@@ -116,8 +117,8 @@ def test_every_kind_of_difference(orders, tmp_path):
 
     result = validate(spec, RunOptions(run_dir=str(tmp_path / "v"), total_segments=SEGMENTS), target_scan=True)
     assert not result.ok and result.problems == []
-    assert result.counts == {"collision": 1, "missing_row": 5, "missing_cell": 1, "different_value": 1,
-                             "extra_cell": 1, "extra_version": 1, "extra_row": 1, "different_attribute": 4}
+    assert result.counts == {"collision": 1, "missing_row": 5, "missing_cell": 2, "different_value": 1,
+                             "extra_cell": 1, "extra_version": 1, "extra_row": 1, "different_attribute": 6}
     assert stat.S_IMODE(os.stat(result.prepared.differences).st_mode) == 0o600
     found = {(r["kind"], r["row_key"], (r.get("column") or {}).get("qualifier"), r.get("attribute")): r
              for r in records(result.prepared.differences)}
@@ -131,6 +132,9 @@ def test_every_kind_of_difference(orders, tmp_path):
     # the decoder: qty is gone, and so is the sku its qualifier held
     assert found[("different_attribute", "o04", None, "qty")]["found"] is None
     assert found[("different_attribute", "o04", None, "sku")]["expected"] == {"S": "cap"}
+    # o08's tag cell is missing; the order's group (which owns the rest of the row) makes no extras of it
+    assert found[("missing_cell", "o08", "colour", None)]["item_key"] == {"pk": {"S": "tag#o08"}, "sk": {"S": "colour"}}
+    assert not [key for key in found if key[0].startswith("extra") and key[1] == "o08"]
     assert {k[1] for k in found if k[0] == "missing_row"} == {"o02"}  # the order, its 3 lines and its tag
     assert found[("extra_cell", "o05", "gloves", None)]["found"] == "1"
     assert found[("extra_version", "o06", "note", None)]["found"] == "old note"
@@ -157,8 +161,8 @@ def test_repair_then_validate_finds_nothing_and_other_items_cells_survive(orders
     shifting = ("missing_row", "missing_cell", "different_attribute")
     assert {kind: n for kind, n in repaired.counts.items() if kind not in shifting} == {
         kind: n for kind, n in looked.counts.items() if kind not in shifting}
-    # o02 (the order group's whole row, and its tag's group apart), o04's missing cell, o03's value
-    assert repaired.totals["repair_rows"] == 4 and repaired.counters["rows_written"] == 4
+    # o02 (the order group's whole row, and its tag's group apart), o04's and o08's missing cells, o03's value
+    assert repaired.totals["repair_rows"] == 5 and repaired.counters["rows_written"] == 5
     assert repaired.totals["repair_deletes"] == 3  # the extra cell, the extra version, the orphan row's cell
     assert repaired.counters["cells_deleted"] == 3
 

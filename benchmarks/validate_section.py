@@ -1,0 +1,139 @@
+"""The validate section: items/s of `validate` against `migrate` on the same data, and validate's peak RSS.
+
+``python -m benchmarks.validate_section [--items N] [--memory-items M]`` runs it alone (it starts its
+own servers); ``benchmarks.run`` calls :func:`validate_section` with its own ``Bench``.
+
+For each source (the live table in dynalite, the export folder) ddb2bt migrates into a fresh
+table, then validates that table (``ddb2bt.app.validate.validate``, as the CLI runs it, in the
+same DirectRunner configuration, no repair, no target scan) in a process of its own. Validate
+must find 0 differences; its items/s over migrate's is the ratio (goal >= 0.8). Memory: peak RSS
+of a validation at N items and at M items (the live table for N; the export for M, which also
+shows what a source without scan order costs: every row's claims go through the rows pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .measure import run_child
+
+TARGETS = {"validate_ratio": 0.8, "validate_memory_max_bytes": 1 << 30}
+CONFIG = {"mode": "in_memory", "workers": 1, "segments": 4}
+
+
+def log(message: str) -> None:
+    import sys
+
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def validate_job(bench: Any, label: str, expected: int, **extra: Any) -> dict[str, Any]:
+    """Validate the table the previous job migrated (same target, no reset); must find nothing."""
+    bench.runs += 1
+    job = {"kind": "validate", "endpoint": extra.pop("endpoint", bench.endpoint), "table": bench.table,
+           "project": extra.pop("project"), "instance": extra.pop("instance"), "target": "bench",
+           "run_dir": os.path.join(bench.workdir, f"validate{bench.runs}"), **extra}
+    log(f"run {bench.runs}: {label}")
+    result = run_child(job, bench.env, servers=bench.servers)
+    if result["items_read"] != expected or result["differences"] or result["problems"]:
+        raise RuntimeError(f"{label}: read {result['items_read']} of {expected}, {result['differences']} "
+                           f"differences, problems {result['problems']}")
+    result["label"] = label
+    log(f"  {result['items_per_s']:,.0f} items/s ({result['seconds']:.1f}s, peak RSS "
+        f"{result['peak_rss_bytes'] / 2**20:,.0f} MiB)")
+    return result
+
+
+def validate_section(bench: Any, project: str, instance: str, *, small_export: str | None = None,
+                     big_export: str | None = None, big_n: int | None = None) -> dict[str, Any]:
+    """Migrate then validate, live scan and export; the big export's validation for memory at ``big_n`` items."""
+    where = {"project": project, "instance": instance}
+    section: dict[str, Any] = {"config": CONFIG}
+    pairs = [("live scan", {})]
+    if small_export:
+        pairs.append(("export", {"export_dir": small_export}))
+    for name, source in pairs:
+        migrated = bench.job("ddb2bt", label=f"migrate ({name})", **CONFIG, **source)
+        checked = validate_job(bench, f"validate ({name})", bench.n, **where, **CONFIG, **source)
+        section[name.replace(" ", "_")] = {"migrate": migrated, "validate": checked,
+                                           "ratio": checked["items_per_s"] / migrated["items_per_s"]}
+    section["memory"] = {"small": {"items": bench.n, "peak_rss_bytes": section["live_scan"]["validate"]["peak_rss_bytes"],
+                                   "source": "live scan"}}
+    if big_export and big_n:
+        bench.job("ddb2bt", export_dir=big_export, expected=big_n, label=f"migrate {big_n} (export)", **CONFIG)
+        big = validate_job(bench, f"validate {big_n} (export)", big_n, export_dir=big_export, **where, **CONFIG)
+        section["memory"]["big"] = {"items": big_n, "peak_rss_bytes": big["peak_rss_bytes"], "source": "export",
+                                    "run": big}
+    return section
+
+
+def verdicts(section: dict[str, Any]) -> dict[str, Any]:
+    ratio = section["live_scan"]["ratio"]
+    found = {"validate_ratio": {"value": ratio, "target": ">= 0.8", "met": ratio >= TARGETS["validate_ratio"]}}
+    peaks = [entry["peak_rss_bytes"] for entry in section["memory"].values()]
+    found["validate_memory_peak"] = {"value": max(peaks), "target": "< 1 GiB",
+                                     "met": max(peaks) < TARGETS["validate_memory_max_bytes"]}
+    return found
+
+
+def render(section: dict[str, Any]) -> list[str]:
+    row = "{:<44} {:>14} {:>14} {:>8}"
+    lines = [row.format("validate vs migrate (items/s)", "migrate", "validate", "ratio")]
+    for name in ("live_scan", "export"):
+        if name in section:
+            pair = section[name]
+            lines.append(row.format(f"  {name.replace('_', ' ')}", f"{pair['migrate']['items_per_s']:,.0f}",
+                                    f"{pair['validate']['items_per_s']:,.0f}", f"{pair['ratio']:.2f}"))
+    for size, entry in section["memory"].items():
+        lines.append(row.format(f"  validate peak RSS, {entry['items']:,} items ({entry['source']})", "",
+                                f"{entry['peak_rss_bytes'] / 2**20:,.0f} MiB", ""))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from ddb2bt.pipelines import local_servers
+
+    from . import dataset, load
+    from .run import INSTANCE, PROJECT, RESULTS, Bench, machine, versions
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.validate_section", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--memory-items", type=int, default=None, help="the big export's items (default: none)")
+    parser.add_argument("--output", default=str(RESULTS / "validate.json"))
+    args = parser.parse_args(argv)
+    n = args.items
+    root = Path(__file__).resolve().parent.parent
+    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": machine(),
+                               "versions": versions(), "items": n, "memory_items": args.memory_items}
+    small_export, _ = load.cached_export(n, 8 if n >= 50_000 else 4)
+    big_export = load.cached_export(args.memory_items, 16)[0] if args.memory_items else None
+    env = {**os.environ, **local_servers.FAKE_AWS_ENV, "PYTHONPATH": str(root)}
+    env.pop("AWS_PROFILE", None)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ddb2bt-bench-") as workdir, \
+            local_servers.dynalite() as dynamo, local_servers.bigtable_emulator() as emulator, \
+            local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
+        env["BIGTABLE_EMULATOR_HOST"] = emulator.endpoint
+        log(f"loading {n:,} items into dynalite")
+        load.load_table(dynamo.endpoint, "bench", dataset.generate(n))
+        bench = Bench(n, env, dynamo.endpoint, "bench", small_export, workdir, None,
+                      servers={"dynalite": dynamo.pid, "emulator": emulator.pid})
+        results["validate"] = validate_section(bench, PROJECT, INSTANCE, small_export=small_export,
+                                               big_export=big_export, big_n=args.memory_items)
+    results["targets"] = verdicts(results["validate"])
+    results["total_seconds"] = time.perf_counter() - started
+    Path(args.output).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    print("\n".join(render(results["validate"])))
+    for name, verdict in results["targets"].items():
+        print(f"target {name}: {verdict['value']:.2f} ({verdict['target']}): {'met' if verdict['met'] else 'NOT met'}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""A validation killed with SIGKILL mid-run, then resumed: done segments are not read again, and nothing found in
+them is lost or counted twice. Also: --sample picks items across the whole table, not its first pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+
+from ddb2bt.app.migrate import migrate
+from ddb2bt.app.options import RunOptions
+from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.pipelines import checkpoint as ckpt
+from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.dynamodb_scan import scan_segment
+from ddb2bt.pipelines.validate_sample import random_sample
+
+DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
+ITEMS, SEGMENTS, PARTITIONS = 12_000, 10, 97
+TS = 1_704_067_200_000_000
+TAMPERED = range(0, ITEMS, ITEMS // 20)  # 20 items spread over the key space
+
+
+@pytest.fixture(scope="module")
+def source(dynalite):
+    table = f"v{uuid.uuid4().hex[:12]}"
+    items = [{"pk": {"S": f"p{i % PARTITIONS}"}, "sk": {"S": f"i{i:06d}"}, "n": {"N": str(i)},
+              "text": {"S": f"item {i} " + "x" * 150}} for i in range(ITEMS)]
+    with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
+        client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+        create_table(client, table, "pk", "sk")
+        put_items(client, table, items)
+    return dynalite.endpoint, table, items
+
+
+def make_spec(endpoint: str, table: str) -> MappingSpec:
+    return MappingSpec.model_validate({
+        "source": {"table": table, "endpoint_url": endpoint, "region": "us-east-1", "partition_key": "pk",
+                   "sort_key": "sk", "total_segments": SEGMENTS},
+        "target": {"table": table, "families": {"d": {}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "thing", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
+    })
+
+
+def validate(spec_file: Path, run_dir: Path, *args: str, env: dict) -> subprocess.Popen:
+    """`ddb2bt validate` in its own process group, so a kill reaches the runner's workers too."""
+    return subprocess.Popen([DDB2BT, "validate", str(spec_file), "--run-dir", str(run_dir), "--format", "json", *args],
+                            env=env, cwd=spec_file.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def test_kill_9_then_resume_reads_only_unfinished_segments(bigtable_env, source, tmp_path):
+    from google.cloud.bigtable.data import BigtableDataClient, SetCell
+
+    endpoint, table, items = source
+    spec = make_spec(endpoint, table)
+    assert migrate(spec, RunOptions(run_dir=str(tmp_path / "migrated"))).ok
+    with BigtableDataClient(project=spec.target.project) as client:
+        target = client.get_table(spec.target.instance, spec.target.table)
+        for i in TAMPERED:
+            target.mutate_row(f"p{i % PARTITIONS}#i{i:06d}".encode(), [SetCell("d", b"n", b'{"N":"-1"}', TS)])
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    run_dir = tmp_path / "validation"
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    killed = validate(spec_file, run_dir, env=env)
+    deadline = time.monotonic() + 120
+    while len(ckpt.completed_segments(str(run_dir))) < 3 if (run_dir / "segments").exists() else True:
+        assert killed.poll() is None, f"the validation ended before it was killed: {killed.communicate()}"
+        assert time.monotonic() < deadline, "no 3 segments done in 120 s"
+        time.sleep(0.02)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    done = ckpt.completed_segments(str(run_dir))
+    assert 3 <= len(done) < SEGMENTS
+
+    resumed = validate(spec_file, run_dir, "--resume", env=env)
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 1, err  # differences were found
+    result = json.loads(out)
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    left_over = sum(1 for s in range(SEGMENTS) if s not in done for _ in scan_segment(client, table, s, SEGMENTS))
+    assert result["counters"]["items_read"] == left_over < ITEMS * 0.8  # done segments were not read again
+    assert result["totals"]["items_read"] == result["totals"]["items_compared"] == ITEMS  # the whole table, once
+    assert ckpt.completed_segments(str(run_dir)) == set(range(SEGMENTS))
+    # every tampered item found once: those in segments the killed run finished, and the others
+    assert result["counts"] == {"different_value": len(TAMPERED), "different_attribute": len(TAMPERED)}
+    assert result["problems"] == []
+
+
+def test_a_sample_is_spread_over_the_whole_table(source):
+    endpoint, table, _items = source
+    spec = make_spec(endpoint, table)
+    sample = random_sample(spec.source, 100, item_count=ITEMS, seed=7)
+    assert len(sample) == 100
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    first_pages = [item["sk"]["S"] for item in scan_segment(client, table, limit=100)][:100]
+    partitions = {item["pk"]["S"] for item in sample}
+    assert len(partitions) >= 8  # the first 100 items of a scan come from one or two partitions
+    assert len({item["sk"]["S"] for item in sample} & set(first_pages)) < 50
+    again = random_sample(spec.source, 100, item_count=ITEMS, seed=8)
+    assert {item["sk"]["S"] for item in again} != {item["sk"]["S"] for item in sample}
