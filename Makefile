@@ -9,6 +9,7 @@ setup:
 
 test: setup
 	$(PY) -m ruff check .
+	bash tools/typecheck.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: setup

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
 from .context import load_spec
@@ -349,7 +349,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         raise tl.TimelineError(f"{run_dir} has no cutover timeline yet",
                                "run `ddb2bt catch-up` or `ddb2bt tail` with this --run-dir first")
     now_us = int(time.time() * 1_000_000)
-    phases = [{"phase": "backfill", "kind": timeline.backfill, "state": "done",
+    phases: list[dict[str, Any]] = [{"phase": "backfill", "kind": timeline.backfill, "state": "done",
                "applied_up_to": tl.us_to_iso(timeline.start_us)}]
     phases += [{"phase": "catch-up", "export": p.export, "state": "done", "from": tl.us_to_iso(p.from_us),
                 "applied_up_to": tl.us_to_iso(p.to_us), "counters": p.counters} for p in timeline.phases]
