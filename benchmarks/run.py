@@ -308,6 +308,10 @@ def _fmt_rate(value: float) -> str:
 
 def verdicts(results: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {}
+    if results.get("validate"):
+        from . import validate_section
+
+        found.update(validate_section.verdicts(results["validate"]))
     mapper = results.get("mapper")
     if mapper:
         found["mapper_ratio"] = {"value": mapper["ratio_vs_floor"], "target": ">= 0.8",
@@ -388,10 +392,14 @@ def render(results: dict[str, Any]) -> str:
             lines.append(row.format(f"  peak RSS at {memory['small']['items']:,}, MiB", "",
                                     f"{run['peak_rss_bytes'] / mib:,.0f}", "",
                                     f"{run['label']} ({run['processes']} processes)"))
+    if results.get("validate"):
+        from . import validate_section
+
+        lines += validate_section.render(results["validate"])
     lines.append("")
     for name, verdict in results.get("targets", {}).items():
         value = verdict["value"]
-        shown = f"{value / 2**20:,.0f} MiB" if name == "memory_peak" else f"{value:.2f}"
+        shown = f"{value / 2**20:,.0f} MiB" if name in ("memory_peak", "validate_memory_peak") else f"{value:.2f}"
         lines.append(f"target {name:<20} {shown:>12}  ({verdict['target']}): {'met' if verdict['met'] else 'NOT met'}")
     return "\n".join(lines)
 
@@ -414,6 +422,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              "a profiled run's own figures are slowed by the profiler and not comparable")
     parser.add_argument("--cutover", action="store_true", help="also the cutover section (benchmarks/cutover.py: "
                         "changes/s from an incremental export and from the stream vs migrate's items/s)")
+    parser.add_argument("--validate", action="store_true", help="also the validate section (benchmarks/"
+                        "validate_section.py: validate's items/s vs migrate's on the same data, its peak RSS)")
     parser.add_argument("--output", default=str(RESULTS / "latest.json"))
     args = parser.parse_args(argv)
 
@@ -492,6 +502,11 @@ def servers_part(args: argparse.Namespace, n: int, memory_n: int) -> dict[str, A
             log(f"export folder: {memory_n:,} items (memory check)")
             big_dir, _ = load.cached_export(memory_n, 16 if memory_n >= 500_000 else files)
             out["memory"] = memory_section(bench, export_dir, n, big_dir, memory_n, out["end_to_end"])
+        if args.validate:
+            from .validate_section import validate_section
+
+            big = {} if args.no_memory else {"big_export": big_dir, "big_n": memory_n}
+            out["validate"] = validate_section(bench, PROJECT, INSTANCE, small_export=export_dir, **big)
     return out
 
 

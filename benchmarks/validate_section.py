@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     Path(args.output).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     print("\n".join(render(results["validate"])))
     for name, verdict in results["targets"].items():
-        print(f"target {name}: {verdict['value']:.2f} ({verdict['target']}): {'met' if verdict['met'] else 'NOT met'}")
+        shown = f"{verdict['value'] / 2**20:,.0f} MiB" if name.endswith("peak") else f"{verdict['value']:.2f}"
+        print(f"target {name}: {shown} ({verdict['target']}): {'met' if verdict['met'] else 'NOT met'}")
     return results
 
 

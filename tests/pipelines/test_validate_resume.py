@@ -9,11 +9,9 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import boto3
-import pytest
 import yaml
 
 from ddb2bt.app.migrate import migrate
@@ -21,36 +19,22 @@ from ddb2bt.app.options import RunOptions
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines import checkpoint as ckpt
 from ddb2bt.pipelines import local_servers
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 from ddb2bt.pipelines.dynamodb_scan import scan_segment
 from ddb2bt.pipelines.validate_sample import random_sample
 
+from . import test_faults
+
+kill_source = test_faults.kill_source  # the same 12,000 items in dynalite as the migration's kill test
+ITEMS, SEGMENTS = test_faults.KILL_ITEMS, test_faults.KILL_SEGMENTS
+
 DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
-ITEMS, SEGMENTS, PARTITIONS = 12_000, 10, 97
+PARTITIONS = 97  # kill_source's items: pk p{i % 97}, sk i{i:06d}
 TS = 1_704_067_200_000_000
 TAMPERED = range(0, ITEMS, ITEMS // 20)  # 20 items spread over the key space
 
 
-@pytest.fixture(scope="module")
-def source(dynalite):
-    table = f"v{uuid.uuid4().hex[:12]}"
-    items = [{"pk": {"S": f"p{i % PARTITIONS}"}, "sk": {"S": f"i{i:06d}"}, "n": {"N": str(i)},
-              "text": {"S": f"item {i} " + "x" * 150}} for i in range(ITEMS)]
-    with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
-        client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
-        create_table(client, table, "pk", "sk")
-        put_items(client, table, items)
-    return dynalite.endpoint, table, items
-
-
 def make_spec(endpoint: str, table: str) -> MappingSpec:
-    return MappingSpec.model_validate({
-        "source": {"table": table, "endpoint_url": endpoint, "region": "us-east-1", "partition_key": "pk",
-                   "sort_key": "sk", "total_segments": SEGMENTS},
-        "target": {"table": table, "families": {"d": {}}},
-        "migration_time": "2024-01-01T00:00:00Z",
-        "entities": [{"name": "thing", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
-    })
+    return test_faults.kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
 
 
 def validate(spec_file: Path, run_dir: Path, *args: str, env: dict) -> subprocess.Popen:
@@ -60,10 +44,10 @@ def validate(spec_file: Path, run_dir: Path, *args: str, env: dict) -> subproces
                             start_new_session=True)
 
 
-def test_kill_9_then_resume_reads_only_unfinished_segments(bigtable_env, source, tmp_path):
+def test_kill_9_then_resume_reads_only_unfinished_segments(bigtable_env, kill_source, tmp_path):
     from google.cloud.bigtable.data import BigtableDataClient, SetCell
 
-    endpoint, table, items = source
+    endpoint, table, items = kill_source
     spec = make_spec(endpoint, table)
     assert migrate(spec, RunOptions(run_dir=str(tmp_path / "migrated"))).ok
     with BigtableDataClient(project=spec.target.project) as client:
@@ -100,8 +84,8 @@ def test_kill_9_then_resume_reads_only_unfinished_segments(bigtable_env, source,
     assert result["problems"] == []
 
 
-def test_a_sample_is_spread_over_the_whole_table(source):
-    endpoint, table, _items = source
+def test_a_sample_is_spread_over_the_whole_table(kill_source):
+    endpoint, table, _items = kill_source
     spec = make_spec(endpoint, table)
     sample = random_sample(spec.source, 100, item_count=ITEMS, seed=7)
     assert len(sample) == 100
