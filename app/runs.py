@@ -130,6 +130,18 @@ def live_folder(prepared: PreparedRun) -> str | None:
     return progress_dir(prepared.run_dir) if prepared.direct and not prepared.dry_run else None
 
 
+def worker_log(prepared: PreparedRun) -> str | None:
+    """Where the worker processes of a multi-process local run should write their own output (their start-up
+    chatter, their tracebacks of a requested stop); None when the run starts no such processes."""
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    if live_folder(prepared) is None:
+        return None
+    if prepared.pipeline_options.view_as(DirectOptions).direct_running_mode != "multi_processing":
+        return None
+    return str(Path(prepared.run_dir) / "workers.log")
+
+
 def reset_live(folder: str | None) -> None:
     from ..pipelines.progress import reset
 

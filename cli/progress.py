@@ -6,8 +6,10 @@ cells and bytes written, the rate and an ETA, scan segments stored. On a termina
 otherwise (CI logs, pipes) a plain line every ``DDB2BT_PROGRESS_SECONDS`` (10 by default).
 
 Ctrl-C asks the run to stop at its next batch and waits for it (the writer flushes and closes);
-a second Ctrl-C quits at once. The pipeline's thread blocks SIGINT, and so do the worker
-processes it starts (a blocked signal is inherited), so only this process hears the key.
+a second Ctrl-C quits at once. On a terminal, Ctrl-C is read as a key during the run rather than
+sent as SIGINT to the whole process group (see :func:`ctrl_c_as_a_key`), so the worker processes
+of a multi-process run live on until the run stops; elsewhere SIGINT reaches this process's main
+thread (the pipeline's thread blocks it).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..mappers.units import human_size
@@ -158,6 +161,8 @@ class LiveRun:
     expected: int | None = None
     on_force_quit: Callable[[], str] | None = None
     """The line to print when a second Ctrl-C quits without waiting (e.g. the resume command)."""
+    worker_log: str | None = None
+    """Where processes the run starts write their stderr (this process's own goes on to the terminal)."""
 
 
 def run_live(live: LiveRun) -> Any:
@@ -166,7 +171,7 @@ def run_live(live: LiveRun) -> Any:
     outcome: dict[str, Any] = {}
 
     def target() -> None:
-        if hasattr(signal, "pthread_sigmask"):  # this thread and the worker processes it starts ignore Ctrl-C
+        if hasattr(signal, "pthread_sigmask"):  # only the main thread takes a SIGINT (e.g. `kill -INT`)
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             outcome["result"] = live.run()
@@ -187,11 +192,13 @@ def run_live(live: LiveRun) -> Any:
         return Snapshot(totals, now - start, rate.add(now, totals.get("items_read", 0)), live.expected,
                         live.segments())
 
-    with _display(console, live.label) as show:
+    with stderr_of_children(live.worker_log), _display(console, live.label) as show, ctrl_c_as_a_key() as pressed:
         worker.start()
         while not finished.is_set():
             try:
                 finished.wait(POLL_SECONDS)
+                if pressed is not None and pressed():
+                    raise KeyboardInterrupt
                 if stopping:
                     live.stop()  # again: cheap, and safe against a run that had not started its clock yet
                 show(snapshot(), stopping)
@@ -206,7 +213,84 @@ def run_live(live: LiveRun) -> Any:
     return outcome["result"]
 
 
+@contextmanager
+def stderr_of_children(path: str | None) -> Iterator[None]:
+    """Processes started meanwhile write their stderr (fd 2) to ``path``; this one's ``sys.stderr`` stays as it was.
+
+    A multi-process DirectRunner starts its workers with this process's fd 2, and each prints
+    its own start-up warnings and tracebacks there; they belong in a log, not across the bar.
+    """
+    if path is None:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    own, saved = open(os.dup(terminal), "w", buffering=1, encoding="utf-8", errors="replace"), sys.stderr
+    os.dup2(log, 2)
+    os.close(log)
+    sys.stderr = own
+    try:
+        yield
+    finally:
+        own.flush()
+        sys.stderr = saved
+        os.dup2(terminal, 2)
+        os.close(terminal)
+        own.close()
+
+
+_restore_terminal: list[Callable[[], None]] = []
+
+
+@contextmanager
+def ctrl_c_as_a_key() -> Iterator[Callable[[], bool] | None]:
+    """On a terminal this process owns, Ctrl-C becomes a key this process reads instead of a SIGINT.
+
+    The terminal sends SIGINT to its whole foreground process group, and a multi-process
+    DirectRunner's workers (started through a shell, which unblocks signals) would die of it and
+    leave the runner waiting for them. So for the run the terminal's interrupt character is turned
+    off (Ctrl-Z and Ctrl-\\ still work) and input is read unbuffered; yields "was Ctrl-C pressed
+    since the last call?", or None when stdin is no terminal in the foreground (SIGINT then stays
+    the way in). The terminal is restored afterwards.
+    """
+    try:
+        fd = sys.stdin.fileno()
+        owned = os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp()
+    except (AttributeError, OSError, ValueError):  # e.g. a test runner's stdin
+        owned = False
+    if not owned:
+        yield None
+        return
+    import select
+    import termios
+
+    saved = termios.tcgetattr(fd)
+    mode = termios.tcgetattr(fd)
+    mode[3] &= ~(termios.ICANON | termios.ECHO)
+    mode[6][termios.VINTR] = bytes([os.fpathconf(fd, "PC_VDISABLE") & 0xFF])
+    mode[6][termios.VMIN], mode[6][termios.VTIME] = 0, 0
+
+    def restore() -> None:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+    def pressed() -> bool:
+        ready, _, _ = select.select([fd], [], [], 0)
+        return bool(ready) and b"\x03" in os.read(fd, 1024)
+
+    termios.tcsetattr(fd, termios.TCSADRAIN, mode)
+    _restore_terminal.append(restore)
+    try:
+        yield pressed
+    finally:
+        _restore_terminal.remove(restore)
+        restore()
+
+
 def _force_quit(console: Any, live: LiveRun) -> None:
+    for restore in _restore_terminal:
+        restore()
     console.print("error: interrupted again: quit without waiting for the batches in flight"
                   + (f"; {live.on_force_quit()}" if live.on_force_quit else ""), markup=False, highlight=False)
     sys.stdout.flush()

@@ -92,7 +92,7 @@ def _confirm() -> None:
 def _run_here(prepared: PreparedRun, spec_path: str, extra: tuple[str, ...], estimated: int | None) -> MigrateResult:
     """A local run with live progress on stderr; Ctrl-C stops it at the next batch."""
     from ...app import migrate as use_case
-    from ...app.runs import segments_done
+    from ...app.runs import segments_done, worker_log
     from ..progress import LiveRun, run_live
 
     def segments() -> tuple[int, int] | None:
@@ -109,12 +109,13 @@ def _run_here(prepared: PreparedRun, spec_path: str, extra: tuple[str, ...], est
         stop=lambda: use_case.request_stop(prepared),
         expected=prepared.expected_items if prepared.expected_items is not None else estimated,
         on_force_quit=quit_line if prepared.scanning else None,
+        worker_log=worker_log(prepared),
     ))
 
 
 def summary(p: PreparedRun) -> list[str]:
     """What the run will do, before it starts (stderr): runner, folder, segments, resume, source, read budget, target."""
-    from ...app.runs import read_pace
+    from ...app.runs import read_pace, worker_log
     from ...mappers.units import human_duration, human_size
     from ..plan_text import target_lines
 
@@ -140,6 +141,9 @@ def summary(p: PreparedRun) -> list[str]:
                      f"RCU/s: {pace.per_segment:,.0f} per segment, {at_once}"
                      + (f"; the scan takes at least {human_duration(pace.scan_seconds)} at that pace"
                         if pace.scan_seconds is not None else ""))
+    log = worker_log(p)
+    if log is not None:
+        lines.append(f"worker processes write their own output to {log}")
     if p.target_diff is not None:
         lines += target_lines(p.target_diff, header=False)
     return lines

@@ -128,10 +128,16 @@ def stored_rows(spec: Path, emulator: str, monkeypatch) -> int:
     return sum(1 for _ in read_cells(load_spec(spec).target))
 
 
-def test_prompt_progress_ctrl_c_and_resume(slow_run, bigtable_emulator, tmp_path, monkeypatch):
+MULTI = ("--direct_running_mode", "multi_processing", "--direct_num_workers", "2")
+
+
+@pytest.mark.parametrize("mode", [pytest.param((), id="in_memory"),
+                                  pytest.param(MULTI, id="multi_processing", marks=pytest.mark.slow)])
+def test_prompt_progress_ctrl_c_and_resume(slow_run, bigtable_emulator, tmp_path, monkeypatch, mode):
+    """In memory, and with worker processes, which a Ctrl-C sent to the whole process group would kill."""
     spec, env = slow_run
     run_dir = tmp_path / "run"
-    term = Terminal([DDB2BT, "migrate", str(spec), "--run-dir", str(run_dir), *SLOW], env, tmp_path)
+    term = Terminal([DDB2BT, "migrate", str(spec), "--run-dir", str(run_dir), *SLOW, *mode], env, tmp_path)
     term.expect(r"Start the migration\? \[y/N\]")
     term.send(b"y\r")
 
@@ -152,6 +158,9 @@ def test_prompt_progress_ctrl_c_and_resume(slow_run, bigtable_emulator, tmp_path
 
     resume = shlex.split(errors[0].split("resume with: ", 1)[1])
     assert resume[:3] == ["ddb2bt", "migrate", str(spec)] and resume[-3:] == ["--resume", "--run-dir", str(run_dir)]
+    assert all(flag in resume for flag in (*SLOW, *mode))  # the same options again
+    if mode:
+        assert (run_dir / "workers.log").stat().st_mode & 0o777 == 0o600  # the workers' own output, not on the bar
     finished = subprocess.run([DDB2BT, *resume[1:], "--yes"], env=env, cwd=tmp_path, capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, timeout=180)
     assert finished.returncode == 0, finished.stderr
