@@ -137,5 +137,7 @@ class DeadLetterLimit:
         return dead * 100 > self.percent * items
 
     def describe(self, dead: int, items: int) -> str:
-        share = f" ({dead * 100 / items:.0f}%)" if items else ""
-        return f"{dead} of {items} items read were dead-lettered{share}, more than --max-dead-letters {self.text} allows"
+        if self.count is not None:  # judged as the dead letters come, so `items` may not count the latest batch yet
+            return f"{dead} items were dead-lettered, more than --max-dead-letters {self.text} allows"
+        share = f"{dead * 100 / items:.2f}".rstrip("0").rstrip(".") if items else "0"
+        return f"{dead} of {items} items read were dead-lettered ({share}%), more than --max-dead-letters {self.text} allows"

@@ -74,15 +74,15 @@ class DeadLetterGate:
         self.reasons: Counter[str] = Counter()
 
     def letter(self, letter: DeadLetter) -> bool:
-        """Count one dead letter of an item; True when the run must stop."""
+        """Count one dead letter of an item; True when a count limit is passed (a share waits for the batch's tally)."""
         self.dead += 1
         if self.limit is None:
             return False
         self.reasons[f"{letter.entity or '(no entity)'}: {letter.reason}"[:200]] += 1
-        return self.limit.exceeded(self.dead, self.items)
+        return self.limit.count is not None and self.limit.exceeded(self.dead, self.items)
 
     def mapped(self, count: int) -> bool:
-        """Count the items of a batch about to be mapped (its tally comes first); True when the run must stop."""
+        """Count the items of a mapped batch (its tally follows its dead letters); True when the run must stop."""
         self.items += count
         return self.limit is not None and self.limit.exceeded(self.dead, self.items)
 

@@ -91,7 +91,6 @@ class _MapFn(beam.DoFn):
         if isinstance(batch, SegmentDone):
             yield batch
             return
-        yield ItemsMapped(len(batch))  # before the batch's dead letters: Persist judges them against every item read
         map_item = self._compiled.map_item
         rows, skipped, unmatched, letters = Batch(nbytes=getattr(batch, "nbytes", 0)), 0, 0, 0
         for item in batch:
@@ -112,6 +111,7 @@ class _MapFn(beam.DoFn):
                                 "dead_lettered": letters})
         if rows:
             yield rows
+        yield ItemsMapped(len(batch))  # after the batch's dead letters: a share is judged on whole batches
 
 
 class _PersistFn(beam.DoFn):

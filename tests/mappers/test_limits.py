@@ -190,3 +190,10 @@ def test_dead_letter_limits(text, dead, items, during, final):
 def test_dead_letter_limits_that_are_neither_a_count_nor_a_percentage(text):
     with pytest.raises(ValueError, match="neither a number of items nor a percentage"):
         limits.DeadLetterLimit.parse(text)
+
+
+def test_a_stop_says_the_share_without_rounding_it_onto_the_limit():
+    assert limits.DeadLetterLimit.parse("10%").describe(251, 2500).startswith("251 of 2500 items read were dead-lettered "
+                                                                              "(10.04%), more than")
+    assert limits.DeadLetterLimit.parse("250").describe(251, 129) == ("251 items were dead-lettered, more than "
+                                                                      "--max-dead-letters 250 allows")

@@ -376,7 +376,7 @@ def test_a_small_run_over_the_limit_is_not_ok(bigtable_env, small_source, tmp_pa
         run_migration(spec, RunOptions(run_dir=str(tmp_path / "c"), max_dead_letters="299"))
     error = recover(stopped.value)
     assert isinstance(error, TooManyDeadLetters) and isinstance(error, UsageError), stopped.value
-    assert "300 of 300 items read were dead-lettered (100%), more than --max-dead-letters 299 allows" in str(error)
+    assert "300 items were dead-lettered, more than --max-dead-letters 299 allows" in str(error)
     assert len((tmp_path / "c" / "dead_letters.jsonl").read_text().splitlines()) == len(items)  # joined after the stop
 
 
