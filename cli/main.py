@@ -54,6 +54,8 @@ def main(
         warnings.filterwarnings("ignore", message="Connecting to Bigtable emulator")  # BIGTABLE_EMULATOR_HOST is deliberate
         # The client's metrics layer logs its own bookkeeping errors when a call fails; the call's error is what we show.
         logging.getLogger("google.cloud.bigtable.data._metrics").setLevel(logging.CRITICAL)
+        # Beam logs a failed step's traceback at ERROR before it re-raises the error, which is then shown as one line.
+        logging.getLogger("apache_beam").setLevel(logging.CRITICAL)
     if debug:
         import logging
 

@@ -94,7 +94,8 @@ def recover(error: BaseException) -> Ddb2btError | None:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, Ddb2btError):
-            return current
+            text = str(current)  # Beam re-raises a step's error as its own type with " [while running 'Step']" added
+            return _rebuild(type(current), _STEP_SUFFIX.sub("", text).strip()) if _STEP_SUFFIX.search(text) else current
         current = current.__cause__ or current.__context__
     found = None
     for match in _QUALIFIED_LINE.finditer(str(error)):

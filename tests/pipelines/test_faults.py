@@ -348,6 +348,7 @@ def test_a_run_that_dead_letters_everything_stops_early_and_keeps_its_dead_lette
     error = output.strip().splitlines()[-1]
     assert error.startswith("error: migration stopped:") and "more than --max-dead-letters 10% allows" in error, output
     assert "required attribute is missing" in error and "--resume" in error and "--max-dead-letters 100%" in error
+    assert "Traceback" not in output and "[while running" not in error, output  # one line, not Beam's log
     letters = (run_dir / "dead_letters.jsonl").read_text().splitlines()
     dead, read = map(int, re.search(r"stopped: (\d+) of (\d+) items read", error).groups())
     assert len(letters) == dead and 1000 <= read < len(items) / 2  # stopped early, every dead letter so far kept
