@@ -273,7 +273,9 @@ class Comparer:
         self.now_us, self.key_names = now_us, key_names
         self.decoders = DecoderCache(spec) if decode_every else None
         self.decode_every, self._matching = decode_every, 0
-        self._entities = (self.decoders.probe if self.decoders else Decoder(spec)).entities
+        entities = (self.decoders.probe if self.decoders else Decoder(spec)).entities
+        self._readers = [(entity, _literal_prefix(entity)) for entity in entities]
+        """Each entity's row key reader, and the bytes every row key of it starts with (a cheap first test)."""
 
     def whole_row(self, row_key: bytes, members: list[Member]) -> bool:
         """Whether no item outside one partition can map to this row, so a scan gives all its items together.
@@ -291,7 +293,9 @@ class Comparer:
         if len(texts) != 1:
             return False
         (text,) = texts
-        for entity in self._entities:
+        for entity, prefix in self._readers:
+            if not row_key.startswith(prefix):
+                continue
             try:
                 revealed = entity.key_values(row_key)
             except (DecodeError, UnicodeDecodeError, ValueError):
@@ -317,6 +321,10 @@ class Comparer:
         the group owns the row. A missing row's claims go there too (``missing_claims``: with
         --repair, whose rewrite another group of the row may read), unless the group is whole.
         """
+        if len(members) == 1 and actual is not None:
+            same = self._same(row_key, members[0], actual, extras=extras, scan_order=scan_order)
+            if same is not None:
+                return same
         producers: dict[CellKey, list[tuple[bytes, int]]] = {}
         cells_expected = 0
         for index, (row, _item) in enumerate(members):
@@ -388,6 +396,36 @@ class Comparer:
             elif not (scan_order and self.whole_row(row_key, members)):  # others may write here: say we own it
                 candidate = Candidate(row_key, owns_all=True, owner=keys[0], cells=len(have))
         return GroupResult(differences, fixes, candidate, cells_expected, matched, True, not_decoded, decoded)
+
+    def _same(self, row_key: bytes, member: Member, actual: Iterable[Cell], *, extras: bool,
+              scan_order: bool) -> GroupResult | None:
+        """The common case fast: one item, and its row holds exactly its cells (else None: the general path)."""
+        row, item = member
+        found = list(actual)
+        if len(found) != len(row.cells):
+            return None
+        have = {(c.family, c.qualifier, c.timestamp_micros): c.value for c in found}
+        get = have.get
+        for cell in row.cells:
+            if get((cell.family, cell.qualifier, cell.timestamp_micros)) != cell.value:
+                return None
+        decoded = not_decoded = 0
+        differences: list[Difference] = []
+        if self.decoders is not None:
+            self._matching += 1
+            if self._matching % self.decode_every == 0:
+                read_back = self.decoders.differences(item, row.entity, row_key, list(row.cells))
+                if read_back is None:
+                    not_decoded = 1
+                else:
+                    decoded = 1
+                    key = self.item_key(item) if read_back else None
+                    differences = [Difference("different_attribute", row_key, key, attribute=name, expected=want,
+                                              found=got) for name, want, got in read_back]
+        candidate = None
+        if extras and not (scan_order and self.whole_row(row_key, [member])):
+            candidate = Candidate(row_key, owns_all=True, owner=self.item_key(item), cells=len(have))
+        return GroupResult(differences, [], candidate, len(row.cells), len(row.cells), True, not_decoded, decoded)
 
     @staticmethod
     def _candidate(row_key: bytes, producers: dict[CellKey, list[tuple[bytes, int]]], keys: _LazyKeys,
@@ -543,6 +581,12 @@ class DecoderCache:
             return None
         source = claimed[0]
         return source if isinstance(source, str) else source.spec.attribute
+
+
+def _literal_prefix(entity: Any) -> bytes:
+    """What every row key of the entity starts with: the template's leading text (nothing when salted)."""
+    first = entity.key.pieces[0] if entity.key.pieces else ""
+    return b"" if entity.spec.row_key.salt_buckets or not isinstance(first, str) else first.encode()
 
 
 def _unreadable_key(reader: Any) -> bool:

@@ -7,7 +7,8 @@ a segment is marked done as soon as everything it found is stored)::
 
 ``Compare`` groups each batch's mapped rows by row key, carries the batch's last group over to
 the next batch (a row folded from consecutive items stays one group across page ends), reads
-the batch's rows from Bigtable in ReadRows requests of up to 1,000 keys, and compares each group
+the batch's rows from Bigtable in ReadRows requests of up to 1,000 keys (in a background thread,
+while the batch before is compared), and compares each group
 (:class:`ddb2bt.mappers.validate.Comparer`): cell by cell, and item by item through the decoder.
 With ``--repair`` the cells a group misses or holds differently go to the same writer migrate
 uses. ``Persist`` writes differences, row-group candidates and figures to part files
@@ -23,6 +24,7 @@ import base64
 import json
 import logging
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterator, NamedTuple
 
 import apache_beam as beam
@@ -104,9 +106,12 @@ class _CompareFn(beam.DoFn):
         self._comparer = Comparer(spec, now_us=self._now_ms * 1000, key_names=keys,
                                   decode_every=self._decode_every)
         self._lookup = RowLookup(self._destination)
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-lookup")
         relax_young_gc()
 
     def start_bundle(self) -> None:
+        self._ahead: tuple[dict[bytes, list], Future] | None = None
+        """The last batch's groups, whose rows are being read while the batch before is compared."""
         self._carry: tuple[bytes, list] | None = None
         self._stats: Counter[str] = Counter()
         self._split: set[bytes] = set()
@@ -133,22 +138,26 @@ class _CompareFn(beam.DoFn):
             else:
                 self._carry = None
                 self._split.add(last)
-            yield from self._compare(groups)
+            ahead, self._ahead = self._ahead, (groups, self._reader.submit(self._lookup.rows, list(groups)))
+            if ahead is not None:
+                yield from self._compare(ahead[0], ahead[1].result())
 
     def finish_bundle(self) -> Iterator[Any]:
         for output in self._flush():
             yield GlobalWindows.windowed_value(output)
 
     def _flush(self) -> Iterator[Any]:
+        if self._ahead is not None:
+            (groups, reading), self._ahead = self._ahead, None
+            yield from self._compare(groups, reading.result())
         groups = {}
         if self._carry is not None:
             groups[self._carry[0]] = self._carry[1]
             self._carry = None
         if groups or self._stats:
-            yield from self._compare(groups)
+            yield from self._compare(groups, self._lookup.rows(groups) if groups else {})
 
-    def _compare(self, groups: dict[bytes, list]) -> Iterator[Any]:
-        actual = self._lookup.rows(groups) if groups else {}
+    def _compare(self, groups: dict[bytes, list], actual: dict[bytes, list]) -> Iterator[Any]:
         differences: list[str] = []
         candidates: list[str] = []
         owners: list[str] = []
@@ -188,6 +197,8 @@ class _CompareFn(beam.DoFn):
             yield fixes
 
     def teardown(self) -> None:
+        if getattr(self, "_reader", None) is not None:
+            self._reader.shutdown()
         lookup = getattr(self, "_lookup", None)
         if lookup is not None:
             lookup.close()
