@@ -32,7 +32,7 @@ from .attrvalue import AttributeValueError, key_text, kind_of, to_export_json
 from .decode import Decoder, DecodeError, _ignored_by_construct, comparable
 from .results import Cell, MappedRow
 from .sample import readable_bytes
-from .spec import GcPolicy, MappingSpec
+from .spec import GcPolicy, Layout, MappingSpec
 
 CellKey = tuple[str, bytes, int]
 """(family, qualifier, timestamp_micros): what identifies a cell within a row."""
@@ -527,6 +527,7 @@ class DecoderCache:
         self.names = tuple(sorted(names))
         self._decoders: dict[tuple, Decoder] = {}
         self._ignored = {entity.name: entity.ignore | _ignored_by_construct(entity.spec, spec) for entity in probe.entities}
+        self._skipped = {entity.name: _ignored_cells(entity, self._ignored[entity.name]) for entity in probe.entities}
         self.unreadable = {entity.name for entity in probe.entities if _unreadable_key(entity.key)}
         """Entities whose row keys cannot be read back by construction (a declared-lossy attribute read twice)."""
 
@@ -551,6 +552,9 @@ class DecoderCache:
             return None
         decoder = self.decoder(item)
         ignore = self._ignored.get(entity, set())
+        skip = self._skipped.get(entity)
+        if skip:  # cells of ignored attributes that reveal nothing: never read back, and often what cannot be
+            cells = [cell for cell in cells if not skip(cell)]
         try:
             back = decoder.decode_item(entity, row_key, cells)
         except (DecodeError, ValueError, AttributeValueError) as err:
@@ -581,6 +585,27 @@ class DecoderCache:
             return None
         source = claimed[0]
         return source if isinstance(source, str) else source.spec.attribute
+
+
+def _ignored_cells(entity: Any, ignore: set[str]) -> Any:
+    """A test for the cells of the entity's ignored attributes whose qualifiers reveal nothing (None: there are none)."""
+    exact, prefixes = set(), []
+    for column in entity.columns:
+        if column.spec.attribute in ignore and column.reader is None:
+            if column.layout in (Layout.set, Layout.map):
+                prefixes.append((column.family, column.qualifier))
+            else:
+                exact.add((column.family, column.qualifier))
+    if entity.rest is not None:
+        exact.update((entity.rest.family, name.encode()) for name in ignore)
+    if not exact and not prefixes:
+        return None
+
+    def ignored(cell: Cell) -> bool:
+        return (cell.family, cell.qualifier) in exact or any(
+            cell.family == family and cell.qualifier.startswith(prefix) for family, prefix in prefixes)
+
+    return ignored
 
 
 def _literal_prefix(entity: Any) -> bytes:
