@@ -19,12 +19,12 @@ if TYPE_CHECKING:
     from .options import RunOptions
 
 RUNS_ROOT = "runs"
+"""Where default run folders go (``runs/<table>-<UTC time>``), relative to the working directory."""
 
 
 def source_name(spec: MappingSpec) -> str:
     """The source table, or the export's path."""
     return spec.source.table or (spec.source.export.path if spec.source.export is not None else "")
-"""Where default run folders go (``runs/<table>-<UTC time>``), relative to the working directory."""
 
 
 def latest_run(spec_hash: str, root: str = RUNS_ROOT) -> str:
@@ -57,11 +57,11 @@ def before_run(spec: MappingSpec, options: RunOptions, source: SourceDescription
     found = {"source_description": source, "found_run_dir": bool(options.resume and not options.run_dir)}
     if dry_run:
         return found
+    if scanning and options.resume:  # read-only with resume: nothing to resume, another spec, another segment count
+        Checkpoint.start(run_dir, spec_hash(spec), total_segments, str(spec.source.table), resume=True)
     diff = diff_target(spec.target, strict=True)  # a dead or refusing Bigtable fails here, in seconds
     if diff.blocking:
         raise mismatch_error(spec.target, diff.comparison)
-    if scanning and options.resume:  # read-only with resume: nothing to resume, another spec, another segment count
-        Checkpoint.start(run_dir, spec_hash(spec), total_segments, str(spec.source.table), resume=True)
     done = len(completed_segments(run_dir)) if scanning and options.resume else 0
     expected, basis = _expected_items(spec, options, source, total_segments, done, pipeline_options)
     return {**found, "target_diff": diff, "expected_items": expected, "expected_from": basis, "segments_done": done}
