@@ -45,7 +45,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
            "runs/<table>-<UTC time>; a gs:// or s3:// folder on Dataflow)."),
     Option("dead_letter", str, "Dead-letter file (default <run dir>/dead_letters.jsonl). It holds whole items, i.e. "
            "user data."),
-    Option("resume", bool, "Continue the run in --run-dir, skipping the scan segments it completed.", False),
+    Option("resume", bool, "Continue the run in --run-dir, skipping the scan segments it completed (migrate without "
+           "--run-dir: the latest run of this spec under runs/).", False),
     Option("total_segments", int, "Parallel scan segments (overrides the spec).", minimum=1, maximum=SCAN_SEGMENTS_MAX),
     Option("sample", int, "Only N items: migrate the first N (a trial run, no checkpoint); validate N picked at "
            "random across the table.", minimum=1),
