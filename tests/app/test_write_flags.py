@@ -13,16 +13,9 @@ from typer.testing import CliRunner
 from ddb2bt.cli.main import app
 from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
 
+from .test_errors import SPEC  # one two-column spec for the app tests' small tables
+
 ITEMS = 12
-SPEC = """\
-source: {{table: {table}, endpoint_url: "{endpoint}", region: us-east-1}}
-target: {{table: {table}, families: {{f: {{max_versions: 1}}}}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: item
-    row_key: "{{pk}}"
-    columns: [{{attribute: v, family: f}}]
-"""
 
 
 @pytest.fixture
