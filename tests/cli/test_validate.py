@@ -93,3 +93,28 @@ def test_sample_repair_and_refusals(invoke, videos, tmp_path):
     assert migration.exit_code == 2 and "run folder of a migration" in migration.stderr
     nothing = invoke("validate", spec, "--resume", "--run-dir", tmp_path / "never", *endpoint)
     assert nothing.exit_code == 2 and "nothing to resume" in nothing.stderr
+
+
+DRY_SPEC = """\
+source: {table: Videos, partition_key: pk, sort_key: sk, region: us-east-1}
+target: {project: dummy-project, instance: my-instance, table: videos, families: {v: {max_versions: 1}}}
+migration_time: "2024-01-01T00:00:00Z"
+entities:
+  - {name: video, row_key: "{pk}", columns: [{attribute: title, family: v}], drop: [sk]}
+"""
+
+
+def test_the_dataflow_job_is_built_offline(invoke, tmp_path, monkeypatch):
+    """Dataflow's dry run: the validation's job graph is built with no network and no credentials."""
+    monkeypatch.delenv("BIGTABLE_EMULATOR_HOST", raising=False)
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")  # Beam's credential lookup fails at once, offline
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(DRY_SPEC)
+    beam = ["--runner", "DataflowRunner", "--project", "dummy-project", "--region", "us-central1",
+            "--temp_location", "gs://dummy-bucket/tmp", "--dry_run=True"]
+    built = invoke("validate", spec, "--run-dir", "gs://dummy-bucket/runs/v", "--total-segments", "4", "--repair",
+                   *beam)
+    assert built.exit_code == 0, built.output
+    assert "dry run: built 5 stages: Scan, Map, Compare, Repair, Persist" in built.stdout
+    local = invoke("validate", spec, "--run-dir", tmp_path / "v", *beam)
+    assert local.exit_code == 2 and "gs://" in local.stderr  # workers cannot write a local run folder
