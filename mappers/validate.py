@@ -276,6 +276,10 @@ class Comparer:
         entities = (self.decoders.probe if self.decoders else Decoder(spec)).entities
         self._readers = [(entity, _literal_prefix(entity)) for entity in entities]
         """Each entity's row key reader, and the bytes every row key of it starts with (a cheap first test)."""
+        partition = key_names[0] if key_names else None
+        self._revealing = {entity.name for entity in entities if partition in entity.key.attributes
+                           and partition not in entity.key.lossy and not entity.key.problem}
+        """Entities whose row keys give the partition key back exactly (templates are injective)."""
 
     def whole_row(self, row_key: bytes, members: list[Member]) -> bool:
         """Whether no item outside one partition can map to this row, so a scan gives all its items together.
@@ -293,9 +297,10 @@ class Comparer:
         if len(texts) != 1:
             return False
         (text,) = texts
+        made_by = {row.entity for row, _item in members}
         for entity, prefix in self._readers:
-            if not row_key.startswith(prefix):
-                continue
+            if not row_key.startswith(prefix) or (made_by == {entity.name} and entity.name in self._revealing):
+                continue  # never this entity's row key; or the entity that made it, which gives the value back
             try:
                 revealed = entity.key_values(row_key)
             except (DecodeError, UnicodeDecodeError, ValueError):
