@@ -1,7 +1,7 @@
 """Compare what a spec maps the source to with what Bigtable holds, cell by cell and item by item: pure, no client.
 
 The unit is a *row group*: the source items that map to one row key, compared together against
-that row as read from Bigtable (`compare_group`). Each expected cell is counted before
+that row as read from Bigtable (`Comparer.compare`). Each expected cell is counted before
 de-duplication, so two items (or two sources of one item) producing the same
 `(row, family, qualifier, timestamp)` are a `collision`, never silently one cell. Each item is
 also read back through the spec's decoder (`mappers.decode`) from the cells the row holds for
@@ -15,205 +15,31 @@ which cells several groups claim (collisions across groups).
 Garbage collection is allowed for: a cell that its family's `max_versions` (counted over the
 cells seen in that column) or `max_age` may already have removed is neither missing nor extra.
 
-Records are JSON lines (`Difference.to_json`): bytes (row keys, qualifiers, cell values) are a
-string when they are printable UTF-8, else `{"base64": ...}`; attribute values are DynamoDB JSON (export
-form, `B` as base64).
+The records (differences, candidates) are in `validate_records`, the decoder's side in
+`validate_decode`.
 """
 
 from __future__ import annotations
 
-import base64
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from .attrvalue import AttributeValueError, key_text, kind_of, to_export_json
-from .decode import Decoder, DecodeError, _ignored_by_construct, comparable
+from .attrvalue import AttributeValueError, key_text, to_export_json
+from .decode import Decoder, DecodeError
 from .results import Cell, MappedRow
-from .sample import readable_bytes
-from .spec import GcPolicy, Layout, MappingSpec
+from .spec import GcPolicy, MappingSpec
+from .validate_decode import DecoderCache
+from .validate_records import (CELL_KINDS, KINDS, Candidate, CellKey, Difference, bytes_from_json, bytes_json,
+                               count_kinds, describe_counts)
 
-CellKey = tuple[str, bytes, int]
-"""(family, qualifier, timestamp_micros): what identifies a cell within a row."""
+__all__ = ["CELL_KINDS", "KINDS", "Candidate", "CellKey", "Comparer", "Difference", "GroupResult", "bytes_from_json",
+           "bytes_json", "collectable", "count_kinds", "describe_counts", "resolve_row"]
+
 Item = dict
 Member = tuple[MappedRow, Item]
 """One item of a row group and the row it maps to."""
-
-CELL_KINDS = ("missing_row", "missing_cell", "different_value", "extra_cell", "extra_version", "collision")
-"""What the cell-by-cell comparison finds."""
-KINDS = (*CELL_KINDS, "different_attribute", "extra_row")
-"""Every kind of difference: the decoder's (`different_attribute`) and the target scan's (`extra_row`) besides."""
-REPAIRABLE = {"missing_row": "rewritten", "missing_cell": "rewritten", "different_value": "rewritten",
-              "extra_cell": "deleted", "extra_version": "deleted", "extra_row": "deleted"}
-"""What `--repair` does about each kind; collisions and decoder differences are the spec's to fix."""
-
-
-# --------------------------------------------------------------------------- JSON forms of bytes
-
-
-def bytes_json(value: bytes | None) -> Any:
-    """Bytes in a JSON line: the text when they are UTF-8 without control characters (tabs and newlines aside),
-    else `{"base64": ...}` (None stays None)."""
-    if value is None:
-        return None
-    try:
-        text = value.decode()
-    except UnicodeDecodeError:
-        text = None
-    if text is None or not text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
-        return {"base64": base64.b64encode(value).decode("ascii")}
-    return text
-
-
-def bytes_from_json(value: Any) -> bytes | None:
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return base64.b64decode(value["base64"])
-    return str(value).encode()
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    if value is None:
-        return "(absent)"
-    if isinstance(value, bytes):
-        return _clip(readable_bytes(value), limit)
-    if isinstance(value, list):
-        return "[" + ", ".join(_short(v, limit // 2) for v in value) + "]"
-    return _clip(str(value), limit)
-
-
-# --------------------------------------------------------------------------- differences
-
-
-class Difference(NamedTuple):
-    """One difference between the source (as the spec maps it) and Bigtable.
-
-    `expected`/`found` are cell values (bytes) for cell kinds, DynamoDB JSON for
-    `different_attribute`, and for a `collision` `expected` lists every producer's value
-    (`items` names the producers). None is "absent".
-    """
-
-    kind: str
-    row_key: bytes
-    item_key: Any = None
-    """The source item's key attributes (DynamoDB JSON), None where no item is concerned or key names are unknown."""
-    family: str | None = None
-    qualifier: bytes | None = None
-    timestamp_micros: int | None = None
-    expected: Any = None
-    found: Any = None
-    attribute: str | None = None
-    items: tuple = ()
-    """For a collision: the key of every item producing the cell."""
-
-    def column(self) -> str | None:
-        if self.family is None:
-            return None
-        return f"{self.family}:{readable_bytes(self.qualifier or b'')}@{self.timestamp_micros}"
-
-    def to_json(self) -> dict[str, Any]:
-        """The differences file's line (see the module doc for bytes)."""
-        cell_values = self.kind != "different_attribute"
-        encode = (lambda v: [bytes_json(x) for x in v] if isinstance(v, list) else bytes_json(v)) if cell_values else (
-            lambda v: v)
-        line: dict[str, Any] = {"kind": self.kind, "item_key": self.item_key, "row_key": bytes_json(self.row_key)}
-        if self.family is not None:
-            line["column"] = {"family": self.family, "qualifier": bytes_json(self.qualifier),
-                              "timestamp_micros": self.timestamp_micros}
-        if self.attribute is not None:
-            line["attribute"] = self.attribute
-        line["expected"], line["found"] = encode(self.expected), encode(self.found)
-        if self.items:
-            line["items"] = list(self.items)
-        return line
-
-    @classmethod
-    def from_json(cls, line: Mapping[str, Any]) -> Difference:
-        column = line.get("column") or {}
-        cell_values = line["kind"] != "different_attribute"
-
-        def decode(value: Any) -> Any:
-            if not cell_values:
-                return value
-            return [bytes_from_json(v) for v in value] if isinstance(value, list) else bytes_from_json(value)
-
-        return cls(line["kind"], bytes_from_json(line["row_key"]) or b"", line.get("item_key"), column.get("family"),
-                   bytes_from_json(column.get("qualifier")), column.get("timestamp_micros"), decode(line.get("expected")),
-                   decode(line.get("found")), line.get("attribute"), tuple(line.get("items") or ()))
-
-    def describe(self, limit: int = 60) -> str:
-        """One line: kind, row (and column or attribute), values, the item."""
-        text = f"{self.kind.replace('_', ' ')}: {readable_bytes(self.row_key)}"
-        if self.family is not None:
-            text += f" {self.column()}"
-        if self.attribute is not None:
-            text += f" attribute {self.attribute!r}"
-        if self.kind in ("different_value", "different_attribute"):
-            text += f" expected {_short(self.expected, limit)} got {_short(self.found, limit)}"
-        elif self.kind in ("extra_cell", "extra_version"):
-            text += f" holds {_short(self.found, limit)}"
-        if self.items:
-            text += f" from {len(self.items)} items: {_clip(', '.join(_key_text(k) for k in self.items), limit * 2)}"
-        elif self.item_key:
-            text += f" (item {_key_text(self.item_key)})"
-        return text
-
-
-def _key_text(key: Any) -> str:
-    if not isinstance(key, dict):
-        return str(key)
-    parts = []
-    for name, value in key.items():
-        try:
-            parts.append(f"{name}={kind_of(value)[1]}")
-        except AttributeValueError:
-            parts.append(f"{name}={value}")
-    return ", ".join(parts)
-
-
-class Candidate(NamedTuple):
-    """A row group's view of its row, for `resolve_row`: the cells it claims, and the cells it does not.
-
-    ``owns_all``: the group produces every cell the row held when it was read (``cells`` of them),
-    so it leaves its claims out (``owner`` names its first item): a row made by one group says so
-    in a few bytes.
-    """
-
-    row_key: bytes
-    claims: tuple[tuple[CellKey, bytes, Any, bool], ...] = ()
-    """(cell key, value, item key, whether the row held the cell) for every cell an item of the group produces."""
-    unclaimed: tuple[Cell, ...] = ()
-    """Cells the row holds that no item of the group produces (and GC would not drop)."""
-    owns_all: bool = False
-    owner: Any = None
-    cells: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        b64 = _b64
-        if self.owns_all:
-            return {"row_key": b64(self.row_key), "owns_all": True, "owner": self.owner, "cells": self.cells}
-        return {"row_key": b64(self.row_key),
-                "claims": [[f, b64(q), ts, b64(v), key, held] for (f, q, ts), v, key, held in self.claims],
-                "unclaimed": [[c.family, b64(c.qualifier), c.timestamp_micros, b64(c.value)] for c in self.unclaimed]}
-
-    @classmethod
-    def from_json(cls, line: Mapping[str, Any]) -> Candidate:
-        raw = base64.b64decode
-        if line.get("owns_all"):
-            return cls(raw(line["row_key"]), owns_all=True, owner=line.get("owner"), cells=line.get("cells", 0))
-        return cls(raw(line["row_key"]),
-                   tuple(((f, raw(q), ts), raw(v), key, held) for f, q, ts, v, key, held in line["claims"]),
-                   tuple(Cell(f, raw(q), ts, raw(v)) for f, q, ts, v in line["unclaimed"]))
-
-
-def _b64(value: bytes) -> str:
-    return base64.b64encode(value).decode("ascii")
 
 
 class GroupResult(NamedTuple):
@@ -501,155 +327,7 @@ def resolve_row(candidates: list[Candidate]) -> tuple[list[Difference], list[Cel
     return differences, list(extra.values())
 
 
-# --------------------------------------------------------------------------- through the decoder
-
-
-class DecoderCache:
-    """Decoders by the DynamoDB types of the attributes only a key, qualifier, timestamp or match reveals.
-
-    Those attributes' types are not in the cells, so they come from the source item; items of
-    one table almost always agree on them, so this holds one or two decoders.
-    """
-
-    LIMIT = 64
-
-    def __init__(self, spec: MappingSpec):
-        self.spec = spec
-        self.probe = probe = Decoder(spec)
-        names: set[str] = set()
-        for entity in probe.entities:
-            names.update(entity.key.attributes, entity.fixed)
-            for column in entity.columns:
-                if column.reader is not None:
-                    names.update(column.reader.attributes)
-            for timestamp in [entity.timestamp] + [c.spec.timestamp for c in entity.columns]:
-                if timestamp is not None and timestamp.attribute:
-                    names.add(timestamp.attribute)
-                if timestamp is not None and timestamp.template:
-                    from .templates import parse_template
-
-                    names.update(parse_template(timestamp.template).attributes)
-        self.names = tuple(sorted(names))
-        self._decoders: dict[tuple, Decoder] = {}
-        self._ignored = {entity.name: entity.ignore | _ignored_by_construct(entity.spec, spec) for entity in probe.entities}
-        self._skipped = {entity.name: _ignored_cells(entity, self._ignored[entity.name]) for entity in probe.entities}
-        self.unreadable = {entity.name for entity in probe.entities if _unreadable_key(entity.key)}
-        """Entities whose row keys cannot be read back by construction (a declared-lossy attribute read twice)."""
-
-    def decoder(self, item: Item) -> Decoder:
-        types = tuple((name, next(iter(item[name]))) for name in self.names if name in item)
-        found = self._decoders.get(types)
-        if found is None:
-            if len(self._decoders) >= self.LIMIT:
-                self._decoders.clear()
-            found = self._decoders[types] = Decoder(self.spec, dict(types))
-        return found
-
-    def differences(self, item: Item, entity: str, row_key: bytes, cells: list[Cell]) -> list[tuple[Any, Any, Any]] | None:
-        """(attribute, source value, value read back) per attribute that differs, DynamoDB JSON; declared losses aside.
-
-        Cells of attributes the entity declares lossy (or drops) are left out when they keep the
-        decoder from reading the item; if it still cannot, the item is not read back: None when
-        the entity declares losses (then only its cells are compared), else one entry with
-        attribute None and the reason.
-        """
-        if entity in self.unreadable:
-            return None
-        decoder = self.decoder(item)
-        ignore = self._ignored.get(entity, set())
-        skip = self._skipped.get(entity)
-        if skip:  # cells of ignored attributes that reveal nothing: never read back, and often what cannot be
-            cells = [cell for cell in cells if not skip(cell)]
-        try:
-            back = decoder.decode_item(entity, row_key, cells)
-        except (DecodeError, ValueError, AttributeValueError) as err:
-            kept = [cell for cell in cells if self._attribute(decoder, entity, cell) not in ignore]
-            try:
-                if len(kept) == len(cells):
-                    raise
-                back = decoder.decode_item(entity, row_key, kept)
-            except (DecodeError, ValueError, AttributeValueError):
-                if decoder.by_name[entity].spec.lossy:
-                    return None
-                return [(None, None, f"cannot be read back: {err}")]
-        found = []
-        for name in sorted((set(item) | set(back)) - ignore):
-            want, got = item.get(name), back.get(name)
-            if want is None or got is None or comparable(want) != comparable(got):
-                found.append((name, _json_or_none(want), _json_or_none(got)))
-        return found
-
-    @staticmethod
-    def _attribute(decoder: Decoder, entity: str, cell: Cell) -> str | None:
-        """The attribute whose column (or the rest) wrote this cell, as the entity reads it."""
-        try:
-            claimed = decoder.by_name[entity].claim(cell)
-        except (DecodeError, UnicodeDecodeError, ValueError):
-            return None
-        if claimed is None:
-            return None
-        source = claimed[0]
-        return source if isinstance(source, str) else source.spec.attribute
-
-
-def _ignored_cells(entity: Any, ignore: set[str]) -> Any:
-    """A test for the cells of the entity's ignored attributes whose qualifiers reveal nothing (None: there are none)."""
-    exact, prefixes = set(), []
-    for column in entity.columns:
-        if column.spec.attribute in ignore and column.reader is None:
-            if column.layout in (Layout.set, Layout.map):
-                prefixes.append((column.family, column.qualifier))
-            else:
-                exact.add((column.family, column.qualifier))
-    if entity.rest is not None:
-        exact.update((entity.rest.family, name.encode()) for name in ignore)
-    if not exact and not prefixes:
-        return None
-
-    def ignored(cell: Cell) -> bool:
-        return (cell.family, cell.qualifier) in exact or any(
-            cell.family == family and cell.qualifier.startswith(prefix) for family, prefix in prefixes)
-
-    return ignored
-
-
 def _literal_prefix(entity: Any) -> bytes:
     """What every row key of the entity starts with: the template's leading text (nothing when salted)."""
     first = entity.key.pieces[0] if entity.key.pieces else ""
     return b"" if entity.spec.row_key.salt_buckets or not isinstance(first, str) else first.encode()
-
-
-def _unreadable_key(reader: Any) -> bool:
-    """A row key template that reads one attribute in two places through lossy transforms (`{sk|part(1)}#{sk|part(2)}`):
-    the two texts never agree, so no row key of it reads back."""
-    names = reader.attributes
-    return any(names.count(name) > 1 for name in reader.lossy)
-
-
-def _json_or_none(value: dict | None) -> Any:
-    return None if value is None else to_export_json(value)
-
-
-# --------------------------------------------------------------------------- counting
-
-
-def count_kinds(differences: Iterable[Difference]) -> dict[str, int]:
-    counts = dict.fromkeys(KINDS, 0)
-    for difference in differences:
-        counts[difference.kind] += 1
-    return {kind: n for kind, n in counts.items() if n}
-
-
-def describe_counts(counts: Mapping[str, int]) -> str:
-    """`1 different value, 1 missing row`: cell kinds first (alphabetically), then the decoder's and the scan's."""
-    cell = sorted(kind for kind in counts if kind in CELL_KINDS)
-    other = [kind for kind in KINDS if kind in counts and kind not in CELL_KINDS]
-    return ", ".join(f"{counts[kind]} {kind.replace('_', ' ')}" for kind in cell + other)
-
-
-def group_members(pairs: Iterable[Member]) -> dict[bytes, list[Member]]:
-    """Mapped rows by row key, in first-seen order."""
-    groups: dict[bytes, list[Member]] = {}
-    for pair in pairs:
-        groups.setdefault(pair[0].row_key, []).append(pair)
-    return groups
