@@ -21,55 +21,65 @@ size. What goes on the wire is byte for byte what the client's classes send
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from ..mappers.results import MappedRow
+
 
 def to_mutation_entry(row: MappedRow) -> Any:
     """The ``RowMutationEntry`` that writes one mapped row (hot path: no checks beyond the mapper's)."""
     return _cells_entry_class()(row[0], row[1])
 
 
+class LazyMutations(Sequence):
+    """Mutations held as tuples: ``len`` is free (the batcher counts them), the client's objects (``make`` of each
+    tuple) are made only when something reads them item by item (the error path does)."""
+
+    __slots__ = ("_tuples", "_make", "_made")
+
+    def __init__(self, tuples: tuple, make: Callable[[tuple], Any]) -> None:
+        self._tuples = tuples
+        self._make = make
+        self._made: tuple | None = None
+
+    def __len__(self) -> int:
+        return len(self._tuples)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._made is None:
+            self._made = tuple(self._make(mutation) for mutation in self._tuples)
+        return self._made[index]
+
+
 @functools.cache
-def _cells_entry_class() -> type:
-    """Built on first use, so importing this module does not import the Bigtable client."""
-    from google.cloud.bigtable.data import RowMutationEntry, SetCell
+def prebuilt_entry_class() -> type:
+    """The base of entries built as the wire message directly; built on first use, so importing this module
+    does not import the Bigtable client. A subclass says how a tuple fills a raw mutation (``_fill``), how it
+    reads as the client's object (``_client_mutation``), and whether the entry is idempotent."""
+    from google.cloud.bigtable.data import RowMutationEntry
     from google.cloud.bigtable_v2.types import bigtable as types_pb
 
     wrap = types_pb.MutateRowsRequest.Entry.wrap
     raw_entry = types_pb.MutateRowsRequest.Entry.pb()
 
-    class SetCells(Sequence):
-        """The cells as ``SetCell`` mutations: ``len`` is free, the objects are made when read."""
-
-        __slots__ = ("_cells", "_made")
-
-        def __init__(self, cells: tuple) -> None:
-            self._cells = cells
-            self._made: tuple | None = None
-
-        def __len__(self) -> int:
-            return len(self._cells)
-
-        def __getitem__(self, index: Any) -> Any:
-            if self._made is None:
-                self._made = tuple(SetCell(family, qualifier, value, micros)
-                                   for family, qualifier, micros, value in self._cells)
-            return self._made[index]
-
-    class CellsEntry(RowMutationEntry):
-        """A ``RowMutationEntry`` of ``SetCell`` mutations held as ``(family, qualifier, micros, value)``."""
-
-        def __init__(self, row_key: bytes, cells: tuple) -> None:  # not super().__init__: it builds SetCells
-            if not 0 < len(cells) <= MUTATIONS_PER_ENTRY_MAX:  # the client's own limits
-                raise ValueError(f"a row entry needs 1 to {MUTATIONS_PER_ENTRY_MAX} mutations, not {len(cells)}")
+    class PrebuiltEntry(RowMutationEntry):
+        def __init__(self, row_key: bytes, tuples: tuple) -> None:  # not super().__init__: it checks each object
+            if not 0 < len(tuples) <= MUTATIONS_PER_ENTRY_MAX:  # the client's own limits
+                raise ValueError(f"a row entry needs 1 to {MUTATIONS_PER_ENTRY_MAX} mutations, not {len(tuples)}")
             self.row_key = row_key
-            self.cells = cells
-            self.mutations = SetCells(cells)  # type: ignore[assignment]  # a lazy tuple: the client takes len and items
+            self.tuples = tuples
+            self.mutations = LazyMutations(tuples, self._client_mutation)  # type: ignore[assignment]
             self._pb: Any = None
             self._size = -1
+
+        @staticmethod
+        def _client_mutation(mutation: tuple) -> Any:
+            raise NotImplementedError
+
+        def _fill(self, add: Callable[[], Any]) -> None:
+            raise NotImplementedError
 
         def size(self) -> int:
             """Bytes on the wire; the batcher asks three times, the message is built on the first."""
@@ -78,9 +88,6 @@ def _cells_entry_class() -> type:
                 self._size = self._pb.ByteSize()
             return self._size
 
-        def is_idempotent(self) -> bool:
-            return all(cell[2] >= 0 for cell in self.cells)  # -1 would be a server-side timestamp
-
         def _to_pb(self) -> Any:
             # Asked once per entry (the client keeps it for retries): hand the message over, hold it no longer.
             entry, self._pb = self._pb or self._build(), None
@@ -88,13 +95,33 @@ def _cells_entry_class() -> type:
 
         def _build(self) -> Any:
             entry = raw_entry(row_key=self.row_key)
-            add = entry.mutations.add
-            for family, qualifier, micros, value in self.cells:
+            self._fill(entry.mutations.add)
+            return entry
+
+    return PrebuiltEntry
+
+
+@functools.cache
+def _cells_entry_class() -> type:
+    from google.cloud.bigtable.data import SetCell
+
+    class CellsEntry(prebuilt_entry_class()):  # type: ignore[misc]
+        """``SetCell`` mutations held as the mapper's ``(family, qualifier, micros, value)`` tuples."""
+
+        @staticmethod
+        def _client_mutation(cell: tuple) -> Any:
+            family, qualifier, micros, value = cell
+            return SetCell(family, qualifier, value, micros)
+
+        def is_idempotent(self) -> bool:
+            return all(cell[2] >= 0 for cell in self.tuples)  # -1 would be a server-side timestamp
+
+        def _fill(self, add: Callable[[], Any]) -> None:
+            for family, qualifier, micros, value in self.tuples:
                 cell = add().set_cell
                 cell.family_name = family
                 cell.column_qualifier = qualifier
                 cell.timestamp_micros = micros
                 cell.value = value
-            return entry
 
     return CellsEntry

@@ -23,6 +23,7 @@ import apache_beam as beam
 
 from ..mappers.changes import Change, ChangeSet, RowChange, diff_many
 from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
+from .bigtable_entries import prebuilt_entry_class
 from .bigtable_sink import BigtableWriteError, Destination, FlowControl, _is_transient
 from .dead_letters import DeadLetter
 
@@ -54,61 +55,18 @@ def client_mutation(mutation: tuple[bool, str, bytes, int, bytes]) -> Any:
     return SetCell(family, qualifier, value, micros)
 
 
-class _LazyMutations(Sequence):
-    """``len`` for free (the client counts mutations per request); the client's objects made only when read."""
-
-    __slots__ = ("_tuples", "_made")
-
-    def __init__(self, tuples: tuple) -> None:
-        self._tuples: tuple = tuples
-        self._made: tuple | None = None
-
-    def __len__(self) -> int:
-        return len(self._tuples)
-
-    def __getitem__(self, index: Any) -> Any:
-        made = self._made
-        if made is None:
-            made = self._made = tuple(client_mutation(m) for m in self._tuples)
-        return made[index]
-
-
 @functools.cache
 def _change_entry_class() -> type:
-    """Built on first use, so importing this module does not import the Bigtable client."""
-    from google.cloud.bigtable.data import RowMutationEntry
-    from google.cloud.bigtable_v2.types import bigtable as types_pb
+    class ChangeEntry(prebuilt_entry_class()):  # type: ignore[misc]
+        """A row's deletes and sets held as ``(delete, family, qualifier, micros, value)`` tuples."""
 
-    wrap = types_pb.MutateRowsRequest.Entry.wrap
-    raw_entry = types_pb.MutateRowsRequest.Entry.pb()
-
-    class ChangeEntry(RowMutationEntry):
-        """A row's deletes and sets held as tuples; the client's objects are made only if something reads them."""
-
-        def __init__(self, row_key: bytes, mutations: tuple) -> None:  # not super().__init__: it checks each object
-            self.row_key = row_key
-            self._mutations = mutations
-            self.mutations = _LazyMutations(mutations)  # type: ignore[assignment]
-            self._pb: Any = None
-            self._size = -1
-
-        def size(self) -> int:
-            if self._size < 0:
-                self._pb = self._build()
-                self._size = self._pb.ByteSize()
-            return self._size
+        _client_mutation = staticmethod(client_mutation)
 
         def is_idempotent(self) -> bool:
             return True  # explicit timestamps and exact ranges only
 
-        def _to_pb(self) -> Any:
-            entry, self._pb = self._pb or self._build(), None
-            return wrap(entry)
-
-        def _build(self) -> Any:
-            entry = raw_entry(row_key=self.row_key)
-            add = entry.mutations.add
-            for delete, family, qualifier, micros, value in self._mutations:
+        def _fill(self, add: Any) -> None:
+            for delete, family, qualifier, micros, value in self.tuples:
                 if delete:
                     cell = add().delete_from_column
                     cell.family_name = family
@@ -121,7 +79,6 @@ def _change_entry_class() -> type:
                     cell.column_qualifier = qualifier
                     cell.timestamp_micros = micros
                     cell.value = value
-            return entry
 
     return ChangeEntry
 
