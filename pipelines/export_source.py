@@ -22,7 +22,7 @@ import json
 import re
 import zlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -33,6 +33,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from .batches import BATCH_ITEMS, Batch
 from .metrics import NAMESPACE
 from ..mappers.errors import UsageError
+
+T = TypeVar("T")
 
 SUMMARY = "manifest-summary.json"
 EXPORT_DIR = "AWSDynamoDB"
@@ -154,10 +156,16 @@ def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
 
 
 def _sized_file_items(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(bytes of its line, item)`` for each item of a data file; a file that cannot be read is an ExportError.
+    """``(bytes of its line, item)`` for each item of a data file; a file that cannot be read is an ExportError."""
+    return sized_records(path, lambda record: record["Item"], "an export item")
 
-    Gzip is decoded by the standard library over Beam's raw stream: its C reader splits lines far
-    faster than Beam's pure-Python compressed-file wrapper.
+
+def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) -> Iterator[tuple[int, T]]:
+    """``(bytes of its line, parse(record))`` for each JSON line of an export data file (full or incremental).
+
+    A line ``parse`` refuses (KeyError/TypeError/ValueError) or a file that cannot be read is an ExportError
+    naming the file (and line). Gzip is decoded by the standard library over Beam's raw stream: its C reader
+    splits lines far faster than Beam's pure-Python compressed-file wrapper.
     """
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
@@ -166,10 +174,10 @@ def _sized_file_items(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 if not line.strip():
                     continue
                 try:
-                    item = json.loads(line)["Item"]
+                    parsed = parse(json.loads(line))
                 except (ValueError, KeyError, TypeError) as err:
-                    raise ExportError(f"{path} line {number} is not an export item: {err!r}") from err
-                yield len(line), item
+                    raise ExportError(f"{path} line {number} is not {what}: {err!r}") from err
+                yield len(line), parsed
     except EOFError as err:
         raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
                           "copy the export again; the manifest's md5 shows which files differ") from err

@@ -17,22 +17,20 @@ is refused before anything is written).
 
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from ..mappers.changes import Change, kind_of_change
 from .batches import BATCH_ITEMS, Batch
 from .metrics import NAMESPACE
-from .export_source import SUMMARY, ExportError, ExportFile, _read_text, _resolve, find_export_dir, mismatch_record
+from .export_source import (SUMMARY, ExportError, ExportFile, _read_text, _resolve, find_export_dir, mismatch_record,
+                            sized_records)
 from .timeline import iso_to_us
 
 INCREMENTAL = "INCREMENTAL_EXPORT"
@@ -114,20 +112,8 @@ def parse_record(record: dict[str, Any]) -> Change:
 
 def iter_file_changes(path: str) -> Iterator[Change]:
     """The changes of one data file; an unreadable file or line is an ExportError naming it."""
-    try:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
-            for number, line in enumerate(stream, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield parse_record(json.loads(line))
-                except (ValueError, KeyError, TypeError) as err:
-                    raise ExportError(f"{path} line {number} is not an incremental export record: {err!r}") from err
-    except (EOFError, gzip.BadGzipFile, zlib.error) as err:
-        raise ExportError(f"{path} is not complete gzip data: {err}", "copy the export again") from err
-    except OSError as err:
-        raise ExportError(f"{path} cannot be read: {err}") from err
+    for _size, change in sized_records(path, parse_record, "an incremental export record"):
+        yield change
 
 
 class _ReadChangesFn(beam.DoFn):
