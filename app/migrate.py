@@ -27,9 +27,9 @@ SHARED_SCHEMES = ("gs://", "s3://")
 INTERRUPTED_STATE = "INTERRUPTED"
 
 
-def default_run_dir(table: str) -> str:
-    """``runs/<table>-<UTC time>``: one folder per run, sortable by time."""
-    return f"runs/{table}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+def default_run_dir(table: str, kind: str = "") -> str:
+    """``runs/<table>[-<kind>]-<UTC time>``: one folder per run, sortable by time (validations: kind ``validate``)."""
+    return f"runs/{table}{'-' + kind if kind else ''}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
 from .context import Step, announce, describe_source, load_spec, with_source_keys
-from .migrate import _require_shared, _stages
+from .migrate import _require_shared, _stages, default_run_dir
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -28,11 +28,6 @@ DECODE_EVERY = 16
 """Of the items whose cells all match, one in this many is read back through the decoder (--decode-all: every one)."""
 ROWS_PASS_DIR = "rows"
 SHOWN = 20
-
-
-def default_validate_dir(table: str) -> str:
-    """``runs/<table>-validate-<UTC time>``: next to the migration runs, sortable by time."""
-    return f"runs/{table}-validate-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
 
 
 @dataclass(frozen=True)
@@ -145,7 +140,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
     dry_run = bool(pipeline_options.view_as(TestOptions).dry_run)
     direct = is_direct_runner(runner)
-    run_dir = options.run_dir or default_validate_dir(spec.target.table)
+    run_dir = options.run_dir or default_run_dir(spec.target.table, "validate")
     if not direct:
         _require_shared("--run-dir", options.run_dir, runner)
         if options.dead_letter:
