@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .options import RunOptions
 
@@ -57,3 +57,24 @@ def with_source_keys(spec: MappingSpec, source: SourceDescription | None) -> Map
     if source is None or spec.source.partition_key is not None:
         return spec
     return spec.with_keys(source.partition_key, source.sort_key)
+
+
+def wait_for(result: Any, dead_letter: str | None = None) -> tuple[str, dict[str, int], int]:
+    """Wait for a pipeline to end: (its state, its counters, the dead-letter file's lines).
+
+    The dead letters' part files are joined into ``dead_letter`` whatever happens, so a run that fails or is
+    interrupted still leaves the file its error or resume line names.
+    """
+    from ..pipelines.dead_letters import consolidate
+    from ..pipelines.pipeline import query_counters
+
+    try:
+        state = str(result.wait_until_finish())
+    finally:
+        lines = consolidate(dead_letter) if dead_letter else 0
+    return state, query_counters(result), lines
+
+
+def unfinished(state: str) -> list[str]:
+    """The problem of a pipeline that did not end DONE; none when it did."""
+    return [] if state.endswith("DONE") else [f"the pipeline ended in state {state}"]

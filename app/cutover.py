@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
-from .context import load_spec
+from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -85,10 +85,9 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     from ..pipelines import timeline as tl
     from ..pipelines.bigtable_sink import Destination
     from ..pipelines.change_sink import ApplyChangesFn
-    from ..pipelines.dead_letters import DeadLetter, check_dead_letter_destination, consolidate, write_part
+    from ..pipelines.dead_letters import DeadLetter, check_dead_letter_destination, write_part
     from ..pipelines.export_source import ExportError, _file_problem, use_options
     from ..pipelines.incremental_export import ReadIncrementalExport, read_incremental_manifest
-    from ..pipelines.pipeline import query_counters
     from ..pipelines.target import probe_target
 
     run_dir = _need_run_dir(options)
@@ -120,20 +119,13 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     _ = (read["count_mismatch"]
          | "MismatchLetters" >> beam.Map(lambda r: DeadLetter(None, "source", f"export count mismatch: {r}").to_json())
          | "PersistMismatches" >> beam.Map(lambda line: write_part(dead_letter, [line])))
-    result = pipeline.run()
-    try:
-        state = str(result.wait_until_finish())
-    finally:
-        lines = consolidate(dead_letter)
-    counters = query_counters(result)
+    state, counters, lines = wait_for(pipeline.run(), dead_letter)
     outcome = CatchUpResult(run_dir, manifest.export_id, manifest.from_us, manifest.to_us, state,
                             {k: counters.get(k, 0) for k in (
                                 "changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped",
                                 "cells_set", "cells_deleted", "export_count_mismatch")},
                             dead_letter, lines, seconds=time.monotonic() - started)
-    outcome.problems = reconcile_changes(outcome.counters, manifest.item_count)
-    if not state.endswith("DONE"):
-        outcome.problems.insert(0, f"the pipeline ended in state {state}")
+    outcome.problems = unfinished(state) + reconcile_changes(outcome.counters, manifest.item_count)
     if outcome.ok:
         timeline.phases.append(tl.Phase(manifest.export_id, manifest.from_us, manifest.to_us, outcome.counters,
                                         int(time.time() * 1_000_000)))

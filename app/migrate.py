@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import Interrupted, UsageError
 from . import runs
-from .context import Step, announce, describe_source, load_spec, with_source_keys
+from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -261,11 +261,10 @@ class JobStillRunning(Interrupted):
 
 
 def _finish(p: PreparedRun, result: Any, job_id: str | None, console_url: str | None) -> MigrateResult:
-    from ..pipelines.dead_letters import consolidate
-    from ..pipelines.pipeline import query_counters, reconcile
+    from ..pipelines.pipeline import reconcile
 
     try:
-        state = result.wait_until_finish()
+        state, counters, lines = wait_for(result, p.dead_letter)
     except KeyboardInterrupt:
         if p.direct:
             raise
@@ -273,16 +272,11 @@ def _finish(p: PreparedRun, result: Any, job_id: str | None, console_url: str | 
             f"stopped waiting; Dataflow job {job_id} keeps running ({console_url})",
             f"cancel it with `gcloud dataflow jobs cancel {job_id} --region {_region(p.pipeline_options)}`",
         ) from None
-    finally:
-        lines = consolidate(p.dead_letter)
-    counters = query_counters(result)
-    problems = reconcile(counters, p.spec.unmatched)
+    problems = unfinished(state) + reconcile(counters, p.spec.unmatched)
     limit = p.options.dead_letter_limit()
     if limit.exceeded(counters["dead_lettered"], counters["items_read"], final=True):
         problems.append(f"{limit.describe(counters['dead_lettered'], counters['items_read'])}: see the dead letters")
-    if not str(state).endswith("DONE"):
-        problems.insert(0, f"the pipeline ended in state {state}")
-    return MigrateResult(p, str(state), counters, lines, problems, job_id, console_url)
+    return MigrateResult(p, state, counters, lines, problems, job_id, console_url)
 
 
 def _keep_dead_letters(path: str) -> None:

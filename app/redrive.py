@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..mappers.errors import UsageError
-from .context import load_spec
+from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -86,9 +86,9 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
 
     from ..pipelines.bigtable_sink import ensure_table
     from ..pipelines.dead_letter_source import ReadDeadLetters, survey
-    from ..pipelines.dead_letters import check_dead_letter_destination, consolidate
+    from ..pipelines.dead_letters import check_dead_letter_destination
     from ..pipelines.options import is_direct_runner
-    from ..pipelines.pipeline import build_pipeline, query_counters, reconcile
+    from ..pipelines.pipeline import build_pipeline, reconcile
     from ..pipelines.target import describe_target, probe_target
 
     letters = dead_letter_file(run_dir)
@@ -113,17 +113,10 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     pipeline = beam.Pipeline(options=pipeline_options)
     build_pipeline(pipeline, loaded, dead_letter=dead_letter, flow=options.flow_control(), now_ms=now,
                    source=ReadDeadLetters(letters))
-    result = pipeline.run()
-    try:
-        state = str(result.wait_until_finish())
-    finally:
-        lines = consolidate(dead_letter)
-    counters = query_counters(result)
-    problems = reconcile(counters, loaded.unmatched)
+    state, counters, lines = wait_for(pipeline.run(), dead_letter)
+    problems = unfinished(state) + reconcile(counters, loaded.unmatched)
     if counters["items_read"] != found.items:
         problems.append(f"{counters['items_read']} items read, but {letters} holds {found.items}")
-    if not state.endswith("DONE"):
-        problems.insert(0, f"the pipeline ended in state {state}")
     return RedriveResult(letters, new_dir, dead_letter, describe_target(loaded.target), state, now, inherited is not None,
                          found.items_by_stage, found.without_item, counters, lines, tuple(problems))
 

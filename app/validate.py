@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
-from .context import Step, announce, describe_source, load_spec, with_source_keys
+from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
 from .migrate import _require_shared, _stages, default_run_dir
 from .options import RunOptions
 
@@ -225,9 +225,7 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
 
         consolidate(p.dead_letter)
     attempt = {name: totals.get(name, 0) - before.get(name, 0) for name in totals}
-    problems = reconcile(totals, attempt, counters, sample=sample is not None)
-    if not str(state).endswith("DONE"):
-        problems.insert(0, f"the pipeline ended in state {state}")
+    problems = unfinished(str(state)) + reconcile(totals, attempt, counters, sample=sample is not None)
     return ValidateResult(p, str(state), counts, first, totals, counters, problems)
 
 
@@ -243,11 +241,8 @@ def _source_name(spec: Any) -> str:
 
 
 def _run(pipeline: Any) -> tuple[str, dict[str, int]]:
-    from ..pipelines.pipeline import query_counters
-
-    result = pipeline.run()
-    state = str(result.wait_until_finish())
-    return state, query_counters(result)
+    state, counters, _lines = wait_for(pipeline.run())
+    return state, counters
 
 
 def _rows_pass(p: PreparedValidation, rows_dir: str) -> tuple[str, dict[str, int]]:
