@@ -187,6 +187,19 @@ def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
         raise ExportError(f"{path} cannot be read: {err}") from err
 
 
+def file_batches(records: Iterable[tuple[int, Any]]) -> Iterator[Batch]:
+    """A data file's ``(line bytes, record)`` pairs in batches of :data:`BATCH_ITEMS`, each knowing its bytes."""
+    batch = Batch()
+    for size, record in records:
+        batch.append(record)
+        batch.nbytes += size
+        if len(batch) == BATCH_ITEMS:
+            yield batch
+            batch = Batch()
+    if batch:
+        yield batch
+
+
 def verify_export(path: str, options: PipelineOptions | None = None) -> ExportManifest:
     """Check, before anything is written, that every data file the manifest lists is there and intact.
 
@@ -246,15 +259,7 @@ class _ReadExportFileFn(beam.DoFn):
 
     def process(self, data_file: ExportFile) -> Iterable[Any]:
         count = 0
-        batch = Batch()
-        for size, item in _sized_file_items(data_file.path):
-            batch.append(item)
-            batch.nbytes += size
-            if len(batch) == BATCH_ITEMS:
-                count += len(batch)
-                yield batch
-                batch = Batch()
-        if batch:
+        for batch in file_batches(_sized_file_items(data_file.path)):
             count += len(batch)
             yield batch
         self._items.inc(count)

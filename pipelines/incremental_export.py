@@ -18,7 +18,7 @@ is refused before anything is written).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,10 +27,10 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from ..mappers.changes import Change, kind_of_change
-from .batches import BATCH_ITEMS, Batch
+from .batches import Batch
 from .metrics import NAMESPACE
 from .export_source import (SUMMARY, ExportError, ExportFile, _read_text, _resolve, find_export_dir, mismatch_record,
-                            sized_records)
+                            file_batches, sized_records)
 from .timeline import iso_to_us
 
 INCREMENTAL = "INCREMENTAL_EXPORT"
@@ -110,25 +110,14 @@ def parse_record(record: dict[str, Any]) -> Change:
     return Change(record["Keys"], old, new, kind_of_change(old, new), micros)
 
 
-def iter_file_changes(path: str) -> Iterator[Change]:
-    """The changes of one data file; an unreadable file or line is an ExportError naming it."""
-    for _size, change in sized_records(path, parse_record, "an incremental export record"):
-        yield change
-
-
 class _ReadChangesFn(beam.DoFn):
     def __init__(self) -> None:
         self._mismatches = Metrics.counter(NAMESPACE, "export_count_mismatch")
 
     def process(self, data_file: ExportFile) -> Iterable[Any]:
-        count, batch = 0, Batch()
-        for change in iter_file_changes(data_file.path):
-            batch.append(change)
-            if len(batch) == BATCH_ITEMS:
-                count += len(batch)
-                yield batch
-                batch = Batch()
-        if batch:
+        count = 0
+        for batch in file_batches(sized_records(data_file.path, parse_record,
+                                                      "an incremental export record")):
             count += len(batch)
             yield batch
         if count != data_file.item_count:
