@@ -123,22 +123,7 @@ def write_export(
         raise ValueError("an export has at least one data file")
     key_root = f"{prefix.strip('/')}/AWSDynamoDB/{export_id}" if prefix.strip("/") else f"AWSDynamoDB/{export_id}"
     export_dir = os.path.join(os.fspath(root), *key_root.split("/"))
-    os.makedirs(os.path.join(export_dir, "data"), exist_ok=True)
-    with open(os.path.join(export_dir, "_started"), "wb"):
-        pass
-    manifest_lines, billed = [], 0
-    for number, chunk in enumerate(_split(items, files)):
-        text = "".join(json.dumps({"Item": to_export_json(item)}, separators=(",", ":")) + "\n" for item in chunk)
-        billed += len(text)
-        data = gzip.compress(text.encode("utf-8"), mtime=0)
-        name = hashlib.sha1(f"{export_id}/{number}".encode()).hexdigest()[:26] + ".json.gz"
-        with open(os.path.join(export_dir, "data", name), "wb") as handle:
-            handle.write(data)
-        md5, etag = _md5(data)
-        manifest_lines.append(json.dumps({"itemCount": len(chunk), "md5Checksum": md5, "etag": etag,
-                                          "dataFileS3Key": f"{key_root}/data/{name}"}))
-    manifest_files = ("\n".join(manifest_lines) + "\n").encode("utf-8")
-    _write_with_md5(export_dir, "manifest-files", manifest_files)
+    billed = write_data_files(export_dir, key_root, export_id, [{"Item": to_export_json(item)} for item in items], files)
     table_arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}"
     summary = {
         "version": "2020-06-30",
@@ -160,6 +145,28 @@ def write_export(
     }
     _write_with_md5(export_dir, "manifest-summary", json.dumps(summary).encode("utf-8"))
     return export_dir
+
+
+def write_data_files(export_dir: str, key_root: str, export_id: str, records: Sequence[dict[str, Any]],
+                     files: int) -> int:
+    """An export folder's gzip data files (``records`` as JSON lines over ``files`` files), its ``_started``
+    marker and manifest-files.json/.md5; returns the bytes billed (the lines' length)."""
+    os.makedirs(os.path.join(export_dir, "data"), exist_ok=True)
+    with open(os.path.join(export_dir, "_started"), "wb"):
+        pass
+    manifest_lines, billed = [], 0
+    for number, chunk in enumerate(_split(records, files)):
+        text = "".join(json.dumps(record, separators=(",", ":")) + "\n" for record in chunk)
+        billed += len(text)
+        data = gzip.compress(text.encode("utf-8"), mtime=0)
+        name = hashlib.sha1(f"{export_id}/{number}".encode()).hexdigest()[:26] + ".json.gz"
+        with open(os.path.join(export_dir, "data", name), "wb") as handle:
+            handle.write(data)
+        md5, etag = _md5(data)
+        manifest_lines.append(json.dumps({"itemCount": len(chunk), "md5Checksum": md5, "etag": etag,
+                                          "dataFileS3Key": f"{key_root}/data/{name}"}))
+    _write_with_md5(export_dir, "manifest-files", ("\n".join(manifest_lines) + "\n").encode("utf-8"))
+    return billed
 
 
 def _write_with_md5(export_dir: str, name: str, data: bytes) -> None:

@@ -10,7 +10,6 @@ records with the same manifest layout as a full export (see export_fixtures.writ
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -21,7 +20,7 @@ from ddb2bt.mappers.attrvalue import to_export_json
 from ddb2bt.mappers.changes import Change
 from ddb2bt.pipelines.timeline import us_to_iso
 
-from .export_fixtures import _md5, _split, _write_with_md5
+from .export_fixtures import _write_with_md5, write_data_files
 
 
 def compact(changes: Sequence[Change], from_us: int, to_us: int, key_names: Sequence[str]) -> list[dict[str, Any]]:
@@ -56,21 +55,7 @@ def write_incremental_export(root: str | os.PathLike[str], records: Sequence[dic
     export_id = export_id or f"{to_us // 1000:014d}-{hashlib.sha1(str(from_us).encode()).hexdigest()[:8]}"
     key_root = f"AWSDynamoDB/{export_id}"
     export_dir = os.path.join(os.fspath(root), *key_root.split("/"))
-    os.makedirs(os.path.join(export_dir, "data"), exist_ok=True)
-    with open(os.path.join(export_dir, "_started"), "wb"):
-        pass
-    lines, billed = [], 0
-    for number, chunk in enumerate(_split(list(records), files)):
-        text = "".join(json.dumps(to_export_json(record), separators=(",", ":")) + "\n" for record in chunk)
-        billed += len(text)
-        data = gzip.compress(text.encode("utf-8"), mtime=0)
-        name = hashlib.sha1(f"{export_id}/{number}".encode()).hexdigest()[:26] + ".json.gz"
-        with open(os.path.join(export_dir, "data", name), "wb") as handle:
-            handle.write(data)
-        md5, etag = _md5(data)
-        lines.append(json.dumps({"itemCount": len(chunk), "md5Checksum": md5, "etag": etag,
-                                 "dataFileS3Key": f"{key_root}/data/{name}"}))
-    _write_with_md5(export_dir, "manifest-files", ("\n".join(lines) + "\n").encode("utf-8"))
+    billed = write_data_files(export_dir, key_root, export_id, [to_export_json(record) for record in records], files)
     table_arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}"
     summary = {
         "version": "2023-08-01",
