@@ -128,6 +128,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     if options.no_wait:
         raise UsageError("--no-wait: validate waits for its job, whose files it joins at the end",
                          "run it without --no-wait")
+    if not repair:
+        _refuse_writer_options(options)
     if options.sample is not None and (options.resume or target_scan):
         raise UsageError("--sample compares a random sample: it has no segments to resume and cannot tell which "
                          "rows no item maps to", "drop --sample, or --resume/--target-scan")
@@ -234,6 +236,16 @@ def validate(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(),
     """prepare + execute, for callers with nothing to show in between (demo, benchmarks, tests)."""
     return execute(prepare(spec, options, repair=repair, target_scan=target_scan, decode_all=decode_all,
                            now_ms=now_ms))
+
+
+def _refuse_writer_options(options: RunOptions) -> None:
+    """Without --repair validate writes nothing: the writer's options and --dead-letter would be ignored."""
+    from .options import FLOW_NAMES, RUN_OPTIONS
+
+    for option in RUN_OPTIONS:
+        if (option.name in FLOW_NAMES or option.name == "dead_letter") and getattr(options, option.name) is not None:
+            raise UsageError(f"{option.flags[0]} applies to the rewrites of --repair; without it validate writes "
+                             "nothing", f"add --repair or drop {option.flags[0]}")
 
 
 def _source_name(spec: Any) -> str:

@@ -11,11 +11,13 @@ import functools
 import inspect
 from enum import Enum
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Annotated, Any, Callable, Optional
 
 import typer
 
 from ..app.options import RUN_OPTIONS, Option, RunOptions
+from ..mappers.errors import UsageError
 
 SpecArg = Annotated[Path, typer.Argument(help="The mapping spec (YAML or JSON).", show_default=False)]
 Sample = Annotated[int, typer.Option("--sample", min=1, help="How many items to read from the source.")]
@@ -42,13 +44,19 @@ def _typer_param(option: Option) -> inspect.Parameter:
     return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def run_options(*groups: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def run_options(*groups: str, refused: Mapping[str, str] | None = None) -> Callable[[Callable[..., Any]],
+                                                                                      Callable[..., Any]]:
     """Give a command the run options of ``groups`` as flags; it receives them as ``options: RunOptions``.
 
     Arguments typer does not know (Beam's, with `migrate`) arrive in ``ctx.args`` and are checked
     by ``RunOptions.from_values``: one that Beam does not know either is a usage error.
+    ``refused`` names options of those groups the command has no use for, with why: they are not
+    offered (not in ``--help``), and one given anyway is a usage error saying why, never ignored.
     """
-    chosen = [option for option in RUN_OPTIONS if option.group in groups]
+    refused = dict(refused or {})
+    chosen = [option for option in RUN_OPTIONS if option.group in groups and option.name not in refused]
+    unused = {flag: (option, refused[option.name]) for option in RUN_OPTIONS if option.name in refused
+              for flag in option.flags}
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
         own = [p for name, p in inspect.signature(command, eval_str=True).parameters.items() if name != "options"]
@@ -58,6 +66,12 @@ def run_options(*groups: str) -> Callable[[Callable[..., Any]], Callable[..., An
             values = {option.name: kwargs.pop(option.name) for option in chosen}
             ctx = kwargs.get("ctx")
             extra = list(ctx.args) if ctx is not None else []
+            for arg in extra:
+                if arg.split("=", 1)[0] in unused:
+                    option, why = unused[arg.split("=", 1)[0]]
+                    name = ctx.command_path if ctx is not None else "this command"
+                    raise UsageError(f"{option.flags[0]} is not an option of `{name}`: {why}",
+                                     f"drop {option.flags[0]}")
             return command(*args, options=RunOptions.from_values(values, extra), **kwargs)
 
         params = own + [_typer_param(option) for option in chosen]

@@ -16,7 +16,15 @@ from ...app.options import RunOptions
 from ..options import OutputFormat, SpecArg, run_options
 
 
-@run_options("run", "aws", "google", "writer")
+NOT_FOR_VALIDATE = {
+    "no_wait": "validate waits for its job, whose files it joins at the end",
+    "max_dead_letters": "validate stops for no dead letter; the rewrites Bigtable refuses with --repair are "
+                        "counted and make the run fail",
+}
+"""Run options migrate has and validate has no use for: not offered, and refused when given."""
+
+
+@run_options("run", "aws", "google", "writer", refused=NOT_FOR_VALIDATE)
 def command(
     ctx: typer.Context,
     spec: SpecArg,

@@ -118,3 +118,24 @@ def test_the_dataflow_job_is_built_offline(invoke, tmp_path, monkeypatch):
     assert "dry run: built 5 stages: Scan, Map, Compare, Repair, Persist" in built.stdout
     local = invoke("validate", spec, "--run-dir", tmp_path / "v", *beam)
     assert local.exit_code == 2 and "gs://" in local.stderr  # workers cannot write a local run folder
+
+
+def test_only_the_options_validate_uses(invoke, tmp_path):
+    """validate offers none of migrate's options it has no use for, and refuses them (and writer options without
+    --repair) in one line, exit 2, before reading anything; migrate still offers them."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(DRY_SPEC)
+    shown = invoke("validate", "--help").stdout
+    assert "--no-wait" not in shown and "--max-dead-letters" not in shown
+    assert "--run-dir" in shown and "--flush-limit-bytes" in shown and "--repair" in shown
+    migrate_help = invoke("migrate", "--help").stdout
+    assert "--no-wait" in migrate_help and "--max-dead-letters" in migrate_help
+    for given in (["--no-wait"], ["--max-dead-letters", "5"], ["--max_dead_letters=5%"]):
+        refused = invoke("validate", spec, *given)
+        assert refused.exit_code == 2, refused.output
+        (line,) = refused.stderr.splitlines()
+        assert line.startswith(f"error: {given[0].split('=')[0].replace('_', '-')} is not an option of `")
+    for given in (["--flush-limit-bytes", "1000"], ["--dead-letter", str(tmp_path / "d.jsonl")]):
+        refused = invoke("validate", spec, *given, "--run-dir", tmp_path / "v")
+        assert refused.exit_code == 2 and "applies to the rewrites of --repair" in refused.stderr, refused.output
+        assert not (tmp_path / "v").exists()
