@@ -6,12 +6,15 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from ..mappers.units import human_duration as _duration, human_size as _size
+from ..mappers.plan import PREVIEW_CHARS, extrapolation, shorten
+from ..mappers.units import human_duration as _duration, human_size as _size, human_units as _units
 
 if TYPE_CHECKING:
     from ..app.target_diff import TargetDiff
-    from ..mappers.plan import MigrationPlan
+    from ..mappers.folded import FoldedRow
+    from ..mappers.plan import ExampleRow, MigrationPlan
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -50,10 +53,8 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
     s = plan.sample
     source = plan.source_table or "(export)"
     console.print(f"[bold]{source}[/] → Bigtable [bold]{plan.target_instance}/{plan.target_table}[/]")
-    console.print(
-        f"sample: {s.items} items → {s.mapped} mapped, {s.skipped} skipped, {s.errors} errors "
-        f"({s.unmatched} unmatched); {s.distinct_row_keys} distinct row keys"
-    )
+    _line(console, f"sample: {s.items} items → {s.mapped} mapped, {s.skipped} skipped, {s.errors} errors "
+                   f"({s.unmatched} unmatched); {s.distinct_row_keys} distinct row keys")
 
     families = _table("Column families", "family", "garbage collection")
     for family in plan.families:
@@ -69,13 +70,7 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
         entities.add_row(e.name, e.action, key, *(str(v) for v in (e.matched, e.mapped, e.skipped, e.errors, e.distinct_row_keys)))
     console.print(entities)
 
-    example = next((x for e in plan.entities for x in e.examples if x.outcome == "mapped"), None)
-    if example is not None:
-        cells = _table(f"Example row {example.row_key}", "column", "value", "encoding", "timestamp")
-        for cell in example.cells:
-            cells.add_row(cell.column, cell.value, cell.encoding, cell.timestamp)
-        console.print(cells)
-
+    shortened = _rows(plan, console)
     losses = [loss for e in plan.entities for loss in e.losses]
     if losses:
         console.print("[bold]Losses (what the target will not give back)[/]")
@@ -87,19 +82,87 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
         for reason, count in plan.dead_letters.by_reason.items():
             console.print(f"  {count} × {reason}", markup=False)
 
-    est = plan.estimates
-    console.print(
-        f"estimates: {est.items} items (from {est.items_from}), {_size(est.table_bytes)} to scan, "
-        f"{est.scan_read_units:.0f} RCU, scan ~{_duration(est.scan_seconds)}; "
-        f"target ~{est.target_rows} rows, {_size(est.target_bytes)}, {est.suggested_nodes} node(s) ({est.node_basis})"
-    )
-
-    if plan.lints:
-        lints = _table("Findings", "severity", "where", "message")
+    for line in estimate_lines(plan):
+        _line(console, line)
+    if plan.lints:  # lines, not a table: a message squeezed into a column at 80 characters is hard to read
+        console.print("[bold]Findings[/]")
         for lint in plan.lints:
-            lints.add_row(f"[{_STYLE[lint.severity]}]{lint.severity}[/]", lint.where, lint.message)
-        console.print(lints)
+            console.print(Text.assemble("  ", (lint.severity, _STYLE[lint.severity]), f" {lint.where}: {lint.message}"),
+                          soft_wrap=True)
     errors = sum(lint.severity == "error" for lint in plan.lints) + (len(target.blocking) if target else 0)
     warnings = sum(lint.severity == "warning" for lint in plan.lints) + (len(target.warnings) if target else 0)
     verdict = "[bold red]errors: fix them before migrating[/]" if errors else "[green]no errors[/]"
     console.print(f"{verdict} ({errors} errors, {warnings} warnings)")
+    if shortened:
+        _line(console, f"values longer than {PREVIEW_CHARS} characters are shortened above (… (+N chars)); "
+                       "`--format json` has them whole")
+
+
+def _line(console: Console, text: str) -> None:
+    """Plain text, wrapped at the console's width but never cut (piped output is 80 columns)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _rows(plan: MigrationPlan, console: Console) -> bool:
+    """The first folded row whole (single-table designs), else one item's row; True when a value was shortened."""
+    if plan.folded_rows:
+        shortened = _folded(plan.folded_rows[0], console)
+        others = len(plan.folded_rows) - 1
+        if others:
+            _line(console, f"({others} more folded row{'s' * (others != 1)} in `--format json` and `ddb2bt report`)")
+        return shortened
+    example = next((x for e in plan.entities for x in e.examples if x.outcome == "mapped"), None)
+    return _example(example, console) if example is not None else False
+
+
+def _example(example: ExampleRow, console: Console) -> bool:
+    cells = _table(f"Example row {example.row_key}", "column", "value", "encoding", "timestamp")
+    shortened = False
+    for cell in example.cells:
+        value, cut = shorten(cell.value)
+        shortened |= cut
+        cells.add_row(cell.column, value, cell.encoding, cell.timestamp)
+    console.print(cells)
+    return shortened
+
+
+def _folded(row: FoldedRow, console: Console) -> bool:
+    """One folded row as plain lines (a six-column table would be unreadable at 80 columns): its items, every cell
+    newest first with the item that wrote it, and why a column holds versions."""
+    _line(console, f"Row {row.row_key}, whole: {len(row.items)} items write into it")
+    for item in row.items:
+        _line(console, f"  #{item.number} {item.entity}: {item.key}")
+    shortened = False
+    for cell in row.cells:
+        value, cut = shorten(cell.value)
+        shortened |= cut
+        version = f" (version {cell.version} of {cell.versions})" if cell.versions > 1 else ""
+        _line(console, f"  {cell.column}{version} @ {cell.timestamp} from #{cell.item}, {cell.encoding}: {value}")
+    if row.more_cells:
+        _line(console, f"  … and {row.more_cells:,} more cells (not listed)")
+    for text in row.versions:
+        _line(console, f"  {text}")
+    return shortened
+
+
+def estimate_lines(plan: MigrationPlan) -> list[str]:
+    """The estimates with their basis: where items and size come from, and whether figures are extrapolated."""
+    e, source = plan.estimates, plan.source
+    scaled, _ = extrapolation(plan)
+    if e.table_bytes_from == "DescribeTable":
+        size = f"{_size(e.table_bytes)} (DescribeTable)"
+    else:
+        reported = f"; DescribeTable reports {_size(source.size_bytes)}" if source is not None else ""
+        size = f"{_size(e.table_bytes)} (the sample's average item × {e.items:,} items{reported})"
+    if e.read_units_per_second is None:
+        scan = "an export: no read capacity consumed"
+    else:
+        scan = (f"{_units(e.scan_read_units)} RCU at {_units(e.read_units_per_second)} RCU/s, "
+                f"~{_duration(e.scan_seconds)}")
+    return [
+        f"estimates ({scaled}):",
+        f"  source: {e.items:,} items (from {e.items_from}), {size}",
+        f"  scan: {scan}",
+        f"  target: ~{e.target_rows:,} rows, {e.target_cells:,} cells, {_size(e.target_bytes)}; "
+        f"{e.suggested_nodes} node(s) to write in {e.target_write_hours:g} h (bound by {e.node_basis})",
+    ]

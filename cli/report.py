@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ddb2bt.mappers.folded import FoldedRow
-from ddb2bt.mappers.plan import AttributePreview, ExampleRow, MigrationPlan
+from ddb2bt.mappers.plan import AttributePreview, ExampleRow, MigrationPlan, extrapolation, shorten
 from ddb2bt.mappers.sample import SizeStats
-from ddb2bt.mappers.units import human_duration, human_size
+from ddb2bt.mappers.units import human_duration, human_size, human_units
 
 # --------------------------------------------------------------------------- blocks
 
@@ -62,12 +62,13 @@ Block = Heading | Para | Bullets | Table | Chart | Pair
 # --------------------------------------------------------------------------- formatting
 
 
-size, duration = human_size, human_duration
+size, duration, units = human_size, human_duration, human_units
+VALUE_CHARS = 240
+"""Longer values are shortened in the report, saying by how much (`--format json` of migrate-plan has them whole)."""
 
 
-def units(x: float) -> str:
-    """A capacity figure as exactly as the plan's JSON has it: 0.5 stays 0.5 (scan read units come in halves)."""
-    return f"{x:,.0f}" if x == int(x) else f"{x:,.1f}" if x * 10 == int(x * 10) else f"{x:,.2f}"
+def _shown(text: str) -> str:
+    return shorten(text, VALUE_CHARS)[0]
 
 
 def _bins(stats: SizeStats) -> tuple[tuple[str, ...], tuple[float, ...]]:
@@ -157,13 +158,13 @@ def _target(plan: MigrationPlan) -> list[Block]:
 
 
 def _item_table(item: tuple[AttributePreview, ...]) -> Table:
-    return Table(("Attribute", "Type", "Value"), tuple((a.name, a.type, a.value) for a in item), "DynamoDB item")
+    return Table(("Attribute", "Type", "Value"), tuple((a.name, a.type, _shown(a.value)) for a in item), "DynamoDB item")
 
 
 def _row_table(example: ExampleRow) -> Table:
     if example.outcome != "mapped":
         return Table(("Outcome", "Reason"), ((example.outcome, example.note or ""),), "Bigtable row")
-    cells = tuple((c.column, c.value, c.encoding, c.timestamp) for c in example.cells)
+    cells = tuple((c.column, _shown(c.value), c.encoding, c.timestamp) for c in example.cells)
     return Table(("Column", "Value", "Encoding", "Timestamp"), cells, f"Bigtable row {example.row_key}")
 
 
@@ -233,23 +234,9 @@ def _distribution(plan: MigrationPlan) -> list[Block]:
     return blocks
 
 
-def _basis(plan: MigrationPlan) -> tuple[str, str]:
-    """(what the sample-based figures are, one sentence saying so): counted, or extrapolated by how much."""
-    e, sampled = plan.estimates, plan.sample.items
-    if e.items_from == "sample":
-        return "the sample", (f"No DescribeTable numbers (an export, or a table not described): the {sampled} sampled "
-                              "items are taken to be the whole table, so these figures are the sample's own.")
-    if sampled >= e.items:
-        return "counted in the sample", (f"The sample covers the whole table ({sampled:,} items, DescribeTable says "
-                                         f"{e.items:,}): these figures are counted, not extrapolated.")
-    return f"extrapolated ×{e.items / max(sampled, 1):,.1f}", (
-        f"Extrapolated from a sample: the {sampled:,} sampled items are scaled to the {e.items:,} items DescribeTable "
-        f"reports (×{e.items / max(sampled, 1):,.1f}). Rows shared by many items make the row count a lower bound.")
-
-
 def _estimates(plan: MigrationPlan) -> list[Block]:
     e, source = plan.estimates, plan.source
-    scaled, sentence = _basis(plan)
+    scaled, sentence = extrapolation(plan)
     described = source is not None and e.items_from == "DescribeTable"
     size_basis = ("the sample" if not described else "DescribeTable"
                   if source is not None and source.size_bytes == e.table_bytes else "the sample's average item × items")
@@ -285,7 +272,7 @@ def _folded(plan: MigrationPlan) -> list[Block]:
 
 def _folded_row(row: FoldedRow) -> list[Block]:
     items = tuple((f"#{item.number}", item.entity, item.key) for item in row.items)
-    cells = tuple((cell.column, f"{cell.version} of {cell.versions}" if cell.versions > 1 else "only", cell.value,
+    cells = tuple((cell.column, f"{cell.version} of {cell.versions}" if cell.versions > 1 else "only", _shown(cell.value),
                    cell.encoding, cell.timestamp, f"#{cell.item}") for cell in row.cells)
     blocks: list[Block] = [
         Heading(3, f"Row {row.row_key}: {len(row.items)} items"),

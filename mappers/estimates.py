@@ -13,7 +13,7 @@ import os
 from collections import Counter
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from .sample import Sample, readable_bytes
 
@@ -147,6 +147,8 @@ class Estimates(BaseModel):
     items_from: Literal["DescribeTable", "sample"]
     average_item_bytes: float
     table_bytes: int
+    table_bytes_from: Literal["DescribeTable", "sample"] = "sample"
+    """DescribeTable's size, or the sample's average item x items (DescribeTable reports 0, or no table)."""
     scan_read_units: float
     """Read capacity units the whole scan consumes (0 when reading an export)."""
     read_units_per_second: float | None
@@ -164,10 +166,23 @@ class Estimates(BaseModel):
     """Which constraint set the node count: write rows/s, write bytes/s or storage."""
     assumptions: tuple[str, ...]
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def exceeds_stream_retention(self) -> bool:
         """The scan outlasts the stream's retention: plan a full-export backfill and incremental-export catch-up."""
         return self.scan_seconds is not None and self.scan_seconds > STREAM_RETENTION_S
+
+    @property
+    def stream_retention_warning(self) -> str | None:
+        """What to do when the scan outlasts the stream's retention (the plan's finding and its text say it)."""
+        return retention_warning(self.scan_seconds) if self.exceeds_stream_retention else None
+
+
+def retention_warning(scan_seconds: float | None) -> str:
+    """Why a scan of ``scan_seconds`` cannot be followed by the stream tail, and what to do instead."""
+    return (f"the scan backfill takes ~{(scan_seconds or 0) / 3600:.0f} h at this read budget, longer than DynamoDB "
+            "Streams' 24-hour retention: the stream tail could not start after it. Back-fill from a full export and "
+            "catch up with incremental exports (`ddb2bt catch-up`, docs/CUTOVER.md), or raise the read budget")
 
 
 def estimate(
@@ -204,10 +219,7 @@ def estimate(
         rate = read_budget * capacity
         seconds = read_units / rate if rate else None
         if seconds is not None and seconds > STREAM_RETENTION_S:
-            assumptions.append(
-                f"WARNING: the scan takes ~{seconds / 3600:.0f} h at this read budget, longer than DynamoDB Streams' "
-                "24-hour retention: the stream tail could not start after it. Back-fill from a full export and catch "
-                "up with incremental exports (docs/CUTOVER.md), or raise the read budget.")
+            assumptions.append(f"WARNING: {retention_warning(seconds)}.")
         assumptions.append(
             f"A scan reads 4 KB per read unit, {'strongly' if consistent_read else 'eventually'} consistent "
             f"({'full' if consistent_read else 'half'} a unit each); budget {read_budget:.0%} of "
@@ -235,6 +247,7 @@ def estimate(
         items_from="DescribeTable" if item_count else "sample",
         average_item_bytes=average,
         table_bytes=table_bytes,
+        table_bytes_from="DescribeTable" if size_bytes else "sample",
         scan_read_units=read_units,
         read_units_per_second=rate,
         scan_seconds=seconds,

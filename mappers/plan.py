@@ -3,7 +3,8 @@
 `migrate-plan` prints it, the schema translation report renders it, and `migrate` can refuse to
 start on its errors: all three read the same frozen object, so what the user reviewed is what
 runs. The plan holds previews (text), never raw item bytes, and serialises with
-`model_dump(mode="json")`.
+`model_dump(mode="json")`. Previews are whole values (JSON carries them in full); a renderer that
+shortens one for the screen does so with :func:`shorten`, which says how much it left out.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .units import duration_text
 from .spec import EntitySpec, GcPolicy, Layout, MappingSpec
 
 PREVIEW_CHARS = 80
+"""What text renderers show of a long value (:func:`shorten`); the plan object itself keeps values whole."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -148,6 +150,20 @@ class MigrationPlan(_Frozen):
         return any(item.severity == "warning" for item in self.lints)
 
 
+def extrapolation(plan: MigrationPlan) -> tuple[str, str]:
+    """(what the sample-based figures are, one sentence saying so): counted, or extrapolated by how much."""
+    e, sampled = plan.estimates, plan.sample.items
+    if e.items_from == "sample":
+        return "the sample", (f"No DescribeTable numbers (an export, or a table not described): the {sampled} sampled "
+                              "items are taken to be the whole table, so these figures are the sample's own.")
+    if sampled >= e.items:
+        return "counted in the sample", (f"The sample covers the whole table ({sampled:,} items, DescribeTable says "
+                                         f"{e.items:,}): these figures are counted, not extrapolated.")
+    return f"extrapolated ×{e.items / max(sampled, 1):,.1f}", (
+        f"Extrapolated from a sample: the {sampled:,} sampled items are scaled to the {e.items:,} items DescribeTable "
+        f"reports (×{e.items / max(sampled, 1):,.1f}). Rows shared by many items make the row count a lower bound.")
+
+
 # --------------------------------------------------------------------------- previews
 
 
@@ -167,8 +183,12 @@ def iso_micros(micros: int) -> str:
         return f"{micros} us since 1970"
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+def shorten(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
+    """(``text`` fitted to ``limit`` characters, whether it was shortened); a shortened one ends in `… (+N chars)`."""
+    if len(text) <= limit:
+        return text, False
+    kept = max(1, limit - 16)
+    return f"{text[:kept]}… (+{len(text) - kept:,} chars)", True
 
 
 def attribute_preview(name: str, value: dict) -> AttributePreview:
@@ -177,7 +197,7 @@ def attribute_preview(name: str, value: dict) -> AttributePreview:
         text = payload if tag == "S" else binary(payload).hex() if tag == "B" else to_json(value)
     except (ValueError, TypeError):
         tag, text = "?", repr(value)
-    return AttributePreview(name=name, type=tag, value=_clip(_printable(text)))
+    return AttributePreview(name=name, type=tag, value=_printable(text))
 
 
 def item_preview(item: dict) -> tuple[AttributePreview, ...]:
@@ -187,7 +207,7 @@ def item_preview(item: dict) -> tuple[AttributePreview, ...]:
 def value_preview(data: bytes, source: CellSource | None) -> tuple[str, str]:
     """(preview, encoding label): the cell decoded as its column wrote it, shown as text (never raw bytes)."""
     if source is None:
-        return _clip(readable_bytes(data)), "bytes"
+        return readable_bytes(data), "bytes"
     if source.layout is Layout.set:
         return "(set member)", "marker 0x00"
     if data == b"" and source.layout in (Layout.map, Layout.list) and source.part:
@@ -195,8 +215,8 @@ def value_preview(data: bytes, source: CellSource | None) -> tuple[str, str]:
     try:
         value = decode(data, source.encoding)
     except (ValueError, KeyError, TypeError):
-        return _clip(readable_bytes(data)), "bytes"
-    return _clip(_printable(attribute_preview("", value).value)), source.encoding.value
+        return readable_bytes(data), "bytes"
+    return attribute_preview("", value).value, source.encoding.value
 
 
 def _printable(text: str) -> str:
@@ -268,6 +288,13 @@ def _entity_plan(entity: EntitySpec, sample: Sample, examples: int, compiled: Co
     )
 
 
+def _planning(estimates: Estimates) -> tuple[Lint, ...]:
+    """The backfill against the stream's 24-hour retention (issue 13's planning): a warning when the scan outlasts it."""
+    warning = estimates.stream_retention_warning
+    return (Lint(severity="warning", code="backfill-exceeds-stream-retention", message=warning,
+                 where="source.read_budget"),) if warning else ()
+
+
 def _summary(spec: MappingSpec, sample: Sample) -> SampleSummary:
     mix = Counter(result.entity or "(unmatched)" for result in sample.results)
     return SampleSummary(
@@ -311,6 +338,17 @@ def build_plan(
     delimiters = Counter(e.row_key.delimiter for e in spec.entities if e.row_key)
     hotspots = hotspot_reports(sample, delimiters.most_common(1)[0][0] if delimiters else "#")
     errors = sample.errors
+    estimates = estimate(
+        sample,
+        item_count=source.item_count if source else None,
+        size_bytes=source.size_bytes if source else None,
+        provisioned_rcu=source.read_capacity if source else None,
+        on_demand_rcu=spec.source.on_demand_rcu,
+        read_budget=read_budget if read_budget is not None else spec.source.read_budget,
+        consistent_read=spec.source.consistent_read,
+        from_export=spec.source.export is not None,
+        target_write_hours=target_write_hours,
+    )
     return MigrationPlan(
         source_table=source.table if source else spec.source.table,
         partition_key=spec.source.partition_key,
@@ -341,18 +379,9 @@ def build_plan(
             + tuple(lint_data(spec, sample, compiled.now_ms * 1000))
             + tuple(lint_losses(spec, _round_trips(decoder, sample)))
             + found
+            + _planning(estimates)
         ),
         hotspots=hotspots,
         folded_rows=fold_rows(spec, compiled, sample),
-        estimates=estimate(
-            sample,
-            item_count=source.item_count if source else None,
-            size_bytes=source.size_bytes if source else None,
-            provisioned_rcu=source.read_capacity if source else None,
-            on_demand_rcu=spec.source.on_demand_rcu,
-            read_budget=read_budget if read_budget is not None else spec.source.read_budget,
-            consistent_read=spec.source.consistent_read,
-            from_export=spec.source.export is not None,
-            target_write_hours=target_write_hours,
-        ),
+        estimates=estimates,
     )

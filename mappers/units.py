@@ -50,3 +50,8 @@ def human_size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     raise AssertionError("unreachable")
+
+
+def human_units(x: float) -> str:
+    """A capacity figure as exactly as the plan's JSON has it: 0.5 stays 0.5 (scan read units come in halves)."""
+    return f"{x:,.0f}" if x == int(x) else f"{x:,.1f}" if x * 10 == int(x * 10) else f"{x:,.2f}"

@@ -114,3 +114,51 @@ def test_report(invoke, seeded_moto, tmp_path, name):
 def test_report_needs_a_known_extension(invoke, tmp_path):
     result = invoke("report", "spec.yaml", "-o", tmp_path / "report.pdf")
     assert result.exit_code == 2 and ".html or .md" in result.output
+
+
+def test_migrate_plan_json_carries_values_whole(invoke, seeded_moto):
+    """JSON output never shortens a value: the Formats map (over 200 characters) is there in full, every place."""
+    from ddb2bt.mappers.attrvalue import to_json
+
+    video = next(i for i in catalog.seed_items(catalog.get("single-table").seed) if i["sk"] == {"S": "Video"}
+                 and i["pk"] == {"S": "0123"})
+    whole = to_json(video["Formats"])
+    assert len(whole) > 200
+    result = invoke("migrate-plan", catalog.resources.files("ddb2bt.templates") / "videos.yaml", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    data = json.loads(result.stdout)
+    example = next(x for e in data["entities"] if e["name"] == "video" for x in e["examples"]
+                   if x["row_key"] == "0123")
+    assert {a["name"]: a["value"] for a in example["item"]}["Formats"] == whole
+    assert example["cells"][0]["value"] == whole
+    folded = next(row for row in data["folded_rows"] if row["row_key"] == "0123")
+    assert next(c for c in folded["cells"] if c["column"] == "video:Formats")["value"] == whole
+
+
+def test_piped_migrate_plan_text_shows_the_folded_row_whole_and_figures_that_agree(invoke, seeded_moto):
+    """stdout is not a terminal here: the single-table row comes whole (every item, every cell, the versions
+    explained), long values are shortened saying so, and the estimates say what the JSON says (0.5 RCU, not 0)."""
+    spec = catalog.resources.files("ddb2bt.templates") / "videos.yaml"
+    text = invoke("migrate-plan", spec).stdout
+    data = json.loads(invoke("migrate-plan", spec, "--format", "json").stdout)
+    lines = text.splitlines()
+    row = lines[lines.index("Row 0123, whole: 5 items write into it"):]
+    assert row[1:6] == ["  #1 video: pk=0123, sk=Video", "  #2 comment: pk=0123, sk=VideoComment#8305627524",
+                        "  #3 comment: pk=0123, sk=VideoComment#8305636557", "  #4 likes: pk=0123, sk=VideoStatsLikes",
+                        "  #5 views: pk=0123, sk=VideoStatsViews"]
+    cells = row[6:11]
+    assert [line.split(" @ ")[0].strip() for line in cells] == [
+        "video:Formats", "video:Likes", "video:UserComments (version 1 of 2)", "video:UserComments (version 2 of 2)",
+        "video:Views"]
+    assert cells[2].endswith("from #2, utf8: I really like this idea. The special effects are amazing.")
+    assert cells[0].endswith("chars)") and "… (+" in cells[0]  # the long map, shortened and saying so
+    assert row[11].startswith("  video:UserComments holds 2 versions, written by items #2, #3")
+    assert "(1 more folded row in `--format json` and `ddb2bt report`)" in lines
+    assert "values longer than 80 characters are shortened above (… (+N chars)); `--format json` has them whole" in text
+    e = data["estimates"]
+    assert e["scan_read_units"] == 0.5 and "  scan: 0.5 RCU at 2,000 RCU/s, ~0.0 s" in lines
+    assert e["table_bytes"] == 875 and data["source"]["size_bytes"] == 0  # moto's DescribeTable: not refreshed yet
+    assert "  source: 9 items (from DescribeTable), 875 B (the sample's average item × 9 items; DescribeTable " \
+           "reports 0 B)" in lines
+    assert "estimates (counted in the sample):" in lines

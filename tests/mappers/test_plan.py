@@ -300,3 +300,30 @@ def test_many_colliding_or_collected_cells_are_one_finding_per_column():
     assert by_code["cell-collision"][0].message.startswith("293 sampled cells of d:n overwrite one another item wrote")
     assert by_code["gc-drops-versions"][0].message.startswith("7 sampled rows get more d:n cells than the family keeps")
     assert "max_age (1d)" in by_code["gc-drops-cells"][0].message
+
+
+def test_a_backfill_longer_than_the_stream_retention_is_a_plan_warning_in_text_and_json():
+    """Issue 13's planning: migrate-plan itself (text and JSON, not only the report) warns and points to catch-up."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from ddb2bt.cli.plan_text import render_text
+
+    huge = SourceDescription(table="Videos", partition_key="pk", sort_key="sk", item_count=10**9, size_bytes=10**13)
+    plan = seed_plan("videos", source=huge)  # 10 TB at 50% of 4,000 on-demand RCU: about 7 days
+    assert plan.estimates.exceeds_stream_retention and plan.has_warnings
+    (found,) = [lint for lint in plan.lints if lint.code == "backfill-exceeds-stream-retention"]
+    assert "24-hour retention" in found.message and "incremental exports" in found.message
+    assert "ddb2bt catch-up" in found.message
+    document = plan.model_dump(mode="json")
+    assert document["estimates"]["exceeds_stream_retention"] is True
+    assert any(lint["code"] == "backfill-exceeds-stream-retention" for lint in document["lints"])
+    out = StringIO()
+    render_text(plan, Console(file=out, width=80))
+    text = " ".join(out.getvalue().split())
+    assert "warning" in text and "longer than DynamoDB Streams' 24-hour retention" in text
+    assert "(0 errors, 1 warnings)" in text
+    small = seed_plan("videos", source=huge.model_copy(update={"item_count": 1000, "size_bytes": 10**6}))
+    assert not small.estimates.exceeds_stream_retention and not small.has_warnings
+    assert small.model_dump(mode="json")["estimates"]["exceeds_stream_retention"] is False
