@@ -39,11 +39,13 @@ class Reviewed:
     ok: bool = True
     """The plan had no errors and migrate would not refuse the target."""
     estimated_items: int | None = None
+    spec: tuple[str, ...] = ()
+    """Where the reviewed spec was: as given to migrate-plan, then absolute (what `migrate --plan` runs without SPEC)."""
 
     def to_file(self, path: Path, spec_path: str, plan: dict[str, Any]) -> None:
         data = {"format": FORMAT, "made_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "spec": spec_path,
-                "spec_hash": self.spec_hash, "source": self.source, "target": self.target, "ok": self.ok,
-                "estimated_items": self.estimated_items, "plan": plan}
+                "spec_file": str(Path(spec_path).resolve()), "spec_hash": self.spec_hash, "source": self.source,
+                "target": self.target, "ok": self.ok, "estimated_items": self.estimated_items, "plan": plan}
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
 
@@ -57,7 +59,18 @@ class Reviewed:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise UsageError(f"--plan {path} is not a plan written by `ddb2bt migrate-plan --out`",
                              "write one with `ddb2bt migrate-plan SPEC --out plan.json`")
-        return cls(data["spec_hash"], data["source"], data["target"], bool(data["ok"]), data.get("estimated_items"))
+        spec = tuple(str(data[key]) for key in ("spec", "spec_file") if data.get(key))
+        return cls(data["spec_hash"], data["source"], data["target"], bool(data["ok"]), data.get("estimated_items"), spec)
+
+    def spec_path(self, plan: Path) -> Path:
+        """The spec this plan reviewed, for `migrate --plan FILE` without SPEC: as it was given when it still is the
+        same file from here, else its absolute path. Whether it still says the same is :func:`check`'s to say."""
+        given = [Path(text) for text in self.spec]
+        for candidate in given:
+            if candidate.is_file() and candidate.resolve() == given[-1].resolve():
+                return candidate
+        raise UsageError(f"the spec the plan in {plan} reviewed ({' = '.join(self.spec) or 'not recorded'}) is not "
+                         "there anymore", "give it: `ddb2bt migrate SPEC --plan FILE`")
 
 
 def reviewed(spec: MappingSpec, source: SourceDescription | None, target: TargetDiff, *, ok: bool = True,

@@ -8,9 +8,11 @@ pydantic spec models) are imported inside the commands, so `ddb2bt --help` start
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
+from typer._click.exceptions import NoSuchOption  # what typer's own parser raises for an unknown option
+from typer.core import TyperCommand
 
 from .commands import demo, infer, init, local, migrate, plan, redrive, report, schema, validate
 from .commands import cutover
@@ -64,16 +66,39 @@ def main(
         logging.getLogger("ddb2bt").setLevel(logging.DEBUG)
 
 
+class PassThroughCommand(TyperCommand):
+    """A command that hands the options it does not know to Beam (migrate, validate, catch-up).
+
+    Such a command cannot refuse an unknown option while parsing, so a misspelt one lands in the SPEC argument's
+    place (`ddb2bt migrate --hepl` would read a spec file named `--hepl`). A word in an argument's place that starts
+    with `-` is refused here instead, as typer refuses unknown options elsewhere: one line, with the close spellings.
+    """
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+        rest = super().parse_args(ctx, args)
+        for param in self.params:
+            value = ctx.params.get(param.name or "") if param.param_type_name == "argument" else None
+            if value is not None and str(value).startswith("-") and str(value) != "-":
+                from difflib import get_close_matches
+
+                known = [flag for option in self.params for flag in option.opts if flag.startswith("-")] + ["--help"]
+                raise NoSuchOption(str(value), possibilities=get_close_matches(str(value), known), ctx=ctx)
+        return rest
+
+
+PASS_THROUGH: dict[str, Any] = {"cls": PassThroughCommand,
+                                "context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}}
+
 app.command("init")(init.command)
 app.command("infer")(infer.command)
 app.command("migrate-plan")(plan.migrate_plan)
 app.command("report")(report.command)
-app.command("migrate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(migrate.command)
-app.command("validate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(validate.command)
+app.command("migrate", **PASS_THROUGH)(migrate.command)
+app.command("validate", **PASS_THROUGH)(validate.command)
 app.command("redrive")(redrive.command)
 app.command("schema")(schema.command)
 app.command("demo")(demo.command)
-app.command("catch-up", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(cutover.catch_up)
+app.command("catch-up", **PASS_THROUGH)(cutover.catch_up)
 app.command("tail")(cutover.tail)
 app.command("cutover-status")(cutover.cutover_status)
 app.add_typer(local.app, name="local")

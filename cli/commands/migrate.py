@@ -19,7 +19,7 @@ import typer
 
 from ...app.options import RunOptions
 from ...mappers.errors import Interrupted, UsageError
-from ..options import OutputFormat, SpecArg, run_options
+from ..options import OutputFormat, run_options
 
 if TYPE_CHECKING:
     from ...app.migrate import MigrateResult, PreparedRun
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 @run_options("run", "aws", "google", "writer")
 def command(
     ctx: typer.Context,
-    spec: SpecArg,
+    spec: Annotated[Optional[Path], typer.Argument(help="The mapping spec (YAML or JSON); with --plan, the plan's own "
+                                                   "by default.", show_default=False)] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Start without asking (needed when stdin is not a "
                                       "terminal).")] = False,
     plan: Annotated[Optional[Path], typer.Option("--plan", help="A plan saved by `ddb2bt migrate-plan SPEC --out "
@@ -55,6 +56,12 @@ def command(
     if not (ctx.obj or {}).get("debug"):
         quiet_workers()
     reviewed = review.Reviewed.from_file(plan) if plan is not None else None  # a bad file fails before any reading
+    if spec is None:  # the plan says which spec it reviewed; check() still refuses it if it changed since
+        if reviewed is None or plan is None:
+            raise UsageError("missing the SPEC argument", "`ddb2bt migrate SPEC` (or `--plan FILE` saved by "
+                             "`ddb2bt migrate-plan SPEC --out FILE`)")
+        spec = reviewed.spec_path(plan)
+        say(f"spec {spec} (the one the plan in {plan} reviewed)")
     prepared = use_case.prepare(spec, options, where=say)
     for line in summary(prepared):
         say(line)

@@ -14,6 +14,13 @@ USAGE_ERRORS = [
      "error: Invalid value for '--format': 'xml' is not one of 'text', 'json'. (see `ddb2bt migrate-plan --help`)"),
     (["migrate-plan", "x.yaml", "--sample", "0"], "error: Invalid value for '--sample': Input should be greater than or equal to 1"),
     (["init", "--bogus"], "error: No such option: --bogus"),
+    # Commands that pass unknown options to Beam: a misspelt option in SPEC's place is not read as a spec path.
+    (["migrate", "--hepl"], "error: No such option: --hepl (Possible options: --help, --plan) (see `ddb2bt migrate "
+     "--help`)"),
+    (["validate", "--hepl"], "error: No such option: --hepl (Possible options: --help) (see `ddb2bt validate --help`)"),
+    (["migrate", "--qqqqqq"], "error: No such option: --qqqqqq (see `ddb2bt migrate --help`)"),
+    (["migrate"], "error: missing the SPEC argument; `ddb2bt migrate SPEC` (or `--plan FILE` saved by "
+     "`ddb2bt migrate-plan SPEC --out FILE`)"),
 ]
 
 

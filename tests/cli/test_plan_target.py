@@ -115,3 +115,34 @@ def test_unreachable_target_is_one_line(invoke, source, tmp_path, monkeypatch):
     notes = [line for line in result.stdout.splitlines() if line.startswith("  ? ")]
     assert len(notes) == 1 and notes[0].startswith("  ? target not read: Bigtable is unreachable"), result.stdout
     assert "Traceback" not in result.output
+
+
+def test_migrate_plan_file_names_its_spec(invoke, bigtable_env, source, tmp_path, monkeypatch):
+    """`migrate --plan FILE` without SPEC runs the spec the plan reviewed, and still refuses it once it changed."""
+    table, endpoint = source
+    monkeypatch.chdir(tmp_path)
+    spec = write_spec(tmp_path / "spec.yaml", table, endpoint)
+    assert plan(invoke, "spec.yaml", "--out", "plan.json").exit_code == 0
+    reviewed = spec.read_text()
+
+    spec.write_text(reviewed.replace("2024-01-01", "2024-06-01"))  # what it migrates changed since the review
+    changed = invoke("migrate", "--plan", "plan.json", "--run-dir", "no")
+    assert changed.exit_code == 2, changed.output
+    assert "spec spec.yaml (the one the plan in plan.json reviewed)" in changed.stderr
+    assert "the spec (what it migrates or where it writes) changed" in changed.stderr.splitlines()[-1]
+    assert not (tmp_path / "no").exists() and existing_families(admin_table(load_spec(spec).target)) is None
+
+    spec.write_text(reviewed)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # spec.yaml is not here: the plan's absolute path is
+    applied = invoke("migrate", "--plan", "../plan.json", "--run-dir", "run")
+    assert applied.exit_code == 0, applied.output
+    assert f"spec {spec} (the one the plan in ../plan.json reviewed)" in applied.stderr
+    assert "read 3 items: 3 written" in applied.stdout
+
+    spec.unlink()
+    gone = invoke("migrate", "--plan", "../plan.json", "--run-dir", "gone")
+    assert gone.exit_code == 2
+    assert gone.stderr.strip() == (f"error: the spec the plan in ../plan.json reviewed (spec.yaml = {spec}) is not "
+                                   "there anymore; give it: `ddb2bt migrate SPEC --plan FILE`")
