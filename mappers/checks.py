@@ -7,7 +7,6 @@ that can never match, a key template naming an attribute items may not have, and
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from typing import NamedTuple
 from .decode import undeclared
 from .results import ItemError, MapResult
 from .spec import Condition, EntitySpec, Layout, MappingSpec
+from .spelling import did_you_mean
 from .templates import Placeholder, parse_template
 
 Problem = tuple[tuple, str]
@@ -50,14 +50,19 @@ def check_spec(spec: MappingSpec) -> list[Problem]:
 
 def _families(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Problem]:
     declared = spec.target.families
-    hint = f"declare it under target.families (declared: {', '.join(declared)})"
+
+    def not_declared(family: str) -> str:
+        guess = did_you_mean(family, declared)
+        return (f"family {family!r} is not declared; {guess + ' Otherwise, ' if guess else ''}declare it under target.families "
+                f"(declared: {', '.join(declared)})")
+
     problems = [
-        (at + ("columns", j, "family"), f"family {column.family!r} is not declared; {hint}")
+        (at + ("columns", j, "family"), not_declared(column.family))
         for j, column in enumerate(entity.columns)
         if column.family not in declared
     ]
     if entity.rest and entity.rest.family not in declared:
-        problems.append((at + ("rest", "family"), f"family {entity.rest.family!r} is not declared; {hint}"))
+        problems.append((at + ("rest", "family"), not_declared(entity.rest.family)))
     return problems
 
 
@@ -244,8 +249,7 @@ def _timestamp_attributes(entity: EntitySpec, at: tuple) -> list[tuple[tuple, st
 
 
 def _spelling_hint(attribute: str, seen: set[str]) -> str:
-    close = difflib.get_close_matches(attribute, sorted(seen), n=1)
-    return f"did you mean {close[0]!r}?" if close else _listed(seen)
+    return did_you_mean(attribute, sorted(seen)) or _listed(seen)
 
 
 def _listed(attributes: set[str], most: int = 20) -> str:

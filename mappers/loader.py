@@ -6,12 +6,11 @@ The error names the file, the field path (`entities[2].row_key`) and, for YAML, 
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import yaml
 from pydantic import ValidationError
@@ -19,6 +18,7 @@ from pydantic import ValidationError
 from .checks import check_spec, format_path
 from .errors import UsageError
 from .spec import MappingSpec
+from .spelling import did_you_mean
 
 Path_ = tuple[str | int, ...]
 
@@ -206,15 +206,6 @@ def _line_for(path: Path_, lines: dict[Path_, int]) -> int | None:
         if path[:end] in lines:
             return lines[path[:end]]
     return None
-
-
-def did_you_mean(word: object, choices: Iterable[str]) -> str:
-    """`did you mean 'x'?` for the choice closest to a misspelt ``word`` (case ignored), or ''."""
-    if not isinstance(word, str):
-        return ""
-    by_lower = {choice.lower(): choice for choice in choices}
-    close = difflib.get_close_matches(word.lower(), by_lower, n=1, cutoff=0.6)
-    return f"did you mean {by_lower[close[0]]!r}?" if close else ""
 
 
 def _message(error: Any, path: Path_) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from .numbers import DecimalError, sortable_text
+from .spelling import did_you_mean
 
 
 class TransformError(ValueError):
@@ -136,7 +137,8 @@ def check_arguments(name: str, args: tuple) -> str | None:
     """Why `name(*args)` is not a valid transform call, or None when it is."""
     fn = TRANSFORMS.get(name)
     if fn is None:
-        return f"unknown transform {name!r} (known: {', '.join(sorted(TRANSFORMS))})"
+        guess = did_you_mean(name, TRANSFORMS)
+        return f"unknown transform {name!r} ({guess + ' ' if guess else ''}known: {', '.join(sorted(TRANSFORMS))})"
     signature = inspect.signature(fn)
     try:
         bound = signature.bind("", *args)

@@ -28,6 +28,15 @@ CASES = [
      ":8: target.families.f.combine: Input should be 'union' or 'intersection'; did you mean 'union'?"),
     ("top-level literal", BASE + "unmatched: skp\n", ": unmatched: Input should be 'dead_letter', 'skip' or 'fail'; "
      "did you mean 'skip'?"),
+    ("layout value", BASE.replace("family: f}", "family: f, layout: sett}"),
+     ":13: entities[0].columns[0].layout: Input should be 'cell', 'json', 'set', 'map' or 'list'; did you mean 'set'?"),
+    ("transform in a row key", BASE.replace('"{pk}"', '"{pk|strip_prefx(\'V\')}"'),
+     ":11: entities[0].row_key.template: unknown transform 'strip_prefx' (did you mean 'strip_prefix'? known: "
+     "epoch_ms, epoch_s, lower, pad, part,"),
+    ("transform, other case", BASE.replace('"{pk}"', '"{pk|Upper}"'), "unknown transform 'Upper' (did you mean 'upper'?"),
+    ("family used but not declared", BASE.replace("family: f}", "family: vidoe}").replace("f: {max", "video: {max"),
+     ":13: entities[0].columns[0].family: family 'vidoe' is not declared; did you mean 'video'? Otherwise, declare it "
+     "under target.families (declared: video)"),
 ]
 
 
@@ -40,12 +49,17 @@ def test_misspelling_names_the_closest_spelling(tmp_path, text, message):
     assert message in str(caught.value), str(caught.value)
 
 
-def test_no_guess_for_a_value_far_from_every_choice(tmp_path):
+@pytest.mark.parametrize("text, listed", [
+    (BASE.replace("family: f}", "family: f, encoding: qqqqqq}"), "Input should be 'auto'"),
+    (BASE.replace('"{pk}"', '"{pk|qqqqqq}"'), "unknown transform 'qqqqqq' (known: epoch_ms"),
+    (BASE.replace("family: f}", "family: qqqqqq}"), "family 'qqqqqq' is not declared; declare it under target.families"),
+], ids=["enum", "transform", "family"])
+def test_no_guess_for_a_value_far_from_every_choice(tmp_path, text, listed):
     path = tmp_path / "spec.yaml"
-    path.write_text(BASE.replace("family: f}", "family: f, encoding: qqqqqq}"))
+    path.write_text(text)
     with pytest.raises(SpecError) as caught:
         load_spec(path)
-    assert "did you mean" not in str(caught.value) and "Input should be 'auto'" in str(caught.value)
+    assert "did you mean" not in str(caught.value) and listed in str(caught.value), str(caught.value)
 
 
 def test_did_you_mean():

@@ -34,7 +34,7 @@ CASES = [
     ("misspelt key", BASE.replace("row_key:", "row_kee:"),
      ":11: entities[0].row_kee: unknown key (check the spelling"),
     ("unknown transform", BASE.replace('"{pk}"', '"{pk|revers}"'),
-     ":11: entities[0].row_key.template: unknown transform 'revers' (known: epoch_ms"),
+     ":11: entities[0].row_key.template: unknown transform 'revers' (did you mean 'reverse'? known: epoch_ms"),
     ("bad transform argument", BASE.replace('"{pk}"', '"{pk|pad(\'x\')}"'),
      ":11: entities[0].row_key.template: transform pad: argument 'width' must be int, got 'x'"),
     ("family used but not declared", BASE.replace("family: f}", "family: g}"),
