@@ -33,4 +33,5 @@ def command(
         raise FileExistsError(f"{output} already exists; pass --force to overwrite it or -o to write elsewhere")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
-    typer.echo(f"Wrote {output} ({template}). Next: edit source.table and target, then `ddb2bt migrate-plan {output}`.")
+    typer.echo(f"Wrote {output} ({template}). Next: edit source.table and target, then `ddb2bt migrate-plan {output}`.",
+               err=True)  # like every command: data on stdout, messages on stderr

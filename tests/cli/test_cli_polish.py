@@ -59,3 +59,13 @@ def test_migrate_help_mentions_beam_pass_through(invoke):
     text = " ".join(result.output.split())
     assert result.exit_code == 0
     assert "Beam options" in text and "--runner" in text and "docs/DATAFLOW.md" in text
+
+
+def test_files_written_are_said_on_stderr_leaving_stdout_to_data(invoke, tmp_path):
+    """`Wrote …` is a message, never data: stdout stays empty when a command writes a file (init, schema, report)."""
+    spec = tmp_path / "spec.yaml"
+    result = invoke("init", "--template", "key-value", "-o", spec)
+    assert result.exit_code == 0 and spec.exists()
+    assert result.stdout == "" and result.stderr.startswith(f"Wrote {spec} (key-value).")
+    schema = invoke("schema", "-o", tmp_path / "schema.json")
+    assert schema.exit_code == 0 and schema.stdout == ""
