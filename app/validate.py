@@ -52,6 +52,11 @@ class PreparedValidation:
     """DescribeTable's item count (hours stale; 0 when unknown), which sizes a random sample's segments."""
     decode_every: int = DECODE_EVERY
     """Items whose cells differ are all read back through the decoder; of the others, one in this many."""
+    after_us: int | None = None
+    """The validated snapshot's time (``--as-of``): cells that changed after it are reported apart, not as
+    differences (docs/VALIDATE.md, "Changes after the snapshot")."""
+    snapshot: str = ""
+    """Where ``after_us`` comes from, for the summary."""
 
     @property
     def source(self) -> str:
@@ -72,7 +77,8 @@ class PreparedValidation:
 
     def settings(self) -> dict[str, Any]:
         """What a resumed validation must do the same way."""
-        return {"repair": self.repair, "target_scan": self.target_scan, "sample": self.options.sample}
+        return {"repair": self.repair, "target_scan": self.target_scan, "sample": self.options.sample,
+                "after_us": self.after_us}
 
 
 @dataclass
@@ -91,6 +97,8 @@ class ValidateResult:
     """This attempt's Beam counters (both passes)."""
     problems: list[str] = field(default_factory=list)
     stages: tuple[str, ...] = ()
+    after_snapshot: dict[str, int] = field(default_factory=dict)
+    """By kind, what changed after the validated snapshot: reported apart, not differences."""
 
     @property
     def differences(self) -> int:
@@ -112,10 +120,12 @@ class ValidateResult:
 
 def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,
             target_scan: bool = False, decode_all: bool = False, now_ms: int | None = None,
-            where: Step | None = None) -> PreparedValidation:
+            as_of: str | None = None, where: Step | None = None) -> PreparedValidation:
     """Check everything a validation needs, source before target, writing nothing; UsageError/ServiceError if not.
 
-    ``where`` is told first, before anything is read, where the rows are read.
+    ``where`` is told first, before anything is read, where the rows are read. ``as_of``: the
+    validated snapshot, an ISO-8601 time or the run folder of the migration (its cutover
+    timeline, else its backfill's start); see :func:`snapshot_time`.
     """
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
@@ -150,9 +160,14 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     scanning = spec.source.export is None and options.sample is None
     total = options.total_segments or spec.source.total_segments
     item_count = 0
+    after_us, snapshot = None, ""
+    if as_of is not None and not _is_folder(as_of):
+        after_us, snapshot = snapshot_time(as_of, spec)  # a time: refused before anything is read if it does not parse
     if not dry_run:
         source = describe_source(spec)  # the source is checked before the target
         spec = with_source_keys(spec, source)
+        if as_of is not None and after_us is None:
+            after_us, snapshot = snapshot_time(as_of, spec)
         item_count = source.item_count if source else 0
         if spec.source.export is not None:
             from ..pipelines.export_source import verify_export
@@ -170,7 +185,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         target=describe_target(spec.target), runner=runner, direct=direct, dry_run=dry_run, scanning=scanning,
         total_segments=total or 1, repair=repair, target_scan=target_scan,
         now_ms=now_ms if now_ms is not None else int(time.time() * 1000), item_count=item_count,
-        decode_every=1 if decode_all else DECODE_EVERY)
+        decode_every=1 if decode_all else DECODE_EVERY, after_us=after_us, snapshot=snapshot)
 
 
 def execute(prepared: PreparedValidation) -> ValidateResult:
@@ -210,7 +225,7 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
                        completed=completed, sample=sample, repair=p.repair, collect_keys=p.target_scan,
                        dead_letter=p.dead_letter if p.repair else None, flow=options.flow_control(),
                        segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
-                       decode_every=p.decode_every)
+                       decode_every=p.decode_every, after_us=p.after_us)
     if p.dry_run:
         return ValidateResult(p, "DRY_RUN", stages=_stages(pipeline))
     state, counters = _run(pipeline)
@@ -218,7 +233,7 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
     if str(state).endswith("DONE"):
         state, more = _rows_pass(p, rows_dir)
         counters = {name: counters.get(name, 0) + more.get(name, 0) for name in set(counters) | set(more)}
-    counts, first = files.join_differences([p.run_dir, rows_dir], p.differences, SHOWN)
+    joined = files.join_differences([p.run_dir, rows_dir], p.differences, SHOWN)
     totals = files.totals(p.run_dir)
     for name, value in files.totals(rows_dir).items():
         totals[name] = totals.get(name, 0) + value
@@ -228,14 +243,53 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
         consolidate(p.dead_letter)
     attempt = {name: totals.get(name, 0) - before.get(name, 0) for name in totals}
     problems = unfinished(str(state)) + reconcile(totals, attempt, counters, sample=sample is not None)
-    return ValidateResult(p, str(state), counts, first, totals, counters, problems)
+    return ValidateResult(p, str(state), joined.counts, joined.first, totals, counters, problems,
+                          after_snapshot=joined.after_snapshot)
 
 
 def validate(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,
-             target_scan: bool = False, decode_all: bool = False, now_ms: int | None = None) -> ValidateResult:
+             target_scan: bool = False, decode_all: bool = False, now_ms: int | None = None,
+             as_of: str | None = None) -> ValidateResult:
     """prepare + execute, for callers with nothing to show in between (demo, benchmarks, tests)."""
     return execute(prepare(spec, options, repair=repair, target_scan=target_scan, decode_all=decode_all,
-                           now_ms=now_ms))
+                           now_ms=now_ms, as_of=as_of))
+
+
+def snapshot_time(as_of: str, spec: Any) -> tuple[int, str]:
+    """(microseconds, where from) of the snapshot ``as_of`` names: an ISO-8601 time, or a migration's run folder.
+
+    From a run folder: the time up to which its cutover timeline has applied every change (the
+    backfill's start before any catch-up; `ddb2bt catch-up` moves it on), else, with no timeline
+    yet, its backfill's start (a scan's stored "now", an export's exportTime): the newest time up
+    to which the target is known to hold the source's changes.
+    """
+    from ..pipelines import timeline as tl
+
+    if not _is_folder(as_of):
+        try:
+            micros = tl.iso_to_us(as_of)
+        except ValueError:
+            raise UsageError(f"--as-of {as_of!r} is neither an ISO-8601 time nor a run folder",
+                             "give a time such as 2025-01-01T12:00:00Z, or the --run-dir of the migration") from None
+        return micros, f"--as-of {tl.us_to_iso(micros)}"
+    timeline = tl.peek(as_of)
+    if timeline is not None:
+        return timeline.applied_to_us, (f"{as_of}: its timeline applied every change up to "
+                                        f"{tl.us_to_iso(timeline.applied_to_us)}")
+    backfill = tl.find_backfill(as_of, spec)
+    return backfill.start_us, f"{as_of}: its backfill, {backfill.detail}"
+
+
+def times_from_items(spec: Any) -> bool:
+    """Whether some cell's timestamp comes from its item (an attribute or a template), which can tell a change
+    after the snapshot; cells at migration_time, a fixed time or the run's "now" cannot."""
+    stamps = [entity.timestamp for entity in spec.entities] + [
+        column.timestamp for entity in spec.entities for column in entity.columns]
+    return any(stamp is not None and stamp.fixed is None for stamp in stamps)
+
+
+def _is_folder(as_of: str) -> bool:
+    return "://" in as_of or Path(as_of).is_dir()
 
 
 def _refuse_writer_options(options: RunOptions) -> None:
@@ -278,10 +332,11 @@ def _rows_pass(p: PreparedValidation, rows_dir: str) -> tuple[str, dict[str, int
         if size == 0:
             return "DONE", {}
         if size <= LAUNCHER_BYTES:
-            return "DONE", resolve_here(p.run_dir, rows_dir, Destination.from_target(p.spec.target), p.repair)
+            return "DONE", resolve_here(p.run_dir, rows_dir, Destination.from_target(p.spec.target), p.repair,
+                                        p.after_us)
     pipeline = beam.Pipeline(options=p.pipeline_options)
     if not build_rows_pass(pipeline, p.spec, run_dir=p.run_dir, rows_dir=rows_dir, repair=p.repair,
-                           target_scan=p.target_scan):
+                           target_scan=p.target_scan, after_us=p.after_us):
         return "DONE", {}
     return _run(pipeline)
 

@@ -92,11 +92,13 @@ class Comparer:
     record). `decode_every`: which items go through the decoder: every item whose cells differ,
     and of the items whose cells all match (which read back as the spec maps them: what is checked
     there is the spec's round trip, not the target), one in ``decode_every``; 1 is every item, 0 none.
+    `after_us`: the validated snapshot's time (the watermark); see `changed_after`.
     """
 
-    def __init__(self, spec: MappingSpec, *, now_us: int, key_names: tuple[str, ...] = (), decode_every: int = 1):
+    def __init__(self, spec: MappingSpec, *, now_us: int, key_names: tuple[str, ...] = (), decode_every: int = 1,
+                 after_us: int | None = None):
         self.families: Mapping[str, GcPolicy | None] = spec.target.families
-        self.now_us, self.key_names = now_us, key_names
+        self.now_us, self.key_names, self.after_us = now_us, key_names, after_us
         self.decoders = DecoderCache(spec) if decode_every else None
         self.decode_every, self._matching = decode_every, 0
         entities = (self.decoders.probe if self.decoders else Decoder(spec)).entities
@@ -166,9 +168,12 @@ class Comparer:
         have = {} if actual is None else {(c.family, c.qualifier, c.timestamp_micros): c.value for c in actual}
         differences = [self._collision(row_key, key, made, keys, have.get(key))
                        for key, made in producers.items() if len(made) > 1]
+        changed = self.changed_after(members, actual)
         if actual is None:
-            differences += [Difference("missing_row", row_key, keys[i]) for i in range(len(members))]
-            fixes = [Cell(*key, made[0][0]) for key, made in producers.items() if len(made) == 1]
+            differences += [Difference("missing_row", row_key, keys[i], after_snapshot=i in changed)
+                            for i in range(len(members))]
+            fixes = [Cell(*key, made[0][0]) for key, made in producers.items()
+                     if len(made) == 1 and made[0][1] not in changed]
             shared = extras and missing_claims and not (scan_order and self.whole_row(row_key, members))
             return GroupResult(differences, fixes, self._candidate(row_key, producers, keys, (), have) if shared
                                else None, cells_expected, 0, False)
@@ -192,12 +197,17 @@ class Comparer:
                 if gc_may_drop(key):
                     matched += 1  # gone by the family's GC rule, as the spec asked
                     gone.add(key)
+                elif index in changed:  # not a difference: the snapshot predates it, a catch-up or tail applies it
+                    differences.append(Difference("missing_cell", row_key, keys[index], *key, value, None,
+                                                  after_snapshot=True))
                 else:
                     differences.append(Difference("missing_cell", row_key, keys[index], *key, value, None))
                     fixes.append(Cell(*key, value))
             elif found != value:
-                differences.append(Difference("different_value", row_key, keys[index], *key, value, found))
-                fixes.append(Cell(*key, value))
+                differences.append(Difference("different_value", row_key, keys[index], *key, value, found,
+                                              after_snapshot=index in changed))
+                if index not in changed:
+                    fixes.append(Cell(*key, value))
             else:
                 matched += 1
         not_decoded = decoded = 0
@@ -205,6 +215,8 @@ class Comparer:
             differing = {index for key, made in producers.items()
                          if len(made) > 1 or key not in have or have[key] != made[0][0] for _, index in made}
             for index, (row, item) in enumerate(members):
+                if index in changed:
+                    continue  # its cells' differences are reported as changes after the snapshot already
                 if index not in differing:
                     self._matching += 1
                     if self._matching % self.decode_every:
@@ -227,6 +239,21 @@ class Comparer:
             elif not (scan_order and self.whole_row(row_key, members)):  # others may write here: say we own it
                 candidate = Candidate(row_key, owns_all=True, owner=keys[0], cells=len(have))
         return GroupResult(differences, fixes, candidate, cells_expected, matched, True, not_decoded, decoded)
+
+    def changed_after(self, members: list[Member], actual: Iterable[Cell] | None) -> frozenset[int]:
+        """The members that changed after the snapshot (``after_us``), as far as cell timestamps tell.
+
+        A member changed when a cell it maps to is newer than the snapshot (its timestamp comes from
+        the item, e.g. an ``UpdatedAt`` attribute, and says the item was written since), or when the
+        row holds a version newer than the snapshot in a column the member writes (a catch-up or
+        tail applied a later image). Cells at a time of the spec's (``migration_time``) tell nothing.
+        """
+        after = self.after_us
+        if after is None:
+            return frozenset()
+        newer = {(c.family, c.qualifier) for c in actual or () if c.timestamp_micros > after}
+        return frozenset(index for index, (row, _item) in enumerate(members)
+                         if any(c.timestamp_micros > after or (c.family, c.qualifier) in newer for c in row.cells))
 
     def _same(self, row_key: bytes, member: Member, actual: Iterable[Cell], *, extras: bool,
               scan_order: bool) -> GroupResult | None:
@@ -284,12 +311,15 @@ class _LazyKeys:
         return self._keys[index]
 
 
-def resolve_row(candidates: list[Candidate]) -> tuple[list[Difference], list[Cell]]:
+def resolve_row(candidates: list[Candidate], after_us: int | None = None) -> tuple[list[Difference], list[Cell]]:
     """Over every candidate of one row: cells no group produces (extra, to delete) and cells several groups produce.
 
     An unclaimed cell in a column some group writes at another timestamp is an `extra_version`,
     else an `extra_cell`. A group that owns every cell of the row leaves nothing extra, and every
-    cell another group finds there and claims too is a collision with it.
+    cell another group finds there and claims too is a collision with it. With a snapshot time
+    ``after_us``, an extra cell newer than it, or in a column some group writes at a time newer
+    than it (the version the item had before it changed), is a change after the snapshot: marked
+    so, and never deleted.
     """
     owners = [candidate for candidate in candidates if candidate.owns_all]
     claiming = [candidate for candidate in candidates if not candidate.owns_all]
@@ -320,11 +350,16 @@ def resolve_row(candidates: list[Candidate]) -> tuple[list[Difference], list[Cel
             key = (cell.family, cell.qualifier, cell.timestamp_micros)
             if key not in claimed:
                 extra.setdefault(key, cell)
+    newer = set() if after_us is None else {key[:2] for key in claimed if key[2] > after_us}
+    deletions = []
     for key, cell in sorted(extra.items()):
         owner = columns.get(key[:2])
         kind = "extra_version" if (key[0], key[1]) in columns else "extra_cell"
-        differences.append(Difference(kind, row_key, owner, *key, None, cell.value))
-    return differences, list(extra.values())
+        later = after_us is not None and (key[2] > after_us or key[:2] in newer)
+        differences.append(Difference(kind, row_key, owner, *key, None, cell.value, after_snapshot=later))
+        if not later:
+            deletions.append(cell)
+    return differences, deletions
 
 
 def _literal_prefix(entity: Any) -> bytes:

@@ -86,6 +86,8 @@ class Difference(NamedTuple):
     attribute: str | None = None
     items: tuple = ()
     """For a collision: the key of every item producing the cell."""
+    after_snapshot: bool = False
+    """Set when the cells concerned changed after the validated snapshot (``--as-of``): reported apart, no difference."""
 
     def column(self) -> str | None:
         if self.family is None:
@@ -106,6 +108,8 @@ class Difference(NamedTuple):
         line["expected"], line["found"] = encode(self.expected), encode(self.found)
         if self.items:
             line["items"] = list(self.items)
+        if self.after_snapshot:
+            line["after_snapshot"] = True
         return line
 
     @classmethod
@@ -120,11 +124,14 @@ class Difference(NamedTuple):
 
         return cls(line["kind"], bytes_from_json(line["row_key"]) or b"", line.get("item_key"), column.get("family"),
                    bytes_from_json(column.get("qualifier")), column.get("timestamp_micros"), decode(line.get("expected")),
-                   decode(line.get("found")), line.get("attribute"), tuple(line.get("items") or ()))
+                   decode(line.get("found")), line.get("attribute"), tuple(line.get("items") or ()),
+                   bool(line.get("after_snapshot")))
 
     def describe(self, limit: int = 60) -> str:
         """One line: kind, row (and column or attribute), values, the item."""
         text = f"{self.kind.replace('_', ' ')}: {readable_bytes(self.row_key)}"
+        if self.after_snapshot:
+            text = f"changed after the snapshot, {text}"
         if self.family is not None:
             text += f" {self.column()}"
         if self.attribute is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -95,19 +95,27 @@ def lines(paths: list[str]) -> Iterator[bytes]:
                     yield line
 
 
-def join_differences(run_dirs: list[str], path: str, shown: int = 20) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """Join the finished difference parts of ``run_dirs`` into ``path`` (0600); (count per kind, the first ``shown``)."""
-    counts: dict[str, int] = {}
-    first: list[dict[str, Any]] = []
+class Joined(NamedTuple):
+    counts: dict[str, int]
+    """Differences by kind."""
+    first: list[dict[str, Any]]
+    """The first differences, as their JSON lines."""
+    after_snapshot: dict[str, int]
+    """By kind, what changed after the validated snapshot (lines marked ``after_snapshot``): no differences."""
+
+
+def join_differences(run_dirs: list[str], path: str, shown: int = 20) -> Joined:
+    """Join the finished difference parts of ``run_dirs`` into ``path`` (0600), counting them by kind."""
+    joined = Joined({}, [], {})
     with _create(path) as out:
         for line in lines([part for run_dir in run_dirs for part in finished_parts(run_dir, "differences")]):
             out.write(line + b"\n")
-            record = json.loads(line) if len(first) < shown else None
-            kind = record["kind"] if record else json.loads(line)["kind"]
-            counts[kind] = counts.get(kind, 0) + 1
-            if record:
-                first.append(record)
-    return counts, first
+            record = json.loads(line)
+            counts = joined.after_snapshot if record.get("after_snapshot") else joined.counts
+            counts[record["kind"]] = counts.get(record["kind"], 0) + 1
+            if counts is joined.counts and len(joined.first) < shown:
+                joined.first.append(record)
+    return joined
 
 
 def totals(run_dir: str) -> dict[str, int]:

@@ -89,13 +89,13 @@ class _CompareFn(beam.DoFn):
     """Row groups in, differences, candidates and (with ``repair``) fixes out; see the module doc."""
 
     def __init__(self, spec: dict, destination: Destination, now_ms: int, *, repair: bool, extras: bool,
-                 scan_order: bool, collect_keys: bool, decode_every: int = 1) -> None:
-        self._spec, self._destination, self._now_ms = spec, destination, now_ms
+                 scan_order: bool, collect_keys: bool, decode_every: int = 1, after_us: int | None = None) -> None:
+        self._spec, self._destination, self._now_ms, self._after_us = spec, destination, now_ms, after_us
         self._repair, self._extras, self._collect_keys, self._decode_every = repair, extras, collect_keys, decode_every
         self._scan_order = scan_order
         self._counters = {name: Metrics.counter(NAMESPACE, name) for name in (
             "items_compared", "rows_compared", "rows_found", "cells_expected", "cells_matched", "differences",
-            "repair_rows", "repair_cells")}
+            "after_snapshot", "repair_rows", "repair_cells")}
 
     def setup(self) -> None:
         from ..mappers.spec import MappingSpec
@@ -104,7 +104,7 @@ class _CompareFn(beam.DoFn):
         spec = MappingSpec.model_validate(self._spec)
         keys = tuple(name for name in (spec.source.partition_key, spec.source.sort_key) if name)
         self._comparer = Comparer(spec, now_us=self._now_ms * 1000, key_names=keys,
-                                  decode_every=self._decode_every)
+                                  decode_every=self._decode_every, after_us=self._after_us)
         self._lookup = RowLookup(self._destination)
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-lookup")
         relax_young_gc()
@@ -176,7 +176,10 @@ class _CompareFn(beam.DoFn):
             figures["decoded"] += result.decoded
             for difference in result.differences:
                 differences.append(_line(difference.to_json()))
-                Metrics.counter(NAMESPACE, f"diff_{difference.kind}").inc()
+                if difference.after_snapshot:
+                    figures["after_snapshot"] += 1
+                else:
+                    Metrics.counter(NAMESPACE, f"diff_{difference.kind}").inc()
             if result.candidate is not None:
                 (owners if result.candidate.owns_all else candidates).append(_line(result.candidate.to_json()))
             if self._collect_keys:
@@ -187,7 +190,7 @@ class _CompareFn(beam.DoFn):
                 figures["repair_rows"] += 1
                 figures["repair_cells"] += len(result.fixes)
         figures["rows_compared"] = len(groups)
-        figures["differences"] = len(differences)
+        figures["differences"] = len(differences) - figures["after_snapshot"]
         for name, counter in self._counters.items():
             counter.inc(figures[name])
         self._stats.update(figures)
@@ -252,7 +255,8 @@ class _PersistFn(beam.DoFn):
 def build_compare_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, now_ms: int, total_segments: int = 1,
                        completed: frozenset[int] = frozenset(), sample: list[dict] | None = None, repair: bool = False,
                        collect_keys: bool = False, dead_letter: str | None = None, flow: FlowControl | None = None,
-                       segments_in_flight: int | None = None, decode_every: int = 1) -> None:
+                       segments_in_flight: int | None = None, decode_every: int = 1,
+                       after_us: int | None = None) -> None:
     """Add the compare pass to ``p``: ``sample`` replaces the source with these items (no checkpoint, no extras)."""
     if sample is not None:
         batches = [Batch(sample[start:start + BATCH_ITEMS]) for start in range(0, len(sample), BATCH_ITEMS)]
@@ -269,7 +273,7 @@ def build_compare_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, now_ms: int
     destination = Destination.from_target(spec.target)
     scanning = sample is None and spec.source.export is None
     compare = _CompareFn(spec.model_dump(by_alias=True), destination, now_ms, repair=repair, extras=sample is None,
-                         scan_order=scanning, collect_keys=collect_keys, decode_every=decode_every)
+                         scan_order=scanning, collect_keys=collect_keys, decode_every=decode_every, after_us=after_us)
     found = (items
              | "Map" >> beam.ParDo(_TallyMapFn(spec.model_dump(by_alias=True), now_ms)).with_output_types(Batch)
              | "Compare" >> beam.ParDo(compare).with_output_types(Batch))

@@ -46,13 +46,13 @@ class Deletion(NamedTuple):
     cells: tuple[Cell, ...]
 
 
-def resolve(candidate_lines: list[str], repair: bool) -> tuple[Found, Deletion | None]:
+def resolve(candidate_lines: list[str], repair: bool, after_us: int | None = None) -> tuple[Found, Deletion | None]:
     """One row's candidates -> its differences (and figures), and with ``repair`` the extra cells to delete."""
     from ..mappers.validate import Candidate, resolve_row
 
     candidates = [Candidate.from_json(json.loads(line)) for line in candidate_lines]
-    differences, extra = resolve_row(candidates)
-    stats: Counter[str] = Counter(difference.kind for difference in differences)
+    differences, extra = resolve_row(candidates, after_us)
+    stats: Counter[str] = Counter("after_snapshot" if d.after_snapshot else d.kind for d in differences)
     deletion = None
     if extra and repair:
         deletion = Deletion(candidates[0].row_key, tuple(extra))
@@ -75,11 +75,11 @@ def apply_deletions(table: Any, deletions: list[Deletion]) -> tuple[int, int]:
 
 
 class _ResolveFn(beam.DoFn):
-    def __init__(self, repair: bool) -> None:
-        self._repair = repair
+    def __init__(self, repair: bool, after_us: int | None) -> None:
+        self._repair, self._after_us = repair, after_us
 
     def process(self, element: tuple[str, Any]) -> Iterator[Any]:
-        found, deletion = resolve(list(element[1]), self._repair)
+        found, deletion = resolve(list(element[1]), self._repair, self._after_us)
         if deletion is not None:
             yield deletion
         yield found
@@ -88,8 +88,8 @@ class _ResolveFn(beam.DoFn):
 class _ExtraRowsFn(beam.DoFn):
     """Row keys (base64) only the target has -> an extra_row each, and with ``repair`` a Deletion of its cells."""
 
-    def __init__(self, destination: Destination, repair: bool) -> None:
-        self._destination, self._repair = destination, repair
+    def __init__(self, destination: Destination, repair: bool, after_us: int | None = None) -> None:
+        self._destination, self._repair, self._after_us = destination, repair, after_us
 
     def setup(self) -> None:
         self._lookup = RowLookup(self._destination)
@@ -99,12 +99,16 @@ class _ExtraRowsFn(beam.DoFn):
 
         rows = self._lookup.rows(base64.b64decode(key) for key in keys)
         differences = []
+        stats: Counter[str] = Counter()
         for row_key, cells in rows.items():
-            differences.append(_line(Difference("extra_row", row_key, found=f"{len(cells)} cells".encode()).to_json()))
-            if self._repair:
+            later = self._after_us is not None and any(c.timestamp_micros > self._after_us for c in cells)
+            differences.append(_line(Difference("extra_row", row_key, found=f"{len(cells)} cells".encode(),
+                                                after_snapshot=later).to_json()))
+            stats["after_snapshot" if later else "extra_row"] += 1
+            if self._repair and not later:
                 yield Deletion(row_key, tuple(cells))
-        deletes = sum(len(cells) for cells in rows.values()) if self._repair else 0
-        yield Found(tuple(differences), stats=(("extra_row", len(differences)), ("repair_deletes", deletes)))
+                stats["repair_deletes"] += len(cells)
+        yield Found(tuple(differences), stats=tuple(stats.items()))
 
     def teardown(self) -> None:
         lookup = getattr(self, "_lookup", None)
@@ -156,7 +160,8 @@ def candidate_bytes(run_dir: str) -> int:
     return sum(meta.size_in_bytes for result in FileSystems.match(paths) for meta in result.metadata_list) if paths else 0
 
 
-def resolve_here(run_dir: str, rows_dir: str, destination: Destination, repair: bool) -> dict[str, int]:
+def resolve_here(run_dir: str, rows_dir: str, destination: Destination, repair: bool,
+                 after_us: int | None = None) -> dict[str, int]:
     """The rows pass without the target scan, in this process (for candidates up to LAUNCHER_BYTES); its counters.
 
     The owners' files are streamed: only the owners of rows a candidate names are kept.
@@ -173,7 +178,7 @@ def resolve_here(run_dir: str, rows_dir: str, destination: Destination, repair: 
     stats: Counter[str] = Counter()
     deletions: list[Deletion] = []
     for candidate_lines in by_row.values():
-        found, deletion = resolve(candidate_lines, repair)
+        found, deletion = resolve(candidate_lines, repair, after_us)
         for line in found.differences:
             differences.add(line)
         stats.update(dict(found.stats))
@@ -192,7 +197,7 @@ def resolve_here(run_dir: str, rows_dir: str, destination: Destination, repair: 
 
 
 def build_rows_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, rows_dir: str, repair: bool,
-                    target_scan: bool) -> bool:
+                    target_scan: bool, after_us: int | None = None) -> bool:
     """Add the rows pass to ``p``; False when there is nothing for it to do."""
     destination = Destination.from_target(spec.target)
     candidates, known = finished_parts(run_dir, "candidates"), finished_parts(run_dir, "row_keys")
@@ -208,7 +213,7 @@ def build_rows_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, rows_dir: str,
                       | "OwnerRows" >> beam.Map(_candidate_row)
                       | "NamedOnly" >> beam.Filter(lambda kv, rows: kv[0] in rows, named))
             claiming = (claiming, owning) | "WithOwners" >> beam.Flatten()
-        outputs.append(claiming | "GroupRows" >> beam.GroupByKey() | "Resolve" >> beam.ParDo(_ResolveFn(repair)))
+        outputs.append(claiming | "GroupRows" >> beam.GroupByKey() | "Resolve" >> beam.ParDo(_ResolveFn(repair, after_us)))
     if target_scan:
         source = (p | "SourceKeyFiles" >> beam.Create(known) | "SourceKeys" >> beam.io.ReadAllFromText()
                   | "FromSource" >> beam.Map(lambda key: (key, 1)))
@@ -219,7 +224,7 @@ def build_rows_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, rows_dir: str,
                        | "Where" >> beam.CombinePerKey(lambda sides: functools.reduce(operator.or_, sides, 0))
                        | "TargetOnly" >> beam.FlatMap(lambda kv: [kv[0]] if kv[1] == 2 else [])
                        | "InBatches" >> beam.BatchElements(min_batch_size=100, max_batch_size=1000)
-                       | "ExtraRows" >> beam.ParDo(_ExtraRowsFn(destination, repair)))
+                       | "ExtraRows" >> beam.ParDo(_ExtraRowsFn(destination, repair, after_us)))
         outputs.append(only_target)
     if not outputs:
         return False

@@ -8,7 +8,7 @@ not add up.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -36,6 +36,11 @@ def command(
     decode_all: Annotated[bool, typer.Option(
         "--decode-all", help="Read every item back through the decoder (default: every item whose cells differ, "
                              "and 1 in 16 of the others).")] = False,
+    as_of: Annotated[Optional[str], typer.Option(
+        "--as-of", help="The snapshot validated: an ISO-8601 time, or the --run-dir of the migration (its cutover "
+                        "timeline, else its backfill's start). Cells that changed after it are counted apart, not as "
+                        "differences (they are told by their timestamps: see docs/VALIDATE.md).",
+        show_default=False)] = None,
     full: Annotated[bool, typer.Option("--full", hidden=True, help="Old name of --target-scan.")] = False,
     format: Annotated[OutputFormat, typer.Option(
         "--format", help="text (a summary) or json (the result, full values) on stdout.")] = OutputFormat.text,
@@ -51,11 +56,16 @@ def command(
     from ..progress import spinner
 
     prepared = use_case.prepare(spec, options, repair=repair, target_scan=target_scan or full, decode_all=decode_all,
-                                where=_stderr)
+                                as_of=as_of, where=_stderr)
     _stderr(f"runner {prepared.runner}; run folder {prepared.run_dir}"
             + (f"; {prepared.total_segments} scan segment{'s' * (prepared.total_segments != 1)}"
                if prepared.scanning else f"; a random sample of {options.sample} items" if options.sample else "")
             + ("; repairing" if repair else "; reads only (nothing is written)"))
+    if prepared.after_us is not None:
+        _stderr(f"snapshot: {prepared.snapshot}; cells that changed after it are counted apart, not as differences")
+        if not use_case.times_from_items(prepared.spec):
+            _stderr("note: no cell of this spec takes its timestamp from its item, so a change after the snapshot "
+                    "cannot be told apart and shows as a difference (see docs/VALIDATE.md)")
     if prepared.spec.migration_time is None:
         _stderr("note: the spec sets no migration_time, so cells without a time of their own carry the run's time "
                 "and will show as differences; set migration_time before migrating to validate them.")
@@ -76,7 +86,9 @@ def as_json(result: Any) -> dict[str, Any]:
     return {"ok": result.ok, "state": result.state, "source": p.source, "target": p.target, "run_dir": p.run_dir,
             "differences_file": p.differences, "counts": result.counts, "differences": result.first,
             "totals": result.totals, "counters": result.counters, "problems": result.problems,
-            "repair": p.repair, "target_scan": p.target_scan, "sample": p.options.sample}
+            "repair": p.repair, "target_scan": p.target_scan, "sample": p.options.sample,
+            "snapshot": None if p.after_us is None else {"after_us": p.after_us, "from": p.snapshot},
+            "after_snapshot": result.after_snapshot}
 
 
 def render(result: Any, spec_path: str) -> list[str]:
@@ -99,6 +111,11 @@ def render(result: Any, spec_path: str) -> list[str]:
     if p.repair:
         lines.append(f"repair: {t.get('repair_cells', 0)} cells rewritten in {t.get('repair_rows', 0)} rows, "
                      f"{t.get('repair_deletes', 0)} cells deleted; validate again to confirm")
+    if p.after_us is not None:
+        after = sum(result.after_snapshot.values())
+        lines.append(f"changed after the snapshot (not differences): {after}"
+                     + (f" ({describe_counts(result.after_snapshot)}; marked \"after_snapshot\" in {p.differences})"
+                        if after else "") + f"; snapshot: {p.snapshot}")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     if not result.counts:
         if not result.problems:

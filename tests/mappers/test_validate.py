@@ -199,3 +199,26 @@ def test_group_rows_compare_whatever_the_member_order():
     spec = SPEC.model_copy(update={"target": SPEC.target.model_copy(update={"families": {"f": GcPolicy()}})})
     result = Comparer(spec, now_us=NOW, decode_every=0).compare(b"r", [(row, {})], [Cell("f", b"a", 1000, b"1")])
     assert result.differences == [] and result.cells_matched == 1
+
+
+def test_cells_newer_than_the_snapshot_are_changes_after_it_not_differences():
+    """An order whose cell time is after the snapshot (a change applied since) is reported apart and never repaired;
+    the line, unchanged, keeps its difference; the row's older version of the order is no extra to delete."""
+    after = TS  # the snapshot: every cell of this spec sits at TS, so a cell at TS + 1 was written after it
+    order, line = members(ORDER, LINE_A)
+    newer = MappedRow(order[0].row_key, tuple(c._replace(timestamp_micros=TS + 1) for c in order[0].cells),
+                      order[0].entity)
+    held = [*written(ORDER), Cell("line", b"hat", TS, b"7")]  # the order's old version; the line differs
+    result = comparer(after_us=after).compare(b"o1", [(newer, ORDER), line], held)
+    assert sorted((d.kind, d.after_snapshot) for d in result.differences) == [
+        ("different_attribute", False), ("different_value", False), ("missing_cell", True)]  # the line's, the order's
+    assert [c.qualifier for c in result.fixes] == [b"hat"]  # the change after the snapshot is not repaired
+    differences, extra = resolve_row([result.candidate], after)
+    assert [(d.kind, d.after_snapshot) for d in differences] == [("extra_version", True)] and extra == []
+    assert resolve_row([result.candidate])[1] == written(ORDER)  # without a snapshot: an extra version to delete
+
+    # the target ahead of the source: the row holds a newer version of the order than the item read
+    ahead = [Cell("o", b"total", TS + 5, b"31"), *written(LINE_A)]
+    result = comparer(after_us=after).compare(b"o1", members(ORDER, LINE_A), ahead)
+    assert [(d.kind, d.after_snapshot) for d in result.differences] == [("missing_cell", True)]
+    assert Difference.from_json(result.differences[0].to_json()).after_snapshot
