@@ -1,11 +1,14 @@
-"""migrate-plan's text output: the plan object as a few rich tables, nothing computed here."""
+"""migrate-plan's text output: the plan object as plain lines, nothing computed here.
+
+Lines rather than tables: piped output is 80 columns wide, and a table squeezed to that breaks entity names, row-key
+templates and messages across lines. A line is wrapped by the terminal (or not at all in a file), never cut.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from ..mappers.plan import PREVIEW_CHARS, extrapolation, shorten
@@ -37,16 +40,8 @@ def target_lines(diff: TargetDiff, header: bool = True) -> list[str]:
     return lines
 
 
-def _table(title: str, *columns: str, right: tuple[str, ...] = ()) -> Table:
-    """A table whose cells wrap instead of being cut (piped output is 80 columns wide)."""
-    table = Table(title=title, title_justify="left")
-    for name in columns:
-        table.add_column(name, justify="right" if name in right else "left", overflow="fold")
-    return table
-
-
 def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None = None) -> None:
-    """The plan as rich tables; with ``target``, its diff first and in the verdict."""
+    """The plan as lines; with ``target``, its diff first and in the verdict."""
     if target is not None:
         for line in target_lines(target):
             console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -56,19 +51,15 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
     _line(console, f"sample: {s.items} items → {s.mapped} mapped, {s.skipped} skipped, {s.errors} errors "
                    f"({s.unmatched} unmatched); {s.distinct_row_keys} distinct row keys")
 
-    families = _table("Column families", "family", "garbage collection")
+    console.print("[bold]Column families[/]")
     for family in plan.families:
-        families.add_row(family.name, family.gc)
-    console.print(families)
-
-    counts = ("matched", "mapped", "skipped", "errors", "rows")
-    entities = _table("Entities", "entity", "action", "row key", *counts, right=counts)
+        _line(console, f"  {family.name}: {family.gc}")
+    console.print("[bold]Entities[/] (sampled items matched, mapped, skipped, errors; distinct rows)")
     for e in plan.entities:
-        key = e.row_key_template or "-"
-        if e.salt_buckets:
-            key += f" (salted ×{e.salt_buckets})"
-        entities.add_row(e.name, e.action, key, *(str(v) for v in (e.matched, e.mapped, e.skipped, e.errors, e.distinct_row_keys)))
-    console.print(entities)
+        key = f"row key {e.row_key_template}" if e.row_key_template else "no row key"
+        salted = f" (salted ×{e.salt_buckets})" if e.salt_buckets else ""
+        _line(console, f"  {e.name} ({e.action}, {key}{salted}): {e.matched} matched, {e.mapped} mapped, "
+                       f"{e.skipped} skipped, {e.errors} errors; {e.distinct_row_keys} rows")
 
     shortened = _rows(plan, console)
     losses = [loss for e in plan.entities for loss in e.losses]
@@ -116,13 +107,18 @@ def _rows(plan: MigrationPlan, console: Console) -> bool:
 
 
 def _example(example: ExampleRow, console: Console) -> bool:
-    cells = _table(f"Example row {example.row_key}", "column", "value", "encoding", "timestamp")
+    """One item's row, a cell a line."""
+    _line(console, f"Example row {example.row_key} (one item)")
+    return _cells(console, ((cell.column, cell.timestamp, "", cell.encoding, cell.value) for cell in example.cells))
+
+
+def _cells(console: Console, cells: Iterable[tuple[str, str, str, str, str]]) -> bool:
+    """(column, timestamp, where from, encoding, value) a line; True when a value was shortened."""
     shortened = False
-    for cell in example.cells:
-        value, cut = shorten(cell.value)
+    for column, timestamp, origin, encoding, value in cells:
+        shown, cut = shorten(value)
         shortened |= cut
-        cells.add_row(cell.column, value, cell.encoding, cell.timestamp)
-    console.print(cells)
+        _line(console, f"  {column} @ {timestamp}{origin}, {encoding}: {shown}")
     return shortened
 
 
@@ -132,12 +128,9 @@ def _folded(row: FoldedRow, console: Console) -> bool:
     _line(console, f"Row {row.row_key}, whole: {len(row.items)} items write into it")
     for item in row.items:
         _line(console, f"  #{item.number} {item.entity}: {item.key}")
-    shortened = False
-    for cell in row.cells:
-        value, cut = shorten(cell.value)
-        shortened |= cut
-        version = f" (version {cell.version} of {cell.versions})" if cell.versions > 1 else ""
-        _line(console, f"  {cell.column}{version} @ {cell.timestamp} from #{cell.item}, {cell.encoding}: {value}")
+    shortened = _cells(console, (
+        (cell.column + (f" (version {cell.version} of {cell.versions})" if cell.versions > 1 else ""),
+         cell.timestamp, f" from #{cell.item}", cell.encoding, cell.value) for cell in row.cells))
     if row.more_cells:
         _line(console, f"  … and {row.more_cells:,} more cells (not listed)")
     for text in row.versions:

@@ -143,6 +143,8 @@ def test_piped_migrate_plan_text_shows_the_folded_row_whole_and_figures_that_agr
     text = invoke("migrate-plan", spec).stdout
     data = json.loads(invoke("migrate-plan", spec, "--format", "json").stdout)
     lines = text.splitlines()
+    assert "  comment (map, row key {pk}): 4 matched, 4 mapped, 0 skipped, 0 errors; 2 rows" in lines
+    assert "  video: max 1000 versions" in lines
     row = lines[lines.index("Row 0123, whole: 5 items write into it"):]
     assert row[1:6] == ["  #1 video: pk=0123, sk=Video", "  #2 comment: pk=0123, sk=VideoComment#8305627524",
                         "  #3 comment: pk=0123, sk=VideoComment#8305636557", "  #4 likes: pk=0123, sk=VideoStatsLikes",
@@ -162,3 +164,13 @@ def test_piped_migrate_plan_text_shows_the_folded_row_whole_and_figures_that_agr
     assert "  source: 9 items (from DescribeTable), 875 B (the sample's average item × 9 items; DescribeTable " \
            "reports 0 B)" in lines
     assert "estimates (counted in the sample):" in lines
+    invoices = invoke("migrate-plan", catalog.resources.files("ddb2bt.templates") / "invoices.yaml").stdout
+    assert "  payment (map, row key {pk|strip_prefix('Invoice-')}): 4 matched, 4 mapped, 0 skipped, 0 errors; " \
+           "2 rows" in invoices.splitlines()  # a long template whole, not folded into a narrow column
+
+
+def test_piped_migrate_plan_text_shows_one_items_row_when_no_row_is_folded(invoke, seeded_moto):
+    text = invoke("migrate-plan", catalog.resources.files("ddb2bt.templates") / "product_catalog.yaml").stdout
+    lines = text.splitlines()
+    assert "Row " not in text and "Example row hats#fedoras#brandA (one item)" in lines
+    assert "  SKU:Price @ 2024-01-01T00:00:00.000Z, decimal: 30" in lines
