@@ -82,7 +82,9 @@ class PassThroughCommand(TyperCommand):
                 from difflib import get_close_matches
 
                 known = [flag for option in self.params for flag in option.opts if flag.startswith("-")] + ["--help"]
-                raise NoSuchOption(str(value), possibilities=get_close_matches(str(value), known), ctx=ctx)
+                close = get_close_matches(str(value).split("=", 1)[0], known)
+                beam = None if close else f"No such option: {value} (options passed on to Beam go after the arguments)"
+                raise NoSuchOption(str(value), message=beam, possibilities=close, ctx=ctx)
         return rest
 
 

@@ -18,7 +18,8 @@ USAGE_ERRORS = [
     (["migrate", "--hepl"], "error: No such option: --hepl (Possible options: --help, --plan) (see `ddb2bt migrate "
      "--help`)"),
     (["validate", "--hepl"], "error: No such option: --hepl (Possible options: --help) (see `ddb2bt validate --help`)"),
-    (["migrate", "--qqqqqq"], "error: No such option: --qqqqqq (see `ddb2bt migrate --help`)"),
+    (["migrate", "--direct_num_workers=2", "spec.yaml"], "error: No such option: --direct_num_workers=2 (options "
+     "passed on to Beam go after the arguments) (see `ddb2bt migrate --help`)"),
     (["migrate"], "error: missing the SPEC argument; `ddb2bt migrate SPEC` (or `--plan FILE` saved by "
      "`ddb2bt migrate-plan SPEC --out FILE`)"),
 ]
