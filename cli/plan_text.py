@@ -44,10 +44,11 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
     """The plan as lines; with ``target``, its diff first and in the verdict."""
     if target is not None:
         for line in target_lines(target):
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            _line(console, line)
     s = plan.sample
     source = plan.source_table or "(export)"
-    console.print(f"[bold]{source}[/] → Bigtable [bold]{plan.target_instance}/{plan.target_table}[/]")
+    console.print(Text.assemble((source, "bold"), " → Bigtable ", (f"{plan.target_instance}/{plan.target_table}", "bold")),
+                  soft_wrap=True)  # names as text: a '[' in a table name is not markup
     _line(console, f"sample: {s.items} items → {s.mapped} mapped, {s.skipped} skipped, {s.errors} errors "
                    f"({s.unmatched} unmatched); {s.distinct_row_keys} distinct row keys")
 
@@ -66,12 +67,12 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
     if losses:
         console.print("[bold]Losses (what the target will not give back)[/]")
         for loss in losses:
-            console.print(f"  {loss}", markup=False)
+            _line(console, f"  {loss}")
 
     if plan.dead_letters.total:
         console.print(f"[bold]Dead letters in the sample: {plan.dead_letters.total}[/]")
         for reason, count in plan.dead_letters.by_reason.items():
-            console.print(f"  {count} × {reason}", markup=False)
+            _line(console, f"  {count} × {reason}")
 
     for line in estimate_lines(plan):
         _line(console, line)
