@@ -2,8 +2,9 @@
 
 Starts moto_server (DynamoDB) and the Bigtable emulator, loads the seed tables and, for each,
 runs infer, plan, migrate, validate and the report; stops the servers. Safe to re-run: fresh
-servers every time, and the output folder is replaced only if the demo made it (a marker file
-says so); a folder the demo did not make is refused, never deleted.
+servers every time, and only what an earlier demo wrote is replaced (its example folders, in a
+folder a marker file says the demo made); a folder the demo did not make is refused, and
+nothing else in either is ever deleted.
 """
 
 from __future__ import annotations
@@ -25,15 +26,19 @@ class ExampleOutcome:
     ok: bool = True
 
 
-def prepare_out(out: Path) -> None:
-    """Make ``out`` empty: replace it if an earlier demo made it, refuse if it holds anything else."""
+def prepare_out(out: Path, examples: tuple[str, ...]) -> None:
+    """Ready ``out`` for the ``examples``' folders: remove those an earlier demo wrote there (nothing else), refuse a
+    non-empty folder no demo made."""
     if out.exists():
         if not (out / MARKER).exists() and any(out.iterdir()):
             raise UsageError(f"{out} exists and was not made by `ddb2bt demo`; it is left untouched",
                              "choose another --out folder, or empty this one")
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    (out / MARKER).write_text("made by `ddb2bt demo`; the next demo run replaces this folder\n", encoding="utf-8")
+        for name in examples:
+            if (out / name).is_dir():
+                shutil.rmtree(out / name)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("made by `ddb2bt demo`; the next demo run replaces its example folders here (nothing "
+                              "else)\n", encoding="utf-8")
 
 
 def run_demo(out: Path, say: Callable[[str], object],
@@ -49,7 +54,7 @@ def run_demo(out: Path, say: Callable[[str], object],
     from .plan import plan
     from .validate import validate
 
-    prepare_out(out)
+    prepare_out(out, tuple(template.name for template in SEEDED))
     say("Starting local DynamoDB (moto) and the Bigtable emulator…")
     outcomes = []
     with local_servers.moto_server() as moto, local_servers.bigtable_emulator() as bigtable, \

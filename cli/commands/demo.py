@@ -9,8 +9,8 @@ import typer
 
 
 def command(
-    out: Annotated[Path, typer.Option("--out", help="Folder for specs, reports and dead letters (replaced only if an "
-                                      "earlier demo made it).")] = Path("out/demo"),
+    out: Annotated[Path, typer.Option("--out", help="Folder for specs, reports and dead letters (a folder per "
+                                      "example; a re-run replaces those, nothing else).")] = Path("out/demo"),
 ) -> None:
     """Run the three worked examples end to end on local servers (moto + Bigtable emulator)."""
     from ...app.demo import run_demo
