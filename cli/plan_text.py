@@ -126,7 +126,7 @@ def _cells(console: Console, cells: Iterable[tuple[str, str, str, str, str]]) ->
 def _folded(row: FoldedRow, console: Console) -> bool:
     """One folded row as plain lines (a six-column table would be unreadable at 80 columns): its items, every cell
     newest first with the item that wrote it, and why a column holds versions."""
-    _line(console, f"Row {row.row_key}, whole: {len(row.items)} items write into it")
+    _line(console, f"Row {row.row_key}, whole: {len(row.items)} sampled items write into it")
     for item in row.items:
         _line(console, f"  #{item.number} {item.entity}: {item.key}")
     shortened = _cells(console, (
