@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..mappers.errors import Interrupted, UsageError
+from ..mappers.errors import Ddb2btError, Interrupted, UsageError
 from . import runs
 from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
 from .options import RunOptions
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 SHARED_SCHEMES = ("gs://", "s3://")
 INTERRUPTED_STATE = "INTERRUPTED"
+FAILED_STATE = "FAILED"
 
 
 def default_run_dir(table: str, kind: str = "") -> str:
@@ -85,6 +86,10 @@ class MigrateResult:
     staged_package: str | None = None
     segments_done: int | None = None
     """Scan segments stored by the end of this attempt (all of them unless it was interrupted or failed)."""
+    reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Skipped and dead-lettered items by reason: ``{"skipped": {reason: n}, "dead_lettered": {reason: n}}``."""
+    error: Ddb2btError | None = None
+    """What ended a FAILED run (a dead dependency, too many dead letters, a broken export); None otherwise."""
 
     @property
     def ok(self) -> bool:
@@ -98,6 +103,11 @@ class MigrateResult:
     @property
     def interrupted(self) -> bool:
         return self.state == INTERRUPTED_STATE
+
+    @property
+    def ended_early(self) -> bool:
+        """Interrupted, or failed with an error: the counters are what was done so far, not a reconciliation."""
+        return self.state in (INTERRUPTED_STATE, FAILED_STATE)
 
     def resume_command(self, spec_path: str | None = None, extra: tuple[str, ...] = ()) -> str:
         """The command that continues this run: the same options, ``--resume --run-dir`` (and ``extra``)."""
@@ -178,17 +188,28 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
 def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResult:
     """Run a prepared migration to its end (or, detached, to its submission) and reconcile it.
 
-    On this machine the run keeps live totals (:func:`live_totals`) and :func:`request_stop` ends it
-    at the next batch: the result is then INTERRUPTED, with what was done and the segments stored.
+    What comes before the pipeline (the target probed and created, the checkpoint started) raises
+    its error as it is: nothing has been written. On this machine the run keeps live totals
+    (:func:`live_totals`), and a run that ends early is reconciled from them (:func:`runs.ended_early`):
+    stopped by :func:`request_stop`, the result is INTERRUPTED; failed with a ddb2bt error (a dead
+    Bigtable or DynamoDB, too many dead letters, a broken export), it is FAILED with that error.
+    Either way it says what was done, its dead letters so far and the segments stored.
     """
     folder = runs.live_folder(prepared)
     runs.reset_live(folder)
+    completed, now_ms, sample = _before_pipeline(prepared, create_table)
     try:
-        result = _execute(prepared, create_table=create_table, progress_dir=folder)
-    except Exception:
-        if not runs.stop_requested(folder):
+        result = _run(prepared, completed, now_ms, sample, progress_dir=folder)
+    except Exception as error:
+        if folder is not None and runs.stop_requested(folder):
+            return runs.ended_early(prepared, MigrateResult(prepared, INTERRUPTED_STATE), folder)
+        from ..pipelines.service_errors import as_ddb2bt_error
+
+        failure = as_ddb2bt_error(error)
+        if folder is None or failure is None:  # a remote run, or a bug: the error as it is
+            _keep_dead_letters(prepared.dead_letter)
             raise
-        return runs.interrupted(prepared, MigrateResult(prepared, INTERRUPTED_STATE), folder)
+        return runs.ended_early(prepared, MigrateResult(prepared, FAILED_STATE, error=failure), folder)
     if prepared.scanning and not prepared.dry_run and result.finished:
         result.segments_done = runs.segments_done(prepared.run_dir)
     return result
@@ -204,18 +225,15 @@ def request_stop(prepared: PreparedRun) -> None:
     runs.stop(runs.live_folder(prepared))
 
 
-def _execute(prepared: PreparedRun, *, create_table: bool, progress_dir: str | None) -> MigrateResult:
-    import apache_beam as beam
-
+def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int], int, list[dict] | None]:
+    """The target probed and created, the checkpoint started, a --sample read: (segments done, "now", sample)."""
     from ..pipelines import checkpoint as ckpt
     from ..pipelines.bigtable_sink import ensure_table
     from ..pipelines.dead_letters import check_dead_letter_destination
-    from ..pipelines.options import concurrent_segments
-    from ..pipelines.pipeline import build_pipeline
     from ..pipelines.sources import read_items
     from ..pipelines.target import probe_target
 
-    p, spec, options = prepared, prepared.spec, prepared.options
+    spec, options = p.spec, p.options
     completed: frozenset[int] = frozenset()
     now_ms = p.now_ms
     if not p.dry_run:
@@ -230,7 +248,17 @@ def _execute(prepared: PreparedRun, *, create_table: bool, progress_dir: str | N
     sample = None
     if options.sample is not None:  # a trial run: the first N items, no checkpoint
         sample = [] if p.dry_run else read_items(spec.source, options.sample)
+    return completed, now_ms, sample
 
+
+def _run(p: PreparedRun, completed: frozenset[int], now_ms: int, sample: list[dict] | None, *,
+         progress_dir: str | None) -> MigrateResult:
+    import apache_beam as beam
+
+    from ..pipelines.options import concurrent_segments
+    from ..pipelines.pipeline import build_pipeline
+
+    spec, options = p.spec, p.options
     pipeline = beam.Pipeline(options=p.pipeline_options)
     build_pipeline(pipeline, spec, dead_letter=p.dead_letter, run_dir=p.run_dir if p.scanning else None,
                    total_segments=p.total_segments, completed=completed, flow=options.flow_control(),
@@ -239,11 +267,7 @@ def _execute(prepared: PreparedRun, *, create_table: bool, progress_dir: str | N
                    progress_dir=progress_dir)
     if p.dry_run:
         return MigrateResult(p, "DRY_RUN", stages=_stages(pipeline), staged_package=_staged_package(p.pipeline_options))
-    try:
-        result = pipeline.run()  # a local runner runs the whole pipeline here
-    except Exception:
-        _keep_dead_letters(p.dead_letter)
-        raise
+    result = pipeline.run()  # a local runner runs the whole pipeline here
     job_id, console_url = _job(result, p.pipeline_options)
     if options.no_wait and not p.direct:
         return MigrateResult(p, str(getattr(result, "state", "RUNNING")), job_id=job_id, console_url=console_url)
@@ -261,6 +285,7 @@ class JobStillRunning(Interrupted):
 
 
 def _finish(p: PreparedRun, result: Any, job_id: str | None, console_url: str | None) -> MigrateResult:
+    from ..pipelines.metrics import by_reason
     from ..pipelines.pipeline import reconcile
 
     try:
@@ -272,11 +297,12 @@ def _finish(p: PreparedRun, result: Any, job_id: str | None, console_url: str | 
             f"stopped waiting; Dataflow job {job_id} keeps running ({console_url})",
             f"cancel it with `gcloud dataflow jobs cancel {job_id} --region {_region(p.pipeline_options)}`",
         ) from None
+    counters, reasons = by_reason(counters)
     problems = unfinished(state) + reconcile(counters, p.spec.unmatched)
     limit = p.options.dead_letter_limit()
     if limit.exceeded(counters["dead_lettered"], counters["items_read"], final=True):
         problems.append(f"{limit.describe(counters['dead_lettered'], counters['items_read'])}: see the dead letters")
-    return MigrateResult(p, state, counters, lines, problems, job_id, console_url)
+    return MigrateResult(p, state, counters, lines, problems, job_id, console_url, reasons=reasons)
 
 
 def _keep_dead_letters(path: str) -> None:

@@ -180,6 +180,16 @@ def parse_args(argv: list[str] | tuple[str, ...], *, with_spec: bool = False) ->
     return RunOptions.from_values(values, rest), spec
 
 
+class UnknownOptionError(UsageError):
+    """An argument neither ddb2bt nor Beam knows; ``flag`` is it (the CLI adds the command's close spellings)."""
+
+    def __init__(self, flag: str, guess: str = "", command: str = "ddb2bt migrate") -> None:
+        super().__init__(f"unknown option {flag!r} (neither a ddb2bt nor a Beam option{'; ' + guess if guess else ''})",
+                         f"see `{command} --help` for ddb2bt's options and Beam's pipeline options reference "
+                         "(apache_beam.options.pipeline_options) for Beam's")
+        self.flag = flag
+
+
 def check_beam_args(args: list[str] | tuple[str, ...]) -> list[str]:
     """``args`` if every one is a Beam pipeline option; else a UsageError naming the first that is not."""
     args = list(args)
@@ -188,9 +198,7 @@ def check_beam_args(args: list[str] | tuple[str, ...]) -> list[str]:
     unknown = beam_unknown_args(args)
     if unknown:
         flag = next((a for a in unknown if a.startswith("-")), unknown[0])
-        raise UsageError(f"unknown option {flag.split('=', 1)[0]!r} (neither a ddb2bt nor a Beam option)",
-                         "see `ddb2bt migrate --help` for ddb2bt's options and Beam's pipeline options reference "
-                         "(apache_beam.options.pipeline_options) for Beam's")
+        raise UnknownOptionError(flag.split("=", 1)[0])
     return args
 
 

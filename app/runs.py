@@ -1,5 +1,5 @@
 """The parts of a migration run around the pipeline: what it will do (for the summary and the ETA), which earlier
-run `--resume` continues, its live totals, and how a requested stop ends.
+run `--resume` continues, its live totals, and how a run that stops or fails early is reconciled.
 
 Used by :mod:`.migrate`; nothing here prints.
 """
@@ -172,18 +172,28 @@ def segments_done(run_dir: str) -> int:
     return len(completed_segments(run_dir))
 
 
-def interrupted(prepared: PreparedRun, result: MigrateResult, folder: str | None) -> MigrateResult:
-    """The result of a run stopped on request: what was done (live totals), its dead letters so far, segments stored."""
+def ended_early(prepared: PreparedRun, result: MigrateResult, folder: str | None) -> MigrateResult:
+    """The result of a local run that ended before its end, stopped on request or failed (``result.error``):
+    what was done (the live totals of every process), its dead letters so far joined into one file, the segments
+    stored, and why it ended as its problem. One reconciliation for both ways of ending early."""
     from ..pipelines.dead_letters import consolidate
+    from ..pipelines.metrics import by_reason
+    from ..pipelines.progress import flush_local
 
-    result.counters = read_live(folder)
+    flush_local(folder)  # this process's steps (in_memory, multi_threading) may hold the last half second
+    result.counters, result.reasons = by_reason(read_live(folder))
     try:
         result.dead_letter_lines = consolidate(prepared.dead_letter)
     except Exception:  # noqa: BLE001 - the dead letters stay in their part files; resume joins them
         result.dead_letter_lines = 0
+    stored = ""
     if prepared.scanning:
         result.segments_done = segments_done(prepared.run_dir)
-        result.problems = [f"interrupted: {result.segments_done} of {prepared.total_segments} scan segments stored"]
+        stored = f"{result.segments_done} of {prepared.total_segments} scan segments stored"
+    if result.error is not None:
+        result.problems = [result.error.one_line()]
+    elif stored:
+        result.problems = [f"interrupted: {stored}"]
     else:
         result.problems = ["interrupted before the end (no segments to resume: run it again)"]
     return result

@@ -87,6 +87,18 @@ class PassThroughCommand(TyperCommand):
                 raise NoSuchOption(str(value), message=beam, possibilities=close, ctx=ctx)
         return rest
 
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
+        """An option neither ddb2bt nor Beam knows, named with this command's close spelling when it has one and the
+        command's own --help."""
+        from ..app.options import UnknownOptionError
+        from ..mappers.spelling import did_you_mean
+
+        try:
+            return super().invoke(ctx)
+        except UnknownOptionError as error:
+            guess = did_you_mean(error.flag, [flag for option in self.params for flag in option.opts])
+            raise UnknownOptionError(error.flag, guess, ctx.command_path) from None
+
 
 PASS_THROUGH: dict[str, Any] = {"cls": PassThroughCommand,
                                 "context_settings": {"allow_extra_args": True, "ignore_unknown_options": True}}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
@@ -26,7 +27,7 @@ from apache_beam.transforms.window import GlobalWindows
 from ..mappers.results import MappedRow
 from ..mappers.units import duration_text
 from .batches import SegmentDone
-from .metrics import NAMESPACE
+from .metrics import NAMESPACE, ReasonCounters, letter_reason
 from .bigtable_entries import to_mutation_entry
 from .progress import reporter
 from .dead_letters import DeadLetter, ItemsMapped
@@ -49,6 +50,11 @@ class SchemaMismatchError(BigtableSetupError):
 
 class TableMissingError(BigtableSetupError):
     """The table does not exist and creating it was not allowed."""
+
+
+REFUSED = "Bigtable refused the row"
+UNBUILDABLE = "cannot build the Bigtable mutation"
+"""How a write dead letter's reason begins (its counter's reason: see ``metrics.letter_reason``)."""
 
 
 class BigtableWriteError(ServiceError):
@@ -335,6 +341,7 @@ class _WriteFn(beam.DoFn):
         self._bytes = beam.metrics.Metrics.counter(NAMESPACE, "bytes_written")
         self._failures = beam.metrics.Metrics.counter(NAMESPACE, "write_failures")
         self._overwritten = beam.metrics.Metrics.counter(NAMESPACE, "cells_overwritten")
+        self._reasons = ReasonCounters()
 
     def setup(self) -> None:
         from google.cloud.bigtable.data import BigtableDataClient
@@ -387,8 +394,8 @@ class _WriteFn(beam.DoFn):
                 entry = to_mutation_entry(row)
                 entry.size()  # builds the message: a value Bigtable cannot hold fails here, not inside append
             except Exception as err:  # noqa: BLE001 - whatever one row's entry does, it is that row's dead letter
-                self._failures.inc()
-                yield DeadLetter(item, "write", f"cannot build the Bigtable mutation: {type(err).__name__}: {err}",
+                self._count_letters(Counter({letter_reason("write", row.entity, what=UNBUILDABLE): 1}))
+                yield DeadLetter(item, "write", f"{UNBUILDABLE}: {type(err).__name__}: {err}",
                                  row.entity, None, row.row_key)
                 continue
             pending[id(entry)] = (entry, row, item)
@@ -427,11 +434,20 @@ class _WriteFn(beam.DoFn):
         self._cells.inc(cells - overwritten)
         self._overwritten.inc(overwritten)
         self._bytes.inc(written_bytes)
-        self._failures.inc(len(letters))
         if self._progress is not None:  # live totals (a stop is noticed by the map step, so this segment's marker
             self._progress.add({"rows_written": len(pending), "cells_written": cells - overwritten,  # still goes through)
-                                "bytes_written": written_bytes, "dead_lettered": len(letters)}, check_stop=False)
+                                "bytes_written": written_bytes}, check_stop=False)
+        if letters:
+            self._count_letters(Counter(letter_reason("write", letter.entity, what=REFUSED) for letter in letters))
         yield from letters
+
+    def _count_letters(self, reasons: Counter[str]) -> None:
+        """Count this step's dead letters, by reason, in Beam's counters and the live totals."""
+        count = sum(reasons.values())
+        self._failures.inc(count)
+        named = self._reasons.inc("dead_lettered", reasons)
+        if self._progress is not None:
+            self._progress.add({"dead_lettered": count, **named}, check_stop=False)
 
     def _dead_letter(self, error: Any, pending: dict[int, tuple[Any, MappedRow, dict]]) -> DeadLetter:
         cause = error.__cause__
@@ -442,7 +458,7 @@ class _WriteFn(beam.DoFn):
                 "check that Bigtable (or the emulator) is up and reachable; --resume continues the run",
             ) from error
         _entry, row, item = pending.pop(id(error.entry))
-        reason = f"Bigtable refused the row: {type(cause).__name__}: {cause}"
+        reason = f"{REFUSED}: {type(cause).__name__}: {cause}"
         return DeadLetter(item, "write", reason, row.entity, None, row.row_key)
 
     def teardown(self) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections import Counter
 from typing import Any, Iterator
 
 import apache_beam as beam
@@ -31,7 +32,7 @@ from ..mappers.results import MappedRow, Skipped
 from . import checkpoint as ckpt, progress
 from .batches import BATCH_ITEMS, Batch, SegmentDone
 from .bigtable_sink import FlowControl, WriteToBigtable
-from .metrics import NAMESPACE
+from .metrics import NAMESPACE, ReasonCounters, letter_reason, skip_reason
 from .dead_letters import DeadLetter, DeadLetterGate, ItemsMapped, write_part
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class _MapFn(beam.DoFn):
         self._mapped = Metrics.counter(NAMESPACE, "items_mapped")
         self._skipped = Metrics.counter(NAMESPACE, "skipped")
         self._unmatched = Metrics.counter(NAMESPACE, "unmatched")
+        self._reasons = ReasonCounters()
 
     def setup(self) -> None:
         from ..mappers.compiler import compile_spec
@@ -92,23 +94,33 @@ class _MapFn(beam.DoFn):
             yield batch
             return
         map_item = self._compiled.map_item
-        rows, skipped, unmatched, letters = Batch(nbytes=getattr(batch, "nbytes", 0)), 0, 0, 0
+        rows, unmatched = Batch(nbytes=getattr(batch, "nbytes", 0)), 0
+        skips: list[Skipped] = []
+        letters: list[DeadLetter] = []
         for item in batch:
             result = map_item(item)
             if isinstance(result, MappedRow):
                 rows.append((result, item))
             elif isinstance(result, Skipped):
-                skipped += 1
+                skips.append(result)
             else:
                 unmatched += result.stage == "unmatched"
-                letters += 1
-                yield DeadLetter(item, result.stage, result.reason, result.entity, result.attribute)
+                letters.append(DeadLetter(item, result.stage, result.reason, result.entity, result.attribute))
         self._mapped.inc(len(rows))
-        self._skipped.inc(skipped)
         self._unmatched.inc(unmatched)
-        if self._progress is not None:  # live totals for the launcher; raises RunInterrupted once a stop is asked
-            self._progress.add({"items_read": len(batch), "bytes_read": rows.nbytes, "skipped": skipped,
-                                "dead_lettered": letters})
+        counts = {"items_read": len(batch), "bytes_read": rows.nbytes, "skipped": len(skips),
+                  "dead_lettered": len(letters)}
+        if skips:  # why, counted per batch: the reasons are few (see metrics.skip_reason)
+            self._skipped.inc(len(skips))
+            counts.update(self._reasons.inc("skipped", Counter(skip_reason(s.reason, s.entity) for s in skips)))
+        if letters:
+            counts.update(self._reasons.inc("dead_lettered", Counter(
+                letter_reason(letter.stage, letter.entity, letter.attribute) for letter in letters)))
+        if self._progress is not None:  # live totals; counted before the dead letters go on (Persist may end the run)
+            if self._progress.stopping:  # a stop was asked: the run ends at this batch, which goes nowhere
+                raise progress.RunInterrupted("stop requested")
+            self._progress.add(counts, check_stop=False)
+        yield from letters
         if rows:
             yield rows
         yield ItemsMapped(len(batch))  # after the batch's dead letters: a share is judged on whole batches

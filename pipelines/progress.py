@@ -96,6 +96,14 @@ def reporter(folder: str | None) -> Reporter | None:
         return found
 
 
+def flush_local(folder: str | None) -> None:
+    """Write this process's totals for ``folder`` now (a run that failed may not have torn its steps down)."""
+    with _reporters_lock:
+        found = _reporters.get(folder) if folder is not None else None
+    if found is not None:
+        found.flush()
+
+
 def read_progress(folder: str | None) -> dict[str, int]:
     """The totals of every process of the run so far (a file being replaced is skipped this time)."""
     totals: Counter[str] = Counter()

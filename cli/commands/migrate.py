@@ -19,6 +19,7 @@ import typer
 
 from ...app.options import RunOptions
 from ...mappers.errors import Interrupted, UsageError
+from ..errors import report
 from ..options import OutputFormat, run_options
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ def command(
     if result.interrupted:
         raise Interrupted(result.problems[0], f"resume with: {result.resume_command(str(spec), extra)}"
                           if prepared.scanning else "run it again")
+    if result.error is not None:  # after the reconciliation: the one line, and how to go on
+        report(result.error.exit_code, [failure_line(result, str(spec), extra)])
     if result.finished and not result.ok:
         raise typer.Exit(1)
 
@@ -171,24 +174,44 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
                      f"{p.dead_letter}; resume after a failure with: {result.resume_command(spec_path)}")
         return lines
     c = result.counters
-    done = "so far" if result.interrupted else ""
-    lines += [
-        f"read {c['items_read']} items{' ' + done if done else ''}: {c['rows_written']} written ({c['cells_written']} "
-        f"cells, {c['bytes_written']} bytes), {c['dead_lettered']} dead-lettered, {c['skipped']} skipped",
-    ]
-    if p.scanning and not result.interrupted and "scan_pages" in c:
+    early = result.ended_early
+    lines.append(f"read {c['items_read']} items{' so far' if early else ''}: {c['rows_written']} written "
+                 f"({c['cells_written']} cells, {c['bytes_written']} bytes), {c['dead_lettered']} dead-lettered, "
+                 f"{c['skipped']} skipped")
+    unstored = c["items_read"] - c["rows_written"] - c["dead_lettered"] - c["skipped"]
+    if early and unstored > 0:
+        lines.append(f"{unstored} items read were not stored when the run ended ("
+                     + ("--resume reads their segments again)" if p.scanning else "run it again)"))
+    for kind, label in (("skipped", "skipped"), ("dead_lettered", "dead-lettered")):
+        reasons = result.reasons.get(kind)
+        if reasons:
+            lines.append(f"{label} {sum(reasons.values())}: "
+                         + ", ".join(f"{count} {reason}" for reason, count in reasons.items()))
+    if p.scanning and not early and "scan_pages" in c:
         lines.append(f"scan: {c.get('scan_pages', 0)} pages, {c.get('consumed_rcu', 0)} RCU consumed, "
                      f"{c.get('scan_retries', 0)} retries, {c.get('throttled_pages', 0)} throttled pages")
     if result.segments_done is not None:
         lines.append(f"segments: {result.segments_done} of {p.total_segments} stored")
     lines.append(f"dead letters: {p.dead_letter} ({result.dead_letter_lines} lines; holds user data)")
-    if result.interrupted:
+    if early:  # the CLI ends with the one line that says why, and how to go on
         return lines
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append("run OK" if result.ok else "run FAILED")
     if p.scanning:
         lines.append(f"run folder: {p.run_dir} (resume with: {result.resume_command(spec_path, extra)})")
     return lines
+
+
+def failure_line(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -> str:
+    """What ended a failed run, on one line, with how to go on: the exact resume command after a dependency failed;
+    a usage error (too many dead letters, a broken export) says itself what to fix first."""
+    assert result.error is not None
+    line = result.error.one_line()
+    if isinstance(result.error, UsageError):
+        return line
+    if result.prepared.scanning:
+        return f"{line}; resume with: {result.resume_command(spec_path, extra)}"
+    return f"{line}; run it again (a run without scan segments has nothing to resume)"
 
 
 def as_json(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -198,7 +221,11 @@ def as_json(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) 
         "state": result.state, "ok": result.ok, "finished": result.finished, "interrupted": result.interrupted,
         "source": p.source, "target": p.target, "runner": p.runner, "dry_run": p.dry_run, "run_dir": p.run_dir,
         "dead_letter": p.dead_letter, "dead_letter_lines": result.dead_letter_lines, "counters": result.counters,
-        "problems": result.problems,
+        "problems": result.problems, "skipped_by_reason": result.reasons.get("skipped", {}),
+        "dead_lettered_by_reason": result.reasons.get("dead_lettered", {}),
+        "error": None if result.error is None else {"kind": type(result.error).__name__,
+                                                    "message": result.error.one_line(),
+                                                    "exit_code": result.error.exit_code},
         "segments": {"total": p.total_segments, "stored": result.segments_done} if p.scanning else None,
         "resume_command": result.resume_command(spec_path, extra) if p.scanning else None,
         "job_id": result.job_id, "console_url": result.console_url, "stages": list(result.stages),

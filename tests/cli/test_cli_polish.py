@@ -20,6 +20,12 @@ USAGE_ERRORS = [
     (["validate", "--hepl"], "error: No such option: --hepl (Possible options: --help) (see `ddb2bt validate --help`)"),
     (["migrate", "--direct_num_workers=2", "spec.yaml"], "error: No such option: --direct_num_workers=2 (options "
      "passed on to Beam go after the arguments) (see `ddb2bt migrate --help`)"),
+    # After SPEC, an option neither ddb2bt nor Beam knows: the command's close spelling, and its own --help.
+    (["migrate", "x.yaml", "--yse"], "error: unknown option '--yse' (neither a ddb2bt nor a Beam option; did you mean "
+     "'--yes'?); see `ddb2bt migrate --help` for ddb2bt's options"),
+    (["validate", "x.yaml", "--sampel", "3"], "error: unknown option '--sampel' (neither a ddb2bt nor a Beam option; "
+     "did you mean '--sample'?); see `ddb2bt validate --help`"),
+    (["migrate", "x.yaml", "--zzzz"], "error: unknown option '--zzzz' (neither a ddb2bt nor a Beam option); see "),
     (["migrate"], "error: missing the SPEC argument; `ddb2bt migrate SPEC` (or `--plan FILE` saved by "
      "`ddb2bt migrate-plan SPEC --out FILE`)"),
 ]

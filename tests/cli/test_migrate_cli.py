@@ -142,3 +142,49 @@ def test_infer_json_has_the_whole_draft(invoke, seeded_moto):
     assert data["table"] == "Videos" and data["sampled"] == 9 and data["problem"] is None
     assert data["spec"]["source"]["table"] == "Videos" and "entities" in data["spec"]
     assert data["yaml"].startswith("#") and "entities:" in data["yaml"]
+
+
+REASONS_SPEC = """\
+source: {{table: {table}, endpoint_url: "{endpoint}", region: us-east-1, total_segments: 2}}
+target: {{table: {table}, families: {{f: {{max_versions: 1}}}}}}
+migration_time: "2024-01-01T00:00:00Z"
+unmatched: skip
+entities:
+  - {{name: audit, match: {{kind: audit}}, action: skip, row_key: "{{pk}}"}}
+  - name: item
+    match: {{kind: item}}
+    row_key: "{{pk}}"
+    columns: [{{attribute: v, family: f, required: true}}]
+    drop: [kind]
+"""
+
+
+def test_skips_and_dead_letters_are_broken_down_by_reason(invoke, moto_server, bigtable_env, unique_name, tmp_path):
+    """Every fourth item is an audit record (skipped by its entity), every fourth matches no entity (unmatched: skip),
+    every fourth lacks its required attribute (dead-lettered): the result says so, reason by reason."""
+    kinds = ["audit", "junk", "item", "item"]
+    items = [{"pk": {"S": f"k{i:03d}"}, "kind": {"S": kinds[i % 4]}, **({"v": {"S": "x"}} if i % 4 != 2 else {})}
+             for i in range(ITEMS)]
+    client = make_client(ClientSettings(endpoint_url=moto_server.endpoint))
+    create_table(client, unique_name, "pk")
+    put_items(client, unique_name, items)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(REASONS_SPEC.format(table=unique_name, endpoint=moto_server.endpoint))
+    quarter = ITEMS // 4
+
+    text = invoke("migrate", spec, "--yes", "--run-dir", tmp_path / "run", "--max-dead-letters", "100%")
+    assert text.exit_code == 0, text.output
+    assert (f"read {ITEMS} items: {quarter} written ({quarter} cells, " in text.stdout
+            and f"), {quarter} dead-lettered, {2 * quarter} skipped" in text.stdout), text.stdout
+    lines = text.stdout.splitlines()
+    assert f"skipped {2 * quarter}: {quarter} entity action is skip (entity audit), {quarter} no entity matches " \
+           "(unmatched: skip)" in lines, text.stdout
+    assert f"dead-lettered {quarter}: {quarter} cannot map (entity item, attribute v)" in lines, text.stdout
+
+    data = json.loads(invoke("migrate", spec, "--yes", "--run-dir", tmp_path / "again", "--max-dead-letters", "100%",
+                             "--format", "json").stdout)
+    assert data["ok"] and data["error"] is None
+    assert data["skipped_by_reason"] == {"entity action is skip (entity audit)": quarter,
+                                         "no entity matches (unmatched: skip)": quarter}
+    assert data["dead_lettered_by_reason"] == {"cannot map (entity item, attribute v)": quarter}
+    assert not any("/" in name for name in data["counters"])  # the reasons are not mixed into the plain counters

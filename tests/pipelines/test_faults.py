@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -70,6 +71,14 @@ def migrate(spec_file: Path, run_dir: Path, *args: str, env: dict, **popen) -> s
 
 def kill_when_done(proc: subprocess.Popen, run_dir: Path, segments: int, timeout: float = 120) -> frozenset[int]:
     """kill -9 the run (its whole process group) once `segments` are marked done; the markers then."""
+    wait_for_segments(proc, run_dir, segments, timeout)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return ckpt.completed_segments(str(run_dir))
+
+
+def wait_for_segments(proc: subprocess.Popen, run_dir: Path, segments: int, timeout: float = 120) -> None:
+    """Return once the run has `segments` marked done (fail if it ends or takes longer)."""
     deadline = time.monotonic() + timeout
     while ckpt.segment_progress(str(run_dir))[0] < segments:
         if proc.poll() is not None:
@@ -78,9 +87,6 @@ def kill_when_done(proc: subprocess.Popen, run_dir: Path, segments: int, timeout
             os.killpg(proc.pid, signal.SIGKILL)
             pytest.fail(f"{segments} segments not marked done after {timeout}s")
         time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    return ckpt.completed_segments(str(run_dir))
 
 
 @pytest.mark.slow
@@ -151,6 +157,74 @@ def test_bigtable_dying_mid_run_ends_the_run_within_two_minutes(kill_source, tmp
     assert isinstance(error, ServiceError) and "Bigtable" in str(error), outcome["error"]
     assert "--resume" in str(error)
     assert 2 <= len(ckpt.completed_segments(run_dir)) < KILL_SEGMENTS
+
+
+def segment_sizes(client, table: str) -> dict[int, int]:
+    """Items per scan segment."""
+    return {s: sum(1 for _ in scan_segment(client, table, s, KILL_SEGMENTS)) for s in range(KILL_SEGMENTS)}
+
+
+def assert_reconciled_failure(output: str, run_dir: Path, spec_file: Path, sizes: dict[int, int],
+                              dependency: str) -> None:
+    """The CLI's end after a dependency died: the reconciliation (consistent with the segments stored, given the
+    items per segment), then one error line with the exact resume command; no traceback."""
+    assert "Traceback" not in output and "[while running" not in output, output
+    read, written, dead, skipped = map(int, re.search(
+        r"read (\d+) items so far: (\d+) written \(\d+ cells, \d+ bytes\), (\d+) dead-lettered, (\d+) skipped",
+        output).groups())
+    stored = ckpt.completed_segments(str(run_dir))
+    assert f"segments: {len(stored)} of {KILL_SEGMENTS} stored" in output, output
+    assert 1 <= len(stored) < KILL_SEGMENTS
+    assert (dead, skipped) == (0, 0)
+    assert sum(sizes[s] for s in stored) <= written <= read <= sum(sizes.values())  # every stored segment's rows are among those written
+    if read > written:
+        assert f"{read - written} items read were not stored when the run ended" in output, output
+    error = output.strip().splitlines()[-1]
+    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), "--resume", "--run-dir", str(run_dir), "--yes"])
+    assert error.startswith("error: ") and dependency in error and error.endswith(f"; resume with: {resume}"), error
+
+
+def kill_dependency_mid_run(spec: MappingSpec, tmp_path: Path, server: local_servers.LocalServer, emulator: str,
+                            segments: int) -> tuple[int, str, float, Path, Path]:
+    """`ddb2bt migrate` of ``spec`` to the emulator at ``emulator``; kill -9 ``server`` once `segments` are stored.
+    (exit code, output, seconds from the kill to the end, spec file, run folder)."""
+    spec_file, run_dir = tmp_path / "spec.yaml", tmp_path / "run"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    proc = migrate(spec_file, run_dir, env={**os.environ, **local_servers.emulator_env(emulator)})
+    wait_for_segments(proc, run_dir, segments)
+    os.killpg(server.pid, signal.SIGKILL)
+    killed = time.monotonic()
+    output = proc.communicate(timeout=300)[0]
+    return proc.returncode, output, time.monotonic() - killed, spec_file, run_dir
+
+
+@pytest.mark.slow
+def test_bigtable_dying_mid_run_ends_the_cli_with_a_reconciliation_and_the_resume_command(kill_source, tmp_path):
+    endpoint, table, _items = kill_source
+    with local_servers.bigtable_emulator() as emulator:  # a server of its own, to kill
+        code, output, took, spec_file, run_dir = kill_dependency_mid_run(
+            kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z"), tmp_path, emulator, emulator.endpoint, 2)
+    assert code == 3 and took < 120, (took, output)
+    sizes = segment_sizes(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), table)
+    assert_reconciled_failure(output, run_dir, spec_file, sizes, "Bigtable")
+
+
+@pytest.mark.slow
+def test_dynamodb_dying_mid_run_ends_the_cli_with_a_reconciliation_and_the_resume_command(bigtable_env, tmp_path):
+    with local_servers.dynalite() as server:  # a server of its own, to kill
+        table = f"k{uuid.uuid4().hex[:12]}"
+        items = [{"pk": {"S": f"p{i % 97}"}, "sk": {"S": f"i{i:06d}"}, "text": {"S": "x" * 150}}
+                 for i in range(KILL_ITEMS)]
+        with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
+            client = boto3.client("dynamodb", endpoint_url=server.endpoint, region_name="us-east-1")
+            create_table(client, table, "pk", "sk")
+            put_items(client, table, items)
+            sizes = segment_sizes(client, table)
+        code, output, took, spec_file, run_dir = kill_dependency_mid_run(
+            kill_spec(table, server.endpoint, migration_time="2024-01-01T00:00:00Z"), tmp_path, server,
+            bigtable_env.endpoint, 1)
+    assert code == 3 and took < 120, (took, output)
+    assert_reconciled_failure(output, run_dir, spec_file, sizes, "DynamoDB")
 
 
 # --------------------------------------------------------------------------- a misbehaving source
@@ -373,11 +447,15 @@ def test_a_small_run_over_the_limit_is_not_ok(bigtable_env, small_source, tmp_pa
     assert result.problems == [f"{len(items)} of {len(items)} items read were dead-lettered (100%), more than "
                                "--max-dead-letters 10% allows: see the dead letters"]
     assert run_migration(spec, RunOptions(run_dir=str(tmp_path / "b"), max_dead_letters="100%")).ok
-    with pytest.raises(Exception) as stopped:  # a count is judged as the dead letters come: the 300th stops the run
-        run_migration(spec, RunOptions(run_dir=str(tmp_path / "c"), max_dead_letters="299"))
-    error = recover(stopped.value)
-    assert isinstance(error, TooManyDeadLetters) and isinstance(error, UsageError), stopped.value
+    # a count is judged as the dead letters come: the 300th stops the run, which ends FAILED with that error
+    stopped = run_migration(spec, RunOptions(run_dir=str(tmp_path / "c"), max_dead_letters="299"))
+    error = stopped.error
+    assert stopped.state == "FAILED" and not stopped.ok and stopped.problems == [error.one_line()]
+    assert isinstance(error, TooManyDeadLetters) and isinstance(error, UsageError), error
     assert "300 items were dead-lettered, more than --max-dead-letters 299 allows" in str(error)
+    assert stopped.counters["items_read"] == stopped.counters["dead_lettered"] == len(items)  # the live totals
+    assert stopped.reasons["dead_lettered"] == {"cannot map (entity thing, attribute price)": len(items)}
+    assert stopped.dead_letter_lines == len(items) and stopped.segments_done < 2  # the last one is not stored
     assert len((tmp_path / "c" / "dead_letters.jsonl").read_text().splitlines()) == len(items)  # joined after the stop
 
 
