@@ -19,6 +19,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import apache_beam as beam
@@ -352,6 +353,7 @@ class _WriteFn(beam.DoFn):
         )
         self._batcher: Any = None
         self._pending: dict[int, tuple[Any, MappedRow, dict]] = {}
+        self._recent: dict[bytes, set] = {}  # the last rows' cell coordinates, to see overwrites across batches
         self._progress = reporter(self._progress_dir)
 
     def start_bundle(self) -> None:
@@ -429,7 +431,7 @@ class _WriteFn(beam.DoFn):
         for _entry, row, _item in pending.values():
             cells += len(row.cells)
             written_bytes += len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells)
-        overwritten = _overwritten(row for _entry, row, _item in pending.values())
+        overwritten = _overwritten((row for _entry, row, _item in pending.values()), self._recent)
         self._rows.inc(len(pending))
         self._cells.inc(cells - overwritten)
         self._overwritten.inc(overwritten)
@@ -476,11 +478,21 @@ class _WriteFn(beam.DoFn):
             client.close()
 
 
-def _overwritten(rows: Iterable[MappedRow]) -> int:
-    """Cells of these rows that another of them writes again (same row, family, qualifier and timestamp).
+RECENT_ROWS = 64
+"""Rows whose cell coordinates a writer remembers from one write batch to the next (see :func:`_overwritten`)."""
 
-    Bigtable keeps one cell per coordinate, so these are not counted as written. Costs one dict
-    lookup per row; the cells are compared only for a row key that comes again (folded items).
+
+def _overwritten(rows: Iterable[MappedRow], recent: dict[bytes, set]) -> int:
+    """Cells of these rows that another of them, or one of the ``recent`` rows, writes again (same row, family,
+    qualifier and timestamp): Bigtable keeps one cell per coordinate, so these are not counted as written.
+
+    ``recent`` holds the cell coordinates of the last :data:`RECENT_ROWS` rows of the write batches
+    before, and is updated to this one's. Items folded onto one row from one partition come together
+    in a scan, so a row cut by a batch boundary is among them; rows whose items lie farther apart
+    (an export's file order, rows folded across partitions) are not, and their overwrites are not
+    seen here: ``validate`` counts collisions exactly. Costs one dict lookup per row; the cells are
+    compared only for a row key that comes again; then, per batch, the few rows also in ``recent``
+    (a set intersection) and RECENT_ROWS rows' coordinates kept (no values).
     """
     seen: dict[bytes, Any] = {}
     again = 0
@@ -497,7 +509,21 @@ def _overwritten(rows: Iterable[MappedRow]) -> int:
                 again += 1
             else:
                 known.add(coordinate)
+    for key in recent.keys() & seen.keys():  # rows this batch goes on writing
+        coordinates = _coordinates(seen[key])
+        again += len(coordinates & recent[key])
+        seen[key] = coordinates | recent.pop(key)
+    newest = list(islice(reversed(seen.items()), RECENT_ROWS))
+    older = list(recent.items())[len(newest) - RECENT_ROWS:] if len(newest) < RECENT_ROWS else []
+    recent.clear()
+    recent.update(older)
+    recent.update((key, _coordinates(known)) for key, known in reversed(newest))
     return again
+
+
+def _coordinates(known: Any) -> set:
+    """A row's cell coordinates (family, qualifier, timestamp): the set itself, or a MappedRow's."""
+    return known if known.__class__ is set else {cell[:3] for cell in known.cells}
 
 
 def _failure_count(group: Any) -> int:
