@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
 
 DIFFERENCES_FILE = "differences.jsonl"
-DECODE_EVERY = 16
+DECODE_EVERY = 256
 """Of the items whose cells all match, one in this many is read back through the decoder (--decode-all: every one)."""
 ROWS_PASS_DIR = "rows"
 SHOWN = 20

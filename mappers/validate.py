@@ -259,14 +259,9 @@ class Comparer:
               scan_order: bool) -> GroupResult | None:
         """The common case fast: one item, and its row holds exactly its cells (else None: the general path)."""
         row, item = member
-        found = list(actual)
-        if len(found) != len(row.cells):
+        found = actual if isinstance(actual, list) else list(actual)
+        if len(found) != len(row.cells) or set(found) != set(row.cells):  # cells are (family, qualifier, ts, value)
             return None
-        have = {(c.family, c.qualifier, c.timestamp_micros): c.value for c in found}
-        get = have.get
-        for cell in row.cells:
-            if get((cell.family, cell.qualifier, cell.timestamp_micros)) != cell.value:
-                return None
         decoded = not_decoded = 0
         differences: list[Difference] = []
         if self.decoders is not None:
@@ -282,7 +277,7 @@ class Comparer:
                                               found=got) for name, want, got in read_back]
         candidate = None
         if extras and not (scan_order and self.whole_row(row_key, [member])):
-            candidate = Candidate(row_key, owns_all=True, owner=self.item_key(item), cells=len(have))
+            candidate = Candidate(row_key, owns_all=True, owner=self.item_key(item), cells=len(found))
         return GroupResult(differences, [], candidate, len(row.cells), len(row.cells), True, not_decoded, decoded)
 
     @staticmethod

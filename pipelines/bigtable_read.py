@@ -40,15 +40,48 @@ class RowLookup:
                                             app_profile_id=destination.app_profile)
 
     def rows(self, row_keys: Iterable[bytes]) -> dict[bytes, list[Cell]]:
-        """The cells of each row that exists among ``row_keys``, in ReadRows requests of up to 1,000 keys."""
-        from google.cloud.bigtable.data import ReadRowsQuery
+        """The cells of each row that exists among ``row_keys``, in ReadRows requests of up to 1,000 keys.
 
-        keys: list[str | bytes] = sorted(set(row_keys))
+        The client's ``read_rows`` builds a ``Row`` of ``Cell`` objects (labels and all) through a
+        general chunk state machine, and we copied them into our ``Cell``s: about 100 us of CPU per
+        row, a quarter of validate's. Here the responses' raw chunks become our ``Cell``s directly
+        (:func:`merge_chunks`); a retryable error (the table's own list: unavailable, deadline,
+        aborted) asks again for the keys after the last complete row, within the table's read timeout.
+        """
+        keys = sorted(set(row_keys))
         found: dict[bytes, list[Cell]] = {}
         for start in range(0, len(keys), KEYS_PER_REQUEST):
-            for row in self.table.read_rows(ReadRowsQuery(row_keys=keys[start:start + KEYS_PER_REQUEST])):
-                found[row.row_key] = _cells(row)
+            self._read_keys(keys[start:start + KEYS_PER_REQUEST], found)
         return found
+
+    def _read_keys(self, keys: list[bytes], found: dict[bytes, list[Cell]]) -> None:
+        import time
+
+        from google.cloud.bigtable_v2.types import ReadRowsRequest
+
+        table = self.table
+        retryable = tuple(table.default_read_rows_retryable_errors)
+        deadline = time.monotonic() + table.default_read_rows_operation_timeout
+        attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
+        pending, pause = keys, 0.01
+        while pending:
+            request = ReadRowsRequest(table_name=table.table_name, app_profile_id=table.app_profile_id,
+                                      rows={"row_keys": pending})
+            last = None
+            try:
+                stream = self._client._gapic_client.read_rows(  # noqa: SLF001 - the client's own transport
+                    request, timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)), retry=None)
+                for row_key, cells in merge_chunks(stream):
+                    found[row_key] = cells
+                    last = row_key
+                return
+            except retryable:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 10.0)
+                if last is not None:
+                    pending = [key for key in pending if key > last]
 
     def close(self) -> None:
         self._client.close()
@@ -58,6 +91,54 @@ class RowLookup:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def merge_chunks(responses: Iterable[Any]) -> Iterator[tuple[bytes, list[Cell]]]:
+    """ReadRows responses -> (row key, cells) of each committed row, from the raw protobuf chunks.
+
+    Follows the protocol of ``ReadRowsResponse.CellChunk``: a row key starts a row, a family comes
+    with its qualifier, a qualifier alone changes the column, ``value_size`` > 0 announces that the
+    value continues in the next chunks, ``reset_row`` drops the row so far, ``commit_row`` ends it.
+    """
+    from google.cloud.bigtable.data.exceptions import InvalidChunk
+
+    make = Cell._make
+    cells: list[Cell] = []
+    parts: list[bytes] | None = None
+    row_key, family, qualifier, ts = b"", "", b"", 0
+    for response in responses:
+        for chunk in response._pb.chunks:  # noqa: SLF001 - proto-plus keeps the raw message there
+            if chunk.reset_row:
+                row_key, cells, parts = b"", [], None
+                continue
+            if chunk.row_key:
+                if cells and chunk.row_key != row_key:
+                    raise InvalidChunk("a new row key before the row was committed")
+                row_key = chunk.row_key
+            elif not row_key:
+                raise InvalidChunk("a chunk with no row key")
+            if chunk.HasField("qualifier"):
+                name = chunk.family_name.value
+                if name:
+                    family = name
+                qualifier = chunk.qualifier.value
+            if parts is None:
+                ts = chunk.timestamp_micros
+                if chunk.value_size > 0:
+                    parts = [chunk.value]
+                    continue
+                value = chunk.value
+            else:
+                parts.append(chunk.value)
+                if chunk.value_size > 0:
+                    continue
+                value, parts = b"".join(parts), None
+            cells.append(make((family, qualifier, ts, value)))
+            if chunk.commit_row:
+                yield row_key, cells
+                row_key, cells = b"", []
+    if cells or parts is not None:
+        raise InvalidChunk("the stream ended inside a row")
 
 
 def read_cells(target: TargetSpec, row_keys: Iterable[bytes] | None = None) -> Iterator[tuple[bytes, list[Cell]]]:

@@ -35,7 +35,7 @@ def command(
         "--target-scan", help="Also scan the whole Bigtable table for rows no source item maps to.")] = False,
     decode_all: Annotated[bool, typer.Option(
         "--decode-all", help="Read every item back through the decoder (default: every item whose cells differ, "
-                             "and 1 in 16 of the others).")] = False,
+                             "and 1 in 256 of the others).")] = False,
     as_of: Annotated[Optional[str], typer.Option(
         "--as-of", help="The snapshot validated: an ISO-8601 time, or the --run-dir of the migration (its cutover "
                         "timeline, else its backfill's start). Cells that changed after it are counted apart, not as "
