@@ -139,3 +139,12 @@ def test_only_the_options_validate_uses(invoke, tmp_path):
         refused = invoke("validate", spec, *given, "--run-dir", tmp_path / "v")
         assert refused.exit_code == 2 and "applies to the rewrites of --repair" in refused.stderr, refused.output
         assert not (tmp_path / "v").exists()
+
+
+def test_as_of_takes_a_time_or_a_run_folder(invoke, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(DRY_SPEC)
+    assert "--as-of" in invoke("validate", "--help").stdout
+    refused = invoke("validate", spec, "--as-of", "yesterday", "--run-dir", tmp_path / "v")
+    assert refused.exit_code == 2 and "--as-of 'yesterday' is neither an ISO-8601 time nor a run folder" in refused.stderr
+    assert not (tmp_path / "v").exists()
