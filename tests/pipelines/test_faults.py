@@ -456,6 +456,17 @@ def test_a_small_run_over_the_limit_is_not_ok(bigtable_env, small_source, tmp_pa
     assert stopped.counters["items_read"] == stopped.counters["dead_lettered"] == len(items)  # the live totals
     assert stopped.reasons["dead_lettered"] == {"cannot map (entity thing, attribute price)": len(items)}
     assert stopped.dead_letter_lines == len(items) and stopped.segments_done < 2  # the last one is not stored
+    from ddb2bt.cli.commands.migrate import as_json, failure_line, render
+
+    shown = as_json(stopped, "spec.yaml")
+    assert shown["state"] == "FAILED" and not shown["ok"] and shown["counters"]["dead_lettered"] == len(items)
+    assert shown["error"] == {"kind": "TooManyDeadLetters", "message": error.one_line(), "exit_code": 2}
+    assert shown["dead_lettered_by_reason"] == {"cannot map (entity thing, attribute price)": len(items)}
+    text = render(stopped, "spec.yaml")
+    assert text[0] == f"read {len(items)} items so far: 0 written (0 cells, 0 bytes), {len(items)} dead-lettered, 0 skipped"
+    assert f"dead-lettered {len(items)}: {len(items)} cannot map (entity thing, attribute price)" in text
+    assert not any(line.startswith(("PROBLEM", "run OK", "run FAILED")) for line in text)  # the error line ends it
+    assert failure_line(stopped, "spec.yaml") == error.one_line()  # a usage error says itself what to do
     assert len((tmp_path / "c" / "dead_letters.jsonl").read_text().splitlines()) == len(items)  # joined after the stop
 
 
