@@ -277,3 +277,17 @@ def test_report_renders_in_headless_chromium(tmp_path):
     subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, *profile, f"--screenshot={png}", page.as_uri()],
                    capture_output=True, timeout=90, check=True)  # fmt: skip
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+def test_long_values_are_shortened_saying_by_how_much_while_the_plan_keeps_them_whole():
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk"},
+        "target": {"table": "t", "families": {"f": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "e", "row_key": "{pk}", "rest": {"family": "f"}}],
+    })  # fmt: skip
+    long = "x" * 1000
+    plan = build_plan(spec, [{"pk": {"S": "k"}, "v": {"S": long}}], now_ms=NOW_MS)
+    assert {a.value for e in plan.entities for x in e.examples for a in x.item} >= {long}  # the plan: whole
+    text = render_markdown(plan)
+    assert long not in text and "x… (+776 chars)" in text  # 240 characters shown, the rest counted
