@@ -11,7 +11,6 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any, Optional
 
 import typer
-from typer._click.exceptions import NoSuchOption  # what typer's own parser raises for an unknown option
 from typer.core import TyperCommand
 
 from .commands import demo, infer, init, local, migrate, plan, redrive, report, schema, validate
@@ -75,16 +74,21 @@ class PassThroughCommand(TyperCommand):
     """
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
+        from ..app.options import UnknownOptionError
+        from ..mappers.errors import UsageError
+        from ..mappers.spelling import did_you_mean
+
         rest = super().parse_args(ctx, args)
         for param in self.params:
             value = ctx.params.get(param.name or "") if param.param_type_name == "argument" else None
             if value is not None and str(value).startswith("-") and str(value) != "-":
-                from difflib import get_close_matches
-
-                known = [flag for option in self.params for flag in option.opts if flag.startswith("-")] + ["--help"]
-                close = get_close_matches(str(value).split("=", 1)[0], known)
-                beam = None if close else f"No such option: {value} (options passed on to Beam go after the arguments)"
-                raise NoSuchOption(str(value), message=beam, possibilities=close, ctx=ctx)
+                flag = str(value).split("=", 1)[0]
+                guess = did_you_mean(flag, [f for option in self.params for f in option.opts] + ["--help"])
+                if guess:
+                    raise UnknownOptionError(flag, guess, ctx.command_path)
+                raise UsageError(f"{value} stands where {param.name.upper() if param.name else 'an argument'} "
+                                 "should: options passed on to Beam go after the arguments",
+                                 f"`{ctx.command_path} SPEC [OPTIONS] {value}`; see `{ctx.command_path} --help`")
         return rest
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]

@@ -15,11 +15,12 @@ USAGE_ERRORS = [
     (["migrate-plan", "x.yaml", "--sample", "0"], "error: Invalid value for '--sample': Input should be greater than or equal to 1"),
     (["init", "--bogus"], "error: No such option: --bogus"),
     # Commands that pass unknown options to Beam: a misspelt option in SPEC's place is not read as a spec path.
-    (["migrate", "--hepl"], "error: No such option: --hepl (Possible options: --help, --plan) (see `ddb2bt migrate "
-     "--help`)"),
-    (["validate", "--hepl"], "error: No such option: --hepl (Possible options: --help) (see `ddb2bt validate --help`)"),
-    (["migrate", "--direct_num_workers=2", "spec.yaml"], "error: No such option: --direct_num_workers=2 (options "
-     "passed on to Beam go after the arguments) (see `ddb2bt migrate --help`)"),
+    (["migrate", "--hepl"], "error: unknown option '--hepl' (neither a ddb2bt nor a Beam option; did you mean "
+     "'--help'?); see `ddb2bt migrate --help`"),
+    (["validate", "--hepl"], "error: unknown option '--hepl' (neither a ddb2bt nor a Beam option; did you mean "
+     "'--help'?); see `ddb2bt validate --help`"),
+    (["migrate", "--direct_num_workers=2", "spec.yaml"], "error: --direct_num_workers=2 stands where SPEC should: "
+     "options passed on to Beam go after the arguments; `ddb2bt migrate SPEC [OPTIONS] --direct_num_workers=2`"),
     # After SPEC, an option neither ddb2bt nor Beam knows: the command's close spelling, and its own --help.
     (["migrate", "x.yaml", "--yse"], "error: unknown option '--yse' (neither a ddb2bt nor a Beam option; did you mean "
      "'--yes'?); see `ddb2bt migrate --help` for ddb2bt's options"),
