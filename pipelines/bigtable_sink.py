@@ -330,6 +330,23 @@ class Destination:
         return cls(target.project, target.instance, target.table, target.app_profile)
 
 
+def open_batcher(table: Any, flow: FlowControl) -> Any:
+    """The data client's ``MutationsBatcher`` for ``table`` with ``flow``'s limits, reporting every failure."""
+    batcher = table.mutations_batcher(
+        flush_limit_mutation_count=flow.flush_limit_mutation_count,
+        flush_limit_bytes=flow.flush_limit_bytes,
+        flow_control_max_mutation_count=flow.flow_control_max_mutation_count,
+        flow_control_max_bytes=flow.flow_control_max_bytes,
+        batch_operation_timeout=flow.operation_timeout,
+        batch_attempt_timeout=flow.attempt_timeout,
+    )
+    # The batcher keeps only the first and last 10 failures per close() and drops the rest;
+    # every failure must become a dead letter, so lift that limit (callers check _failure_count).
+    if hasattr(batcher, "_exception_list_limit"):
+        batcher._exception_list_limit = sys.maxsize
+    return batcher
+
+
 class _WriteFn(beam.DoFn):
     """Writes ``(MappedRow, item)`` pairs; its only output is a DeadLetter per refused entry."""
 
@@ -360,20 +377,7 @@ class _WriteFn(beam.DoFn):
         self._pending = {}
 
     def _open_batcher(self) -> Any:
-        flow = self._flow
-        batcher = self._table.mutations_batcher(
-            flush_limit_mutation_count=flow.flush_limit_mutation_count,
-            flush_limit_bytes=flow.flush_limit_bytes,
-            flow_control_max_mutation_count=flow.flow_control_max_mutation_count,
-            flow_control_max_bytes=flow.flow_control_max_bytes,
-            batch_operation_timeout=flow.operation_timeout,
-            batch_attempt_timeout=flow.attempt_timeout,
-        )
-        # The batcher keeps only the first and last 10 failures per close() and drops the rest;
-        # every failure must become a dead letter, so lift that limit (checked in _close below).
-        if hasattr(batcher, "_exception_list_limit"):
-            batcher._exception_list_limit = sys.maxsize
-        return batcher
+        return open_batcher(self._table, self._flow)
 
     def process(self, element: Any) -> Iterator[Any]:
         if isinstance(element, (DeadLetter, ItemsMapped)):  # given up on upstream, or a tally: pass it on

@@ -1,8 +1,10 @@
 """Apply item changes to Bigtable: the mutations of :mod:`ddb2bt.mappers.changes`, written and counted.
 
-Shared by the catch-up (a Beam DoFn per worker) and the stream tail (one process): both hand
-:meth:`ChangeApplier.apply` the changes of many items, each item's changes in order, and get back
-how many were applied, skipped and dead-lettered. Every cell has an explicit timestamp and every
+Shared by the catch-up (a Beam DoFn per worker) and the stream tail (one process): both hand over
+the changes of many items, each item's changes in order, and get back how many were applied, skipped
+and dead-lettered. The tail waits for each page (:meth:`ChangeApplier.apply`: it saves its position
+after); the catch-up overlaps mapping and writing through the client's batcher
+(:class:`OverlappedWrites`), and waits at the end of each bundle. Every cell has an explicit timestamp and every
 delete names one cell's millisecond, so a write retried or a change applied twice replaces each
 cell with itself: entries are idempotent and the client may retry them.
 
@@ -21,10 +23,10 @@ from typing import Any
 
 import apache_beam as beam
 
-from ..mappers.changes import Change, ChangeSet, RowChange, diff_many
+from ..mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
 from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from .bigtable_entries import prebuilt_entry_class
-from .bigtable_sink import BigtableWriteError, Destination, FlowControl, _is_transient
+from .bigtable_sink import BigtableWriteError, Destination, FlowControl, _failure_count, _is_transient, open_batcher
 from .dead_letters import DeadLetter
 
 CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped", "cells_set",
@@ -120,6 +122,30 @@ def change_letter(change: Change, stage: str, reason: str, entity: str | None = 
     return DeadLetter(change.record(), stage, reason, entity, attribute, row_key)
 
 
+@dataclass
+class Prepared:
+    """Changes mapped and their entries built, not yet known to be in Bigtable."""
+
+    outcome: Outcome
+    """Read, skipped and TTL deletes so far; applied and dead-lettered once the writes are settled."""
+    entries: list[Any] = field(default_factory=list)
+    owners: list[int] = field(default_factory=list)
+    """Entry index -> index in ``groups``."""
+    groups: list[tuple[Sequence[Change], ChangeSet]] = field(default_factory=list)
+
+
+def refusal(error: Any, flow: FlowControl) -> str:
+    """Why Bigtable refused one entry for good; a transient failure raises :class:`BigtableWriteError` instead."""
+    cause = error.__cause__
+    if _is_transient(cause):
+        raise BigtableWriteError(
+            f"Bigtable did not take the changes within {flow.operation_timeout:.0f}s: "
+            f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]}",
+            "check that Bigtable is reachable; run the command again, it continues where it stopped",
+        ) from error
+    return f"Bigtable refused the change: {type(cause).__name__}: {cause}"
+
+
 class ChangeApplier:
     """Maps changes with the compiled spec and writes their mutations; one per process or DoFn instance."""
 
@@ -127,20 +153,23 @@ class ChangeApplier:
         from google.cloud.bigtable.data import BigtableDataClient
 
         self._compiled = compiled
-        self._flow = flow or FlowControl()
+        self.flow = flow or FlowControl()
         self._client = BigtableDataClient(project=destination.project)
-        self._table = self._client.get_table(destination.instance, destination.table,
-                                             app_profile_id=destination.app_profile)
+        self.table = self._client.get_table(destination.instance, destination.table,
+                                            app_profile_id=destination.app_profile)
 
     def close(self) -> None:
         self._client.close()
 
     def apply(self, groups: Iterable[Sequence[Change]]) -> Outcome:
         """Apply each group (one item's changes, in order) and wait until Bigtable holds them."""
-        outcome = Outcome()
-        entries: list[Any] = []
-        owners: list[int] = []  # entry index -> group index
-        pending: list[tuple[Sequence[Change], ChangeSet]] = []
+        prepared = self.prepare(groups)
+        return self.settle(prepared, self._write(prepared.entries))
+
+    def prepare(self, groups: Iterable[Sequence[Change]]) -> Prepared:
+        """Map each group (one item's changes, in order) and build its entries."""
+        prepared = Prepared(Outcome())
+        outcome, entries, owners, pending = prepared.outcome, prepared.entries, prepared.owners, prepared.groups
         for changes in groups:
             outcome.read += len(changes)
             outcome.ttl_deletes += sum(change.ttl for change in changes)
@@ -153,9 +182,14 @@ class ChangeApplier:
                     entries.append(entry)
                     owners.append(len(pending))
             pending.append((changes, result))
-        refused = self._write(entries)
-        failed_groups: dict[int, str] = {owners[index]: reason for index, reason in refused.items()}
-        for number, (changes, result) in enumerate(pending):
+        return prepared
+
+    @staticmethod
+    def settle(prepared: Prepared, refused: dict[int, str]) -> Outcome:
+        """The outcome once the entries are written, ``refused`` ({entry index: reason}) for good."""
+        outcome = prepared.outcome
+        failed_groups: dict[int, str] = {prepared.owners[index]: reason for index, reason in refused.items()}
+        for number, (changes, result) in enumerate(prepared.groups):
             if number in failed_groups:
                 row_key = result.rows[0].row_key if result.rows else None
                 outcome.dead_letters += [change_letter(change, "write", failed_groups[number], result.entity, None, row_key)
@@ -174,27 +208,108 @@ class ChangeApplier:
         return outcome
 
     def _write(self, entries: list[Any]) -> dict[int, str]:
-        """Write the entries; {index: reason} for those Bigtable refused for good."""
+        """Write the entries and wait; {index: reason} for those Bigtable refused for good."""
         from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
 
         if not entries:
             return {}
         try:
-            self._table.bulk_mutate_rows(entries, operation_timeout=self._flow.operation_timeout,
-                                         attempt_timeout=self._flow.attempt_timeout)
+            self.table.bulk_mutate_rows(entries, operation_timeout=self.flow.operation_timeout,
+                                        attempt_timeout=self.flow.attempt_timeout)
         except MutationsExceptionGroup as group:
             refused = {}
             for error in group.exceptions:
-                cause = error.__cause__
-                if _is_transient(cause) or error.index is None:
-                    raise BigtableWriteError(
-                        f"Bigtable did not take the changes within {self._flow.operation_timeout:.0f}s: "
-                        f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]}",
-                        "check that Bigtable is reachable; run the command again, it continues where it stopped",
-                    ) from group
-                refused[error.index] = f"Bigtable refused the change: {type(cause).__name__}: {cause}"
+                if error.index is None:
+                    raise BigtableWriteError(f"Bigtable failed a write without naming the entry: {group}") from group
+                refused[error.index] = refusal(error, self.flow)
             return refused
         return {}
+
+
+class OverlappedWrites:
+    """Changes written through the client's ``MutationsBatcher``: requests go out in the background while the
+    next changes are mapped (the catch-up's writer; the tail waits for each page, it checkpoints after it).
+
+    Order: the batcher sends several requests at once, and they may land in any order. So two changes of
+    one item are never in flight together (the later one could land first: a cell deleted then set again,
+    or set then deleted, would end the wrong way): an item already in flight has everything before it
+    drained first. A catch-up export holds each item once, so there this never waits. Within one item's
+    change set the deletes and the sets name different cells, so its own entries may land in any order.
+    """
+
+    def __init__(self, applier: ChangeApplier) -> None:
+        self._applier = applier
+        self._batcher: Any = None
+        self._prepared: list[Prepared] = []
+        self._where: dict[int, tuple[int, int]] = {}
+        """id(entry) -> (index in _prepared, entry index there)."""
+        self._items: set[tuple] = set()
+        self._settled = Outcome()
+
+    @property
+    def pending_entries(self) -> int:
+        return len(self._where)
+
+    def add(self, groups: Iterable[Sequence[Change]]) -> None:
+        """Map the groups (one item's changes each, in order) and hand their entries to the batcher."""
+        run: list[Sequence[Change]] = []
+        for changes in groups:
+            if not changes:
+                continue
+            key = item_key(changes[0].keys, ())
+            if key in self._items:  # an earlier change of this item may still be in flight
+                self._append(run)
+                run = []
+                self._flush()
+            self._items.add(key)
+            run.append(changes)
+        self._append(run)
+
+    def drain(self) -> Outcome:
+        """Wait until Bigtable holds everything added; what it all did since the last drain."""
+        self._flush()
+        outcome, self._settled = self._settled, Outcome()
+        return outcome
+
+    def discard(self) -> None:
+        """Forget what was added (a failed bundle, retried as a whole); what was appended is still sent."""
+        batcher, self._batcher = self._batcher, None
+        self._prepared, self._where, self._items, self._settled = [], {}, set(), Outcome()
+        if batcher is not None:
+            try:
+                batcher.close()
+            except Exception:  # noqa: BLE001 - the bundle already failed with its own error
+                pass
+
+    def _append(self, run: list[Sequence[Change]]) -> None:
+        if not run:
+            return
+        prepared = self._applier.prepare(run)
+        number = len(self._prepared)
+        self._prepared.append(prepared)
+        if prepared.entries and self._batcher is None:
+            self._batcher = open_batcher(self._applier.table, self._applier.flow)
+        for index, entry in enumerate(prepared.entries):
+            self._where[id(entry)] = (number, index)
+            self._batcher.append(entry)
+
+    def _flush(self) -> None:
+        from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
+
+        batcher, prepared, where = self._batcher, self._prepared, self._where
+        self._batcher, self._prepared, self._where, self._items = None, [], {}, set()
+        refused: list[dict[int, str]] = [{} for _ in prepared]
+        if batcher is not None:
+            try:
+                batcher.close()
+            except MutationsExceptionGroup as group:
+                if len(group.exceptions) < _failure_count(group):
+                    raise BigtableWriteError(f"Bigtable reported more failed entries than it listed ({group})") from group
+                for error in group.exceptions:
+                    number, index = where[id(error.entry)]
+                    refused[number][index] = refusal(error, self._applier.flow)
+        for number, done in enumerate(prepared):
+            self._settled.add(ChangeApplier.settle(done, refused[number]))
 
 
 # --------------------------------------------------------------------------- the catch-up's Beam step
@@ -217,19 +332,36 @@ class ApplyChangesFn(beam.DoFn):
         from ..mappers.compiler import compile_spec
         from ..mappers.spec import MappingSpec
 
+        from .pipeline import relax_young_gc
+
+        relax_young_gc()  # as the backfill's map step does: a change holds two images' worth of young objects
         compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
         self._applier = ChangeApplier(self._destination, compiled, self._flow)
+        self._writes = OverlappedWrites(self._applier)
+
+    def start_bundle(self) -> None:
+        self._writes.discard()  # left over from a failed bundle, which the runner retries as a whole
 
     def process(self, batch: list[Change]) -> None:
+        self._writes.add([(change,) for change in batch])
+        if self._writes.pending_entries >= self._applier.flow.max_pending_entries:  # bounds the changes held
+            self._report(self._writes.drain())
+
+    def finish_bundle(self) -> None:
+        self._report(self._writes.drain())
+
+    def _report(self, outcome: Outcome) -> None:
         from .dead_letters import write_part
 
-        outcome = self._applier.apply([(change,) for change in batch])
         if outcome.dead_letters:  # before the counters: a retried bundle repeats identical lines, joined once
             write_part(self._dead_letter, [letter.to_json() for letter in outcome.dead_letters])
         for name, value in outcome.counters().items():
             self._counters[name].inc(value)
 
     def teardown(self) -> None:
+        writes = getattr(self, "_writes", None)
+        if writes is not None:
+            writes.discard()
         applier = getattr(self, "_applier", None)
         if applier is not None:
             applier.close()
