@@ -6,8 +6,9 @@ mutations Bigtable holds, whether the shard is finished, its parent. A page of r
 nothing; the records after the saved position are applied again on restart, in order, which is
 harmless (see docs/CUTOVER.md: an in-order replay of a suffix converges).
 
-* Shard lineage: a shard is read only once its parent is finished (or gone before the tail started),
-  so an item's changes are applied in stream order across splits.
+* Shard lineage: a shard is read only once its parent is finished (or no longer listed), so an item's
+  changes are applied in stream order across splits (:func:`plan_shards`, a pure function of
+  DescribeStream's shard list and the checkpoint).
 * A shard iterator that expired (they live 15 minutes) is renewed from the saved position.
 * A position the stream no longer holds (24-hour retention), a stream re-enabled since, or a timeline
   end older than the retention is a :class:`StreamRetentionError` pointing to incremental-export
@@ -80,6 +81,55 @@ class TailState:
         shards = {shard_id: ShardState(**shard) for shard_id, shard in data.get("shards", {}).items()}
         return cls(data["stream_arn"], int(data["start_us"]), shards, dict(data.get("counters", {})),
                    int(data.get("heartbeat_us", 0)), list(data.get("recent", [])))
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """What one turn of the tail reads (see :func:`plan_shards`)."""
+
+    ready: list[str]
+    """Shards to read now, each after its ancestors."""
+    waiting: list[str]
+    """Shards whose parent is still being read (open, or closed but not read to its end)."""
+    lost: list[str]
+    """Shards the checkpoint has not finished that the stream no longer lists: past the retention."""
+
+
+def plan_shards(listed: list[dict[str, Any]], saved: dict[str, ShardState]) -> ShardPlan:
+    """Which shards to read, from DescribeStream's shard list and the checkpoint. Pure: no I/O.
+
+    A stream's shards form a lineage: a shard splits (or is rolled over) into children listed with
+    its ``ParentShardId``, and an item's changes move to a child when its parent closes (the parent's
+    ``SequenceNumberRange`` then has an ``EndingSequenceNumber``). So a shard is read only once its
+    parent is finished, that is, read to its end (GetRecords returned no next iterator) — a parent
+    still open, or closed but not read to its end, keeps its children waiting, which also covers
+    children listed before their parent is closed. A parent the stream no longer lists (trimmed after
+    24 hours, or never known to this checkpoint) holds nothing the timeline needs, so its children are
+    read. A shard the checkpoint holds unfinished that is no longer listed lost records: ``lost``.
+    """
+    by_id = {shard["ShardId"]: shard for shard in listed}
+    parent_of = {shard_id: shard.get("ParentShardId") for shard_id, shard in by_id.items()}
+
+    def finished(shard_id: str) -> bool:
+        state = saved.get(shard_id)
+        return state is not None and state.done
+
+    def depth(shard_id: str) -> int:
+        seen, parent = {shard_id}, parent_of.get(shard_id)
+        while parent is not None and parent in by_id and parent not in seen:
+            seen.add(parent)
+            parent = parent_of.get(parent)
+        return len(seen)
+
+    ready: list[str] = []
+    waiting: list[str] = []
+    for shard_id in sorted(by_id, key=lambda shard_id: (depth(shard_id), shard_id)):
+        if finished(shard_id):
+            continue
+        parent = parent_of[shard_id]
+        (waiting if parent is not None and parent in by_id and not finished(parent) else ready).append(shard_id)
+    lost = sorted(shard_id for shard_id, state in saved.items() if not state.done and shard_id not in by_id)
+    return ShardPlan(ready, waiting, lost)
 
 
 def load_state(run_dir: str) -> TailState | None:
@@ -159,7 +209,7 @@ class TailRun:
         return state
 
     def shards(self, state: TailState) -> list[dict[str, Any]]:
-        """Every shard of the stream (DescribeStream pages); saved shards it no longer lists are a retention gap."""
+        """Every shard of the stream (DescribeStream pages)."""
         shards: list[dict[str, Any]] = []
         start: dict[str, Any] = {}
         while True:
@@ -169,11 +219,6 @@ class TailRun:
             if not last:
                 break
             start = {"ExclusiveStartShardId": last}
-        listed = {shard["ShardId"] for shard in shards}
-        lost = [shard_id for shard_id, saved in state.shards.items() if not saved.done and shard_id not in listed]
-        if lost:
-            raise StreamRetentionError(f"shard {lost[0]} is no longer in the stream (past its 24-hour retention) "
-                                       "before the tail finished reading it", RETENTION_HINT)
         return shards
 
     def run(self, state: TailState) -> TailState:
@@ -181,15 +226,17 @@ class TailRun:
         started = idle_since = time.monotonic()
         while True:
             listed = self.shards(state)
-            known = {shard["ShardId"] for shard in listed}
-            busy = False
+            plan = plan_shards(listed, state.shards)
+            if plan.lost:
+                raise StreamRetentionError(f"shard {plan.lost[0]} is no longer in the stream (past its 24-hour "
+                                           "retention) before the tail finished reading it", RETENTION_HINT)
             for shard in listed:
-                shard_id = shard["ShardId"]
-                saved = state.shards.setdefault(shard_id, ShardState(parent=shard.get("ParentShardId")))
-                parent = state.shards.get(saved.parent or "")
-                if saved.done or (saved.parent in known and not (parent and parent.done)):
-                    continue  # finished, or its parent is not: parents before children
-                busy |= self._read_shard(state, shard_id, saved)
+                state.shards.setdefault(shard["ShardId"], ShardState(parent=shard.get("ParentShardId")))
+            busy = False
+            for shard_id in plan.ready:  # parents before children; a child waits for the next turn
+                busy |= self._read_shard(state, shard_id, state.shards[shard_id])
+                busy |= state.shards[shard_id].done and any(  # a parent just finished: its children next, at once
+                    state.shards[child].parent == shard_id for child in plan.waiting)
             state.heartbeat_us = self.now_us()
             save_state(self.run_dir, state)
             now = time.monotonic()

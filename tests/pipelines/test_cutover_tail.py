@@ -130,3 +130,57 @@ def test_expired_iterator_is_renewed_and_retention_gaps_are_refused(bigtable_env
     (tmp_path / "run" / "tail.json").unlink()
     with pytest.raises(StreamRetentionError, match="24-hour retention.*catch-up"):
         tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3)
+
+
+class Trimmed:
+    """The real streams client, except that ``call`` answers TrimmedDataAccessException (moto never trims)."""
+
+    def __init__(self, client, call: str) -> None:
+        self._client, self._call, self.raised = client, call, 0
+
+    def __getattr__(self, name):
+        if name != self._call:
+            return getattr(self._client, name)
+
+        def trimmed(**kwargs):
+            from botocore.exceptions import ClientError
+
+            self.raised += 1
+            raise ClientError({"Error": {"Code": "TrimmedDataAccessException", "Message": "trimmed"}}, name)
+
+        return trimmed
+
+
+def test_positions_past_the_retention_are_refused_and_point_to_catch_up(bigtable_env, moto_server, unique_name,
+                                                                        tmp_path, monkeypatch):
+    rng = random.Random(7)
+    run_dir = str(tmp_path / "run")
+    client, spec = backfill(moto_server, unique_name, run_dir, rng)
+    workload(client, unique_name, rng, 20)
+    assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1).ok
+    state_file = tmp_path / "run" / "tail.json"
+    saved = state_file.read_text()
+    workload(client, unique_name, rng, 20)
+    real = stream_tail.make_streams_client
+
+    for call in ("get_shard_iterator", "get_records"):  # the saved position, or the records after it, trimmed
+        made = []
+        monkeypatch.setattr(stream_tail, "make_streams_client",
+                            lambda settings, call=call: made.append(Trimmed(real(settings), call)) or made[-1])
+        with pytest.raises(StreamRetentionError, match="retention.*catch-up"):
+            tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1)
+        assert made[0].raised == 1 and state_file.read_text() == saved  # nothing applied past the gap is recorded
+    monkeypatch.setattr(stream_tail, "make_streams_client", real)
+
+    # The checkpoint holds an unfinished shard that DescribeStream no longer lists: its records are gone.
+    state = json.loads(saved)
+    state["shards"]["shardId-00000001541620000000-0ld5hard"] = {"sequence": "1100000000017454423001", "done": False,
+                                                                "parent": None}
+    state_file.write_text(json.dumps(state))
+    with pytest.raises(StreamRetentionError, match="no longer in the stream.*catch-up"):
+        tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1)
+    # Finished before it expired: nothing was lost, the tail goes on and converges.
+    state["shards"]["shardId-00000001541620000000-0ld5hard"]["done"] = True
+    state_file.write_text(json.dumps(state))
+    assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1).ok
+    assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
