@@ -232,6 +232,11 @@ class TailRun:
                                            "retention) before the tail finished reading it", RETENTION_HINT)
             for shard in listed:
                 state.shards.setdefault(shard["ShardId"], ShardState(parent=shard.get("ParentShardId")))
+            # Finished shards the stream no longer lists are forgotten: a new shard every few hours would
+            # otherwise grow tail.json (rewritten after every page) for as long as the tail runs.
+            listed_ids = {shard["ShardId"] for shard in listed}
+            state.shards = {shard_id: saved for shard_id, saved in state.shards.items()
+                            if shard_id in listed_ids or not saved.done}
             busy = False
             for shard_id in plan.ready:  # parents before children; a child waits for the next turn
                 busy |= self._read_shard(state, shard_id, state.shards[shard_id])

@@ -184,3 +184,4 @@ def test_positions_past_the_retention_are_refused_and_point_to_catch_up(bigtable
     state_file.write_text(json.dumps(state))
     assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1).ok
     assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
+    assert list(json.loads(state_file.read_text())["shards"]) == list(json.loads(saved)["shards"])  # forgotten
