@@ -1,6 +1,6 @@
 """The validate section: items/s of `validate` against `migrate` on the same data, and validate's peak RSS.
 
-``python -m benchmarks.validate_section [--items N] [--memory-items M]`` runs it alone (it starts its
+``python -m benchmarks.validate_section [--items N] [--memory-items M] [--rounds R]`` runs it alone (it starts its
 own servers); ``benchmarks.run`` calls :func:`validate_section` with its own ``Bench``.
 
 For each source (the live table in dynalite, the export folder) ddb2bt migrates into a fresh
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -35,12 +36,16 @@ def log(message: str) -> None:
 
 def validate_job(bench: Any, label: str, expected: int, **extra: Any) -> dict[str, Any]:
     """Validate the table the previous job migrated (same target, no reset); must find nothing."""
+    from .run import RESULTS
+
     bench.runs += 1
     job = {"kind": "validate", "endpoint": extra.pop("endpoint", bench.endpoint), "table": bench.table,
            "project": extra.pop("project"), "instance": extra.pop("instance"), "target": "bench",
            "run_dir": os.path.join(bench.workdir, f"validate{bench.runs}"), **extra}
     log(f"run {bench.runs}: {label}")
-    result = run_child(job, bench.env, servers=bench.servers)
+    slug = "".join(ch if ch.isalnum() else "-" for ch in label)
+    py_spy = RESULTS / f"py-spy-{bench.runs:02d}-{slug}.txt" if bench.profile == "py-spy" else None
+    result = run_child(job, bench.env, servers=bench.servers, py_spy=py_spy)
     if result["items_read"] != expected or result["differences"] or result["problems"]:
         raise RuntimeError(f"{label}: read {result['items_read']} of {expected}, {result['differences']} "
                            f"differences, problems {result['problems']}")
@@ -51,18 +56,28 @@ def validate_job(bench: Any, label: str, expected: int, **extra: Any) -> dict[st
 
 
 def validate_section(bench: Any, project: str, instance: str, *, small_export: str | None = None,
-                     big_export: str | None = None, big_n: int | None = None) -> dict[str, Any]:
-    """Migrate then validate, live scan and export; the big export's validation for memory at ``big_n`` items."""
+                     big_export: str | None = None, big_n: int | None = None, rounds: int = 1) -> dict[str, Any]:
+    """Migrate then validate, live scan and export; the big export's validation for memory at ``big_n`` items.
+
+    With ``rounds`` > 1 each source is measured in that many alternating migrate/validate pairs (the load of
+    a shared machine moves between rounds, both sides alike); the ratio is the median of the rounds' ratios.
+    """
     where = {"project": project, "instance": instance}
-    section: dict[str, Any] = {"config": CONFIG}
+    section: dict[str, Any] = {"config": CONFIG, "rounds": rounds}
     pairs = [("live scan", {})]
     if small_export:
         pairs.append(("export", {"export_dir": small_export}))
     for name, source in pairs:
-        migrated = bench.job("ddb2bt", label=f"migrate ({name})", **CONFIG, **source)
-        checked = validate_job(bench, f"validate ({name})", bench.n, **where, **CONFIG, **source)
-        section[name.replace(" ", "_")] = {"migrate": migrated, "validate": checked,
-                                           "ratio": checked["items_per_s"] / migrated["items_per_s"]}
+        measured = []
+        for _ in range(rounds):
+            migrated = bench.job("ddb2bt", label=f"migrate ({name})", **CONFIG, **source)
+            checked = validate_job(bench, f"validate ({name})", bench.n, **where, **CONFIG, **source)
+            measured.append({"migrate": migrated, "validate": checked,
+                             "ratio": checked["items_per_s"] / migrated["items_per_s"]})
+        median = statistics.median(pair["ratio"] for pair in measured)
+        middle = min(measured, key=lambda pair: abs(pair["ratio"] - median))
+        section[name.replace(" ", "_")] = {**middle, "ratio": median, "round_ratios": [pair["ratio"] for pair in measured],
+                                           "rounds": measured if rounds > 1 else None}
     section["memory"] = {"small": {"items": bench.n, "peak_rss_bytes": section["live_scan"]["validate"]["peak_rss_bytes"],
                                    "source": "live scan"}}
     if big_export and big_n:
@@ -90,6 +105,8 @@ def render(section: dict[str, Any]) -> list[str]:
             pair = section[name]
             lines.append(row.format(f"  {name.replace('_', ' ')}", f"{pair['migrate']['items_per_s']:,.0f}",
                                     f"{pair['validate']['items_per_s']:,.0f}", f"{pair['ratio']:.2f}"))
+            if len(pair.get("round_ratios") or ()) > 1:
+                lines.append(f"    rounds (median above): {', '.join(f'{r:.2f}' for r in pair['round_ratios'])}")
     for size, entry in section["memory"].items():
         lines.append(row.format(f"  validate peak RSS, {entry['items']:,} items ({entry['source']})", "",
                                 f"{entry['peak_rss_bytes'] / 2**20:,.0f} MiB", ""))
@@ -105,6 +122,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.validate_section", description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--memory-items", type=int, default=None, help="the big export's items (default: none)")
+    parser.add_argument("--rounds", type=int, default=1, help="alternating migrate/validate pairs per source "
+                        "(the ratio is their median)")
+    parser.add_argument("--live-only", action="store_true", help="the live scan only (no export pair)")
+    parser.add_argument("--profile", choices=("py-spy",), default=None,
+                        help="every job under py-spy (results/py-spy-*.txt); its figures are not comparable")
     parser.add_argument("--output", default=str(RESULTS / "validate.json"))
     args = parser.parse_args(argv)
     n = args.items
@@ -122,10 +144,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         env["BIGTABLE_EMULATOR_HOST"] = emulator.endpoint
         log(f"loading {n:,} items into dynalite")
         load.load_table(dynamo.endpoint, "bench", dataset.generate(n))
-        bench = Bench(n, env, dynamo.endpoint, "bench", small_export, workdir, None,
+        bench = Bench(n, env, dynamo.endpoint, "bench", small_export, workdir, args.profile,
                       servers={"dynalite": dynamo.pid, "emulator": emulator.pid})
-        results["validate"] = validate_section(bench, PROJECT, INSTANCE, small_export=small_export,
-                                               big_export=big_export, big_n=args.memory_items)
+        results["validate"] = validate_section(bench, PROJECT, INSTANCE,
+                                               small_export=None if args.live_only else small_export,
+                                               big_export=big_export, big_n=args.memory_items, rounds=args.rounds)
+    results["load_average"] = os.getloadavg()
     results["targets"] = verdicts(results["validate"])
     results["total_seconds"] = time.perf_counter() - started
     Path(args.output).write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
