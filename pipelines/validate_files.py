@@ -139,8 +139,8 @@ def start_marker(run_dir: str, settings: dict[str, Any], resume: bool) -> None:
         if not resume:
             raise ResumeError(f"{run_dir} already holds a validation run",
                               "pass --resume to continue it, or choose another --run-dir")
-        if saved != settings:
-            differ = ", ".join(f"{k}: {saved.get(k)} then, {v} now" for k, v in settings.items() if saved.get(k) != v)
+        differ = ", ".join(f"{k}: {saved.get(k)} then, {v} now" for k, v in settings.items() if saved.get(k) != v)
+        if differ:  # a setting the marker lacks (written by an older ddb2bt) was its default, None
             raise ResumeError(f"the validation in {run_dir} was started with other settings ({differ})",
                               "resume it with the same flags, or start a new run")
         return
