@@ -222,3 +222,12 @@ def test_cells_newer_than_the_snapshot_are_changes_after_it_not_differences():
     result = comparer(after_us=after).compare(b"o1", members(ORDER, LINE_A), ahead)
     assert [(d.kind, d.after_snapshot) for d in result.differences] == [("missing_cell", True)]
     assert Difference.from_json(result.differences[0].to_json()).after_snapshot
+
+
+def test_a_damaged_cell_is_a_difference_not_a_crash():
+    """Bytes that are no number in a decimal column: the decoder reads back no valid DynamoDB value."""
+    held = [*written(ORDER), Cell("line", b"hat", TS, b"\x00")]
+    result = comparer().compare(b"o1", members(ORDER, LINE_A), held)
+    assert sorted((d.kind, d.attribute) for d in result.differences) == [
+        ("different_attribute", "qty"), ("different_value", None)]
+    assert all(d.to_json() for d in result.differences)
