@@ -17,8 +17,6 @@ from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 from ddb2bt.pipelines.timeline import us_to_iso
 
-pytestmark = pytest.mark.servers
-
 OLD_MS = 1_704_067_200_000  # 2024-01-01: every item's `updated` before the backfill
 
 
@@ -38,6 +36,7 @@ def doc(pk: str, sk: str, text: str, updated_ms: int) -> dict:
     return {"pk": {"S": pk}, "sk": {"S": sk}, "text": {"S": text}, "updated": {"N": str(updated_ms)}}
 
 
+@pytest.mark.servers
 def test_changes_after_the_backfill_are_not_differences(bigtable_env, moto_server, unique_name, tmp_path):
     client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
     create_table(client, unique_name, "pk", "sk")
@@ -79,3 +78,25 @@ def test_changes_after_the_backfill_are_not_differences(bigtable_env, moto_serve
     assert repaired.counters.get("cells_deleted", 0) == 0
     again = validate(spec, RunOptions(run_dir=str(tmp_path / "again"), total_segments=2), as_of=backfill)
     assert again.ok and again.counts == {} and again.after_snapshot == result.after_snapshot
+
+
+def test_the_snapshot_of_a_run_folder_is_its_timeline_else_its_backfill(tmp_path):
+    """An export backfill's snapshot is its exportTime; once catch-ups applied changes, where the timeline ends."""
+    from ddb2bt.app.validate import snapshot_time
+    from ddb2bt.pipelines import timeline as tl
+
+    from .export_fixtures import EXPORT_TIME, write_export
+
+    export = write_export(tmp_path / "export", [doc("p1", "a", "x", OLD_MS)], files=1)
+    data = make_spec("docs", "http://unused").model_dump(by_alias=True, exclude_none=True)
+    data["source"] = {"export": {"path": export}, "partition_key": "pk", "sort_key": "sk"}
+    spec = MappingSpec.model_validate(data)
+    run_dir = tmp_path / "migrate"
+    run_dir.mkdir()
+    micros, where = snapshot_time(str(run_dir), spec)
+    assert micros == tl.iso_to_us(EXPORT_TIME) and "its backfill, full export" in where
+
+    tl.save(str(run_dir), tl.Timeline("export", micros, OLD_MS, micros + 5_000_000))
+    assert snapshot_time(str(run_dir), spec) == (micros + 5_000_000, f"{run_dir}: its timeline applied every change "
+                                                 f"up to {tl.us_to_iso(micros + 5_000_000)}")
+    assert snapshot_time("2025-01-01T00:00:00Z", spec)[0] == tl.iso_to_us("2025-01-01T00:00:00Z")
