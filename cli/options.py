@@ -31,28 +31,30 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-def _typer_param(option: Option) -> inspect.Parameter:
+def _typer_param(option: Option, help: str | None = None) -> inspect.Parameter:
     panel = PANELS[option.group]
     if option.type is bool:
-        info = typer.Option(*option.flags, help=option.help, rich_help_panel=panel)
+        info = typer.Option(*option.flags, help=help or option.help, rich_help_panel=panel)
         annotation: Any = Annotated[bool, info]
         default: Any = False
     else:
-        info = typer.Option(*option.flags, help=option.help, min=option.minimum, max=option.maximum,
+        info = typer.Option(*option.flags, help=help or option.help, min=option.minimum, max=option.maximum,
                             rich_help_panel=panel, show_default=False)
         annotation, default = Annotated[Optional[option.type], info], None
     return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def run_options(*groups: str, refused: Mapping[str, str] | None = None) -> Callable[[Callable[..., Any]],
-                                                                                      Callable[..., Any]]:
+def run_options(*groups: str, refused: Mapping[str, str] | None = None,
+                helps: Mapping[str, str] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Give a command the run options of ``groups`` as flags; it receives them as ``options: RunOptions``.
 
     Arguments typer does not know (Beam's, with `migrate`) arrive in ``ctx.args`` and are checked
     by ``RunOptions.from_values``: one that Beam does not know either is a usage error.
     ``refused`` names options of those groups the command has no use for, with why: they are not
     offered (not in ``--help``), and one given anyway is a usage error saying why, never ignored.
+    ``helps`` replaces the shared help of options whose meaning the command narrows.
     """
+    helps = dict(helps or {})
     refused = dict(refused or {})
     chosen = [option for option in RUN_OPTIONS if option.group in groups and option.name not in refused]
     unused = {flag: (option, refused[option.name]) for option in RUN_OPTIONS if option.name in refused
@@ -74,7 +76,7 @@ def run_options(*groups: str, refused: Mapping[str, str] | None = None) -> Calla
                                      f"drop {option.flags[0]}")
             return command(*args, options=RunOptions.from_values(values, extra), **kwargs)
 
-        params = own + [_typer_param(option) for option in chosen]
+        params = own + [_typer_param(option, helps.get(option.name)) for option in chosen]
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in params}
         del wrapper.__wrapped__  # typer must read the new signature, not the command's

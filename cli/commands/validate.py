@@ -22,9 +22,22 @@ NOT_FOR_VALIDATE = {
                         "counted and make the run fail",
 }
 """Run options migrate has and validate has no use for: not offered, and refused when given."""
+FOR_VALIDATE = {
+    "run_dir": "This validation's folder: differences, checkpoint, parts (default runs/<table>-validate-<UTC time>; "
+               "a gs:// or s3:// folder on Dataflow); never a migration's.",
+    "dead_letter": "With --repair: where the rewrites and deletes Bigtable refuses go (default <run "
+                   "dir>/dead_letters.jsonl). It holds user data.",
+    "resume": "Continue the validation in --run-dir, skipping the scan segments it completed.",
+    "sample": "Validate N items picked at random across the table (no resume, no extra cells).",
+    **{name: f"With --repair, its writer: {what}." for name, what in (
+        ("flush_limit_mutation_count", "mutations per batch sent"), ("flush_limit_bytes", "bytes per batch sent"),
+        ("flow_control_max_mutation_count", "mutations in flight"), ("flow_control_max_bytes", "bytes in flight"),
+        ("max_pending_entries", "rows in flight before the bundle waits"))},
+}
+"""Where validate uses a shared option differently from migrate: its own help."""
 
 
-@run_options("run", "aws", "google", "writer", refused=NOT_FOR_VALIDATE)
+@run_options("run", "aws", "google", "writer", refused=NOT_FOR_VALIDATE, helps=FOR_VALIDATE)
 def command(
     ctx: typer.Context,
     spec: SpecArg,

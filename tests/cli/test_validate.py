@@ -128,6 +128,8 @@ def test_only_the_options_validate_uses(invoke, tmp_path):
     shown = invoke("validate", "--help").stdout
     assert "--no-wait" not in shown and "--max-dead-letters" not in shown
     assert "--run-dir" in shown and "--flush-limit-bytes" in shown and "--repair" in shown
+    text = " ".join(shown.replace("│", " ").split())  # validate's own help where it narrows a shared option's
+    assert "never a migration's" in text and "With --repair, its writer: bytes per batch sent" in text
     migrate_help = invoke("migrate", "--help").stdout
     assert "--no-wait" in migrate_help and "--max-dead-letters" in migrate_help
     for given in (["--no-wait"], ["--max-dead-letters", "5"], ["--max_dead_letters=5%"]):
