@@ -40,15 +40,18 @@ def test_overlapped_writes_drain_before_an_item_already_in_flight(bigtable_env, 
         first = [(change(None, post(f"p{n}", A="1")),) for n in range(50)]
         writes.add(first)
         assert writes.pending_entries == 50
-        # p7 again (an attribute removed, one added): everything in flight is written first, then only p7 is pending.
-        writes.add([(change(post("p7", A="1"), post("p7", B="2")),)])
-        assert writes.pending_entries == 1
+        # p7 again (an attribute removed, one added), and p3 expired by TTL: everything in flight is written
+        # first, then only these two are pending.
+        expired = change(post("p3", A="1"), None)._replace(ttl=True)
+        writes.add([(change(post("p7", A="1"), post("p7", B="2")),), (expired,)])
+        assert writes.pending_entries == 2
         outcome = writes.drain()
     finally:
         applier.close()
-    assert (outcome.read, outcome.applied, outcome.dead_lettered, outcome.skipped) == (51, 51, 0, 0)
-    assert outcome.cells_deleted == 1  # x:A of p7's first version
-    final = [post(f"p{n}", A="1") for n in range(50) if n != 7] + [post("p7", B="2")]
+    assert (outcome.read, outcome.applied, outcome.dead_lettered, outcome.skipped) == (52, 52, 0, 0)
+    assert outcome.ttl_deletes == 1  # applied like any delete, and counted
+    assert outcome.cells_deleted == 1 + 2  # x:A of p7's first version; p3's d:Title and x:A
+    final = [post(f"p{n}", A="1") for n in range(50) if n not in (3, 7)] + [post("p7", B="2")]
     assert read_cells(spec.target) == expected_cells(spec, final, now_ms=NOW_MS)
 
 
