@@ -67,6 +67,18 @@ def test_changes_after_the_backfill_are_not_differences(bigtable_env, moto_serve
     assert "changed after the snapshot (not differences): 3 (1 extra version, 1 missing cell, 1 missing row" in shown
     assert "DIFFERENT: 1 different value, 1 different attribute" in shown
 
+    # the rows pass as a Beam job (--target-scan): a row only the target has, written after the snapshot (an item
+    # the tail wrote and the source has deleted since, say), is no difference either
+    from google.cloud.bigtable.data import BigtableDataClient, SetCell
+
+    with BigtableDataClient(project=spec.target.project) as bigtable:
+        bigtable.get_table(spec.target.instance, spec.target.table).mutate_row(
+            b"p7", [SetCell("d", b"a", b"gone since", later_ms * 1000)])
+    scanned = validate(spec, RunOptions(run_dir=str(tmp_path / "scan"), total_segments=2), as_of=backfill,
+                       target_scan=True)
+    assert scanned.problems == [] and scanned.counts == result.counts
+    assert scanned.after_snapshot == {**result.after_snapshot, "extra_row": 1}
+
     # a snapshot after the changes: they are differences again
     after = validate(spec, RunOptions(run_dir=str(tmp_path / "after"), total_segments=2),
                      as_of=us_to_iso((later_ms + 1) * 1000))
