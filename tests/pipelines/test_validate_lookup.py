@@ -65,3 +65,56 @@ def test_the_lookup_reads_what_the_client_reads(bigtable_env, unique_name):
                     for row in lookup.table.read_rows(ReadRowsQuery(row_keys=keys))}
     assert found == expected and len(found) == len(keys)
     assert Cell("x", b"", 5000, big) in found[b"r0007"] and Cell("c", b"q1", 1000, b"older") in found[b"r0007"]
+
+
+@pytest.mark.servers
+def test_a_stream_cut_midway_is_read_again_from_the_last_row(bigtable_env, bigtable_emulator, unique_name,
+                                                             monkeypatch):
+    """The connection to Bigtable drops in the middle of a ReadRows answer (a real TCP cut, through a loopback
+    proxy): the lookup asks again for the keys after the last complete row and returns every row once."""
+    import asyncio
+
+    from google.cloud.bigtable import Client, column_family
+    from google.cloud.bigtable.data import RowMutationEntry, SetCell
+
+    from ddb2bt.pipelines.bigtable_read import RowLookup
+    from ddb2bt.pipelines.bigtable_sink import Destination
+    from ddb2bt.pipelines.loopback_proxy import Proxy, serving
+
+    class CutOnce(Proxy):
+        """Forwards, except that the first answer longer than ``after`` bytes is cut there (both sides aborted)."""
+
+        def __init__(self, host: str, port: int, after: int):
+            super().__init__(host, port)
+            self.after, self.cuts = after, 0
+
+        async def relay(self, reader, writer, up_reader, up_writer) -> None:
+            async def down() -> None:
+                sent = 0
+                while data := await up_reader.read(65536):
+                    if not self.cuts and sent + len(data) > self.after:
+                        self.cuts += 1
+                        writer.transport.abort()
+                        up_writer.transport.abort()
+                        return
+                    sent += len(data)
+                    writer.write(data)
+                    await writer.drain()
+
+            await asyncio.gather(self._copy(reader, up_writer), down(), return_exceptions=True)
+
+    project, instance = "lookup-project", "lookup"
+    Client(project=project, admin=True).instance(instance).table(unique_name).create(
+        column_families={"c": column_family.MaxVersionsGCRule(1)})
+    destination = Destination(project, instance, unique_name)
+    keys = [f"r{n:04d}".encode() for n in range(600)]
+    with RowLookup(destination) as lookup:
+        lookup.table.bulk_mutate_rows([RowMutationEntry(key, [SetCell("c", b"v", key * 500, 1000)]) for key in keys])
+    host, port = bigtable_emulator.endpoint.rsplit(":", 1)
+    proxy = CutOnce(host, int(port), after=1 << 20)  # rows of 2.5 KB: the cut falls after about 400 of them
+    with serving(proxy) as proxy_port:
+        monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", f"127.0.0.1:{proxy_port}")
+        with RowLookup(destination) as lookup:
+            found = lookup.rows(keys)
+    assert proxy.cuts == 1
+    assert sorted(found) == keys and all(cells == [Cell("c", b"v", 1000, key * 500)] for key, cells in found.items())
