@@ -119,19 +119,40 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
     """Read manifest-summary.json and manifest-files.json of the export at (or just below) ``path``."""
     use_options(options)
     export_dir = find_export_dir(path)
-    try:
-        summary = json.loads(_read_text(FileSystems.join(export_dir, SUMMARY)))
-    except json.JSONDecodeError as err:
-        raise ExportError(f"{export_dir}/{SUMMARY} is not JSON: {err}") from err
-    export_id = str(summary.get("exportArn", "")).rpartition("/")[2] or FileSystems.split(export_dir)[1]
+    summary = read_summary(export_dir)
     output_format = summary.get("outputFormat", "DYNAMODB_JSON")
     if output_format != "DYNAMODB_JSON":
         raise ExportError(f"export format {output_format} is not supported; export with DYNAMODB_JSON")
     if summary.get("exportType", "FULL_EXPORT") != "FULL_EXPORT":
         raise ExportError(f"{summary['exportType']} is not supported; use a full export")
+    files = manifest_files(export_dir, summary)
+    if "itemCount" not in summary:
+        raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")
+    return ExportManifest(export_dir, export_id(export_dir, summary), int(summary["itemCount"]), output_format,
+                          summary.get("exportTime"), files)
+
+
+def read_summary(export_dir: str) -> dict[str, Any]:
+    """The export's manifest-summary.json (full or incremental); ExportError if it is not JSON."""
+    try:
+        summary = json.loads(_read_text(FileSystems.join(export_dir, SUMMARY)))
+    except json.JSONDecodeError as err:
+        raise ExportError(f"{export_dir}/{SUMMARY} is not JSON: {err}") from err
+    if not isinstance(summary, dict):
+        raise ExportError(f"{export_dir}/{SUMMARY} is not a manifest summary (a JSON object)")
+    return summary
+
+
+def export_id(export_dir: str, summary: dict[str, Any]) -> str:
+    """The export's id: the end of its ARN, else its folder's name."""
+    return str(summary.get("exportArn", "")).rpartition("/")[2] or FileSystems.split(export_dir)[1]
+
+
+def manifest_files(export_dir: str, summary: dict[str, Any]) -> tuple[ExportFile, ...]:
+    """The data files manifest-files.json lists (where the summary says it is), with their item counts and checksums;
+    ExportError naming the line that is not a manifest entry."""
     files_key = summary.get("manifestFilesS3Key")
-    files_path = _resolve(export_dir, files_key) if files_key else FileSystems.join(
-        export_dir, "manifest-files.json")
+    files_path = _resolve(export_dir, files_key) if files_key else FileSystems.join(export_dir, "manifest-files.json")
     files = []
     for number, line in enumerate(_read_text(files_path).splitlines(), start=1):
         if not line.strip():
@@ -141,12 +162,8 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
             key, count = entry["dataFileS3Key"], int(entry["itemCount"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
             raise ExportError(f"{files_path} line {number} is not a manifest entry: {err!r}") from err
-        files.append(ExportFile(_resolve(export_dir, key), key, count, entry.get("md5Checksum"),
-                                entry.get("etag")))
-    if "itemCount" not in summary:
-        raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")
-    return ExportManifest(export_dir, export_id, int(summary["itemCount"]), output_format, summary.get("exportTime"),
-                          tuple(files))
+        files.append(ExportFile(_resolve(export_dir, key), key, count, entry.get("md5Checksum"), entry.get("etag")))
+    return tuple(files)
 
 
 def iter_file_items(path: str) -> Iterator[dict[str, Any]]:

@@ -17,20 +17,18 @@ is refused before anything is written).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from ..mappers.changes import Change, kind_of_change
 from .batches import Batch
 from .metrics import NAMESPACE
-from .export_source import (SUMMARY, ExportError, ExportFile, _read_text, _resolve, find_export_dir, mismatch_record,
-                            file_batches, sized_records)
+from .export_source import (SUMMARY, ExportError, ExportFile, export_id, file_batches, find_export_dir,
+                            manifest_files, mismatch_record, read_summary, sized_records)
 from .timeline import iso_to_us
 
 INCREMENTAL = "INCREMENTAL_EXPORT"
@@ -72,10 +70,7 @@ def read_incremental_manifest(path: str) -> IncrementalManifest:
     """The manifest of the incremental export at (or just below) ``path``; ExportError if it is not one we apply."""
     export_dir = find_export_dir(path)
     where = f"{export_dir}/{SUMMARY}"
-    try:
-        summary = json.loads(_read_text(FileSystems.join(export_dir, SUMMARY)))
-    except json.JSONDecodeError as err:
-        raise ExportError(f"{where} is not JSON: {err}") from err
+    summary = read_summary(export_dir)
     if summary.get("exportType") != INCREMENTAL:
         raise ExportError(f"{export_dir} is a {summary.get('exportType', 'FULL_EXPORT')}, not an incremental export",
                           "a full export is a backfill source (source.export in the spec); catch-up takes incremental ones")
@@ -85,21 +80,9 @@ def read_incremental_manifest(path: str) -> IncrementalManifest:
     if view != "NEW_AND_OLD_IMAGES":
         raise ExportError(f"{export_dir} was exported with view {view}: without old images the cells a change "
                           "removes cannot be found", "export with ExportViewType NEW_AND_OLD_IMAGES")
-    files_key = summary.get("manifestFilesS3Key")
-    files_path = _resolve(export_dir, files_key) if files_key else FileSystems.join(export_dir, "manifest-files.json")
-    files = []
-    for number, line in enumerate(_read_text(files_path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-            files.append(ExportFile(_resolve(export_dir, entry["dataFileS3Key"]), entry["dataFileS3Key"],
-                                    int(entry["itemCount"]), entry.get("md5Checksum"), entry.get("etag")))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
-            raise ExportError(f"{files_path} line {number} is not a manifest entry: {err!r}") from err
-    export_id = str(summary.get("exportArn", "")).rpartition("/")[2] or FileSystems.split(export_dir)[1]
-    return IncrementalManifest(export_dir, export_id, int(summary.get("itemCount", sum(f.item_count for f in files))),
-                               start, end, view, tuple(files))
+    files = manifest_files(export_dir, summary)
+    return IncrementalManifest(export_dir, export_id(export_dir, summary), int(summary.get("itemCount", sum(f.item_count for f in files))),
+                               start, end, view, files)
 
 
 def parse_record(record: dict[str, Any]) -> Change:
