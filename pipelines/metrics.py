@@ -17,6 +17,8 @@ NAMESPACE = "ddb2bt"
 REASON_KINDS = ("skipped", "dead_lettered")
 MAX_REASONS = 100
 """Distinct reasons one step instance names; more are counted as ``other reasons`` (a bound on counter names)."""
+MAX_REASON_CHARS = 200
+"""A reason is cut to this length (an attribute name may be long; counter names should not be)."""
 
 
 def skip_reason(reason: str, entity: str | None) -> str:
@@ -45,7 +47,7 @@ class ReasonCounters:
 
         named: dict[str, int] = {}
         for reason, count in counts.items():
-            name = f"{kind}/{reason}"
+            name = f"{kind}/{reason[:MAX_REASON_CHARS]}"
             metric = self._metrics.get(name)
             if metric is None:
                 if len(self._metrics) >= MAX_REASONS:
