@@ -4,6 +4,7 @@ change that its cells' timestamps do not reveal stays a difference; --repair lea
 
 from __future__ import annotations
 
+import json
 import time
 
 import boto3
@@ -12,7 +13,7 @@ import pytest
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.app.validate import validate
-from ddb2bt.cli.commands.validate import render
+from ddb2bt.cli.commands.validate import as_json, render
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 from ddb2bt.pipelines.timeline import us_to_iso
@@ -66,6 +67,9 @@ def test_changes_after_the_backfill_are_not_differences(bigtable_env, moto_serve
     shown = "\n".join(render(result, "spec.yaml"))
     assert "changed after the snapshot (not differences): 3 (1 extra version, 1 missing cell, 1 missing row" in shown
     assert "DIFFERENT: 1 different value, 1 different attribute" in shown
+    document = json.loads(json.dumps(as_json(result)))  # --format json
+    assert document["after_snapshot"] == result.after_snapshot and document["counts"] == result.counts
+    assert document["snapshot"]["after_us"] == result.prepared.after_us and document["ok"] is False
 
     # the rows pass as a Beam job (--target-scan): a row only the target has, written after the snapshot (an item
     # the tail wrote and the source has deleted since, say), is no difference either
