@@ -101,13 +101,15 @@ def merge_chunks(responses: Iterable[Any]) -> Iterator[tuple[bytes, list[Cell]]]
     value continues in the next chunks, ``reset_row`` drops the row so far, ``commit_row`` ends it.
     """
     from google.cloud.bigtable.data.exceptions import InvalidChunk
+    from google.cloud.bigtable_v2.types import ReadRowsResponse
 
     make = Cell._make
     cells: list[Cell] = []
     parts: list[bytes] | None = None
     row_key, family, qualifier, ts = b"", "", b"", 0
+    raw = ReadRowsResponse.pb  # proto-plus's public way to the raw protobuf message, no copy
     for response in responses:
-        for chunk in response._pb.chunks:  # noqa: SLF001 - proto-plus keeps the raw message there
+        for chunk in raw(response).chunks:
             if chunk.reset_row:
                 row_key, cells, parts = b"", [], None
                 continue
