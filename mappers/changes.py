@@ -96,10 +96,9 @@ class NothingToDo(NamedTuple):
     reason: str
 
 
-def _cells(compiled: Any, image: Item | None) -> tuple[MappedRow | None, ItemError | None, Skipped | None]:
-    if image is None:
+def _cells(result: Any) -> tuple[MappedRow | None, ItemError | None, Skipped | None]:
+    if result is None:
         return None, None, None
-    result = compiled.map_item(image)
     if isinstance(result, MappedRow):
         return result, None, None
     if isinstance(result, ItemError):
@@ -130,20 +129,25 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
         for cell in row.cells:
             seen[(cell.family, cell.qualifier, cell.timestamp_micros)] = None
 
+    # The last new image first: it lends its cells to the old images, which only give coordinates (a column whose
+    # value did not change is not encoded again; see CompiledSpec.map_coordinates).
+    last = changes[-1].new
+    last_result, loan = compiled.map_lending(last) if last is not None else (None, None)
     old_images = {id(change.old): change.old for change in changes if change.old is not None}
     for image in old_images.values():  # all of them, not only the first: a redelivered change may break the chain
-        old_row, _old_error, _old_skip = _cells(compiled, image)
+        old_row, _old_error, _old_skip = _cells(compiled.map_coordinates(image, loan))
         if old_row is not None:
             remember(old_row)
             entity = old_row.entity
     last_row: MappedRow | None = None
     for index, change in enumerate(changes):
-        row, error, skipped = _cells(compiled, change.new)
+        final = index == len(changes) - 1
+        row, error, skipped = _cells(last_result if final else None if change.new is None else compiled.map_item(change.new))
         if error is not None:
             failures.append((change, error))
         if skipped is not None:
             skip_reason = skipped.reason
-        if index < len(changes) - 1:
+        if not final:
             if row is not None:
                 remember(row)
             continue

@@ -273,7 +273,7 @@ class _Entity:
     __slots__ = (
         "name", "conditions", "skip", "row_key", "salt", "delimiter", "columns", "rest", "consumed",
         "timestamp", "ttl_attribute", "ttl_missing_skip", "family_age_us", "versioning", "now_us", "default_us",
-        "spans", "rest_taken", "rest_prefixes", "rest_encoding",
+        "spans", "rest_taken", "rest_prefixes", "rest_encoding", "context", "key_attributes",
     )  # fmt: skip
 
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, now_ms: int, migration_ms: int):
@@ -323,6 +323,10 @@ class _Entity:
         if spec.versioning:
             attribute = spec.versioning.attribute or mapping.source.sort_key or ""  # checks require one
             self.versioning = (attribute, re.compile(spec.versioning.pattern))
+        # What a column's cells depend on besides its own value (see Loan); None: this entity never lends
+        # (versioning rewrites the item, TTL rewrites every timestamp once all cells are known).
+        self.context = None if self.versioning or self.ttl_attribute else frozenset(context_attributes(spec))
+        self.key_attributes = frozenset(parse_template(spec.key.template).attributes)
 
     def matches(self, item: Item) -> bool:
         for condition in self.conditions:
@@ -330,8 +334,13 @@ class _Entity:
                 return False
         return True
 
-    def map(self, item: Item, trace: list | None = None) -> MapResult:
-        """The item's row; `trace`, when given, receives (source, first cell, end) spans: which column wrote what."""
+    def map(self, item: Item, trace: list | None = None, borrowed: tuple | None = None) -> MapResult:
+        """The item's row; `trace`, when given, receives (source, first cell, end) spans: which column wrote what.
+
+        `borrowed` (row key or None, {column: (value, cells)} or None; from :meth:`Loan.lend`): the row
+        key, if given, is taken as is; a column whose value equals the lent one takes those cells
+        instead of encoding its value again.
+        """
         version_us = 0
         if self.versioning:
             item, version = self._unversion(item)
@@ -345,13 +354,17 @@ class _Entity:
                 return Skipped("no TTL value (ttl.on_missing: skip)", self.name)
             if expiry_us <= self.now_us:
                 return Skipped("TTL expired (DynamoDB would delete it)", self.name)
-        key = self.row_key(item).encode()
-        if self.salt:
-            key = salt_prefix(key, self.salt, self.delimiter) + key
-        if not key:
-            raise ItemFailure("the row key is empty")
-        if len(key) > limits.ROW_KEY_MAX_BYTES:
-            raise ItemFailure(f"row key is {len(key)} bytes; Bigtable allows {limits.ROW_KEY_MAX_BYTES}")
+        lent_key, lent_cells = borrowed if borrowed is not None else (None, None)
+        if lent_key is not None:
+            key = lent_key
+        else:
+            key = self.row_key(item).encode()
+            if self.salt:
+                key = salt_prefix(key, self.salt, self.delimiter) + key
+            if not key:
+                raise ItemFailure("the row key is empty")
+            if len(key) > limits.ROW_KEY_MAX_BYTES:
+                raise ItemFailure(f"row key is {len(key)} bytes; Bigtable allows {limits.ROW_KEY_MAX_BYTES}")
 
         cells: list[Cell] = []
         entity_timestamp = self.timestamp
@@ -363,6 +376,14 @@ class _Entity:
                 if column.required:
                     raise ItemFailure("required attribute is missing", column.attribute)
                 continue
+            if lent_cells is not None:
+                lent = lent_cells.get(column)
+                if lent is not None and lent[0] == value:
+                    start = len(cells)
+                    cells.extend(lent[1])
+                    if spans is not None:
+                        spans.append((column, start, len(cells)))
+                    continue
             try:
                 if column.timestamp is not None:
                     timestamp_us = column.timestamp(item)
@@ -477,11 +498,10 @@ def _duplicates(cells: list[Cell], spans: list) -> None:
                 )
 
 
-def consumed_attributes(entity: EntitySpec) -> set[str]:
-    """Attributes an entity uses up: mapped, dropped, or read by its key, qualifier and timestamp templates."""
-    used = {column.attribute for column in entity.columns} | set(entity.drop)
-    templates = [entity.row_key.template] if entity.row_key else []
-    templates += [column.qualifier.template for column in entity.columns if column.qualifier]
+def context_attributes(entity: EntitySpec) -> set[str]:
+    """Attributes a column's cells may depend on besides its own value: qualifier and timestamp templates, timestamps."""
+    used: set[str] = set()
+    templates = [column.qualifier.template for column in entity.columns if column.qualifier]
     for timestamp in [entity.timestamp] + [column.timestamp for column in entity.columns]:
         if timestamp is not None:
             if timestamp.attribute:
@@ -490,6 +510,14 @@ def consumed_attributes(entity: EntitySpec) -> set[str]:
                 templates.append(timestamp.template)
     for text in templates:
         used.update(parse_template(text).attributes)
+    return used
+
+
+def consumed_attributes(entity: EntitySpec) -> set[str]:
+    """Attributes an entity uses up: mapped, dropped, or read by its key, qualifier and timestamp templates."""
+    used = {column.attribute for column in entity.columns} | set(entity.drop) | context_attributes(entity)
+    if entity.row_key:
+        used.update(parse_template(entity.row_key.template).attributes)
     if entity.ttl:
         used.add(entity.ttl.attribute)
     return used
@@ -530,6 +558,38 @@ class CellSource(NamedTuple):
     part: bool
 
 
+class Loan(NamedTuple):
+    """One image's cells by column, lent to the mapping of another image of the same item (a change's old image).
+
+    Exact by construction: the row key is a function of the key template's attributes, and a
+    column's cells of its value and of the item's *context* (the attributes its qualifier and
+    timestamp templates and the timestamps read; versioning and TTL entities, which rewrite the
+    item or every timestamp, never lend). So when the borrower matches the same entity, equal key
+    attributes give the lent row key, and equal context attributes let a column whose value equals
+    the lent value take the lent cells; neither can fail (the lender's did not). The borrower's
+    other columns, rest attributes, collision and size checks run as in map_item, over the same cells.
+    """
+
+    entity: _Entity
+    item: Item
+    row_key: bytes
+    cells: dict[_Column, tuple[Any, tuple[Cell, ...]]]
+
+    def lend(self, entity: _Entity, item: Item) -> tuple[bytes | None, dict | None] | None:
+        if entity is not self.entity:
+            return None
+        lender = self.item
+        key: bytes | None = self.row_key
+        for name in entity.key_attributes:
+            if item.get(name) != lender.get(name):
+                key = None
+                break
+        for name in entity.context:  # type: ignore[union-attr]
+            if item.get(name) != lender.get(name):
+                return key, None
+        return key, self.cells
+
+
 class CompiledSpec:
     """A spec turned into callables; `map_item` is the per-item hot path."""
 
@@ -555,6 +615,33 @@ class CompiledSpec:
         return None
 
     def map_item(self, item: Item) -> MapResult:
+        return self._map(item, None, None)
+
+    def map_lending(self, item: Item) -> tuple[MapResult, Loan | None]:
+        """map_item, and a :class:`Loan` of its cells for mapping another image of the item (None: nothing to lend)."""
+        trace: list = []
+        result = self._map(item, trace, None)
+        if result.__class__ is not MappedRow:
+            return result, None
+        entity = self.entity_for(item)  # the one that mapped it (names need not be unique)
+        if entity is None or entity.context is None:
+            return result, None
+        cells = result.cells
+        lent = {source: (item[source.attribute], cells[start:end]) for source, start, end in trace
+                if source.__class__ is _Column}
+        return result, Loan(entity, item, result.row_key, lent)
+
+    def map_coordinates(self, item: Item, loan: Loan | None) -> MapResult:
+        """map_item for the cells' coordinates only, borrowing the cells of a :class:`Loan` where they are the same.
+
+        The outcome is map_item's: a row with the same row key, entity and cell coordinates (family,
+        qualifier, timestamp), or the same ItemError or Skipped. Only cell values may differ, and only
+        in byte order: a borrowed cell holds the lender's encoding of an *equal* value (a map whose
+        keys came in another order encodes to JSON of the same length with its keys in that order).
+        """
+        return self._map(item, None, loan)
+
+    def _map(self, item: Item, trace: list | None, loan: Loan | None) -> MapResult:
         entity = None
         try:
             entity = self.entity_for(item)
@@ -564,7 +651,7 @@ class CompiledSpec:
                 return ItemError("no entity matches this item", stage="unmatched")
             if entity.skip:
                 return Skipped("entity action is skip", entity.name)
-            return entity.map(item)
+            return entity.map(item, trace, loan.lend(entity, item) if loan is not None else None)
         except ItemFailure as failure:
             return ItemError(failure.reason, entity.name if entity else None, failure.attribute)
         except (EncodingError, TimestampError, LimitError, AttributeValueError) as err:
