@@ -461,7 +461,7 @@ class _WriteFn(beam.DoFn):
             raise BigtableWriteError(
                 f"Bigtable did not take the writes within {self._flow.operation_timeout:.0f}s: "
                 f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]}",
-                "check that Bigtable (or the emulator) is up and reachable; --resume continues the run",
+                "check that Bigtable (or the emulator) is up and reachable, then resume the run (--resume)",
             ) from error
         _entry, row, item = pending.pop(id(error.entry))
         reason = f"{REFUSED}: {type(cause).__name__}: {cause}"

@@ -159,7 +159,7 @@ class ScanFailedError(ServiceError):
         super().__init__(
             f"scan of {table} segment {segment}/{total_segments} failed after {attempts} attempts in {seconds:.0f}s "
             f"(ExclusiveStartKey={start_key!r}): {_brief(cause)}",
-            "check that DynamoDB is reachable and not throttling (read_budget); --resume continues the run",
+            "check that DynamoDB is reachable and not throttling (read_budget), then resume the run (--resume)",
         )
 
 

@@ -155,7 +155,7 @@ def test_bigtable_dying_mid_run_ends_the_run_within_two_minutes(kill_source, tmp
     assert not thread.is_alive() and took < 120, f"the run went on for {took:.0f}s after Bigtable died"
     error = recover(outcome["error"])
     assert isinstance(error, ServiceError) and "Bigtable" in str(error), outcome["error"]
-    assert "--resume" in str(error)
+    assert "resume the run (--resume)" in str(error)
     assert 2 <= len(ckpt.completed_segments(run_dir)) < KILL_SEGMENTS
 
 
