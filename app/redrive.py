@@ -53,6 +53,8 @@ class RedriveResult:
     counters: dict[str, int] = field(default_factory=dict)
     dead_letter_lines: int = 0
     problems: tuple[str, ...] = ()
+    reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Items skipped and dead-lettered, by reason (pipelines.metrics.by_reason), as migrate has them."""
 
     @property
     def ok(self) -> bool:
@@ -88,6 +90,7 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     from ..pipelines.dead_letter_source import ReadDeadLetters, survey
     from ..pipelines.dead_letters import check_dead_letter_destination
     from ..pipelines.options import is_direct_runner
+    from ..pipelines.metrics import by_reason
     from ..pipelines.pipeline import build_pipeline, reconcile
     from ..pipelines.target import describe_target, probe_target
 
@@ -114,11 +117,12 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     build_pipeline(pipeline, loaded, dead_letter=dead_letter, flow=options.flow_control(), now_ms=now,
                    source=ReadDeadLetters(letters))
     state, counters, lines = wait_for(pipeline.run(), dead_letter)
+    counters, reasons = by_reason(counters)
     problems = unfinished(state) + reconcile(counters, loaded.unmatched)
     if counters["items_read"] != found.items:
         problems.append(f"{counters['items_read']} items read, but {letters} holds {found.items}")
     return RedriveResult(letters, new_dir, dead_letter, describe_target(loaded.target), state, now, inherited is not None,
-                         found.items_by_stage, found.without_item, counters, lines, tuple(problems))
+                         found.items_by_stage, found.without_item, counters, lines, tuple(problems), reasons)
 
 
 def _read_text(path: str) -> str | None:

@@ -182,11 +182,7 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
     if early and unstored > 0:
         lines.append(f"{unstored} items read were not stored when the run ended ("
                      + ("--resume reads their segments again)" if p.scanning else "run it again)"))
-    for kind, label in (("skipped", "skipped"), ("dead_lettered", "dead-lettered")):
-        reasons = result.reasons.get(kind)
-        if reasons:
-            lines.append(f"{label} {sum(reasons.values())}: "
-                         + ", ".join(f"{count} {reason}" for reason, count in reasons.items()))
+    lines += reason_lines(result.reasons)
     if p.scanning and not early and "scan_pages" in c:
         lines.append(f"scan: {c.get('scan_pages', 0)} pages, {c.get('consumed_rcu', 0)} RCU consumed, "
                      f"{c.get('scan_retries', 0)} retries, {c.get('throttled_pages', 0)} throttled pages")
@@ -199,6 +195,16 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
     lines.append("run OK" if result.ok else "run FAILED")
     if p.scanning:
         lines.append(f"run folder: {p.run_dir} (resume with: {result.resume_command(spec_path, extra)})")
+    return lines
+
+
+def reason_lines(reasons: dict[str, dict[str, int]]) -> list[str]:
+    """One line per kind that has any: `skipped 20: 10 <reason>, 10 <reason>`, biggest first (migrate, redrive)."""
+    lines = []
+    for kind, label in (("skipped", "skipped"), ("dead_lettered", "dead-lettered")):
+        found = reasons.get(kind)
+        if found:
+            lines.append(f"{label} {sum(found.values())}: " + ", ".join(f"{n} {reason}" for reason, n in found.items()))
     return lines
 
 

@@ -11,6 +11,7 @@ import typer
 
 from ...app.options import RunOptions
 from ..options import OutputFormat, run_options
+from .migrate import reason_lines
 
 
 @run_options("google", "writer")
@@ -69,8 +70,9 @@ def render(result: Any) -> list[str]:
     lines = [
         f"read {c['items_read']} items: {c['rows_written']} written ({c['cells_written']} cells, {c['bytes_written']} "
         f"bytes), {c['dead_lettered']} dead-lettered, {c['skipped']} skipped",
-        f"still failing: {result.dead_letter} ({result.dead_letter_lines} lines; holds user data)",
     ]
+    lines += reason_lines(result.reasons)
+    lines.append(f"still failing: {result.dead_letter} ({result.dead_letter_lines} lines; holds user data)")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append(f"redrive {'OK' if result.ok else 'FAILED'}; run folder: {result.run_dir}")
     return lines

@@ -85,6 +85,7 @@ def test_redrive_writes_what_the_fixed_spec_maps_and_keeps_only_what_still_fails
     assert result.exit_code == 0, result.output
     assert "read 6 items: 5 written" in result.stdout and "1 dead-lettered, 0 skipped" in result.stdout
     assert "redrive OK" in result.stdout
+    assert "dead-lettered 1: 1 cannot map (entity note" in result.stdout  # by reason, as migrate says it
     assert "6 items (3 map, 3 unmatched)" in result.stderr
     assert "original run's time" in result.stderr
 
@@ -110,6 +111,8 @@ def test_redrive_writes_what_the_fixed_spec_maps_and_keeps_only_what_still_fails
     assert data["ok"] and data["now_ms"] == now_ms and data["inherited_now"]
     assert (data["counters"]["items_read"], data["counters"]["rows_written"], data["counters"]["dead_lettered"]) == (1, 0, 1)
     assert data["items_by_stage"] == {"map": 1} and data["dead_letter_lines"] == 1
+    assert not any("/" in name for name in data["counters"])  # reasons apart, not as counter names
+    assert list(data["reasons"]["dead_lettered"].values()) == [1]
 
 
 def test_lines_without_an_item_are_reported_not_redriven(bigtable_env, invoke, tmp_path, unique_name):
