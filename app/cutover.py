@@ -86,7 +86,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     from ..pipelines.bigtable_sink import Destination
     from ..pipelines.change_sink import ApplyChangesFn
     from ..pipelines.dead_letters import DeadLetter, check_dead_letter_destination, write_part
-    from ..pipelines.export_source import ExportError, _file_problem, use_options
+    from ..pipelines.export_source import ExportError, file_problem, use_options
     from ..pipelines.incremental_export import ReadIncrementalExport, read_incremental_manifest
     from ..pipelines.target import probe_target
 
@@ -102,7 +102,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
         raise tl.TimelineError(SCAN_AND_EXPORTS.format(run_dir=run_dir), SCAN_AND_EXPORTS_HINT)
     manifest = read_incremental_manifest(export)
     check_window(timeline, manifest.from_us, manifest.to_us, f"export {manifest.export_id}")
-    problems = [problem for data_file in manifest.files if (problem := _file_problem(data_file))]
+    problems = [problem for data_file in manifest.files if (problem := file_problem(data_file))]
     if problems:
         raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
                           "copy the export again; nothing was written")

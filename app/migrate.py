@@ -147,9 +147,9 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
 
     run_dir = options.run_dir or ("" if options.resume else default_run_dir(spec.target.table))
     if not direct:
-        _require_shared("--run-dir", options.run_dir, runner)
+        require_shared("--run-dir", options.run_dir, runner)
         if options.dead_letter:
-            _require_shared("--dead-letter", options.dead_letter, runner)
+            require_shared("--dead-letter", options.dead_letter, runner)
     total = options.total_segments or spec.source.total_segments
     source = None
     if dry_run:
@@ -266,7 +266,7 @@ def _run(p: PreparedRun, completed: frozenset[int], now_ms: int, sample: list[di
                    segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
                    progress_dir=progress_dir)
     if p.dry_run:
-        return MigrateResult(p, "DRY_RUN", stages=_stages(pipeline), staged_package=_staged_package(p.pipeline_options))
+        return MigrateResult(p, "DRY_RUN", stages=pipeline_stages(pipeline), staged_package=_staged_package(p.pipeline_options))
     result = pipeline.run()  # a local runner runs the whole pipeline here
     job_id, console_url = _job(result, p.pipeline_options)
     if options.no_wait and not p.direct:
@@ -315,7 +315,7 @@ def _keep_dead_letters(path: str) -> None:
         pass
 
 
-def _require_shared(flag: str, path: str | None, runner: str) -> None:
+def require_shared(flag: str, path: str | None, runner: str) -> None:
     if not path or not path.startswith(SHARED_SCHEMES):
         raise UsageError(
             f"{flag} {path or '(not given)'}: {runner} workers run on other machines and cannot write a local folder",
@@ -323,7 +323,7 @@ def _require_shared(flag: str, path: str | None, runner: str) -> None:
         )
 
 
-def _stages(pipeline: Any) -> tuple[str, ...]:
+def pipeline_stages(pipeline: Any) -> tuple[str, ...]:
     """The labels of the pipeline's top-level transforms, in order."""
     return tuple(part.full_label for part in pipeline.transforms_stack[0].parts)
 

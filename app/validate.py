@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
 from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
-from .migrate import _require_shared, _stages, default_run_dir
+from .migrate import require_shared, pipeline_stages, default_run_dir
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -154,9 +154,9 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     direct = is_direct_runner(runner)
     run_dir = options.run_dir or default_run_dir(spec.target.table, "validate")
     if not direct:
-        _require_shared("--run-dir", options.run_dir, runner)
+        require_shared("--run-dir", options.run_dir, runner)
         if options.dead_letter:
-            _require_shared("--dead-letter", options.dead_letter, runner)
+            require_shared("--dead-letter", options.dead_letter, runner)
     scanning = spec.source.export is None and options.sample is None
     total = options.total_segments or spec.source.total_segments
     item_count = 0
@@ -227,7 +227,7 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
                        segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
                        decode_every=p.decode_every, after_us=p.after_us)
     if p.dry_run:
-        return ValidateResult(p, "DRY_RUN", stages=_stages(pipeline))
+        return ValidateResult(p, "DRY_RUN", stages=pipeline_stages(pipeline))
     state, counters = _run(pipeline)
     rows_dir = str(FileSystems.join(p.run_dir, ROWS_PASS_DIR))
     if str(state).endswith("DONE"):

@@ -525,7 +525,7 @@ def round_trip(decoder: Decoder, item: Item, entity: str, row_key: bytes, cells:
         back = decoder.decode_item(entity, row_key, cells)
     except (DecodeError, ValueError, AttributeValueError) as err:
         return [f"cannot be read back: {err}"]
-    ignore = decoder.by_name[entity].ignore | _ignored_by_construct(decoder.by_name[entity].spec, decoder.spec)
+    ignore = decoder.by_name[entity].ignore | ignored_by_construct(decoder.by_name[entity].spec, decoder.spec)
     want = {name: comparable(value) for name, value in item.items() if name not in ignore}
     got = {name: comparable(value) for name, value in back.items() if name not in ignore}
     return [
@@ -535,7 +535,7 @@ def round_trip(decoder: Decoder, item: Item, entity: str, row_key: bytes, cells:
     ]
 
 
-def _ignored_by_construct(entity: EntitySpec, spec: MappingSpec) -> set[str]:
+def ignored_by_construct(entity: EntitySpec, spec: MappingSpec) -> set[str]:
     names = {entity.ttl.attribute} if entity.ttl else set()
     if entity.versioning:
         names.add(entity.versioning.attribute or spec.source.sort_key or "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .attrvalue import AttributeValueError, to_export_json
-from .decode import Decoder, DecodeError, _ignored_by_construct, comparable
+from .decode import Decoder, DecodeError, ignored_by_construct, comparable
 from .results import Cell
 from .spec import Layout, MappingSpec
 
@@ -42,7 +42,7 @@ class DecoderCache:
                     names.update(parse_template(timestamp.template).attributes)
         self.names = tuple(sorted(names))
         self._decoders: dict[tuple, Decoder] = {}
-        self._ignored = {entity.name: entity.ignore | _ignored_by_construct(entity.spec, spec) for entity in probe.entities}
+        self._ignored = {entity.name: entity.ignore | ignored_by_construct(entity.spec, spec) for entity in probe.entities}
         self._skipped = {entity.name: _ignored_cells(entity, self._ignored[entity.name]) for entity in probe.entities}
         self.unreadable = {entity.name for entity in probe.entities if _unreadable_key(entity.key)}
         """Entities whose row keys cannot be read back by construction (a declared-lossy attribute read twice)."""

@@ -108,7 +108,7 @@ class DeadLetterDestinationError(UsageError):
     """The dead-letter path holds another run's dead letters, or cannot be written."""
 
 
-def _create(path: str) -> Any:
+def create_private(path: str) -> Any:
     """A writable binary file; local files are 0600 from the start, and made 0600 if they existed (user data)."""
     if "://" not in path:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -141,7 +141,7 @@ def check_dead_letter_destination(path: str, *, resume: bool = False) -> None:
         )
     probe = FileSystems.join(parts_dir(path), f".probe-{uuid.uuid4().hex}")
     try:
-        with _create(probe) as handle:
+        with create_private(probe) as handle:
             handle.write(b"")
         FileSystems.delete([probe])
     except OSError as err:
@@ -156,7 +156,7 @@ def write_part(dead_letter_path: str, lines: list[str]) -> str:
     from apache_beam.io.filesystems import FileSystems
 
     path = FileSystems.join(parts_dir(dead_letter_path), f"part-{uuid.uuid4().hex}.jsonl")
-    with _create(path) as handle:
+    with create_private(path) as handle:
         handle.write("".join(line + "\n" for line in lines).encode("utf-8"))
     return path
 
@@ -172,7 +172,7 @@ def consolidate(dead_letter_path: str) -> int:
 
     pattern = FileSystems.join(parts_dir(dead_letter_path), "part-*.jsonl")
     seen: set[bytes] = set()
-    with _create(dead_letter_path) as out:
+    with create_private(dead_letter_path) as out:
         for meta in sorted(FileSystems.match([pattern])[0].metadata_list, key=lambda m: m.path):
             with FileSystems.open(meta.path) as part:
                 for line in part.read().splitlines():

@@ -225,14 +225,14 @@ def verify_export(path: str, options: PipelineOptions | None = None) -> ExportMa
     is compared without reading it. Raises :class:`ExportError` naming every bad file; returns the manifest.
     """
     manifest = read_manifest(path, options)
-    problems = [problem for data_file in manifest.files if (problem := _file_problem(data_file))]
+    problems = [problem for data_file in manifest.files if (problem := file_problem(data_file))]
     if problems:
         raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
                           "copy the export again (or export the table again); nothing was written")
     return manifest
 
 
-def _file_problem(data_file: ExportFile) -> str | None:
+def file_problem(data_file: ExportFile) -> str | None:
     """What is wrong with one data file, or None."""
     if not FileSystems.exists(data_file.path):
         return f"{data_file.path} is missing"

@@ -62,7 +62,7 @@ def relax_young_gc() -> None:
         gc.set_threshold(YOUNG_GC_THRESHOLD, middle, old)
 
 
-class _MapFn(beam.DoFn):
+class MapFn(beam.DoFn):
     """Maps batches of items with the compiled spec into batches of ``(MappedRow, item)``.
 
     The spec travels as a plain dict and is compiled in setup. Dead letters leave one by one, in
@@ -205,7 +205,7 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
         items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
                                              segments_in_flight=segments_in_flight)
     # Output type Batch for BatchCoder's cheap size estimate; the map's dead letters ride in the same stream.
-    mapped = (items | "Map" >> beam.ParDo(_MapFn(spec.model_dump(by_alias=True), now_ms, progress_dir))
+    mapped = (items | "Map" >> beam.ParDo(MapFn(spec.model_dump(by_alias=True), now_ms, progress_dir))
               .with_output_types(Batch))
     _ = (mapped | "WriteToBigtable" >> WriteToBigtable(spec.target, flow, progress_dir=progress_dir)
          | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir, max_dead_letters)))

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from apache_beam.io.filesystems import FileSystems
 
 from ..mappers.errors import UsageError
-from .dead_letters import _create, parts_dir, write_part  # the one 0600 writer of run files
+from .dead_letters import create_private, parts_dir, write_part  # the one 0600 writer of run files
 
 FOLDERS = ("differences", "candidates", "owners", "row_keys", "stats")
 MARKER = "validate.json"
@@ -107,7 +107,7 @@ class Joined(NamedTuple):
 def join_differences(run_dirs: list[str], path: str, shown: int = 20) -> Joined:
     """Join the finished difference parts of ``run_dirs`` into ``path`` (0600), counting them by kind."""
     joined = Joined({}, [], {})
-    with _create(path) as out:
+    with create_private(path) as out:
         for line in lines([part for run_dir in run_dirs for part in finished_parts(run_dir, "differences")]):
             out.write(line + b"\n")
             record = json.loads(line)
@@ -149,5 +149,5 @@ def start_marker(run_dir: str, settings: dict[str, Any], resume: bool) -> None:
                          "give validate a --run-dir of its own")
     if resume:
         raise ResumeError(f"nothing to resume: {path} does not exist")
-    with _create(path) as handle:
+    with create_private(path) as handle:
         handle.write(json.dumps(settings, sort_keys=True).encode())

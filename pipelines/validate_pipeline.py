@@ -37,7 +37,7 @@ from .batches import BATCH_ITEMS, Batch, SegmentDone
 from .bigtable_read import RowLookup
 from .bigtable_sink import NAMESPACE, Destination, FlowControl, WriteToBigtable
 from .dead_letters import DeadLetter, write_part
-from .pipeline import _MapFn as MapFn, relax_young_gc  # the migration's map step, reused
+from .pipeline import MapFn, relax_young_gc  # the migration's map step, reused
 from .validate_files import FOLDERS, PartWriter
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class _TallyMapFn(MapFn):
         yield Tally(len(batch), left)
 
 
-def _line(record: dict[str, Any]) -> str:
+def json_line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, sort_keys=True)
 
 
@@ -175,13 +175,13 @@ class _CompareFn(beam.DoFn):
             figures["not_decoded"] += result.not_decoded
             figures["decoded"] += result.decoded
             for difference in result.differences:
-                differences.append(_line(difference.to_json()))
+                differences.append(json_line(difference.to_json()))
                 if difference.after_snapshot:
                     figures["after_snapshot"] += 1
                 else:
                     Metrics.counter(NAMESPACE, f"diff_{difference.kind}").inc()
             if result.candidate is not None:
-                (owners if result.candidate.owns_all else candidates).append(_line(result.candidate.to_json()))
+                (owners if result.candidate.owns_all else candidates).append(json_line(result.candidate.to_json()))
             if self._collect_keys:
                 row_keys.append(base64.b64encode(row_key).decode("ascii"))
             if result.fixes and self._repair:
@@ -207,7 +207,7 @@ class _CompareFn(beam.DoFn):
             lookup.close()
 
 
-class _PersistFn(beam.DoFn):
+class PersistFoundFn(beam.DoFn):
     """Found lines to part files, finished (and the segment marked done) when a segment's marker arrives.
 
     With ``--repair`` it comes after the writer, so a segment is marked only once its repairs are
@@ -244,7 +244,7 @@ class _PersistFn(beam.DoFn):
     def _finish(self, segment: int | None) -> None:
         if self._letters and self._dead_letter:
             write_part(self._dead_letter, self._letters)
-        self._writers["stats"].add(_line({"segment": segment, **self._stats}))
+        self._writers["stats"].add(json_line({"segment": segment, **self._stats}))
         for writer in self._writers.values():
             writer.finish(segment)
         if segment is not None and self._mark:
@@ -279,4 +279,4 @@ def build_compare_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, now_ms: int
              | "Compare" >> beam.ParDo(compare).with_output_types(Batch))
     if repair:
         found = found | "Repair" >> WriteToBigtable(destination, flow)
-    _ = found | "Persist" >> beam.ParDo(_PersistFn(run_dir, dead_letter, scanning))
+    _ = found | "Persist" >> beam.ParDo(PersistFoundFn(run_dir, dead_letter, scanning))

@@ -34,7 +34,7 @@ from ..mappers.results import Cell
 from .bigtable_read import RowLookup, ScanRowKeys, delete_entries, key_ranges
 from .bigtable_sink import NAMESPACE, Destination
 from .validate_files import PartWriter, finished_parts, lines
-from .validate_pipeline import Found, _line, _PersistFn
+from .validate_pipeline import Found, json_line, PersistFoundFn
 
 DELETES_PER_REQUEST = 1000
 LAUNCHER_BYTES = 32 << 20
@@ -57,7 +57,7 @@ def resolve(candidate_lines: list[str], repair: bool, after_us: int | None = Non
     if extra and repair:
         deletion = Deletion(candidates[0].row_key, tuple(extra))
         stats["repair_deletes"] += len(extra)
-    return Found(tuple(_line(d.to_json()) for d in differences), stats=tuple(stats.items())), deletion
+    return Found(tuple(json_line(d.to_json()) for d in differences), stats=tuple(stats.items())), deletion
 
 
 def apply_deletions(table: Any, deletions: list[Deletion]) -> tuple[int, int]:
@@ -102,7 +102,7 @@ class _ExtraRowsFn(beam.DoFn):
         stats: Counter[str] = Counter()
         for row_key, cells in rows.items():
             later = self._after_us is not None and any(c.timestamp_micros > self._after_us for c in cells)
-            differences.append(_line(Difference("extra_row", row_key, found=f"{len(cells)} cells".encode(),
+            differences.append(json_line(Difference("extra_row", row_key, found=f"{len(cells)} cells".encode(),
                                                 after_snapshot=later).to_json()))
             stats["after_snapshot" if later else "extra_row"] += 1
             if self._repair and not later:
@@ -184,7 +184,7 @@ def resolve_here(run_dir: str, rows_dir: str, destination: Destination, repair: 
         stats.update(dict(found.stats))
         if deletion is not None:
             deletions.append(deletion)
-    figures.add(_line({"segment": None, **stats}))
+    figures.add(json_line({"segment": None, **stats}))
     differences.finish(None)
     figures.finish(None)
     deleted = refused = 0
@@ -230,7 +230,7 @@ def build_rows_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, rows_dir: str,
         return False
     found = outputs[0] if len(outputs) == 1 else tuple(outputs) | "AllFound" >> beam.Flatten()
     _ = (found | "OnlyFound" >> beam.Filter(lambda e: isinstance(e, Found))
-         | "PersistRows" >> beam.ParDo(_PersistFn(rows_dir, None, False)))
+         | "PersistRows" >> beam.ParDo(PersistFoundFn(rows_dir, None, False)))
     if repair:
         _ = (found | "OnlyDeletions" >> beam.Filter(lambda e: isinstance(e, Deletion))
              | "Delete" >> beam.ParDo(_DeleteFn(destination)))
