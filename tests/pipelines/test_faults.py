@@ -4,6 +4,7 @@ dead or misbehaving dependencies end the run quickly and loudly. Bigtable is che
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -90,16 +91,17 @@ def wait_for_segments(proc: subprocess.Popen, run_dir: Path, segments: int, time
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("beam_args", [
-    ("--direct_running_mode=in_memory",),
-    ("--direct_running_mode=multi_threading", "--direct_num_workers=2"),
-    ("--direct_running_mode=multi_processing", "--direct_num_workers=2"),
-], ids=["in_memory", "multi_threading", "multi_processing"])
+@pytest.mark.parametrize("beam_args, migration_time", [
+    (("--direct_running_mode=in_memory",), "2024-01-01T00:00:00Z"),
+    (("--direct_running_mode=multi_threading", "--direct_num_workers=2"), "2024-01-01T00:00:00Z"),
+    (("--direct_running_mode=multi_processing", "--direct_num_workers=2"), "2024-01-01T00:00:00Z"),
+    (("--direct_running_mode=in_memory",), None),  # cells take the run's "now": resume must keep the first one
+], ids=["in_memory", "multi_threading", "multi_processing", "in_memory-no-migration_time"])
 def test_kill_9_at_40_percent_then_resume_rereads_only_unfinished_segments(
-        bigtable_env, kill_source, tmp_path, beam_args):
+        bigtable_env, kill_source, tmp_path, beam_args, migration_time):
     endpoint, table, items = kill_source
     target_table = f"b{uuid.uuid4().hex[:12]}"
-    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    spec = kill_spec(table, endpoint, **({"migration_time": migration_time} if migration_time else {}))
     spec = spec.model_copy(update={"target": spec.target.model_copy(update={"table": target_table})})
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
@@ -119,8 +121,10 @@ def test_kill_9_at_40_percent_then_resume_rereads_only_unfinished_segments(
                                                                                               KILL_SEGMENTS))
     assert read == left_over < len(items) * 0.7  # only the segments not marked done were read again
     assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
-    # the table is what one uninterrupted run writes: same values, timestamps, and one version per cell
-    assert read_cells(spec.target) == expected_cells(spec, items)
+    # the table is what one uninterrupted run writes: same values, timestamps, and one version per cell (without a
+    # migration_time, at the first attempt's "now", which the checkpoint keeps)
+    now_ms = None if migration_time else json.loads((run_dir / ckpt.CHECKPOINT_FILE).read_text())["now_ms"]
+    assert read_cells(spec.target) == expected_cells(spec, items, now_ms=now_ms)
 
 
 @pytest.mark.slow
