@@ -14,6 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ddb2bt.cli.main import app
+from ddb2bt.mappers.loader import load_spec
+from ddb2bt.pipelines.bigtable_sink import admin_table, existing_families
 from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
 
 COMMANDS = ("migrate", "validate", "migrate-plan")
@@ -88,10 +90,13 @@ def test_bad_spec(command, tmp_path):
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_missing_dynamodb_table(command, bigtable_env, moto_server, tmp_path):
+def test_missing_dynamodb_table(command, bigtable_env, moto_server, tmp_path, unique_name):
     spec = tmp_path / "spec.yaml"
-    spec.write_text(SPEC.format(table="NoSuchTable", endpoint=moto_server.endpoint))
+    spec.write_text(SPEC.format(table="NoSuchTable", endpoint=moto_server.endpoint).replace(
+        "target: {table: NoSuchTable", f"target: {{table: {unique_name}"))
     check(*invoke(command, spec), 2, "check the table name")
+    # the source is checked before anything is done to the target: no Bigtable table was created
+    assert existing_families(admin_table(load_spec(spec).target)) is None
 
 
 @pytest.mark.parametrize("command", COMMANDS)
