@@ -7,6 +7,8 @@ backfill, so default timestamps match) and returns, per Bigtable row, the cells 
 the new image produces) and the cells to delete: those the old image produced that the new one no
 longer does, each named by family, qualifier *and timestamp* (a ``DeleteFromColumn`` over that one
 millisecond). Other items folded into the same row are never touched: there is no row delete.
+Only the old image's coordinates are used, so it is mapped with ``map_coordinates``, borrowing the new
+image's cells where a column did not change: the same outcome as ``map_item``, without encoding again.
 
 An item that changes entity, row key or timestamps needs nothing special: its old cells are
 deleted wherever they were (another row included) and its new cells written wherever they go.
