@@ -105,6 +105,14 @@ class MigrateResult:
         return self.state == INTERRUPTED_STATE
 
     @property
+    def cells_exact(self) -> bool:
+        """Whether ``cells_written`` is exactly what the table holds from this run: no two items can write into one
+        row. Otherwise it is an upper bound (an item may overwrite another's cell unseen; validate counts them)."""
+        from ..mappers.decode import one_item_per_row
+
+        return one_item_per_row(self.prepared.spec)
+
+    @property
     def ended_early(self) -> bool:
         """Interrupted, or failed with an error: the counters are what was done so far, not a reconciliation."""
         return self.state in (INTERRUPTED_STATE, FAILED_STATE)

@@ -442,6 +442,27 @@ def shares_rows(a: EntitySpec, b: EntitySpec) -> bool:
     )
 
 
+def one_item_per_row(spec: MappingSpec) -> bool:
+    """Whether no two items can write into one row, so that no item can overwrite another's cell.
+
+    True when every entity's row key reads back the whole primary key (both key attributes, no lossy
+    transform, a template the decoder can split), no entity keeps versions in one row, and no two
+    entities share rows (:func:`shares_rows`). Conservative: False when unsure (a key unknown,
+    a fold). `migrate` then says its cell count is an upper bound: cells a later item overwrote in
+    a shared row are counted only when the writer saw both (docs/PIPELINE.md).
+    """
+    keys = {spec.source.partition_key, spec.source.sort_key} - {None, ""}
+    if not spec.source.partition_key:
+        return False
+    writing = [entity for entity in spec.entities if entity.action == "map" and entity.row_key is not None]
+    for entity in writing:
+        assert entity.row_key is not None
+        reader = TemplateReader(entity.row_key)
+        if entity.versioning or reader.problem or not keys <= set(reader.attributes) - set(reader.lossy):
+            return False
+    return not any(shares_rows(a, b) for i, a in enumerate(writing) for b in writing[i + 1:])
+
+
 def _disjoint(a: Condition, b: Condition) -> bool:
     """Whether no value satisfies both conditions (conservative: False when unsure)."""
     known_a = a.equals if isinstance(a.equals, str) else None

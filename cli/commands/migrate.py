@@ -176,7 +176,8 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
     c = result.counters
     early = result.ended_early
     lines.append(f"read {c['items_read']} items{' so far' if early else ''}: {c['rows_written']} written "
-                 f"({c['cells_written']} cells, {c['bytes_written']} bytes), {c['dead_lettered']} dead-lettered, "
+                 f"({'' if result.cells_exact else 'at most '}{c['cells_written']} cells, {c['bytes_written']} bytes), "
+                 f"{c['dead_lettered']} dead-lettered, "
                  f"{c['skipped']} skipped")
     unstored = c["items_read"] - c["rows_written"] - c["dead_lettered"] - c["skipped"]
     if early and unstored > 0:
@@ -227,6 +228,7 @@ def as_json(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) 
         "state": result.state, "ok": result.ok, "finished": result.finished, "interrupted": result.interrupted,
         "source": p.source, "target": p.target, "runner": p.runner, "dry_run": p.dry_run, "run_dir": p.run_dir,
         "dead_letter": p.dead_letter, "dead_letter_lines": result.dead_letter_lines, "counters": result.counters,
+        "cells_written_exact": result.cells_exact,
         "problems": result.problems, "skipped_by_reason": result.reasons.get("skipped", {}),
         "dead_lettered_by_reason": result.reasons.get("dead_lettered", {}),
         "error": None if result.error is None else {"kind": type(result.error).__name__,

@@ -188,3 +188,18 @@ def test_skips_and_dead_letters_are_broken_down_by_reason(invoke, moto_server, b
                                          "no entity matches (unmatched: skip)": quarter}
     assert data["dead_lettered_by_reason"] == {"cannot map (entity item, attribute v)": quarter}
     assert not any("/" in name for name in data["counters"])  # the reasons are not mixed into the plain counters
+    assert data["cells_written_exact"] is True  # one item per row: no item can overwrite another's cell
+
+
+def test_where_items_share_rows_the_cell_count_says_it_is_an_upper_bound(moto_server, bigtable_env, unique_name,
+                                                                          tmp_path, invoke):
+    client = make_client(ClientSettings(endpoint_url=moto_server.endpoint))
+    create_table(client, unique_name, "pk", "sk")
+    put_items(client, unique_name, [{"pk": {"S": f"o{i // 2}"}, "sk": {"S": f"line{i % 2}"}, "v": {"S": "x"}}
+                                    for i in range(4)])
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(table=unique_name, endpoint=moto_server.endpoint, time="2024-01-01T00:00:00Z")
+                    .replace("{attribute: v, family: f}", "{attribute: v, family: f, qualifier: '{sk}'}"))
+    result = invoke("migrate", spec, "--yes", "--run-dir", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert "read 4 items: 4 written (at most 4 cells, " in result.stdout, result.stdout

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddb2bt.mappers.compiler import compile_spec
-from ddb2bt.mappers.decode import compile_decoder, comparable, losses, round_trip, undeclared
+from ddb2bt.mappers.decode import compile_decoder, comparable, losses, one_item_per_row, round_trip, undeclared
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.spec import MappingSpec
 from tests.golden import SEEDS, seed_items, template_path
@@ -109,3 +109,28 @@ def test_a_set_or_map_with_a_prefix_of_its_own_shares_a_family_with_rest_without
     assert round_trip(decoder, item, "e", row.row_key, row.cells) == []
     clash = compiled.map_item({**item, "tags:c": {"S": "would read back as a member"}})  # the guard that makes it exact
     assert clash.attribute == "tags:c" and "would read back as part of 'tags'" in clash.reason
+
+
+def test_migrate_counts_cells_exactly_only_where_no_two_items_can_share_a_row():
+    """cells_written is exact only when a row holds one item (issue 10: migrate never claims cells it did not leave)."""
+    assert one_item_per_row(load_spec(template_path("product_catalog")))  # {pk}#{sk}
+    assert not one_item_per_row(load_spec(template_path("videos")))  # a video's items folded into one row
+    assert not one_item_per_row(load_spec(template_path("invoices")))
+
+    def spec(row_key: str, *, sort_key: str | None = "sk", **entity) -> MappingSpec:
+        return MappingSpec.model_validate({
+            "source": {"table": "T", "partition_key": "pk", **({"sort_key": sort_key} if sort_key else {})},
+            "target": {"table": "t", "families": {"f": {}}},
+            "entities": [{"name": "e", "row_key": row_key, "rest": {"family": "f"}, **entity}],
+        })  # fmt: skip
+
+    assert one_item_per_row(spec("{pk}", sort_key=None))
+    assert one_item_per_row(spec("u#{sk}#{pk|reverse}"))
+    assert not one_item_per_row(spec("{pk}"))  # the sort key is not in the row key: items of one pk share it
+    assert not one_item_per_row(spec("{pk|lower}#{sk}", lossy=["pk"]))  # 'A' and 'a' meet
+    assert not one_item_per_row(spec("{pk}{sk}"))  # 'ab'+'c' and 'a'+'bc' meet
+    assert not one_item_per_row(spec("{pk}#{sk}", versioning={}))  # versions of one item in one row
+    skipped = spec("{pk}#{sk}").model_dump(by_alias=True, exclude_none=True)
+    skipped["entities"][0]["match"] = {"kind": "user"}
+    skipped["entities"].append({"name": "audit", "match": {"kind": "audit"}, "action": "skip", "row_key": "{pk}"})
+    assert one_item_per_row(MappingSpec.model_validate(skipped))  # an entity skipped writes no row
