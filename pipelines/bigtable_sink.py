@@ -341,7 +341,7 @@ def open_batcher(table: Any, flow: FlowControl) -> Any:
         batch_attempt_timeout=flow.attempt_timeout,
     )
     # The batcher keeps only the first and last 10 failures per close() and drops the rest;
-    # every failure must become a dead letter, so lift that limit (callers check _failure_count).
+    # every failure must become a dead letter, so lift that limit (callers check failure_count).
     if hasattr(batcher, "_exception_list_limit"):
         batcher._exception_list_limit = sys.maxsize
     return batcher
@@ -425,7 +425,7 @@ class _WriteFn(beam.DoFn):
         try:
             batcher.close()
         except MutationsExceptionGroup as group:
-            if len(group.exceptions) < _failure_count(group):
+            if len(group.exceptions) < failure_count(group):
                 raise BigtableWriteError(
                     f"Bigtable reported more failed entries than it listed ({group}); retrying the bundle"
                 ) from group
@@ -457,7 +457,7 @@ class _WriteFn(beam.DoFn):
 
     def _dead_letter(self, error: Any, pending: dict[int, tuple[Any, MappedRow, dict]]) -> DeadLetter:
         cause = error.__cause__
-        if _is_transient(cause):
+        if is_transient(cause):
             raise BigtableWriteError(
                 f"Bigtable did not take the writes within {self._flow.operation_timeout:.0f}s: "
                 f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]}",
@@ -530,13 +530,13 @@ def _coordinates(known: Any) -> set:
     return known if known.__class__ is set else {cell[:3] for cell in known.cells}
 
 
-def _failure_count(group: Any) -> int:
+def failure_count(group: Any) -> int:
     """How many entries failed, which the group's message states even when it truncated its list."""
     head = str(group.args[0] if group.args else "").split(" failed ", 1)[0]
     return int(head) if head.isdigit() else len(group.exceptions)
 
 
-def _is_transient(cause: Any) -> bool:
+def is_transient(cause: Any) -> bool:
     from google.api_core import exceptions as core
     from google.cloud.bigtable.data.exceptions import RetryExceptionGroup
 

@@ -26,7 +26,7 @@ import apache_beam as beam
 from ..mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
 from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from .bigtable_entries import prebuilt_entry_class
-from .bigtable_sink import BigtableWriteError, Destination, FlowControl, _failure_count, _is_transient, open_batcher
+from .bigtable_sink import BigtableWriteError, Destination, FlowControl, failure_count, is_transient, open_batcher
 from .dead_letters import DeadLetter
 
 CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped", "cells_set",
@@ -137,7 +137,7 @@ class Prepared:
 def refusal(error: Any, flow: FlowControl) -> str:
     """Why Bigtable refused one entry for good; a transient failure raises :class:`BigtableWriteError` instead."""
     cause = error.__cause__
-    if _is_transient(cause):
+    if is_transient(cause):
         raise BigtableWriteError(
             f"Bigtable did not take the changes within {flow.operation_timeout:.0f}s: "
             f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]}",
@@ -303,7 +303,7 @@ class OverlappedWrites:
             try:
                 batcher.close()
             except MutationsExceptionGroup as group:
-                if len(group.exceptions) < _failure_count(group):
+                if len(group.exceptions) < failure_count(group):
                     raise BigtableWriteError(f"Bigtable reported more failed entries than it listed ({group})") from group
                 for error in group.exceptions:
                     number, index = where[id(error.entry)]
