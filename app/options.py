@@ -202,6 +202,18 @@ def check_beam_args(args: list[str] | tuple[str, ...]) -> list[str]:
     return args
 
 
+def beam_knows(flag: str) -> bool:
+    """Whether ``flag`` (``--name``, no value) is one of Beam's pipeline options."""
+    import contextlib
+    import io
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # argparse prints its usage before it exits
+            return flag not in beam_unknown_args([flag])
+    except SystemExit:  # only a known option complains (its value is missing)
+        return True
+
+
 def beam_unknown_args(args: list[str]) -> list[str]:
     """The arguments no Beam ``PipelineOptions`` class declares (the same parse Beam does, without its warning).
 

@@ -78,18 +78,36 @@ class PassThroughCommand(TyperCommand):
         from ..mappers.errors import UsageError
         from ..mappers.spelling import did_you_mean
 
-        rest = super().parse_args(ctx, args)
+        given = list(args)  # the parser consumes args
+        try:
+            rest = super().parse_args(ctx, args)
+        except typer.TyperException:  # e.g. a required option missing: a misspelt one is the likelier story
+            for word in self._misspelt(given):
+                raise UnknownOptionError(word, did_you_mean(word, self._flags()), ctx.command_path) from None
+            raise
         for param in self.params:
             value = ctx.params.get(param.name or "") if param.param_type_name == "argument" else None
             if value is not None and str(value).startswith("-") and str(value) != "-":
                 flag = str(value).split("=", 1)[0]
-                guess = did_you_mean(flag, [f for option in self.params for f in option.opts] + ["--help"])
+                guess = did_you_mean(flag, self._flags())
                 if guess:
                     raise UnknownOptionError(flag, guess, ctx.command_path)
                 raise UsageError(f"{value} stands where {param.name.upper() if param.name else 'an argument'} "
                                  "should: options passed on to Beam go after the arguments",
                                  f"`{ctx.command_path} SPEC [OPTIONS] {value}`; see `{ctx.command_path} --help`")
         return rest
+
+    def _flags(self) -> list[str]:
+        return [flag for option in self.params for flag in option.opts if flag.startswith("-")] + ["--help"]
+
+    def _misspelt(self, args: list[str]) -> list[str]:
+        """Options in ``args`` that neither this command nor Beam knows and that are close to one of this command's."""
+        from ..app.options import beam_knows
+        from ..mappers.spelling import did_you_mean
+
+        flags = set(self._flags())
+        words = [word.split("=", 1)[0] for word in args if word.startswith("--")]
+        return [word for word in words if word not in flags and did_you_mean(word, flags) and not beam_knows(word)]
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         """An option neither ddb2bt nor Beam knows, named with this command's close spelling when it has one and the

@@ -19,6 +19,10 @@ USAGE_ERRORS = [
      "'--help'?); see `ddb2bt migrate --help`"),
     (["validate", "--hepl"], "error: unknown option '--hepl' (neither a ddb2bt nor a Beam option; did you mean "
      "'--help'?); see `ddb2bt validate --help`"),
+    # A required option missing: a misspelt option is named first, unless Beam knows it.
+    (["catch-up", "--hepl"], "error: unknown option '--hepl' (neither a ddb2bt nor a Beam option; did you mean "
+     "'--help'?); see `ddb2bt catch-up --help`"),
+    (["catch-up", "x.yaml", "--runner", "DirectRunner"], "error: Missing option '--run-dir'"),
     (["migrate", "--direct_num_workers=2", "spec.yaml"], "error: --direct_num_workers=2 stands where SPEC should: "
      "options passed on to Beam go after the arguments; `ddb2bt migrate SPEC [OPTIONS] --direct_num_workers=2`"),
     # After SPEC, an option neither ddb2bt nor Beam knows: the command's close spelling, and its own --help.
