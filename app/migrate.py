@@ -67,7 +67,7 @@ class PreparedRun:
 
     @property
     def source(self) -> str:
-        return self.spec.source.table or self.spec.source.export.path
+        return runs.source_name(self.spec)
 
 
 

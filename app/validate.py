@@ -19,6 +19,7 @@ from ..mappers.errors import UsageError
 from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
 from .migrate import require_shared, pipeline_stages, default_run_dir
 from .options import RunOptions
+from .runs import source_name
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
@@ -60,7 +61,7 @@ class PreparedValidation:
 
     @property
     def source(self) -> str:
-        return _source_name(self.spec)
+        return source_name(self.spec)
 
     @property
     def differences(self) -> str:
@@ -134,7 +135,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     from ..pipelines.target import describe_target, probe_target
 
     spec = load_spec(spec, options)
-    announce(where, f"validate {_source_name(spec)} against {describe_target(spec.target)}")
+    announce(where, f"validate {source_name(spec)} against {describe_target(spec.target)}")
     if options.no_wait:
         raise UsageError("--no-wait: validate waits for its job, whose files it joins at the end",
                          "run it without --no-wait")
@@ -300,10 +301,6 @@ def _refuse_writer_options(options: RunOptions) -> None:
         if (option.name in FLOW_NAMES or option.name == "dead_letter") and getattr(options, option.name) is not None:
             raise UsageError(f"{option.flags[0]} applies to the rewrites of --repair; without it validate writes "
                              "nothing", f"add --repair or drop {option.flags[0]}")
-
-
-def _source_name(spec: Any) -> str:
-    return str(spec.source.table or (spec.source.export.path if spec.source.export else ""))
 
 
 def _run(pipeline: Any) -> tuple[str, dict[str, int]]:
