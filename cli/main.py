@@ -82,8 +82,8 @@ class PassThroughCommand(TyperCommand):
         try:
             rest = super().parse_args(ctx, args)
         except typer.TyperException:  # e.g. a required option missing: a misspelt one is the likelier story
-            for word in self._misspelt(given):
-                raise UnknownOptionError(word, did_you_mean(word, self._flags()), ctx.command_path) from None
+            for word, guess in self._misspelt(given):
+                raise UnknownOptionError(word, guess, ctx.command_path) from None
             raise
         for param in self.params:
             value = ctx.params.get(param.name or "") if param.param_type_name == "argument" else None
@@ -100,14 +100,16 @@ class PassThroughCommand(TyperCommand):
     def _flags(self) -> list[str]:
         return [flag for option in self.params for flag in option.opts if flag.startswith("-")] + ["--help"]
 
-    def _misspelt(self, args: list[str]) -> list[str]:
-        """Options in ``args`` that neither this command nor Beam knows and that are close to one of this command's."""
+    def _misspelt(self, args: list[str]) -> list[tuple[str, str]]:
+        """(option, did-you-mean) for the options in ``args`` that neither this command nor Beam knows and that are
+        close to one of this command's."""
         from ..app.options import beam_knows
         from ..mappers.spelling import did_you_mean
 
-        flags = set(self._flags())
+        flags = self._flags()
         words = [word.split("=", 1)[0] for word in args if word.startswith("--")]
-        return [word for word in words if word not in flags and did_you_mean(word, flags) and not beam_knows(word)]
+        guesses = [(word, did_you_mean(word, flags)) for word in words if word not in flags]
+        return [(word, guess) for word, guess in guesses if guess and not beam_knows(word)]
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         """An option neither ddb2bt nor Beam knows, named with this command's close spelling when it has one and the
@@ -118,8 +120,7 @@ class PassThroughCommand(TyperCommand):
         try:
             return super().invoke(ctx)
         except UnknownOptionError as error:
-            guess = did_you_mean(error.flag, [flag for option in self.params for flag in option.opts])
-            raise UnknownOptionError(error.flag, guess, ctx.command_path) from None
+            raise UnknownOptionError(error.flag, did_you_mean(error.flag, self._flags()), ctx.command_path) from None
 
 
 PASS_THROUGH: dict[str, Any] = {"cls": PassThroughCommand,
