@@ -341,7 +341,7 @@ def open_batcher(table: Any, flow: FlowControl) -> Any:
         batch_attempt_timeout=flow.attempt_timeout,
     )
     # The batcher keeps only the first and last 10 failures per close() and drops the rest;
-    # every failure must become a dead letter, so lift that limit (callers check failure_count).
+    # every failure must become a dead letter, so lift that limit (close_batcher checks that none was dropped).
     if hasattr(batcher, "_exception_list_limit"):
         batcher._exception_list_limit = sys.maxsize
     return batcher
@@ -415,22 +415,11 @@ class _WriteFn(beam.DoFn):
 
     def _close(self) -> Iterator[Any]:
         """Flush everything appended so far; count the successes, dead-letter the refusals."""
-        from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
-
         batcher, pending = self._batcher, self._pending
         self._batcher, self._pending = None, {}
         if batcher is None:
             return
-        failed: list[Any] = []
-        try:
-            batcher.close()
-        except MutationsExceptionGroup as group:
-            if len(group.exceptions) < failure_count(group):
-                raise BigtableWriteError(
-                    f"Bigtable reported more failed entries than it listed ({group}); retrying the bundle"
-                ) from group
-            failed = list(group.exceptions)
-        letters = [self._dead_letter(error, pending) for error in failed]
+        letters = [self._dead_letter(error, pending) for error in close_batcher(batcher)]
         cells = written_bytes = 0
         for _entry, row, _item in pending.values():
             cells += len(row.cells)
@@ -456,16 +445,10 @@ class _WriteFn(beam.DoFn):
             self._progress.add({"dead_lettered": count, **named}, check_stop=False)
 
     def _dead_letter(self, error: Any, pending: dict[int, tuple[Any, MappedRow, dict]]) -> DeadLetter:
-        cause = error.__cause__
-        if is_transient(cause):
-            raise BigtableWriteError(
-                f"Bigtable did not take the writes within {self._flow.operation_timeout:.0f}s: "
-                f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]}",
-                "check that Bigtable (or the emulator) is up and reachable, then resume the run (--resume)",
-            ) from error
+        why = refused_for_good(error, self._flow, "writes",
+                               "check that Bigtable (or the emulator) is up and reachable, then resume the run (--resume)")
         _entry, row, item = pending.pop(id(error.entry))
-        reason = f"{REFUSED}: {type(cause).__name__}: {cause}"
-        return DeadLetter(item, "write", reason, row.entity, None, row.row_key)
+        return DeadLetter(item, "write", f"{REFUSED}: {why}", row.entity, None, row.row_key)
 
     def teardown(self) -> None:
         if getattr(self, "_batcher", None) is not None:  # a failed or interrupted bundle: send what was appended
@@ -530,13 +513,43 @@ def _coordinates(known: Any) -> set:
     return known if known.__class__ is set else {cell[:3] for cell in known.cells}
 
 
-def failure_count(group: Any) -> int:
+def close_batcher(batcher: Any) -> list[Any]:
+    """Close ``batcher``, flushing what it holds; the errors of the entries it failed, every one of them (judge each
+    with :func:`refused_for_good`). A group that lists fewer failures than it counts raises BigtableWriteError: the
+    bundle is retried rather than an entry lost unseen."""
+    from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
+
+    try:
+        batcher.close()
+    except MutationsExceptionGroup as group:
+        if len(group.exceptions) < _failure_count(group):
+            raise BigtableWriteError(
+                f"Bigtable reported more failed entries than it listed ({group}); retrying the bundle"
+            ) from group
+        return list(group.exceptions)
+    return []
+
+
+def refused_for_good(error: Any, flow: FlowControl, what: str, hint: str) -> str:
+    """``Type: message`` of why Bigtable refused one entry for good (its dead letter's reason). A transient failure
+    (Bigtable unreachable or too slow) is no refusal: BigtableWriteError saying the ``what`` were not taken, with
+    ``hint``."""
+    cause = error.__cause__
+    if _is_transient(cause):
+        raise BigtableWriteError(
+            f"Bigtable did not take the {what} within {flow.operation_timeout:.0f}s: "
+            f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]}", hint,
+        ) from error
+    return f"{type(cause).__name__}: {cause}"
+
+
+def _failure_count(group: Any) -> int:
     """How many entries failed, which the group's message states even when it truncated its list."""
     head = str(group.args[0] if group.args else "").split(" failed ", 1)[0]
     return int(head) if head.isdigit() else len(group.exceptions)
 
 
-def is_transient(cause: Any) -> bool:
+def _is_transient(cause: Any) -> bool:
     from google.api_core import exceptions as core
     from google.cloud.bigtable.data.exceptions import RetryExceptionGroup
 

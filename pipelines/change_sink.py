@@ -26,7 +26,8 @@ import apache_beam as beam
 from ..mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
 from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from .bigtable_entries import prebuilt_entry_class
-from .bigtable_sink import BigtableWriteError, Destination, FlowControl, failure_count, is_transient, open_batcher
+from .bigtable_sink import (BigtableWriteError, Destination, FlowControl, close_batcher, open_batcher,
+                           refused_for_good)
 from .dead_letters import DeadLetter
 
 CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped", "cells_set",
@@ -136,14 +137,9 @@ class Prepared:
 
 def refusal(error: Any, flow: FlowControl) -> str:
     """Why Bigtable refused one entry for good; a transient failure raises :class:`BigtableWriteError` instead."""
-    cause = error.__cause__
-    if is_transient(cause):
-        raise BigtableWriteError(
-            f"Bigtable did not take the changes within {flow.operation_timeout:.0f}s: "
-            f"{type(cause).__name__}: {' '.join(str(cause).split())[:300]}",
-            "check that Bigtable is reachable; run the command again, it continues where it stopped",
-        ) from error
-    return f"Bigtable refused the change: {type(cause).__name__}: {cause}"
+    why = refused_for_good(error, flow, "changes",
+                           "check that Bigtable is reachable; run the command again, it continues where it stopped")
+    return f"Bigtable refused the change: {why}"
 
 
 class ChangeApplier:
@@ -294,20 +290,12 @@ class OverlappedWrites:
             self._batcher.append(entry)
 
     def _flush(self) -> None:
-        from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
-
         batcher, prepared, where = self._batcher, self._prepared, self._where
         self._batcher, self._prepared, self._where, self._items = None, [], {}, set()
         refused: list[dict[int, str]] = [{} for _ in prepared]
-        if batcher is not None:
-            try:
-                batcher.close()
-            except MutationsExceptionGroup as group:
-                if len(group.exceptions) < failure_count(group):
-                    raise BigtableWriteError(f"Bigtable reported more failed entries than it listed ({group})") from group
-                for error in group.exceptions:
-                    number, index = where[id(error.entry)]
-                    refused[number][index] = refusal(error, self._applier.flow)
+        for error in close_batcher(batcher) if batcher is not None else ():
+            number, index = where[id(error.entry)]
+            refused[number][index] = refusal(error, self._applier.flow)
         for number, done in enumerate(prepared):
             self._settled.add(ChangeApplier.settle(done, refused[number]))
 
