@@ -7,8 +7,8 @@ backfill, so default timestamps match) and returns, per Bigtable row, the cells 
 the new image produces) and the cells to delete: those the old image produced that the new one no
 longer does, each named by family, qualifier *and timestamp* (a ``DeleteFromColumn`` over that one
 millisecond). Other items folded into the same row are never touched: there is no row delete.
-Only the old image's coordinates are used, so it is mapped with ``map_coordinates``, borrowing the new
-image's cells where a column did not change: the same outcome as ``map_item``, without encoding again.
+Only the old image's cells that the new image does not set matter, so where both images have the same
+row and timestamps only the attributes that differ are mapped (``CompiledSpec.stale_coordinates``).
 
 An item that changes entity, row key or timestamps needs nothing special: its old cells are
 deleted wherever they were (another row included) and its new cells written wherever they go.
@@ -131,29 +131,33 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
         for cell in row.cells:
             seen[(cell.family, cell.qualifier, cell.timestamp_micros)] = None
 
-    # The last new image first: it lends its cells to the old images, which only give coordinates (a column whose
-    # value did not change is not encoded again; see CompiledSpec.map_coordinates).
-    last = changes[-1].new
-    last_result, loan = compiled.map_lending(last) if last is not None else (None, None)
-    old_images = {id(change.old): change.old for change in changes if change.old is not None}
-    for image in old_images.values():  # all of them, not only the first: a redelivered change may break the chain
-        old_row, _old_error, _old_skip = _cells(compiled.map_coordinates(image, loan))
-        if old_row is not None:
-            remember(old_row)
-            entity = old_row.entity
     last_row: MappedRow | None = None
-    for index, change in enumerate(changes):
-        final = index == len(changes) - 1
-        row, error, skipped = _cells(last_result if final else None if change.new is None else compiled.map_item(change.new))
+    for index, change in enumerate(changes):  # the new images, in order; one that does not map is a dead letter
+        if change.new is None:
+            continue
+        row, error, skipped = _cells(compiled.map_item(change.new))
         if error is not None:
             failures.append((change, error))
         if skipped is not None:
             skip_reason = skipped.reason
-        if not final:
-            if row is not None:
-                remember(row)
+        if index == len(changes) - 1:
+            last_row = row
+        elif row is not None:
+            remember(row)
+            entity = row.entity
+    # The old images, all of them (a redelivered change may break the chain), found against the last new image:
+    # only the attributes that differ are mapped where the row and the timestamps are the same
+    # (CompiledSpec.stale_coordinates); otherwise the whole image.
+    last = changes[-1].new
+    for image in {id(change.old): change.old for change in changes if change.old is not None}.values():
+        stale = compiled.stale_coordinates(image, last) if last_row is not None else None
+        if stale is not None:
+            produced.setdefault(last_row.row_key, {}).update(dict.fromkeys(stale))  # type: ignore[union-attr]
             continue
-        last_row = row
+        row = _cells(compiled.map_item(image))[0]
+        if row is not None:
+            remember(row)
+            entity = row.entity
     sets_by_row: dict[bytes, list[Cell]] = {}
     keep: set[tuple[bytes, str, bytes, int]] = set()
     if last_row is not None:

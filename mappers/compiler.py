@@ -323,7 +323,7 @@ class _Entity:
         if spec.versioning:
             attribute = spec.versioning.attribute or mapping.source.sort_key or ""  # checks require one
             self.versioning = (attribute, re.compile(spec.versioning.pattern))
-        # What a column's cells depend on besides its own value (see Loan); None: this entity never lends
+        # What a column's cells depend on besides its own value (see stale_coordinates); None: no shortcut
         # (versioning rewrites the item, TTL rewrites every timestamp once all cells are known).
         self.context = None if self.versioning or self.ttl_attribute else frozenset(context_attributes(spec))
         self.key_attributes = frozenset(parse_template(spec.key.template).attributes)
@@ -334,13 +334,8 @@ class _Entity:
                 return False
         return True
 
-    def map(self, item: Item, trace: list | None = None, borrowed: tuple | None = None) -> MapResult:
-        """The item's row; `trace`, when given, receives (source, first cell, end) spans: which column wrote what.
-
-        `borrowed` (row key or None, {column: (value, cells)} or None; from :meth:`Loan.lend`): the row
-        key, if given, is taken as is; a column whose value equals the lent one takes those cells
-        instead of encoding its value again.
-        """
+    def map(self, item: Item, trace: list | None = None) -> MapResult:
+        """The item's row; `trace`, when given, receives (source, first cell, end) spans: which column wrote what."""
         version_us = 0
         if self.versioning:
             item, version = self._unversion(item)
@@ -354,17 +349,13 @@ class _Entity:
                 return Skipped("no TTL value (ttl.on_missing: skip)", self.name)
             if expiry_us <= self.now_us:
                 return Skipped("TTL expired (DynamoDB would delete it)", self.name)
-        lent_key, lent_cells = borrowed if borrowed is not None else (None, None)
-        if lent_key is not None:
-            key = lent_key
-        else:
-            key = self.row_key(item).encode()
-            if self.salt:
-                key = salt_prefix(key, self.salt, self.delimiter) + key
-            if not key:
-                raise ItemFailure("the row key is empty")
-            if len(key) > limits.ROW_KEY_MAX_BYTES:
-                raise ItemFailure(f"row key is {len(key)} bytes; Bigtable allows {limits.ROW_KEY_MAX_BYTES}")
+        key = self.row_key(item).encode()
+        if self.salt:
+            key = salt_prefix(key, self.salt, self.delimiter) + key
+        if not key:
+            raise ItemFailure("the row key is empty")
+        if len(key) > limits.ROW_KEY_MAX_BYTES:
+            raise ItemFailure(f"row key is {len(key)} bytes; Bigtable allows {limits.ROW_KEY_MAX_BYTES}")
 
         cells: list[Cell] = []
         entity_timestamp = self.timestamp
@@ -376,14 +367,6 @@ class _Entity:
                 if column.required:
                     raise ItemFailure("required attribute is missing", column.attribute)
                 continue
-            if lent_cells is not None:
-                lent = lent_cells.get(column)
-                if lent is not None and lent[0] == value:
-                    start = len(cells)
-                    cells.extend(lent[1])
-                    if spans is not None:
-                        spans.append((column, start, len(cells)))
-                    continue
             try:
                 if column.timestamp is not None:
                     timestamp_us = column.timestamp(item)
@@ -406,6 +389,37 @@ class _Entity:
         if expiry_us is not None:
             cells = self._expire(cells, expiry_us)
         return _new_cell(MappedRow, (key, tuple(cells), self.name, limits.check_cells(cells)))
+
+    def stale(self, earlier: Item, later: Item) -> list[tuple[str, bytes, int]]:
+        """What :meth:`CompiledSpec.stale_coordinates` says, once it has found that the shortcut holds."""
+        cells: list[Cell] = []
+        entity_us = None if self.timestamp else self.default_us
+        for column in self.columns:
+            value = earlier.get(column.attribute)
+            if value is None or value == later.get(column.attribute):
+                continue  # absent, or equal: the same cells as later's
+            start = len(cells)
+            try:
+                if column.timestamp is not None:
+                    timestamp_us = column.timestamp(earlier)
+                else:
+                    if entity_us is None:
+                        entity_us = self.timestamp(earlier)  # type: ignore[misc]
+                    timestamp_us = entity_us
+                column.emit(earlier, value, timestamp_us, cells)
+            except (EncodingError, AttributeValueError, TimestampError, ItemFailure):
+                del cells[start:]  # a value that does not map: earlier was dead-lettered, it wrote none of these
+        coordinates = [(cell[0], cell[1], cell[2]) for cell in cells]
+        if self.rest is not None:
+            gone = [name for name in earlier if name not in self.consumed and name not in later]
+            if gone:
+                try:
+                    timestamp_us = self.timestamp(earlier) if self.timestamp else self.default_us
+                except (TimestampError, ItemFailure):
+                    return coordinates
+                family = self.rest[0]
+                coordinates += [(family, name.encode(), timestamp_us) for name in gone]
+        return coordinates
 
     def _unversion(self, item: Item) -> tuple[Item, int]:
         assert self.versioning is not None
@@ -558,38 +572,6 @@ class CellSource(NamedTuple):
     part: bool
 
 
-class Loan(NamedTuple):
-    """One image's cells by column, lent to the mapping of another image of the same item (a change's old image).
-
-    Exact by construction: the row key is a function of the key template's attributes, and a
-    column's cells of its value and of the item's *context* (the attributes its qualifier and
-    timestamp templates and the timestamps read; versioning and TTL entities, which rewrite the
-    item or every timestamp, never lend). So when the borrower matches the same entity, equal key
-    attributes give the lent row key, and equal context attributes let a column whose value equals
-    the lent value take the lent cells; neither can fail (the lender's did not). The borrower's
-    other columns, rest attributes, collision and size checks run as in map_item, over the same cells.
-    """
-
-    entity: _Entity
-    item: Item
-    row_key: bytes
-    cells: dict[_Column, tuple[Any, tuple[Cell, ...]]]
-
-    def lend(self, entity: _Entity, item: Item) -> tuple[bytes | None, dict | None] | None:
-        if entity is not self.entity:
-            return None
-        lender = self.item
-        key: bytes | None = self.row_key
-        for name in entity.key_attributes:
-            if item.get(name) != lender.get(name):
-                key = None
-                break
-        for name in entity.context:  # type: ignore[union-attr]
-            if item.get(name) != lender.get(name):
-                return key, None
-        return key, self.cells
-
-
 class CompiledSpec:
     """A spec turned into callables; `map_item` is the per-item hot path."""
 
@@ -615,33 +597,6 @@ class CompiledSpec:
         return None
 
     def map_item(self, item: Item) -> MapResult:
-        return self._map(item, None, None)
-
-    def map_lending(self, item: Item) -> tuple[MapResult, Loan | None]:
-        """map_item, and a :class:`Loan` of its cells for mapping another image of the item (None: nothing to lend)."""
-        trace: list = []
-        result = self._map(item, trace, None)
-        if result.__class__ is not MappedRow:
-            return result, None
-        entity = self.entity_for(item)  # the one that mapped it (names need not be unique)
-        if entity is None or entity.context is None:
-            return result, None
-        cells = result.cells
-        lent = {source: (item[source.attribute], cells[start:end]) for source, start, end in trace
-                if source.__class__ is _Column}
-        return result, Loan(entity, item, result.row_key, lent)
-
-    def map_coordinates(self, item: Item, loan: Loan | None) -> MapResult:
-        """map_item for the cells' coordinates only, borrowing the cells of a :class:`Loan` where they are the same.
-
-        The outcome is map_item's: a row with the same row key, entity and cell coordinates (family,
-        qualifier, timestamp), or the same ItemError or Skipped. Only cell values may differ, and only
-        in byte order: a borrowed cell holds the lender's encoding of an *equal* value (a map whose
-        keys came in another order encodes to JSON of the same length with its keys in that order).
-        """
-        return self._map(item, None, loan)
-
-    def _map(self, item: Item, trace: list | None, loan: Loan | None) -> MapResult:
         entity = None
         try:
             entity = self.entity_for(item)
@@ -651,13 +606,44 @@ class CompiledSpec:
                 return ItemError("no entity matches this item", stage="unmatched")
             if entity.skip:
                 return Skipped("entity action is skip", entity.name)
-            return entity.map(item, trace, loan.lend(entity, item) if loan is not None else None)
+            return entity.map(item)
         except ItemFailure as failure:
             return ItemError(failure.reason, entity.name if entity else None, failure.attribute)
         except (EncodingError, TimestampError, LimitError, AttributeValueError) as err:
             return ItemError(str(err), entity.name if entity else None)
         except Exception as err:  # noqa: BLE001 - one odd item must never kill a batch; it is dead-lettered
             return ItemError(f"unexpected {type(err).__name__}: {err}", entity.name if entity else None)
+
+    def stale_coordinates(self, earlier: Item, later: Item) -> list[tuple[str, bytes, int]] | None:
+        """The coordinates (family, qualifier, timestamp) of the cells `earlier` maps to that may not be `later`'s.
+
+        For a change (earlier: the old image, later: the new one, which maps): the cells to delete are
+        those map_item(earlier) gives less those map_item(later) gives, and this finds them without
+        mapping `earlier` whole. Where both match the same entity with equal key attributes (the same
+        row) and equal *context* (the attributes qualifier and timestamp templates and timestamps read),
+        a column's cells depend on its value alone: a column whose value is equal gives later's cells,
+        so only the columns whose value differs are mapped, and a rest attribute gives one coordinate
+        whatever its value, so only those `later` lacks count. Less later's cells, that is exactly
+        map_item's answer (tests/mappers/test_stale_coordinates.py).
+
+        Where `earlier` would not map as a whole (dead-lettered: it wrote nothing) the coordinates may
+        name cells that were never written; deleting one is a no-op. None: no shortcut (another entity,
+        row or context; versioning and TTL entities, which rewrite the item or every timestamp): map
+        `earlier` with map_item.
+        """
+        try:
+            entity = self.entity_for(later)
+            if entity is None or entity.skip or entity.context is None or self.entity_for(earlier) is not entity:
+                return None
+        except Exception:  # noqa: BLE001 - an odd value: map_item words it
+            return None
+        for name in entity.key_attributes:
+            if earlier.get(name) != later.get(name):
+                return None
+        for name in entity.context:
+            if earlier.get(name) != later.get(name):
+                return None
+        return entity.stale(earlier, later)
 
     def trace_item(self, item: Item) -> tuple[MapResult, tuple[CellSource | None, ...]]:
         """map_item, plus which column (or rest attribute) wrote each cell: for previews, never the hot path."""
