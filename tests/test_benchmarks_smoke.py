@@ -63,3 +63,16 @@ def test_py_spy_summary_shares_self_and_inclusive_samples():
     assert " 60.0%  loads (json)" in self_part and " 30.0%  map (c.py)" in self_part
     assert " 10.0%  (native)" in self_part
     assert " 90.0%  main (a.py)" in inclusive_part and " 60.0%  scan (b.py)" in inclusive_part
+
+
+def test_cutover_section_runs_end_to_end_on_a_few_changes(tmp_path):
+    """The cutover benchmark on 300 changes, one round (real emulator and moto_server): every figure filled in,
+    every change applied by the catch-up and by the tail (the run asserts those counts itself)."""
+    from benchmarks import cutover
+
+    out = cutover.main(["--items", "300", "--rounds", "1", "--output", str(tmp_path / "cutover.json")])
+    (round_,) = out["rounds"]
+    assert round_["migrate_items_per_s"] > 0 and round_["catch_up_changes_per_s"] > 0 and round_["cpu_ratio"] > 0
+    assert out["catch_up"]["cells_deleted"] > 0 and out["catch_up"]["cells_set"] > out["catch_up"]["cells_deleted"]
+    assert out["tail"]["changes_per_s"] > 0 and out["tail"]["get_records_seconds"] > 0
+    assert json.loads((tmp_path / "cutover.json").read_text())["items"] == 300
