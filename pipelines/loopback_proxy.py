@@ -7,6 +7,8 @@
 * :class:`HttpFaultProxy` reads HTTP/1.1 exchanges (DynamoDB's JSON API) one by one and can
   answer every request with a throttling error, or cut the body of Scan answers short (with a
   matching ``Content-Length``, so only the body's CRC32 shows it): the fault tests.
+* :class:`ShardSplitProxy` shows moto_server's one-shard DynamoDB stream as a shard split, with
+  empty pages if asked: the tail's shard-lineage tests.
 
 Safety: listens on 127.0.0.1 only, forwards to one loopback target only, holds at most
 ``max_connections`` connections (further ones are refused) and at most ``max_buffer`` bytes per
@@ -122,8 +124,42 @@ THROTTLED = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingEx
                         "message": "Rate of requests exceeds the allowed throughput (injected by HttpFaultProxy)"})
 
 
-class HttpFaultProxy(Proxy):
-    """HTTP/1.1 exchange by exchange (``Content-Length`` bodies, keep-alive), with faults.
+class HttpProxy(Proxy):
+    """HTTP/1.1 exchange by exchange (``Content-Length`` bodies, keep-alive); :meth:`exchange` answers each request."""
+
+    async def relay(self, reader, writer, up_reader, up_writer) -> None:
+        while True:
+            try:
+                head, body = await self._message(reader)
+            except asyncio.IncompleteReadError:
+                return  # the client closed the connection
+            self.requests += 1
+            self.last_activity = time.monotonic()
+            writer.write(await self.exchange(head, body, up_reader, up_writer))
+            await writer.drain()
+
+    async def exchange(self, head: bytes, body: bytes, up_reader: asyncio.StreamReader,
+                       up_writer: asyncio.StreamWriter) -> bytes:
+        """The answer to one request: the server's, unchanged."""
+        return b"".join(await self._forward(head + body, up_reader, up_writer))
+
+    async def _forward(self, request: bytes, up_reader: asyncio.StreamReader,
+                       up_writer: asyncio.StreamWriter) -> tuple[bytes, bytes]:
+        up_writer.write(request)
+        await up_writer.drain()
+        return await self._message(up_reader)
+
+    async def _message(self, reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+        """One HTTP message: its head (through the blank line) and its ``Content-Length`` body."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = _content_length(head)
+        if length > self.max_buffer:
+            raise ValueError(f"message of {length} bytes is over the proxy's limit")
+        return head, await reader.readexactly(length)
+
+
+class HttpFaultProxy(HttpProxy):
+    """DynamoDB's JSON API with faults.
 
     Faults touch only requests for ``operation`` (a DynamoDB API name; other calls pass through):
     ``throttle``: the first N are answered ``400 ThrottlingException``, never forwarded.
@@ -139,58 +175,152 @@ class HttpFaultProxy(Proxy):
         self.throttle, self.truncate, self.drop_checksums = throttle, truncate, drop_checksums
         self.throttled = self.truncated = 0
 
-    async def relay(self, reader, writer, up_reader, up_writer) -> None:
-        while True:
-            try:
-                head, body = await self._message(reader)
-            except asyncio.IncompleteReadError:
-                return  # the client closed the connection
-            self.requests += 1
-            self.last_activity = time.monotonic()
-            chosen = self.target_header in head
-            if chosen and self.throttled < self.throttle:
-                self.throttled += 1
-                payload = THROTTLED.encode()
-                writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\n"
-                             b"x-amzn-RequestId: injected\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload)
-                await writer.drain()
-                continue
-            up_writer.write(head + body)
-            await up_writer.drain()
-            answer_head, answer = await self._message(up_reader)
-            if chosen and self.truncated < self.truncate and answer:
-                self.truncated += 1
-                answer = answer[: len(answer) // 2]
-                answer_head = _with_length(answer_head, len(answer), self.drop_checksums)
-            writer.write(answer_head + answer)
-            await writer.drain()
+    async def exchange(self, head, body, up_reader, up_writer) -> bytes:
+        chosen = self.target_header in head
+        if chosen and self.throttled < self.throttle:
+            self.throttled += 1
+            return _json_answer(THROTTLED.encode(), b"400 Bad Request")
+        answer_head, answer = await self._forward(head + body, up_reader, up_writer)
+        if chosen and self.truncated < self.truncate and answer:
+            self.truncated += 1
+            answer = answer[: len(answer) // 2]
+            answer_head = _with_headers(answer_head, {b"content-length": b"%d" % len(answer)},
+                                        drop=(b"x-amz-crc32",) if self.drop_checksums else ())
+        return answer_head + answer
 
-    async def _message(self, reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
-        """One HTTP message: its head (through the blank line) and its ``Content-Length`` body."""
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = _content_length(head)
-        if length > self.max_buffer:
-            raise ValueError(f"message of {length} bytes is over the proxy's limit")
-        return head, await reader.readexactly(length)
+
+STREAMS_API = "DynamoDBStreams_20120810."
+
+
+class ShardSplitProxy(HttpProxy):
+    """moto_server's one-shard DynamoDB stream shown as a shard split, optionally with empty pages in it.
+
+    What it reproduces of real DynamoDB Streams: a shard splits (or is rolled over every few hours)
+    into a child; DescribeStream then gives the parent's ``SequenceNumberRange`` an
+    ``EndingSequenceNumber`` and lists the child with ``ParentShardId``; GetRecords on the parent
+    serves its records, then a page without ``NextShardIterator``; the child serves what follows.
+    And GetRecords may answer ``Records: []`` with a ``NextShardIterator`` before records follow
+    ("it might take multiple calls to get to a portion of the shard that contains stream records",
+    e.g. trimmed records at TRIM_HORIZON): ``empty_pages`` such pages lie right after record
+    ``gap_after`` (None: at the parent's start), and every iterator reaching there goes through them.
+
+    The real shard's records up to ``split_after`` (a sequence number; None: all) are the parent's,
+    the rest the child's. Until ``split`` is set the parent is still open (no end, no child listed).
+    Iterators are the proxy's own: a shard and the last sequence number served, each GetRecords
+    reads the real shard AFTER_SEQUENCE_NUMBER it. DescribeStream must come first (the tail's does).
+    ``served`` lists ``(shard, sequence number)`` of every record handed out, in order. DynamoDB
+    calls and a stream without exactly one shard pass through unchanged.
+    """
+
+    PARENT = "shardId-00000001700000000000-0a0a0a0a"
+    CHILD = "shardId-00000001700003600000-0b0b0b0b"
+
+    def __init__(self, target_host: str, target_port: int, *, split_after: int | None = None, split: bool = True,
+                 empty_pages: int = 0, gap_after: int | None = None, **limits: int):
+        super().__init__(target_host, target_port, **limits)
+        self.split_after, self.split, self.empty_pages, self.gap_after = split_after, split, empty_pages, gap_after
+        self.real: dict[str, str] = {}
+        """The stream's ARN and its real shard's id and first sequence number, from DescribeStream."""
+        self.iterators: dict[str, tuple[str, int, int]] = {}
+        """An iterator's shard, the last sequence number served (or just before its first), empty pages passed."""
+        self.served: list[tuple[str, int]] = []
+
+    async def exchange(self, head, body, up_reader, up_writer) -> bytes:
+        target = _header(head, b"x-amz-target").decode()
+        if not target.startswith(STREAMS_API):
+            return await super().exchange(head, body, up_reader, up_writer)
+        operation, request = target[len(STREAMS_API):], json.loads(body or b"{}")
+
+        async def call(name: str, payload: dict) -> dict:
+            data = json.dumps(payload).encode()
+            request_head = _with_headers(head, {b"x-amz-target": (STREAMS_API + name).encode(),
+                                                b"content-length": b"%d" % len(data)})
+            return json.loads((await self._forward(request_head + data, up_reader, up_writer))[1])
+
+        if operation == "DescribeStream":
+            answer = await call(operation, request)
+            stream = answer["StreamDescription"]
+            if len(stream.get("Shards", [])) == 1:
+                (shard,) = stream["Shards"]
+                start = shard["SequenceNumberRange"]["StartingSequenceNumber"]
+                self.real = {"arn": stream["StreamArn"], "shard": shard["ShardId"], "start": start}
+                numbers = {"StartingSequenceNumber": start}
+                stream["Shards"] = [{"ShardId": self.PARENT, "SequenceNumberRange": numbers}]
+                if self.split and self.split_after is not None:
+                    numbers["EndingSequenceNumber"] = str(self.split_after)
+                    stream["Shards"].append({"ShardId": self.CHILD, "ParentShardId": self.PARENT, "SequenceNumberRange":
+                                             {"StartingSequenceNumber": str(self.split_after + 1)}})
+            return _json_answer(json.dumps(answer).encode())
+        if operation == "GetShardIterator" and request["ShardId"] in (self.PARENT, self.CHILD):
+            origin = int(self.real["start"]) - 1 if request["ShardId"] == self.PARENT else int(self.split_after or 0)
+            sequence = int(request.get("SequenceNumber") or 0)
+            after = {"TRIM_HORIZON": origin, "AFTER_SEQUENCE_NUMBER": sequence,
+                     "AT_SEQUENCE_NUMBER": sequence - 1}[request["ShardIteratorType"]]
+            return _json_answer(json.dumps({"ShardIterator": self._iterator(request["ShardId"], after, 0)}).encode())
+        if operation == "GetRecords" and request["ShardIterator"] in self.iterators:
+            shard, after, passed = self.iterators[request["ShardIterator"]]
+            end = self.split_after if shard == self.PARENT else None
+            if end is not None and after >= end and self.split:
+                return _json_answer(b'{"Records": []}')  # closed, and read to its end
+            gap = int(self.real["start"]) - 1 if self.gap_after is None else self.gap_after
+            if after == gap and passed < self.empty_pages:
+                return _json_answer(json.dumps({"Records": [], "NextShardIterator":
+                                                self._iterator(shard, after, passed + 1)}).encode())
+            real = await call("GetShardIterator", {"StreamArn": self.real["arn"], "ShardId": self.real["shard"],
+                                                   "ShardIteratorType": "AFTER_SEQUENCE_NUMBER",
+                                                   "SequenceNumber": str(after)})
+            page = await call("GetRecords", {"ShardIterator": real["ShardIterator"], "Limit": request.get("Limit", 1000)})
+            bounds = ([gap] if gap > after else []) + ([end] if end is not None else [])
+            records = [record for record in page["Records"]  # the parent's part, and up to the gap first
+                       if all(int(record["dynamodb"]["SequenceNumber"]) <= bound for bound in bounds)]
+            self.served += [(shard, int(record["dynamodb"]["SequenceNumber"])) for record in records]
+            last = int(records[-1]["dynamodb"]["SequenceNumber"]) if records else after
+            return _json_answer(json.dumps({"Records": records, "NextShardIterator":
+                                            self._iterator(shard, last, passed if last == after else 0)}).encode())
+        return await super().exchange(head, body, up_reader, up_writer)
+
+    async def _forward(self, request, up_reader, up_writer) -> tuple[bytes, bytes]:
+        """Each request on a connection of its own: moto_server's answers may close theirs, and the proxy makes calls
+        of its own between the client's."""
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        try:
+            return await super()._forward(request, up_reader, up_writer)
+        finally:
+            up_writer.close()
+
+    def _iterator(self, shard: str, after: int, passed: int) -> str:
+        token = f"{shard}|{len(self.iterators)}"
+        self.iterators[token] = (shard, after, passed)
+        return token
+
+
+def _json_answer(payload: bytes, status: bytes = b"200 OK") -> bytes:
+    """A whole HTTP answer of the JSON API made by the proxy (no ``x-amz-crc32``: botocore checks it only if sent)."""
+    return (b"HTTP/1.1 %s\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: injected\r\n"
+            b"Content-Length: %d\r\n\r\n" % (status, len(payload)) + payload)
+
+
+def _header(head: bytes, wanted: bytes) -> bytes:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == wanted:
+            return value.strip()
+    return b""
 
 
 def _content_length(head: bytes) -> int:
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return int(value)
-    return 0
+    return int(_header(head, b"content-length") or 0)
 
 
-def _with_length(head: bytes, length: int, drop_checksum: bool) -> bytes:
-    """The head with ``Content-Length: length`` (and without ``x-amz-crc32`` if asked)."""
+def _with_headers(head: bytes, values: dict[bytes, bytes], drop: tuple[bytes, ...] = ()) -> bytes:
+    """The head with the given headers' values replaced (names in lower case), and without those in ``drop``."""
     lines = []
     for line in head[:-4].split(b"\r\n"):
         name = line.partition(b":")[0].strip().lower()
-        if name == b"content-length":
-            line = b"Content-Length: %d" % length
-        elif name == b"x-amz-crc32" and drop_checksum:
+        if name in drop:
             continue
+        if name in values:
+            line = line.partition(b":")[0] + b": " + values[name]
         lines.append(line)
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
