@@ -9,7 +9,11 @@ harmless (see docs/CUTOVER.md: an in-order replay of a suffix converges).
 * Shard lineage: a shard is read only once its parent is finished (or no longer listed), so an item's
   changes are applied in stream order across splits (:func:`plan_shards`, a pure function of
   DescribeStream's shard list and the checkpoint).
-* A shard iterator that expired (they live 15 minutes) is renewed from the saved position.
+* Each shard's next iterator is kept from turn to turn (in memory), and empty pages with a next
+  iterator are followed (up to :data:`EMPTY_PAGES_PER_TURN` a turn): a stream may answer several
+  empty pages before a shard's next records (trimmed ones at TRIM_HORIZON, say), which a reader
+  starting over from its saved position every turn would never get past. A shard iterator that
+  expired (they live 15 minutes), and the first after a restart, come from the saved position.
 * A position the stream no longer holds (24-hour retention), a stream re-enabled since, or a timeline
   end older than the retention is a :class:`StreamRetentionError` pointing to incremental-export
   catch-up. The first start reads from TRIM_HORIZON and applies records from the timeline's end
@@ -38,6 +42,7 @@ RETENTION_US = 24 * 3_600_000_000
 START_MARGIN_US = 2_000_000
 PAGE_LIMIT = 1000
 PAGES_PER_TURN = 20
+EMPTY_PAGES_PER_TURN = 3
 RECENT_KEYS = 50
 
 
@@ -154,7 +159,7 @@ def to_change(record: dict[str, Any]) -> Change:
 
 
 def _error_code(error: Exception) -> str:
-    return str(getattr(error, "response", {}).get("Error", {}).get("Code", ""))
+    return str((getattr(error, "response", None) or {}).get("Error", {}).get("Code", ""))
 
 
 @dataclass
@@ -174,6 +179,8 @@ class TailRun:
     outcome: Outcome = field(default_factory=Outcome)
     stream_seconds: float = 0.0
     """Time spent waiting for GetRecords (the rest is mapping and writing), for benchmarks and tuning."""
+    iterators: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    """Each shard's next iterator where the last turn stopped reading it."""
 
     def start(self, timeline_end_us: int) -> TailState:
         """The saved state, or a new one from the timeline's end after checking the stream still holds it."""
@@ -266,9 +273,9 @@ class TailRun:
             raise
 
     def _pages(self, state: TailState, shard_id: str, saved: ShardState) -> Iterator[dict[str, Any]]:
-        iterator = self._iterator(state, shard_id, saved)
-        pages = 0
-        while iterator and pages < PAGES_PER_TURN:
+        iterator = self.iterators.pop(shard_id, None) or self._iterator(state, shard_id, saved)
+        pages = empty = 0
+        while iterator and pages < PAGES_PER_TURN and empty < EMPTY_PAGES_PER_TURN:
             asked = time.perf_counter()
             try:
                 page = self.streams.get_records(ShardIterator=iterator, Limit=PAGE_LIMIT)
@@ -284,11 +291,12 @@ class TailRun:
             finally:
                 self.stream_seconds += time.perf_counter() - asked
             pages += 1
-            yield page
+            yield page  # applied when this resumes; a page that failed drops the iterator: the saved position next
             iterator = page.get("NextShardIterator")
-            if not page.get("Records"):
-                break
-        if not iterator:
+            empty = 0 if page.get("Records") else empty + 1
+        if iterator:
+            self.iterators[shard_id] = iterator
+        else:
             saved.done = True  # closed, and read to its end
 
     def _read_shard(self, state: TailState, shard_id: str, saved: ShardState) -> bool:
