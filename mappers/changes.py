@@ -92,6 +92,9 @@ class ChangeSet(NamedTuple):
     failures: tuple[tuple[Change, ItemError], ...] = ()
 
 
+_new = tuple.__new__  # a NamedTuple from a tuple without its Python __new__ (as the compiler builds cells)
+
+
 class NothingToDo(NamedTuple):
     """Neither image produces cells (both skipped by the spec, or never mapped): counted as skipped."""
 
@@ -121,16 +124,10 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
     """
     if not changes:
         return NothingToDo("no changes")
-    produced: dict[bytes, dict[tuple[str, bytes, int], None]] = {}
+    produced: dict[bytes, dict[tuple[str, bytes, int], None]] = {}  # row key -> coordinates, in order
     failures: list[tuple[Change, ItemError]] = []
     entity = None
     skip_reason = None
-
-    def remember(row: MappedRow) -> None:
-        seen = produced.setdefault(row.row_key, {})
-        for cell in row.cells:
-            seen[(cell.family, cell.qualifier, cell.timestamp_micros)] = None
-
     last_row: MappedRow | None = None
     for index, change in enumerate(changes):  # the new images, in order; one that does not map is a dead letter
         if change.new is None:
@@ -143,7 +140,7 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
         if index == len(changes) - 1:
             last_row = row
         elif row is not None:
-            remember(row)
+            produced.setdefault(row.row_key, {}).update(dict.fromkeys(cell[:3] for cell in row.cells))
             entity = row.entity
     # The old images, all of them (a redelivered change may break the chain), found against the last new image:
     # only the attributes that differ are mapped where the row and the timestamps are the same
@@ -156,20 +153,20 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
             continue
         row = _cells(compiled.map_item(image))[0]
         if row is not None:
-            remember(row)
+            produced.setdefault(row.row_key, {}).update(dict.fromkeys(cell[:3] for cell in row.cells))
             entity = row.entity
-    sets_by_row: dict[bytes, list[Cell]] = {}
-    keep: set[tuple[bytes, str, bytes, int]] = set()
     if last_row is not None:
         entity = last_row.entity
-        sets_by_row[last_row.row_key] = list(last_row.cells)
-        keep = {(last_row.row_key, c.family, c.qualifier, c.timestamp_micros) for c in last_row.cells}
+        produced.setdefault(last_row.row_key, {})
     rows: list[RowChange] = []
-    for row_key in dict.fromkeys([*produced, *sets_by_row]):
-        deletes = tuple(CellDelete(family, qualifier, micros)
-                        for family, qualifier, micros in produced.get(row_key, ())
-                        if (row_key, family, qualifier, micros) not in keep)
-        sets = tuple(sets_by_row.get(row_key, ()))
+    for row_key, coordinates in produced.items():
+        sets: tuple[Cell, ...] = ()
+        if last_row is not None and row_key == last_row.row_key:
+            sets = last_row.cells
+            if coordinates:
+                kept = {cell[:3] for cell in sets}
+                coordinates = {c: None for c in coordinates if c not in kept}
+        deletes = tuple(_new(CellDelete, c) for c in coordinates)
         if deletes or sets:
             rows.append(RowChange(row_key, deletes, sets))
     if not rows and not failures:
@@ -190,6 +187,10 @@ def item_key(keys: Item, key_attributes: Sequence[str]) -> tuple:
     parts = []
     for name in key_attributes or sorted(keys):
         value = keys.get(name) or {}
-        parts.append(tuple(sorted((tag, payload if not isinstance(payload, bytearray) else bytes(payload))
-                                  for tag, payload in value.items())))
+        if len(value) == 1:  # a key attribute: one type tag
+            ((tag, payload),) = value.items()
+            parts.append(((tag, bytes(payload) if payload.__class__ is bytearray else payload),))
+        else:
+            parts.append(tuple(sorted((tag, payload if not isinstance(payload, bytearray) else bytes(payload))
+                                      for tag, payload in value.items())))
     return tuple(parts)
