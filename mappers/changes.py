@@ -184,7 +184,7 @@ def group_by_item(changes: Iterable[Change], key_attributes: Sequence[str]) -> d
 
 def item_key(keys: Item, key_attributes: Sequence[str]) -> tuple:
     """A hashable identity of an item from its key attributes (``B`` normalised to base64 text or bytes as given)."""
-    parts = []
+    parts: list[tuple] = []
     for name in key_attributes or sorted(keys):
         value = keys.get(name) or {}
         if len(value) == 1:  # a key attribute: one type tag
