@@ -177,7 +177,8 @@ def _text_or_none(value: dict) -> str | None:
 class _Column:
     """One compiled column: everything decided, nothing left to parse."""
 
-    __slots__ = ("spec", "attribute", "family", "qualifier", "encode", "layout", "timestamp", "required", "set_type", "emit")
+    __slots__ = ("spec", "attribute", "family", "qualifier", "encode", "layout", "timestamp", "required", "set_type", "emit",
+                 "one_cell")
 
     def __init__(self, spec: ColumnSpec):
         self.spec = spec
@@ -201,7 +202,9 @@ class _Column:
         self.required = spec.required
         self.set_type = SET_TYPES.get(spec.encoding) if spec.layout is Layout.set else None
         self.emit = self.cells
-        if self.qualifier.__class__ is bytes and self.layout in (Layout.cell, Layout.json):
+        # One cell at a literal qualifier: where it is does not depend on the value (see _Entity.stale).
+        self.one_cell = self.qualifier.__class__ is bytes and self.layout in (Layout.cell, Layout.json)
+        if self.one_cell:
             # the common case as one closure: no layout or qualifier decisions per item
             family, fixed = self.family, self.qualifier
             encode = self.encode if self.layout is Layout.cell else _encode_json
@@ -391,13 +394,23 @@ class _Entity:
         return _new_cell(MappedRow, (key, tuple(cells), self.name, limits.check_cells(cells)))
 
     def stale(self, earlier: Item, later: Item) -> list[tuple[str, bytes, int]]:
-        """What :meth:`CompiledSpec.stale_coordinates` says, once it has found that the shortcut holds."""
+        """What :meth:`CompiledSpec.stale_coordinates` says, once it has found that the shortcut holds.
+
+        A one-cell column (a literal qualifier, layout cell or json) is one coordinate whatever its
+        value: none where `later` has the attribute too (the same cell), its coordinate where it does
+        not, without encoding anything. Other columns (sets, maps, lists, qualifier templates) are
+        mapped where the value differs.
+        """
+        coordinates: list[tuple[str, bytes, int]] = []
         cells: list[Cell] = []
         entity_us = None if self.timestamp else self.default_us
         for column in self.columns:
             value = earlier.get(column.attribute)
-            if value is None or value == later.get(column.attribute):
-                continue  # absent, or equal: the same cells as later's
+            if value is None:
+                continue
+            later_value = later.get(column.attribute)
+            if later_value is not None and (column.one_cell or value == later_value):
+                continue  # the same cells as later's
             start = len(cells)
             try:
                 if column.timestamp is not None:
@@ -406,10 +419,13 @@ class _Entity:
                     if entity_us is None:
                         entity_us = self.timestamp(earlier)  # type: ignore[misc]
                     timestamp_us = entity_us
-                column.emit(earlier, value, timestamp_us, cells)
+                if column.one_cell:
+                    coordinates.append((column.family, column.qualifier, timestamp_us))  # type: ignore[arg-type]
+                else:
+                    column.emit(earlier, value, timestamp_us, cells)
             except (EncodingError, AttributeValueError, TimestampError, ItemFailure):
                 del cells[start:]  # a value that does not map: earlier was dead-lettered, it wrote none of these
-        coordinates = [(cell[0], cell[1], cell[2]) for cell in cells]
+        coordinates += [(cell[0], cell[1], cell[2]) for cell in cells]
         if self.rest is not None:
             gone = [name for name in earlier if name not in self.consumed and name not in later]
             if gone:
