@@ -9,8 +9,8 @@ mapping, the client's threads; not the emulator), which the machine's load moves
 it. Then, once:
 
 * **migrate**: the backfill from a full export folder of N items (``ddb2bt.app.migrate.migrate``);
-* **catch-up**: an incremental export of N changes (every item modified: one attribute changed, one
-  removed, so each change both sets and deletes cells) applied by ``ddb2bt.app.cutover.catch_up``;
+* **catch-up**: an incremental export of N changes (every item modified: its counter changed, one
+  attribute removed, so each change both sets and deletes cells) applied by ``ddb2bt.app.cutover.catch_up``;
 * **tail**: the same N changes read from moto_server's DynamoDB Streams and applied by the tail
   (``pipelines.stream_tail``), timed from the first GetRecords to caught up (loading moto is not timed).
   moto answers GetRecords slowly (~5 s per 1,000 records, all in moto's own serialisation), so the
@@ -40,13 +40,25 @@ GOAL = 0.8
 T0_US = 1_714_564_800_000_000  # the full export's exportTime (load.write_export_stream's)
 
 
+COUNTERS = {"customer": "loyalty_points", "order": "line_count", "line": "qty", "product": "stock",
+            "review": "helpful_votes"}
+"""The attribute a change sets, per entity: a counter, as an application's updates typically do."""
+
+
 def modified(item: dict[str, Any], number: int) -> dict[str, Any]:
-    """The item after a change: a new attribute value, and one attribute removed (when it has a spare one)."""
+    """The item after a change: one attribute given a new value, and one attribute removed.
+
+    The changed attribute is the entity's counter (:data:`COUNTERS`, a mapped column); the removed one
+    is the last of the others by name (in this dataset tier, status, weight_kg, title and verified:
+    optional columns), so each change both sets and deletes cells. Until 2026-11-22 the change *added*
+    an attribute (``bench_rev``, a rest cell) instead of changing one: the new image then mapped to one
+    cell more than the item, which no user's typical update does.
+    """
     new = copy.deepcopy(item)
-    new["bench_rev"] = {"N": str(number)}
-    spare = sorted(name for name in new if name not in ("pk", "sk", "type", "bench_rev", "total"))
-    if spare:
-        del new[spare[-1]]
+    counter = COUNTERS[item["type"]["S"]]
+    new[counter] = {"N": str(1_000_000 + number)}  # the dataset's counters stay far below a million
+    spare = sorted(name for name in new if name not in ("pk", "sk", "type", "total", counter))
+    del new[spare[-1]]
     return new
 
 
