@@ -38,14 +38,19 @@ def seed_plan(name, source=None):
     return build_plan(load_spec(template_path(name)), seed_items(name), source, now_ms=NOW_MS)
 
 
-def hostile_plan():
-    """User data full of markup and a URL-free spec, to check escaping and that the page itself links nowhere."""
-    spec = MappingSpec.model_validate({
-        "source": {"table": "<T>", "partition_key": "pk"},
+def rest_only_spec(table: str = "T", entity: str = "e") -> MappingSpec:
+    """One entity keyed by pk whose attributes all go to the rest family f."""
+    return MappingSpec.model_validate({
+        "source": {"table": table, "partition_key": "pk"},
         "target": {"table": "t", "families": {"f": {"max_versions": 1}}},
         "migration_time": "2024-01-01T00:00:00Z",
-        "entities": [{"name": "e<script>", "row_key": "{pk}", "rest": {"family": "f"}}],
+        "entities": [{"name": entity, "row_key": "{pk}", "rest": {"family": "f"}}],
     })  # fmt: skip
+
+
+def hostile_plan():
+    """User data full of markup and a URL-free spec, to check escaping and that the page itself links nowhere."""
+    spec = rest_only_spec("<T>", "e<script>")
     items = [{"pk": {"S": f"<img src=x onerror=alert({i})>"}, "v": {"S": "</td></table><b>bold</b> a|b"}} for i in range(3)]
     return build_plan(spec, items, now_ms=NOW_MS)
 
@@ -280,14 +285,8 @@ def test_report_renders_in_headless_chromium(tmp_path):
 
 
 def test_long_values_are_shortened_saying_by_how_much_while_the_plan_keeps_them_whole():
-    spec = MappingSpec.model_validate({
-        "source": {"table": "T", "partition_key": "pk"},
-        "target": {"table": "t", "families": {"f": {"max_versions": 1}}},
-        "migration_time": "2024-01-01T00:00:00Z",
-        "entities": [{"name": "e", "row_key": "{pk}", "rest": {"family": "f"}}],
-    })  # fmt: skip
     long = "x" * 1000
-    plan = build_plan(spec, [{"pk": {"S": "k"}, "v": {"S": long}}], now_ms=NOW_MS)
+    plan = build_plan(rest_only_spec(), [{"pk": {"S": "k"}, "v": {"S": long}}], now_ms=NOW_MS)
     assert {a.value for e in plan.entities for x in e.examples for a in x.item} >= {long}  # the plan: whole
     text = render_markdown(plan)
     assert long not in text and "x… (+776 chars)" in text  # 240 characters shown, the rest counted
