@@ -235,11 +235,10 @@ def _distribution(plan: MigrationPlan) -> list[Block]:
 
 
 def _estimates(plan: MigrationPlan) -> list[Block]:
-    e, source = plan.estimates, plan.source
+    e = plan.estimates
     scaled, sentence = extrapolation(plan)
-    described = source is not None and e.items_from == "DescribeTable"
-    size_basis = ("the sample" if not described else "DescribeTable"
-                  if source is not None and source.size_bytes == e.table_bytes else "the sample's average item × items")
+    size_basis = ("DescribeTable" if e.table_bytes_from == "DescribeTable" else "the sample's average item × items"
+                  if e.items_from == "DescribeTable" else "the sample")
     rows = (
         ("Items", f"{e.items:,}", "DescribeTable (approximate)" if e.items_from == "DescribeTable" else "the sample"),
         ("Average item size", size(e.average_item_bytes), "table size ÷ items" if size_basis == "DescribeTable"
