@@ -376,9 +376,6 @@ class _WriteFn(beam.DoFn):
     def start_bundle(self) -> None:
         self._pending = {}
 
-    def _open_batcher(self) -> Any:
-        return open_batcher(self._table, self._flow)
-
     def process(self, element: Any) -> Iterator[Any]:
         if isinstance(element, (DeadLetter, ItemsMapped)):  # given up on upstream, or a tally: pass it on
             yield element
@@ -393,7 +390,7 @@ class _WriteFn(beam.DoFn):
             yield element
             return
         if self._batcher is None:
-            self._batcher = self._open_batcher()
+            self._batcher = open_batcher(self._table, self._flow)
         append, pending = self._batcher.append, self._pending
         for row, item in pairs:
             try:
