@@ -50,6 +50,10 @@ class ServerStartError(ServiceError):
     """A server did not come up; the message carries the tail of its output."""
 
 
+class ServerDied(ServiceError):
+    """A server exited on its own while in use; the message carries the tail of its output."""
+
+
 @dataclass(frozen=True)
 class LocalServer:
     name: str
@@ -88,7 +92,9 @@ def find_moto_server() -> Path:
 
 
 def find_dynalite() -> Path:
-    return _require(ROOT / "tools/node/node_modules/.bin/dynalite", "dynalite")
+    """The project's launcher for the npm-installed dynalite: its command line, minus a crash (see the script)."""
+    _require(ROOT / "tools/node/node_modules/.bin/dynalite", "dynalite")
+    return _require(ROOT / "tools/node/dynalite-server.js", "dynalite launcher")
 
 
 # --- running them ------------------------------------------------------------------------------
@@ -160,7 +166,10 @@ def _serve(name: str, argv_for_port, endpoint_fmt: str, timeout: float, attempts
             try:
                 yield LocalServer(name, HOST, port, endpoint_fmt.format(host=HOST, port=port), proc.pid)
             finally:
+                died = proc.poll()  # before _stop: None while it runs; < 0 if a signal ended it (a fault test's kill)
                 _stop(proc)
+            if died is not None and died >= 0:  # it ended by itself: say why, or its users only saw "refused"
+                raise ServerDied(f"{name} exited with {died} while in use; output tail:\n{_tail(log_path)}")
             return
     finally:
         os.unlink(log_path)

@@ -1,6 +1,11 @@
 """Smoke tests: the real local servers start, speak their protocols, and stop."""
 
 import os
+import signal
+import socket
+import struct
+import sys
+import time
 
 import boto3
 import pytest
@@ -64,3 +69,36 @@ def test_start_failure_shows_the_server_output():
     with pytest.raises(local_servers.ServerStartError, match=r"exited with 3(.|\n)*cannot bind"):
         with local_servers._serve("broken", failing, "{host}:{port}", timeout=5):
             pass
+
+
+def _exits_while_listening(port: int) -> list[str]:
+    """A server that listens, says why it is leaving, and exits with 4 once a client connected."""
+    script = ("import socket, sys; s = socket.create_server(('127.0.0.1', %d)); s.accept(); "
+              "print('out of patience', file=sys.stderr); sys.exit(4)" % port)
+    return [sys.executable, "-c", script]
+
+
+def test_a_server_that_exits_by_itself_while_in_use_says_why_when_the_context_ends():
+    with pytest.raises(local_servers.ServerDied, match=r"broken exited with 4 while in use(.|\n)*out of patience"):
+        with local_servers._serve("broken", _exits_while_listening, "{host}:{port}", timeout=5) as server:
+            deadline = time.monotonic() + 10  # _serve's own readiness probe was the client it waited for
+            while local_servers.port_open(server.host, server.port) and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+
+def test_a_server_killed_on_purpose_is_no_error():
+    with local_servers._serve("killed", _exits_while_listening, "{host}:{port}", timeout=5) as server:
+        os.kill(server.pid, signal.SIGKILL)  # what the fault tests do to a dependency
+
+
+def test_dynalite_outlives_a_client_that_dies_in_the_middle_of_a_request(dynalite):
+    """dynalite 4.0.0 alone crashes here ("Error: aborted"): a migration killed mid-Scan took the shared server
+    down with it. The project's launcher keeps it serving."""
+    with socket.create_connection((dynalite.host, dynalite.port)) as s:
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\n"
+                  b"Content-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{")  # 99 bytes short
+        time.sleep(0.2)  # the server is reading the body
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+    time.sleep(0.5)
+    ddb = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+    assert "TableNames" in ddb.list_tables()
