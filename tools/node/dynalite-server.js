@@ -5,8 +5,8 @@
 // so a client that goes away in the middle of a request -- a migration killed with SIGKILL while a Scan is
 // in flight -- takes the whole server down with "Error: aborted" (ECONNRESET), and every later test or run
 // against it fails with "connection refused" (upstream: architect/dynalite issue 183, open). That error
-// concerns one dead connection only: it is logged
-// and the server goes on. Any other uncaught error still ends the process, as Node would end it.
+// concerns one dead connection only: it is logged and the server goes on. Any other uncaught error still
+// ends the process, as Node would end it.
 'use strict'
 
 process.on('uncaughtException', function (err) {
