@@ -20,7 +20,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
 from .attrvalue import AttributeValueError, binary, key_text, kind_of, number_text
-from .compiler import SET_TYPES, consumed_attributes, unescape_delimiter
+from .compiler import SET_TYPES, consumed_attributes
+from .render import unescape_delimiter
 from .encodings import decode
 from .numbers import DecimalError, canonical_text, from_sortable_text
 from .results import Cell

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ddb2bt.mappers.compiler import ItemFailure, compile_template, unescape_delimiter
+from ddb2bt.mappers.render import ItemFailure, compile_template, unescape_delimiter
 from ddb2bt.mappers.spec import Template
 
 # Text rich in the characters that matter: the delimiters, `%`, escapes that look real, and empty strings.

@@ -6,7 +6,8 @@ import zlib
 import pytest
 import yaml
 
-from ddb2bt.mappers.compiler import compile_spec, unescape_delimiter
+from ddb2bt.mappers.compiler import compile_spec
+from ddb2bt.mappers.render import unescape_delimiter
 from ddb2bt.mappers.loader import validate_data
 from ddb2bt.mappers.results import ItemError, MappedRow, Skipped
 from tests.golden import group_cells, micros
