@@ -164,6 +164,7 @@ class _CompareFn(beam.DoFn):
         row_keys: list[str] = []
         fixes = Batch()
         figures: Counter[str] = Counter()
+        kinds: Counter[str] = Counter()
         compare = self._comparer.compare
         for row_key, members in groups.items():
             result = compare(row_key, members, actual.get(row_key), extras=self._extras,
@@ -179,7 +180,7 @@ class _CompareFn(beam.DoFn):
                 if difference.after_snapshot:
                     figures["after_snapshot"] += 1
                 else:
-                    Metrics.counter(NAMESPACE, f"diff_{difference.kind}").inc()
+                    kinds[difference.kind] += 1
             if result.candidate is not None:
                 (owners if result.candidate.owns_all else candidates).append(json_line(result.candidate.to_json()))
             if self._collect_keys:
@@ -193,6 +194,8 @@ class _CompareFn(beam.DoFn):
         figures["differences"] = len(differences) - figures["after_snapshot"]
         for name, counter in self._counters.items():
             counter.inc(figures[name])
+        for kind, count in kinds.items():  # one Beam counter per kind of difference, bumped once a batch
+            Metrics.counter(NAMESPACE, f"diff_{kind}").inc(count)
         self._stats.update(figures)
         stats, self._stats = self._stats, Counter()
         yield Found(tuple(differences), tuple(candidates), tuple(owners), tuple(row_keys), tuple(stats.items()))
