@@ -69,6 +69,10 @@ class LocalState:
         return {**emulator_env(self.bigtable.endpoint), "AWS_REGION": REGION,
                 "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb.endpoint}
 
+    def dead_servers(self) -> tuple[Server, ...]:
+        """The servers that no longer run (killed, crashed, or a zombie its supervisor has not reaped yet)."""
+        return tuple(server for server in (self.dynamodb, self.bigtable) if not _is_server(server))
+
     def exports(self) -> list[str]:
         """Shell lines for `eval "$(ddb2bt local up)"`: the variables, and no AWS profile."""
         return [f"export {name}={value}" for name, value in sorted(self.environ().items())] + ["unset AWS_PROFILE"]
@@ -85,6 +89,8 @@ class UpResult:
     already_up: bool
     cleaned: tuple[str, ...] = ()
     """What a stale state left behind and was cleaned up first."""
+    died: tuple[Server, ...] = ()
+    """The servers found dead under a live supervisor; `up` stopped the rest and started afresh."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,10 @@ def _write_state(folder: Path, data: dict[str, Any]) -> None:
 
 
 def status(folder: Path = DEFAULT_DIR) -> LocalState | None:
-    """The running local servers of ``folder``, or None when they are not up (a stale state counts as not up)."""
+    """The local servers of ``folder``, or None when they are not up (a stale state counts as not up).
+
+    A live supervisor whose server died still gives its state: ``dead_servers()`` names the dead ones.
+    """
     data = _read_state(folder)
     if not data or not data.get("ready"):
         return None
@@ -192,13 +201,17 @@ def up(folder: Path = DEFAULT_DIR, dynamodb: str = "moto", *, timeout: float = S
         raise UsageError(f"unknown DynamoDB server {dynamodb!r}", f"choose one of {', '.join(DYNAMODB_SERVERS)}")
     folder.mkdir(parents=True, exist_ok=True)
     running = status(folder)
-    if running is not None:
+    if running is not None and not running.dead_servers():
         return UpResult(running, already_up=True)
+    restarted: tuple[int, ...] = ()
+    died = running.dead_servers() if running is not None else ()
+    if died:  # a server died under a live supervisor: stop what is left, start afresh
+        restarted = down(folder).stopped
     starting = _read_state(folder) or {}
     if "supervisor_pid" in starting and not starting.get("error") and alive(int(starting["supervisor_pid"])):
         raise UsageError(f"the local servers in {folder} are still starting (pid {starting['supervisor_pid']})",
                          f"wait a moment and run `ddb2bt local status --dir {folder}`, or `ddb2bt local down`")
-    cleaned = _clean_stale(folder)
+    cleaned = restarted + _clean_stale(folder)
     with open(folder / LOG_FILE, "wb") as log:  # a file, not a pipe: nobody reads the supervisor's output
         proc = subprocess.Popen([sys.executable, "-m", __name__, "serve", str(folder), dynamodb],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -207,7 +220,7 @@ def up(folder: Path = DEFAULT_DIR, dynamodb: str = "moto", *, timeout: float = S
     while True:
         data = _read_state(folder)
         if data and data.get("ready"):
-            return UpResult(LocalState.from_json(data), already_up=False, cleaned=cleaned)
+            return UpResult(LocalState.from_json(data), already_up=False, cleaned=cleaned, died=died)
         if proc.poll() is not None or (data and data.get("error")):
             proc.wait()
             raise LocalModeError(f"the local servers did not start: {(data or {}).get('error') or _log_tail(folder)}",

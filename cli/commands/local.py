@@ -37,6 +37,10 @@ def _show(state: Any) -> None:
         _say(f"  table {table.table}: {table.items} items (spec: ddb2bt init --template {table.template} -o spec.yaml)")
 
 
+def _dead(servers: Any) -> str:
+    return ", ".join(f"{server.name} (pid {server.pid}) died" for server in servers)
+
+
 @app.command("up")
 def up(
     dir: Dir = DEFAULT,
@@ -45,9 +49,12 @@ def up(
     """Start DynamoDB and the Bigtable emulator in the background, load the seed tables, print `export …` lines."""
     from ...app import local
 
-    if not local.status(dir):
+    running = local.status(dir)
+    if running is None or running.dead_servers():
         _say("starting the local servers and loading the seed tables…")
     result = local.up(dir, dynamodb.value)
+    if result.died:
+        _say(f"{_dead(result.died)}: stopped the rest and started afresh")
     if result.cleaned:
         _say(f"stopped servers a stopped local mode left running (pids {', '.join(map(str, result.cleaned))})")
     state = result.state
@@ -75,12 +82,16 @@ def down(dir: Dir = DEFAULT) -> None:
 
 @app.command("status")
 def status(dir: Dir = DEFAULT) -> None:
-    """Say whether the local servers are up and print their `export …` lines; exit 1 when they are not up."""
+    """Say whether the local servers are up and print their `export …` lines; exit 1 when they are not (all) up."""
     from ...app import local
 
     state = local.status(dir)
     if state is None:
         _say(f"not up (no live local mode in {dir}); start it with: ddb2bt local up --dir {dir}")
+        raise typer.Exit(1)
+    dead = state.dead_servers()
+    if dead:
+        _say(f"down: {_dead(dead)}; restart with: ddb2bt local up --dir {dir}")
         raise typer.Exit(1)
     _say(f"up (supervisor pid {state.supervisor_pid})")
     _show(state)

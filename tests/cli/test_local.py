@@ -98,6 +98,22 @@ def test_a_killed_supervisor_leaves_nothing_behind(folder):
     assert gone(second.state)
 
 
+def test_a_dead_server_is_not_up(folder, invoke):
+    """A server killed under a live supervisor (left a zombie until reaped) makes `status` say down, naming it."""
+    first = local.up(folder).state
+    os.kill(first.dynamodb.pid, signal.SIGKILL)
+    assert local._wait_gone(first.dynamodb.pid, 10)
+    status = invoke("local", "status", "--dir", folder)
+    assert status.exit_code == 1 and status.stdout == ""
+    assert f"down: {first.dynamodb.name} (pid {first.dynamodb.pid}) died" in status.stderr
+
+    again = invoke("local", "up", "--dir", folder)  # restarts rather than saying "already up"
+    assert again.exit_code == 0, again.output
+    assert "already up" not in again.stderr and f"{first.dynamodb.name} (pid {first.dynamodb.pid}) died" in again.stderr
+    assert gone(first)
+    assert invoke("local", "status", "--dir", folder).exit_code == 0
+
+
 def test_unknown_dynamodb_server_is_a_usage_error(invoke, tmp_path):
     result = invoke("local", "up", "--dir", tmp_path, "--dynamodb", "dynamodb-local")
     assert result.exit_code == 2
