@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
+from ..pipelines.service_errors import redact
 
 if TYPE_CHECKING:
     from ..mappers.source import SourceDescription
@@ -91,7 +92,8 @@ def source_state(spec: MappingSpec, source: SourceDescription | None) -> dict[st
         return {"export": spec.source.export.path, "export_id": manifest.export_id, "item_count": manifest.item_count,
                 "files": sorted([f.key, f.item_count, f.md5 or f.etag] for f in manifest.files)}
     described = source.model_dump(mode="json", exclude=SOURCE_DRIFT) if source is not None else None
-    return {"table": spec.source.table, "endpoint_url": spec.source.endpoint_url, "region": spec.source.region,
+    endpoint = redact(spec.source.endpoint_url) if spec.source.endpoint_url else None  # the plan file holds no secret
+    return {"table": spec.source.table, "endpoint_url": endpoint, "region": spec.source.region,
             "description": described}
 
 

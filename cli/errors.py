@@ -26,10 +26,17 @@ def classify(error: BaseException) -> Ddb2btError | None:
     return as_ddb2bt_error(error)
 
 
+def say_error(line: str) -> None:
+    """Print `error: line` on stderr, a URL's credentials masked: the one place error lines are printed."""
+    from ..pipelines.service_errors import redact
+
+    typer.echo(f"error: {redact(line)}", err=True)
+
+
 def report(code: int, lines: list[str]) -> NoReturn:
     """Print each line as `error: ...` on stderr and exit with ``code``."""
     for line in lines:
-        typer.echo(f"error: {line}", err=True)
+        say_error(line)
     raise typer.Exit(code)
 
 
@@ -43,10 +50,10 @@ class ErrorHandlingGroup(TyperGroup):
             usage_ctx = getattr(usage, "ctx", None)
             hint = f" (see `{usage_ctx.command_path} --help`)" if usage_ctx else ""
             message = " ".join(usage.format_message().replace("Value error, ", "").split())
-            typer.echo(f"error: {message}{hint}", err=True)
+            say_error(f"{message}{hint}")
             sys.exit(usage.exit_code)
         except typer.Abort:
-            typer.echo("error: interrupted", err=True)
+            say_error("interrupted")
             sys.exit(INTERRUPTED)
         except BrokenPipeError:  # `ddb2bt ... | head`: the reader left; say nothing more
             sys.stderr.close()
@@ -63,7 +70,7 @@ class ErrorHandlingGroup(TyperGroup):
                 raise
             found = classify(error)
             if found is None:
-                typer.echo(f"error: unexpected {type(error).__name__}: {' '.join(str(error).split())[:500]} "
-                           "(a bug: please report it; run with --debug for the traceback)", err=True)
+                say_error(f"unexpected {type(error).__name__}: {' '.join(str(error).split())[:500]} "
+                          "(a bug: please report it; run with --debug for the traceback)")
                 raise typer.Exit(1) from None
             report(found.exit_code, found.lines())

@@ -63,6 +63,16 @@ def main(
         # Only our own loggers: botocore's debug output carries request signatures.
         logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
         logging.getLogger("ddb2bt").setLevel(logging.DEBUG)
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_redact_record)
+
+
+def _redact_record(record: Any) -> bool:
+    """A log line's URL credentials masked (a logging filter)."""
+    from ..pipelines.service_errors import redact
+
+    record.msg, record.args = redact(record.getMessage()), None
+    return True
 
 
 class PassThroughCommand(TyperCommand):

@@ -19,6 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from ..mappers.source import SourceDescription
+from .service_errors import redact
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def make_client(settings: ClientSettings) -> Any:
     session = boto3.session.Session(profile_name=settings.profile, region_name=region)
     log.debug(
         "DynamoDB client: region=%s endpoint=%s profile=%s retries=%s/%d",
-        session.region_name, settings.endpoint_url, settings.profile, settings.retry_mode, settings.max_attempts,
+        session.region_name, redact(settings.endpoint_url or ""), settings.profile, settings.retry_mode, settings.max_attempts,
     )
     return session.client("dynamodb", endpoint_url=settings.endpoint_url, config=config)
 

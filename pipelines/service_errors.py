@@ -8,6 +8,7 @@ handler stays light.
 
 from __future__ import annotations
 
+import re
 import sys
 
 from ..mappers.errors import Ddb2btError, ServiceError, UsageError, recover
@@ -22,12 +23,28 @@ _AWS_DENIED = ("AccessDeniedException", "UnrecognizedClientException", "InvalidS
                "SignatureDoesNotMatch", "ExpiredToken")
 
 
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/@:'\"]*)(?::[^\s/'\"]*)?@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the credentials of any URL in it masked: `http://user:pw@host` becomes `http://user:***@host`
+    (a user name alone, often a token, becomes `***`). Every error line and every endpoint shown goes through here."""
+    return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user'] + ':' if ':' in m[0][len(m['scheme']):] else ''}***@",
+                         text)
+
+
 def as_ddb2bt_error(error: BaseException) -> Ddb2btError | None:
-    """``error`` as a ddb2bt error (kept if it is one, found again behind Beam's wrapping), or None for a bug."""
+    """``error`` as a ddb2bt error (kept if it is one, found again behind Beam's wrapping), or None for a bug.
+
+    A library's error is translated with any URL's credentials masked (see :func:`redact`); the CLI masks
+    every line it renders as well."""
     found = recover(error)
     if found is not None:
         return found
-    return _botocore(error) or _google(error) or _os(error)
+    translated = _botocore(error) or _google(error) or _os(error)
+    if translated is None or redact(str(translated)) == str(translated):
+        return translated
+    return type(translated)(redact(str(translated)))  # plain UsageError / ServiceError: message only
 
 
 def _one_line(error: BaseException) -> str:

@@ -106,6 +106,30 @@ def test_unreachable_dynamodb(command, bigtable_env, tmp_path):
     check(*invoke(command, spec), 3, "check --endpoint-url")
 
 
+@pytest.mark.parametrize("command", (*COMMANDS, "infer"))
+def test_credentials_in_an_endpoint_url_are_never_printed(command, bigtable_env, tmp_path):
+    """--endpoint-url http://user:PASSWORD@host: the error names the endpoint with the password masked."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(table="T", endpoint=f"http://{DEAD}"))
+    endpoint = f"http://user:SECRETPW@{DEAD}"
+    args = ("--table", "T", "--aws-region", "us-east-1") if command == "infer" else (spec,)
+    code, stderr = invoke(command, *args, "--endpoint-url", endpoint)
+    check(code, stderr, 3, f"http://user:***@{DEAD}")
+    assert "SECRETPW" not in stderr
+
+
+def test_library_errors_are_translated_without_url_credentials():
+    from botocore.exceptions import EndpointConnectionError
+
+    from ddb2bt.pipelines.service_errors import as_ddb2bt_error, redact
+
+    error = as_ddb2bt_error(EndpointConnectionError(endpoint_url="https://AKIA:s3cr3t@dynamodb.example/"))
+    assert error is not None and error.exit_code == 3 and "s3cr3t" not in str(error)
+    assert "https://AKIA:***@dynamodb.example/" in str(error)
+    assert redact("see http://token@host/x and mail a@b.c, http://h:80/p@q") == \
+        "see http://***@host/x and mail a@b.c, http://h:80/p@q"
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_no_aws_credentials(command, bigtable_env, source, monkeypatch, tmp_path):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
