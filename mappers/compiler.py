@@ -20,7 +20,7 @@ from .results import Cell, ItemError, MappedRow, MapResult, Skipped
 from .spec import ColumnSpec, Encoding, EntitySpec, Layout, MappingSpec
 from .render import ItemFailure, compile_template, salt_prefix
 from .templates import parse_template
-from .timestamps import TimestampError, compile_timestamp
+from .timestamps import TimestampError, compile_timestamp, reads_back
 
 Item = dict
 
@@ -181,7 +181,7 @@ class _Entity:
     __slots__ = (
         "name", "conditions", "skip", "row_key", "salt", "delimiter", "columns", "rest", "consumed",
         "timestamp", "ttl_attribute", "ttl_missing_skip", "family_age_us", "versioning", "now_us", "default_us",
-        "spans", "rest_taken", "rest_prefixes", "rest_encoding", "context", "key_attributes",
+        "spans", "rest_taken", "rest_prefixes", "rest_encoding", "context", "key_attributes", "timestamp_texts",
     )  # fmt: skip
 
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, now_ms: int, migration_ms: int):
@@ -235,6 +235,7 @@ class _Entity:
         # (versioning rewrites the item, TTL rewrites every timestamp once all cells are known).
         self.context = None if self.versioning or self.ttl_attribute else frozenset(context_attributes(spec))
         self.key_attributes = frozenset(parse_template(spec.key.template).attributes)
+        self.timestamp_texts = _timestamp_texts(spec)
 
     def matches(self, item: Item) -> bool:
         for condition in self.conditions:
@@ -333,6 +334,9 @@ class _Entity:
         coordinates += [(cell[0], cell[1], cell[2]) for cell in cells]
         if self.rest is not None:
             gone = [name for name in earlier if name not in self.consumed and name not in later]
+            if self.timestamp_texts:  # a timestamp text earlier kept as a rest cell and later does not
+                kept_later = self._kept_times(later)
+                gone += [name for name in self._kept_times(earlier) if name not in kept_later]
             if gone:
                 try:
                     timestamp_us = self.timestamp(earlier) if self.timestamp else self.default_us
@@ -377,14 +381,39 @@ class _Entity:
         return expired
 
     def _leftovers(self, item: Item) -> list[str]:
+        """Attributes for the rest family: those nothing consumes, and timestamp texts no cell timestamp gives back."""
         consumed = self.consumed
-        return [name for name in item if name not in consumed]
+        names = [name for name in item if name not in consumed]
+        if self.timestamp_texts:
+            names += self._kept_times(item)
+        return names
+
+    def _kept_times(self, item: Item) -> list[str]:
+        """Timestamp attributes whose value would not read back from a cell timestamp (an offset or ``Z``, digits
+        past the millisecond, an epoch unit ``auto`` cannot tell, a column absent so no cell carries the time)."""
+        kept: list[str] = []
+        for attribute, fmt, column in self.timestamp_texts:
+            value = item.get(attribute)
+            if value is None or attribute in kept:
+                continue
+            try:
+                exact = (column is None or column in item) and reads_back(value, fmt)
+            except (AttributeValueError, TimestampError):
+                exact = False  # not a time (unused, or the item has failed already): its value is kept as it is
+            if not exact:
+                kept.append(attribute)
+        return kept
 
     def _rest(self, item: Item, cells: list[Cell], version_us: int, entity_us: int | None = None) -> None:
         leftovers = self._leftovers(item)
         if not leftovers:
             return
         if self.rest is None:
+            if leftovers[0] in self.consumed:  # a timestamp attribute (see _kept_times)
+                raise ItemFailure(
+                    f"timestamp value {key_text(item[leftovers[0]])!r} would not read back from its cell timestamp "
+                    "(Bigtable keeps UTC milliseconds, no offset or format): set rest to keep the value as a cell "
+                    "too, or declare the attribute in lossy", leftovers[0])
             raise ItemFailure(
                 "attribute is not mapped: add it to columns or drop, or set rest to keep unmapped attributes",
                 leftovers[0],
@@ -431,6 +460,21 @@ def _duplicates(cells: list[Cell], spans: list) -> None:
                     f"{_source_name(source)}; one cell would overwrite the other",
                     attribute,
                 )
+
+
+def _timestamp_texts(entity: EntitySpec) -> tuple[tuple[str, str, str | None], ...]:
+    """(attribute, format, column attribute or None) for timestamps read from an attribute whose value lives only in
+    cell timestamps: not also a column, not in the row key or a qualifier, not dropped, lossy or the TTL."""
+    elsewhere = {column.attribute for column in entity.columns} | set(entity.drop) | set(entity.lossy)
+    elsewhere.update(parse_template(entity.key.template).attributes)
+    for column in entity.columns:
+        if column.qualifier:
+            elsewhere.update(parse_template(column.qualifier.template).attributes)
+    if entity.ttl:
+        elsewhere.add(entity.ttl.attribute)
+    found = [(entity.timestamp, None)] + [(column.timestamp, column.attribute) for column in entity.columns]
+    return tuple((timestamp.attribute, timestamp.format, column) for timestamp, column in found
+                 if timestamp is not None and timestamp.attribute and timestamp.attribute not in elsewhere)
 
 
 def context_attributes(entity: EntitySpec) -> set[str]:

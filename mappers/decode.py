@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
 from .attrvalue import AttributeValueError, binary, key_text, kind_of, number_text
@@ -28,11 +27,10 @@ from .results import Cell
 from .spaces import Space, entity_spaces, overlap
 from .spec import ColumnSpec, Condition, Encoding, EntitySpec, Layout, MappingSpec, Template, TimestampSpec
 from .templates import Placeholder, parse_template
+from .timestamps import timestamp_text
 from .transforms import reverse_domain
 
 Item = dict
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_SCALE = {"epoch_s": 1_000_000, "epoch_ms": 1000, "epoch_us": 1}
 
 
 class Loss(NamedTuple):
@@ -132,7 +130,9 @@ class TemplateReader:
                     value = INVERSES[call.name](value, *call.args) if call.name in INVERSES else value
                 except (ValueError, DecimalError) as err:
                     raise DecodeError(f"{call.name} cannot be undone on {value!r}: {err}") from None
-            if values.setdefault(piece.attribute, value) != value:
+            # An attribute read through a lossy transform twice (`{sk|part(0)}#{sk|part(1)}`) reads differently by
+            # construction: the first reading stands (the attribute is a declared loss).
+            if values.setdefault(piece.attribute, value) != value and piece.attribute not in self.lossy:
                 raise DecodeError(f"{{{piece.attribute}}} reads {values[piece.attribute]!r} and {value!r}")
         return values
 
@@ -146,14 +146,6 @@ def typed(text: str, dynamodb_type: str) -> dict:
     if dynamodb_type == "BOOL":
         return {"BOOL": text == "true"}
     return {"S": text}
-
-
-def timestamp_text(micros: int, fmt: str, dynamodb_type: str) -> str:
-    """The text a timestamp was most likely read from: epoch digits in `fmt`, or ISO-8601 without offset."""
-    if fmt in _SCALE or (fmt == "auto" and dynamodb_type == "N"):
-        return str(micros // _SCALE.get(fmt, 1_000_000))
-    moment = (_EPOCH + timedelta(microseconds=micros)).replace(tzinfo=None)
-    return moment.isoformat(timespec="milliseconds" if micros % 1_000_000 else "seconds")
 
 
 # --------------------------------------------------------------------------- one entity
@@ -253,7 +245,8 @@ class EntityDecoder:
             if isinstance(source, str):
                 item[source] = decode(cells[0].value, self.rest.encoding if self.rest else Encoding.auto)
             else:
-                item[source.spec.attribute] = source.value(cells)
+                if source.spec.attribute not in self.ignore:  # a declared loss may not read back (versioning)
+                    item[source.spec.attribute] = source.value(cells)
                 if source.spec.timestamp:
                     self._timestamp(source.spec.timestamp, min(c.timestamp_micros for c in cells), item)
                     continue

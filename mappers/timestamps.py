@@ -9,13 +9,14 @@ letter naming the attribute), never a cell that Bigtable refuses later.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from .attrvalue import AttributeValueError, key_text
 from .limits import TIMESTAMP_MAX_MICROS
 from .spec import TimestampSpec
 
 _EPOCH_SCALE = {"epoch_s": 1_000_000, "epoch_ms": 1000, "epoch_us": 1}
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class TimestampError(ValueError):
@@ -53,6 +54,30 @@ def parse_timestamp(text: str, fmt: str = "auto") -> int:
     if micros > TIMESTAMP_MAX_MICROS:
         raise TimestampError(f"{text!r} ({fmt}) is after 9999-12-31; is the unit right?")
     return micros
+
+
+def timestamp_text(micros: int, fmt: str, dynamodb_type: str) -> str:
+    """The text a cell timestamp reads back as: the inverse of :func:`parse_timestamp` where one exists.
+
+    Epoch digits in `fmt` (under ``auto``, a number: seconds when whole, else milliseconds, which
+    ``auto`` reads back in the same unit), or ISO-8601 in UTC without an offset, to the millisecond.
+    Texts that do not come back as themselves (an offset or ``Z``, digits past the millisecond, an
+    epoch number in another unit) are what :func:`reads_back` finds.
+    """
+    if fmt in _EPOCH_SCALE:
+        return str(micros // _EPOCH_SCALE[fmt])
+    if fmt == "auto" and dynamodb_type == "N":
+        return str(micros // 1_000_000) if micros % 1_000_000 == 0 else str(micros // 1000)
+    moment = (_EPOCH + timedelta(microseconds=micros)).replace(tzinfo=None)
+    return moment.isoformat(timespec="milliseconds" if micros % 1_000_000 else "seconds")
+
+
+def reads_back(value: dict, fmt: str) -> bool:
+    """Whether a timestamp attribute's value (S or N, already known to parse) is exactly what its cell timestamp
+    reads back as; where it is not, the compiler keeps the value itself too (a rest cell) or the item fails."""
+    dynamodb_type = "N" if "N" in value else "S"
+    text = key_text(value)
+    return timestamp_text(parse_timestamp(text, fmt), fmt, dynamodb_type) == text
 
 
 def compile_timestamp(spec: TimestampSpec, compile_template: Callable) -> Callable[[dict], int]:

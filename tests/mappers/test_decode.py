@@ -134,3 +134,65 @@ def test_migrate_counts_cells_exactly_only_where_no_two_items_can_share_a_row():
     skipped["entities"][0]["match"] = {"kind": "user"}
     skipped["entities"].append({"name": "audit", "match": {"kind": "audit"}, "action": "skip", "row_key": "{pk}"})
     assert one_item_per_row(MappingSpec.model_validate(skipped))  # an entity skipped writes no row
+
+
+# --------------------------------------------------------------------------- timestamp attributes read back exactly
+
+from datetime import datetime, timedelta, timezone  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from ddb2bt.mappers.results import ItemError  # noqa: E402
+
+_MOMENTS = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(9998, 12, 31),
+                        timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=5)), timezone(-timedelta(hours=3, minutes=30))]))
+
+
+@st.composite
+def timestamp_values(draw) -> tuple[dict, str]:
+    """(a DynamoDB value, the timestamp format): ISO texts with and without offsets, Z or fractions, epoch numbers in
+    each unit, as S or N, some of them in the canonical spelling the cell timestamp reads back as."""
+    moment = draw(_MOMENTS)
+    micros = (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+    kind = draw(st.sampled_from(["iso", "iso_z", "iso_offset", "iso_naive_ms", "s", "ms", "us"]))
+    if kind.startswith("iso"):
+        utc = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        text = {"iso": utc.isoformat(), "iso_z": utc.isoformat() + "Z", "iso_offset": moment.isoformat(),
+                "iso_naive_ms": utc.isoformat(timespec="milliseconds")}[kind]
+        return {"S": text}, draw(st.sampled_from(["auto", "iso8601"]))
+    number = str(micros // {"s": 1_000_000, "ms": 1000, "us": 1}[kind])
+    fmt = draw(st.sampled_from(["auto", {"s": "epoch_s", "ms": "epoch_ms", "us": "epoch_us"}[kind]]))
+    return draw(st.sampled_from([{"N": number}, {"S": number}])), fmt
+
+
+@settings(max_examples=400, deadline=None)
+@given(timestamp_values(), st.booleans())
+def test_a_timestamp_attribute_reads_back_exactly_or_is_kept_as_a_cell_too(value_fmt, column_timestamp):
+    """Whatever its spelling, a time an item gives lands in Bigtable whole: as the cell timestamp where that reads back
+    as the same text, else also as a rest cell. Without a rest family such an item is an error, never a silent loss."""
+    value, fmt = value_fmt
+    where = ({"columns": [{"attribute": "v", "family": "f", "timestamp": {"attribute": "at", "format": fmt}}]}
+             if column_timestamp else {"timestamp": {"attribute": "at", "format": fmt}, "columns": [{"attribute": "v", "family": "f"}]})
+    item = {"pk": {"S": "p"}, "v": {"S": "x"}, "at": value}
+    spec = spec_with({"row_key": "{pk}", **where, "rest": {"family": "g"}})
+    row = compile_spec(spec, NOW_MS).map_item(item)
+    decoded = compile_decoder(spec, {"at": next(iter(value))}).decode_item("e", row.row_key, row.cells)
+    assert comparable(decoded["at"]) == comparable(value)
+    kept = any(cell.family == "g" and cell.qualifier == b"at" for cell in row.cells)
+    strict = spec_with({"row_key": "{pk}", **where})
+    result = compile_spec(strict, NOW_MS).map_item(item)
+    if kept:
+        assert isinstance(result, ItemError) and result.attribute == "at" and "lossy" in result.reason
+        declared = spec_with({"row_key": "{pk}", **where, "lossy": ["at"]})
+        assert not isinstance(compile_spec(declared, NOW_MS).map_item(item), ItemError)
+    else:
+        assert not isinstance(result, ItemError)
+
+
+def test_a_column_timestamp_whose_column_is_absent_keeps_its_time_as_a_cell():
+    spec = spec_with({"row_key": "{pk}", "columns": [{"attribute": "v", "family": "f", "timestamp": {"attribute": "at"}}],
+                      "rest": {"family": "g"}})
+    item = {"pk": {"S": "p"}, "at": {"S": "2024-01-01T00:00:00"}, "w": {"S": "y"}}
+    row = compile_spec(spec, NOW_MS).map_item(item)
+    assert compile_decoder(spec).decode_item("e", row.row_key, row.cells) == item

@@ -35,8 +35,8 @@ def S(text):
 
 
 ORDERS = [
-    {"pk": S(f"o{n}"), "sk": S("x"), "type": S("order"), "total": {"N": "3"}, "created_at": S("2024-02-01T00:00:00Z"),
-     "note": S("hi"), "noted_at": S("2024-02-02T00:00:00Z")}
+    {"pk": S(f"o{n}"), "sk": S("x"), "type": S("order"), "total": {"N": "3"}, "created_at": S("2024-02-01T00:00:00"),
+     "note": S("hi"), "noted_at": S("2024-02-02T00:00:00")}
     for n in range(3)
 ]
 CUSTOMERS = [{"pk": S(f"c{n}"), "sk": S("profile"), "type": S("customer"), "name": S("Ann")} for n in range(3)]
