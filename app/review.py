@@ -47,8 +47,10 @@ class Reviewed:
         data = {"format": FORMAT, "made_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "spec": spec_path,
                 "spec_file": str(Path(spec_path).resolve()), "spec_hash": self.spec_hash, "source": self.source,
                 "target": self.target, "ok": self.ok, "estimated_items": self.estimated_items, "plan": plan}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+        from ..pipelines.dead_letters import create_private  # sample items are user data: 0600, as dead letters
+
+        with create_private(str(path)) as handle:
+            handle.write((json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"))
 
     @classmethod
     def from_file(cls, path: Path) -> Reviewed:

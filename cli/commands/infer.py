@@ -10,7 +10,7 @@ import typer
 
 from ...app.options import RunOptions
 from ...mappers.errors import UsageError
-from ..options import OutputFormat, run_options
+from ..options import OutputFormat, check_output, run_options
 
 
 @run_options("aws")
@@ -29,6 +29,7 @@ def command(
     from ...app.infer import infer
     from ..progress import spinner
 
+    check_output(output, "--output")
     if output is not None and output.exists() and not force:
         raise UsageError(f"{output} already exists", "pass --force to overwrite it or -o to write elsewhere")
     with spinner() as step:

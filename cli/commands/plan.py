@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from ...app.options import RunOptions
-from ..options import OutputFormat, Sample, SpecArg, run_options
+from ..options import OutputFormat, Sample, SpecArg, check_output, run_options
 from .report import DEFAULT_SAMPLE
 
 
@@ -41,6 +41,7 @@ def migrate_plan(
     from ...app.plan import plan_against_target
     from ..progress import say, spinner
 
+    check_output(out, "--out")
     with spinner() as step:
         result = plan_against_target(spec, sample, options, step=step, where=say)
     if format is OutputFormat.json:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ...app.options import RunOptions
-from ..options import Sample, SpecArg, run_options
+from ..options import Sample, SpecArg, check_output, run_options
 
 DEFAULT_SAMPLE = 1000
 STDOUT = Path("-")
@@ -31,6 +31,7 @@ def command(
     if output != STDOUT and output.suffix.lower().lstrip(".") not in renderers.KINDS:
         raise typer.BadParameter(f"{output} must end in .html or .md (or be - for Markdown on stdout)",
                                  param_hint="--output")
+    check_output(None if output == STDOUT else output, "--output")
     with spinner() as step:
         the_plan = plan(spec, sample, options, step=step)
     if output == STDOUT:

@@ -46,6 +46,23 @@ def test_typer_usage_errors_are_one_line_exit_2(invoke, args, line):
     assert not any(box in result.stderr for box in "╭╰│─"), "a boxed panel"
 
 
+OUTPUTS = [(["migrate-plan", "x.yaml", "--out"], "--out"), (["report", "x.yaml", "-o"], "--output"),
+           (["infer", "--table", "T", "-o"], "--output")]
+
+
+@pytest.mark.parametrize("args, flag", OUTPUTS, ids=[case[0][0] for case in OUTPUTS])
+def test_an_output_that_cannot_be_written_is_refused_first(invoke, tmp_path, args, flag):
+    """Before any work (x.yaml does not even exist, no table is read): one line naming the flag, exit 2."""
+    (tmp_path / "out.html").mkdir()
+    for where, why in (("/proc/nope/out.html", "No such file or directory"), (str(tmp_path / "out.html"), "is a folder")):
+        result = invoke(*args, where)
+        assert result.exit_code == 2 and result.stdout == "", result.output
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {flag} {where} cannot be written") and why in lines[0], \
+            result.stderr
+    assert not os.path.exists("/proc/nope")
+
+
 def test_shell_completion_is_on(invoke):
     assert "--install-completion" in invoke("--help").output
     script = invoke("--show-completion", "bash")

@@ -122,7 +122,10 @@ def test_migrate_plan_file_names_its_spec(invoke, bigtable_env, source, tmp_path
     table, endpoint = source
     monkeypatch.chdir(tmp_path)
     spec = write_spec(tmp_path / "spec.yaml", table, endpoint)
+    (tmp_path / "plan.json").write_text("{}")
+    (tmp_path / "plan.json").chmod(0o644)
     assert plan(invoke, "spec.yaml", "--out", "plan.json").exit_code == 0
+    assert (tmp_path / "plan.json").stat().st_mode & 0o777 == 0o600  # sample items are user data, as dead letters
     reviewed = spec.read_text()
 
     spec.write_text(reviewed.replace("2024-01-01", "2024-06-01"))  # what it migrates changed since the review
