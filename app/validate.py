@@ -16,10 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
+from ..mappers.validate import times_from_items
 from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
 from .migrate import require_shared, pipeline_stages, default_run_dir
 from .options import RunOptions
 from .runs import source_name
+
+__all__ = ["PreparedValidation", "ValidateResult", "execute", "prepare", "reconcile", "run_now_ms", "snapshot_time",
+           "times_from_items", "validate"]
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
@@ -62,6 +66,12 @@ class PreparedValidation:
     @property
     def source(self) -> str:
         return source_name(self.spec)
+
+    @property
+    def compare_after_us(self) -> int | None:
+        """The snapshot time the comparison excuses changes after: none when no cell of the spec takes its time
+        from its item, since then no timestamp tells a change after the snapshot (docs/VALIDATE.md, "Limits")."""
+        return self.after_us if times_from_items(self.spec) else None
 
     @property
     def differences(self) -> str:
@@ -169,6 +179,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         spec = with_source_keys(spec, source)
         if as_of is not None and after_us is None:
             after_us, snapshot = snapshot_time(as_of, spec)
+            if now_ms is None:  # the run's own "now": its cells at "now" are expected where it wrote them
+                now_ms = run_now_ms(as_of, spec)
         item_count = source.item_count if source else 0
         if spec.source.export is not None:
             from ..pipelines.export_source import verify_export
@@ -226,7 +238,7 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
                        completed=completed, sample=sample, repair=p.repair, collect_keys=p.target_scan,
                        dead_letter=p.dead_letter if p.repair else None, flow=options.flow_control(),
                        segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
-                       decode_every=p.decode_every, after_us=p.after_us)
+                       decode_every=p.decode_every, after_us=p.compare_after_us)
     if p.dry_run:
         return ValidateResult(p, "DRY_RUN", stages=pipeline_stages(pipeline))
     state, counters = _run(pipeline)
@@ -281,12 +293,13 @@ def snapshot_time(as_of: str, spec: Any) -> tuple[int, str]:
     return backfill.start_us, f"{as_of}: its backfill, {backfill.detail}"
 
 
-def times_from_items(spec: Any) -> bool:
-    """Whether some cell's timestamp comes from its item (an attribute or a template), which can tell a change
-    after the snapshot; cells at migration_time, a fixed time or the run's "now" cannot."""
-    stamps = [entity.timestamp for entity in spec.entities] + [
-        column.timestamp for entity in spec.entities for column in entity.columns]
-    return any(stamp is not None and stamp.fixed is None for stamp in stamps)
+def run_now_ms(run_dir: str, spec: Any) -> int:
+    """The "now" the migration in ``run_dir`` gave cells without a time of their own (and TTL): its timeline's,
+    else its backfill's. Validating ``--as-of`` that run computes the expected cells at it, so that they match."""
+    from ..pipelines import timeline as tl
+
+    timeline = tl.peek(run_dir)
+    return timeline.now_ms if timeline is not None else tl.find_backfill(run_dir, spec).now_ms
 
 
 def _is_folder(as_of: str) -> bool:
@@ -330,10 +343,10 @@ def _rows_pass(p: PreparedValidation, rows_dir: str) -> tuple[str, dict[str, int
             return "DONE", {}
         if size <= LAUNCHER_BYTES:
             return "DONE", resolve_here(p.run_dir, rows_dir, Destination.from_target(p.spec.target), p.repair,
-                                        p.after_us)
+                                        p.compare_after_us)
     pipeline = beam.Pipeline(options=p.pipeline_options)
     if not build_rows_pass(pipeline, p.spec, run_dir=p.run_dir, rows_dir=rows_dir, repair=p.repair,
-                           target_scan=p.target_scan, after_us=p.after_us):
+                           target_scan=p.target_scan, after_us=p.compare_after_us):
         return "DONE", {}
     return _run(pipeline)
 
@@ -349,6 +362,9 @@ def reconcile(totals: dict[str, int], attempt: dict[str, int], counters: dict[st
     if not sample and counters.get("items_read", 0) != attempt.get("items_read", 0):
         problems.append(f"the source gave {counters.get('items_read', 0)} items, the comparison saw "
                         f"{attempt.get('items_read', 0)}")
+    if t.get("rows_found", 0) and t.get("cells_expected", 0) and not t.get("cells_matched", 0):
+        problems.append(f"not one expected cell matched in the {t['rows_found']} rows found: the target holds other "
+                        "cells than these items map to (another run's \"now\" or spec?), so nothing was validated")
     if counters.get("export_count_mismatch"):
         problems.append(f"{counters['export_count_mismatch']} export count mismatch(es): the export is incomplete")
     written = counters.get("rows_written", 0) + counters.get("write_failures", 0)

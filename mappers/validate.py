@@ -30,12 +30,14 @@ from .attrvalue import AttributeValueError, key_text, to_export_json
 from .decode import Decoder, DecodeError
 from .results import Cell, MappedRow
 from .spec import GcPolicy, MappingSpec
+from .timestamps import parse_timestamp
 from .validate_decode import DecoderCache
 from .validate_records import (CELL_KINDS, KINDS, Candidate, CellKey, Difference, bytes_from_json, bytes_json,
                                count_kinds, describe_counts)
 
 __all__ = ["CELL_KINDS", "KINDS", "Candidate", "CellKey", "Comparer", "Difference", "GroupResult", "bytes_from_json",
-           "bytes_json", "collectable", "count_kinds", "describe_counts", "resolve_row"]
+           "bytes_json", "collectable", "count_kinds", "describe_counts", "resolve_row", "spec_times",
+           "times_from_items"]
 
 Item = dict
 Member = tuple[MappedRow, Item]
@@ -82,6 +84,30 @@ def _column_times(keys: Iterable[CellKey]) -> dict[tuple[str, bytes], list[int]]
     return times
 
 
+# --------------------------------------------------------------------------- what a cell's timestamp tells
+
+
+def times_from_items(spec: MappingSpec) -> bool:
+    """Whether some cell's timestamp comes from its item (an attribute or a template), which can tell a change
+    after the snapshot; cells at migration_time, a fixed time or the run's "now" cannot."""
+    stamps = [entity.timestamp for entity in spec.entities] + [
+        column.timestamp for entity in spec.entities for column in entity.columns]
+    return any(stamp is not None and stamp.fixed is None for stamp in stamps)
+
+
+def spec_times(spec: MappingSpec, now_us: int) -> frozenset[int]:
+    """The timestamps cells take from the spec, not from their item: the run's "now", ``migration_time``, fixed
+    times. Such a timestamp says nothing of when an item was written, so it never marks a change after a snapshot."""
+    times = {now_us}
+    if spec.migration_time is not None:
+        times.add(int(spec.migration_time.timestamp() * 1000) * 1000)
+    stamps = [entity.timestamp for entity in spec.entities] + [
+        column.timestamp for entity in spec.entities for column in entity.columns]
+    times.update(parse_timestamp(stamp.fixed.isoformat(), "iso8601") for stamp in stamps
+                 if stamp is not None and stamp.fixed is not None)
+    return frozenset(times)
+
+
 # --------------------------------------------------------------------------- one row group
 
 
@@ -99,6 +125,8 @@ class Comparer:
                  after_us: int | None = None):
         self.families: Mapping[str, GcPolicy | None] = spec.target.families
         self.now_us, self.key_names, self.after_us = now_us, key_names, after_us
+        self._untold = spec_times(spec, now_us)
+        """Timestamps that are no write time (see `spec_times`): never a change after the snapshot."""
         self.decoders = DecoderCache(spec) if decode_every else None
         self.decode_every, self._matching = decode_every, 0
         entities = (self.decoders.probe if self.decoders else Decoder(spec)).entities
@@ -246,14 +274,18 @@ class Comparer:
         A member changed when a cell it maps to is newer than the snapshot (its timestamp comes from
         the item, e.g. an ``UpdatedAt`` attribute, and says the item was written since), or when the
         row holds a version newer than the snapshot in a column the member writes (a catch-up or
-        tail applied a later image). Cells at a time of the spec's (``migration_time``) tell nothing.
+        tail applied a later image). Cells at a time of the spec's (the run's "now", ``migration_time``,
+        a fixed time: `spec_times`) tell nothing, and neither do newer versions in their columns: an
+        expected cell at the validation's own "now" is no change of the item's.
         """
-        after = self.after_us
+        after, untold = self.after_us, self._untold
         if after is None:
             return frozenset()
         newer = {(c.family, c.qualifier) for c in actual or () if c.timestamp_micros > after}
         return frozenset(index for index, (row, _item) in enumerate(members)
-                         if any(c.timestamp_micros > after or (c.family, c.qualifier) in newer for c in row.cells))
+                         if any(c.timestamp_micros not in untold
+                                and (c.timestamp_micros > after or (c.family, c.qualifier) in newer)
+                                for c in row.cells))
 
     def _same(self, row_key: bytes, member: Member, actual: Iterable[Cell], *, extras: bool,
               scan_order: bool) -> GroupResult | None:

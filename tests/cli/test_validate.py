@@ -150,3 +150,60 @@ def test_as_of_takes_a_time_or_a_run_folder(invoke, tmp_path):
     refused = invoke("validate", spec, "--as-of", "yesterday", "--run-dir", tmp_path / "v")
     assert refused.exit_code == 2 and "--as-of 'yesterday' is neither an ISO-8601 time nor a run folder" in refused.stderr
     assert not (tmp_path / "v").exists()
+
+
+def test_as_of_a_run_without_migration_time_still_finds_a_changed_value_and_a_deleted_row(
+        invoke, moto_server, bigtable_env, unique_name, tmp_path):
+    """Without migration_time, cells carry the migration's "now": validating --as-of its run folder expects them
+    there (the run's stored now_ms, not the validation's clock), so every cell matches but the two tampered ones,
+    and nothing is excused as changed after the snapshot (QA: "OK" over 319,985 excused differences)."""
+    from google.cloud.bigtable.data import BigtableDataClient, DeleteAllFromRow, ReadRowsQuery, SetCell
+
+    from ddb2bt.pipelines.dynamodb_client import put_items
+
+    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    client.create_table(TableName=unique_name, BillingMode="PAY_PER_REQUEST",
+                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                              {"AttributeName": "sk", "AttributeType": "N"}])
+    put_items(client, unique_name, [
+        {"pk": {"S": f"user#{n % 3}"}, "sk": {"N": str(n)}, "price": {"N": f"{n}.5"}, "tags": {"SS": ["a", f"t{n}"]},
+         "address": {"M": {"city": {"S": f"c{n}"}}}} for n in range(12)])
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"""
+source: {{table: {unique_name}, partition_key: pk, sort_key: sk, total_segments: 4}}
+target:
+  table: {unique_name}
+  families: {{r: {{max_versions: 1}}, t: {{max_versions: 1}}, a: {{}}}}
+entities:
+  - name: all
+    row_key: {{template: "{{pk}}#{{sk|sortable_number}}", on_delimiter: escape}}
+    columns:
+      - {{attribute: tags, family: t, layout: set, encoding: utf8}}
+      - {{attribute: address, family: a, layout: map, encoding: ddb_json}}
+    rest: {{family: r, encoding: ddb_json}}
+""")
+    endpoint = ("--endpoint-url", moto_server.endpoint)
+    migrated = tmp_path / "migrated"
+    assert migrate(spec, RunOptions(run_dir=str(migrated), endpoint_url=moto_server.endpoint)).ok
+
+    target = load_spec(spec).target
+    with BigtableDataClient(project=target.project) as bigtable:
+        table = bigtable.get_table(target.instance, target.table)
+        first, second = table.read_rows(ReadRowsQuery(limit=2))
+        changed, deleted, gone = first.row_key, second.row_key, len(second.cells)
+        (price,) = [c for c in first.cells if c.qualifier == b"price"]
+        table.mutate_row(changed, [SetCell("r", b"price", b'{"N":"999999"}', price.timestamp_micros)])  # same time
+        table.mutate_row(deleted, [DeleteAllFromRow()])
+
+    check = invoke("validate", spec, "--as-of", migrated, "--run-dir", tmp_path / "v", "--format", "json", *endpoint)
+    assert check.exit_code == 1, check.output
+    result = json.loads(check.stdout)
+    assert result["ok"] is False and result["problems"] == []
+    assert result["counts"] == {"different_value": 1, "missing_row": 1, "different_attribute": 1}
+    assert result["after_snapshot"] == {}
+    totals = result["totals"]
+    assert totals["rows_found"] == 11 and totals["cells_matched"] == totals["cells_expected"] - 1 - gone
+    assert {(d["kind"], d["row_key"]) for d in result["differences"]} == {
+        ("different_value", changed.decode()), ("different_attribute", changed.decode()),
+        ("missing_row", deleted.decode())}

@@ -217,11 +217,33 @@ def test_cells_newer_than_the_snapshot_are_changes_after_it_not_differences():
     assert [(d.kind, d.after_snapshot) for d in differences] == [("extra_version", True)] and extra == []
     assert resolve_row([result.candidate])[1] == written(ORDER)  # without a snapshot: an extra version to delete
 
-    # the target ahead of the source: the row holds a newer version of the order than the item read
+    # the target ahead of the source: the row holds a newer version of the order than the item read (its cell at
+    # an item's time before the snapshot)
+    older = MappedRow(order[0].row_key, tuple(c._replace(timestamp_micros=TS - 1) for c in order[0].cells),
+                      order[0].entity)
     ahead = [Cell("o", b"total", TS + 5, b"31"), *written(LINE_A)]
-    result = comparer(after_us=after).compare(b"o1", members(ORDER, LINE_A), ahead)
+    result = comparer(after_us=after).compare(b"o1", [(older, ORDER), line], ahead)
     assert [(d.kind, d.after_snapshot) for d in result.differences] == [("missing_cell", True)]
     assert Difference.from_json(result.differences[0].to_json()).after_snapshot
+
+
+def test_a_time_of_the_spec_never_marks_a_change_after_the_snapshot():
+    """Cells at migration_time (or the run's "now", a fixed time) say nothing of when the item was written: a row
+    deleted or a value changed stays a difference, even when that time is after the snapshot (QA: the validation's
+    own "now" made every cell "newer" and the run said OK over a damaged table)."""
+    before = TS - 1  # a snapshot before the spec's migration_time
+    gone = comparer(after_us=before).compare(b"o1", members(ORDER, LINE_A), None)
+    assert [(d.kind, d.after_snapshot) for d in gone.differences] == [("missing_row", False)] * 2
+    tampered = [Cell("o", b"total", TS, b"99"), *written(LINE_A), Cell("line", b"hat", TS + 5, b"3")]
+    result = comparer(after_us=before).compare(b"o1", members(ORDER, LINE_A), tampered)
+    assert [(d.kind, d.after_snapshot) for d in result.differences if d.kind != "different_attribute"] == [
+        ("different_value", False)]
+    no_time = SPEC.model_copy(update={"migration_time": None})  # cells at the run's "now"
+    row = compile_spec(no_time, now_ms=NOW // 1000).map_item(ORDER)
+    assert {c.timestamp_micros for c in row.cells} == {NOW}
+    unstamped = Comparer(no_time, now_us=NOW, key_names=("pk", "sk"), after_us=NOW - 1)  # a "now" after the snapshot
+    assert [(d.kind, d.after_snapshot) for d in unstamped.compare(b"o1", [(row, ORDER)], None).differences] == [
+        ("missing_row", False)]
 
 
 def test_a_damaged_cell_is_a_difference_not_a_crash():

@@ -116,3 +116,15 @@ def test_the_snapshot_of_a_run_folder_is_its_timeline_else_its_backfill(tmp_path
     assert snapshot_time(str(run_dir), spec) == (micros + 5_000_000, f"{run_dir}: its timeline applied every change "
                                                  f"up to {tl.us_to_iso(micros + 5_000_000)}")
     assert snapshot_time("2025-01-01T00:00:00Z", spec)[0] == tl.iso_to_us("2025-01-01T00:00:00Z")
+
+
+def test_rows_found_with_not_one_matching_cell_is_never_ok():
+    """Whatever excused the differences (a "now" other than the run's, say), a run that found rows and matched none
+    of their cells validated nothing: a problem, so exit 1, never "OK"."""
+    from ddb2bt.app.validate import reconcile
+
+    read = {"items_read": 3, "items_compared": 3}
+    nothing = reconcile({**read, "rows_found": 3, "cells_expected": 9, "cells_matched": 0}, read, read, sample=False)
+    assert len(nothing) == 1 and nothing[0].startswith("not one expected cell matched in the 3 rows found")
+    assert reconcile({**read, "rows_found": 3, "cells_expected": 9, "cells_matched": 1}, read, read, sample=False) == []
+    assert reconcile({**read, "rows_found": 0, "cells_expected": 9, "cells_matched": 0}, read, read, sample=False) == []
