@@ -138,8 +138,14 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     from apache_beam.io.filesystems import FileSystems
 
     from ..pipelines import checkpoint as ckpt
+    from ..pipelines.dead_letters import check_dead_letter_destination
     from ..pipelines.options import is_direct_runner
     from ..pipelines.target import describe_target
+
+    if options.resume and options.sample is not None:
+        raise UsageError("--resume and --sample do not go together: a --sample run is a trial run that keeps no "
+                         "checkpoint, so there is nothing of it to resume",
+                         "drop --sample to resume the run, or --resume for a trial run")
 
     spec = load_spec(spec, options)
     announce(where, f"migrate {runs.source_name(spec)} → {describe_target(spec.target)}")
@@ -184,6 +190,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     if not run_dir:
         run_dir = runs.latest_run(ckpt.spec_hash(spec))
     dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
+    if not dry_run:  # a flag's mistake is found before anything (a run folder, a checkpoint) is created
+        check_dead_letter_destination(dead_letter, resume=options.resume, create=False)
     extra = runs.before_run(spec, options, source, run_dir, scanning, total or 1, dry_run, pipeline_options)
     return PreparedRun(**extra,
         spec=spec, options=options, pipeline_options=pipeline_options, run_dir=run_dir, dead_letter=dead_letter,
@@ -246,12 +254,12 @@ def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int]
     now_ms = p.now_ms
     if not p.dry_run:
         probe_target(spec.target)  # a dead Bigtable fails here, in seconds
+        check_dead_letter_destination(p.dead_letter, resume=options.resume)  # before the checkpoint is made
         if p.scanning:
             checkpoint = ckpt.Checkpoint.start(p.run_dir, ckpt.spec_hash(spec), p.total_segments, spec.source.table,
                                                options.resume, now_ms=p.now_ms)
             completed = checkpoint.completed() if options.resume else frozenset()
             now_ms = checkpoint.now_ms or now_ms  # a resumed run keeps the first attempt's "now": no second versions
-        check_dead_letter_destination(p.dead_letter, resume=options.resume)
         ensure_table(spec.target, create=create_table)
     sample = None
     if options.sample is not None:  # a trial run: the first N items, no checkpoint

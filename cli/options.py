@@ -32,20 +32,13 @@ class OutputFormat(str, Enum):
 
 
 def check_output(path: Path | None, flag: str) -> None:
-    """Before any work, without creating anything: ``path`` can be written (its nearest existing folder takes a new
-    file, and ``path`` is not a folder); a UsageError naming ``flag`` if not."""
-    import tempfile
+    """Before any work, without creating anything: ``path`` can be written; a UsageError naming ``flag`` if not."""
+    from ..pipelines.dead_letters import check_writable
 
     if path is None:
         return
-    folder = path.absolute().parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
     try:
-        if path.is_dir():
-            raise IsADirectoryError(f"{path} is a folder")
-        with tempfile.TemporaryFile(dir=folder):  # a probe: access() says yes to root even where nothing can be made
-            pass
+        check_writable(str(path))
     except OSError as err:
         raise UsageError(f"{flag} {path} cannot be written ({err.strerror or err})",
                          f"choose a {flag} path this user can write") from None

@@ -120,13 +120,31 @@ def create_private(path: str) -> Any:
     return FileSystems.create(path)
 
 
-def check_dead_letter_destination(path: str, *, resume: bool = False) -> None:
+def check_writable(path: str) -> None:
+    """OSError unless the local file ``path`` can be written, creating nothing: it is no folder, and its nearest
+    existing folder takes a new file (a temporary probe: access() says yes to root where nothing can be made).
+    A remote path (gs://, s3://) passes: it is probed when the run starts."""
+    import tempfile
+
+    if "://" in path:
+        return
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a folder")
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder) and folder != os.path.dirname(folder):
+        folder = os.path.dirname(folder)
+    with tempfile.TemporaryFile(dir=folder):
+        pass
+
+
+def check_dead_letter_destination(path: str, *, resume: bool = False, create: bool = True) -> None:
     """Before a run: ``path`` is this run's own, and writable; :class:`DeadLetterDestinationError` if not.
 
     A new run refuses a path that already holds a dead-letter file or part files: the final file
     is joined from every part there, so another run's dead letters would be mixed in. A resumed run
     (``resume``) continues its own parts. Writability is tested by writing (and deleting) a probe
-    file where the parts go.
+    file where the parts go; with ``create`` False (while a run is prepared, when nothing may be created yet),
+    by :func:`check_writable` for a local path only.
     """
     import uuid
 
@@ -139,6 +157,13 @@ def check_dead_letter_destination(path: str, *, resume: bool = False) -> None:
             "choose a new --dead-letter path (or run folder), move the old file and its .parts folder away, "
             "or pass --resume to continue that run",
         )
+    if not create:
+        try:
+            check_writable(path)
+        except OSError as err:
+            raise DeadLetterDestinationError(f"dead letters cannot be written to {path}: {err.strerror or err}",
+                                             "choose a --dead-letter path this user can write") from None
+        return
     probe = FileSystems.join(parts_dir(path), f".probe-{uuid.uuid4().hex}")
     try:
         with create_private(probe) as handle:

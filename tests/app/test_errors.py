@@ -166,6 +166,21 @@ def test_resume_alone_without_an_earlier_run(bigtable_env, source, tmp_path, mon
     check(*invoke("migrate", source, "--resume"), 2, "no run of this spec under runs/")
 
 
+def test_a_bad_dead_letter_path_creates_no_run_folder(bigtable_env, source, tmp_path, monkeypatch):
+    """Refused before anything is made: no runs/<name>/checkpoint.json that a later --resume would pick up."""
+    monkeypatch.chdir(tmp_path)
+    check(*invoke("migrate", source, "--dead-letter", "/proc/nope/dl.jsonl"), 2, "--dead-letter")
+    assert not (tmp_path / "runs").exists()
+    check(*invoke("migrate", source, "--resume"), 2, "no run of this spec under runs/")
+
+
+def test_resume_refuses_sample(tmp_path):
+    """A --sample run keeps no checkpoint: nothing of it can be resumed (refused before the spec is even read)."""
+    code, stderr = invoke("migrate", tmp_path / "nope.yaml", "--resume", "--sample", "3")
+    assert code == 2 and stderr.splitlines() == [stderr.strip()], stderr
+    check(code, stderr, 2, "--resume and --sample do not go together")
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_unknown_option(command, tmp_path):
     check(*invoke(command, tmp_path / "nope.yaml", "--bogus-flag"), 2, "--bogus-flag")
