@@ -152,7 +152,7 @@ def _customer(item: dict) -> tuple[bytes, list[Cell]]:
     for tag in item.get("tags", {}).get("SS", ()):
         cells.append(("c", b"tag:" + tag.encode(), ts, b"\x00"))
     cells += map_cells("c", b"addr:", ts, item.get("address"), auto)
-    cells += list_cells("c", b"phones", ts, item.get("phones"), auto)
+    cells += list_cells("l", b"phones", ts, item.get("phones"), auto)
     if "marketing_opt_in" in item:
         cells.append(("c", b"optin", ts, boolean(item["marketing_opt_in"])))
     known = {"pk", "sk", "type", "created_at", "name", "email", "tier", "balance", "lifetime_value",
@@ -238,7 +238,7 @@ def _product(item: dict) -> tuple[bytes, list[Cell]]:
         cells.append(("p", b"image", ts, _raw(item["image"]["B"])))
     for thumb in item.get("thumbs", {}).get("BS", ()):
         cells.append(("p", b"thumb:" + _raw(thumb), ts, b"\x00"))
-    cells += list_cells("p", b"related", ts, item.get("related"), auto)
+    cells += list_cells("l", b"related", ts, item.get("related"), auto)
     known = {"pk", "sk", "type", "title", "description", "price", "stock", "rating", "categories", "dimensions",
              "specs", "image", "thumbs", "related"}
     for name, value in item.items():

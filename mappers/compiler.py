@@ -145,11 +145,15 @@ class _Column:
         elif layout is Layout.map:
             if tag != "M":
                 raise EncodingError(f"layout map needs M, got {tag}")
-            if not payload:  # an empty map is one cell at the bare prefix (map keys are never empty)
+            if not payload:  # an empty map is one cell at the bare prefix, with no value
                 out.append(_new_cell(Cell, (family, qualifier, timestamp_us, b"")))
             encode = self.encode
             for name, element in payload.items():
-                out.append(_new_cell(Cell, (family, qualifier + name.encode(), timestamp_us, encode(element))))
+                encoded = encode(element)
+                if not name and not encoded:  # the key "" is the bare prefix too: it needs a value to be told apart
+                    raise EncodingError(f"map key '' with a value that encodes to no bytes cannot be told from an "
+                                        f"empty map in layout map with encoding {self.spec.encoding.value}; use layout json")
+                out.append(_new_cell(Cell, (family, qualifier + name.encode(), timestamp_us, encoded)))
         else:  # list: one cell per element, one millisecond apart, so the order survives
             if tag != "L":
                 raise EncodingError(f"layout list needs L, got {tag}")

@@ -182,10 +182,14 @@ class _ColumnReader:
             return {self.set_type or "SS": [member.decode() for member in members]}
         if layout is Layout.map:
             size = len(self.qualifier)
-            return {"M": {c.qualifier[size:].decode(): decode(c.value, encoding) for c in cells if len(c.qualifier) > size}}
+            # the bare prefix with no value marks an empty map; with a value it is the key "" (see the compiler)
+            return {"M": {c.qualifier[size:].decode(): decode(c.value, encoding) for c in cells
+                          if len(c.qualifier) > size or c.value}}
         if layout is Layout.list:
             ordered = sorted(cells, key=lambda cell: cell.timestamp_micros)
-            if len(ordered) == 1 and ordered[0].value == b"":
+            # one empty cell is an empty list, but where elements may encode to b"" (utf8, bytes: the writer refuses
+            # empty lists there) it is [""] or [b""]
+            if len(ordered) == 1 and ordered[0].value == b"" and encoding not in (Encoding.utf8, Encoding.bytes):
                 return {"L": []}
             return {"L": [decode(cell.value, encoding) for cell in ordered]}
         if len(cells) != 1:
@@ -382,6 +386,11 @@ def _entity_losses(entity: EntitySpec, spec: MappingSpec) -> list[Loss]:
     for column in entity.columns:
         if column.layout is Layout.set and column.encoding not in SET_TYPES:
             lose(column.attribute, "layout set with encoding auto does not keep the set type (use utf8, decimal or bytes)")
+        policy = spec.target.families.get(column.family)
+        if column.layout is Layout.list and policy is not None and policy.max_versions is not None:
+            lose(column.attribute, f"layout list writes one cell version per element and family {column.family!r} "
+                                   f"keeps {policy.max_versions}: GC drops the first elements of longer lists "
+                                   "(use layout json, or raise max_versions and declare the loss)")
     found += _shared_families(entity, declared)
     return found
 

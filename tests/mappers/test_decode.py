@@ -196,3 +196,34 @@ def test_a_column_timestamp_whose_column_is_absent_keeps_its_time_as_a_cell():
     item = {"pk": {"S": "p"}, "at": {"S": "2024-01-01T00:00:00"}, "w": {"S": "y"}}
     row = compile_spec(spec, NOW_MS).map_item(item)
     assert compile_decoder(spec).decode_item("e", row.row_key, row.cells) == item
+
+
+def test_a_list_in_a_family_that_keeps_few_versions_is_a_loss_to_declare():
+    listed = {"row_key": "{pk}", "columns": [{"attribute": "l", "family": "f", "layout": "list"}]}
+    capped = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk"}, "target": {"table": "t", "families": {"f": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z", "entities": [{"name": "e", **listed}],
+    })  # fmt: skip
+    [(path, message)] = undeclared(capped)
+    assert path == ("entities", 0, "lossy") and "'l'" in message and "keeps 1" in message
+    assert undeclared(spec_with(listed)) == []  # no max_versions: every element stays
+
+
+@pytest.mark.parametrize("column, value", [
+    ({"layout": "list", "encoding": "utf8"}, {"L": [{"S": ""}]}),  # read back as [] before
+    ({"layout": "list", "encoding": "bytes"}, {"L": [{"B": b""}]}),
+    ({"layout": "map", "encoding": "ddb_json"}, {"M": {"": {"S": "x"}}}),  # the key "" read back as {} before
+    ({"layout": "map", "qualifier": "m:", "encoding": "auto"}, {"M": {"": {"N": "1"}, "a": {"S": "b"}}}),
+    ({"layout": "map"}, {"M": {}}),
+])
+def test_values_next_to_an_empty_marker_read_back_whole(column, value):
+    spec = spec_with({"row_key": "{pk}", "columns": [{"attribute": "v", "family": "f", **column}]})
+    item = {"pk": {"S": "p"}, "v": value}
+    row = compile_spec(spec, NOW_MS).map_item(item)
+    assert round_trip(compile_decoder(spec), item, "e", row.row_key, row.cells) == []
+
+
+def test_a_map_key_that_would_land_on_the_empty_map_marker_is_an_item_error():
+    spec = spec_with({"row_key": "{pk}", "columns": [{"attribute": "v", "family": "f", "layout": "map", "encoding": "utf8"}]})
+    result = compile_spec(spec, NOW_MS).map_item({"pk": {"S": "p"}, "v": {"M": {"": {"S": ""}}}})
+    assert isinstance(result, ItemError) and result.attribute == "v" and "layout json" in result.reason
