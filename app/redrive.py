@@ -121,6 +121,9 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     problems = unfinished(state) + reconcile(counters, loaded.unmatched)
     if counters["items_read"] != found.items:
         problems.append(f"{counters['items_read']} items read, but {letters} holds {found.items}")
+    if found.without_item:  # nothing to re-drive, and nothing resolved: the run they belong to is still short
+        problems.append(f"{len(found.without_item)} lines of {letters} hold no item (an export's count mismatch) and "
+                        "stay there unresolved: fix the source and migrate it again")
     return RedriveResult(letters, new_dir, dead_letter, describe_target(loaded.target), state, now, inherited is not None,
                          found.items_by_stage, found.without_item, counters, lines, tuple(problems), reasons)
 

@@ -125,7 +125,9 @@ def test_lines_without_an_item_are_reported_not_redriven(bigtable_env, invoke, t
     file.parent.mkdir()
     file.write_text(json.dumps(source) + "\n" + json.dumps(mapped) + "\n", encoding="utf-8")
     result = invoke("redrive", file, spec, "--run-dir", tmp_path / "new")  # a dead-letter file named directly
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # the item was written, but the count mismatch is not resolved
+    assert f"PROBLEM: 1 lines of {file} hold no item (an export's count mismatch) and stay there" in result.stdout
+    assert "redrive FAILED" in result.stdout and json.loads(file.read_text().splitlines()[0]) == source
     assert "1 lines hold no item and cannot be re-driven" in result.stderr
     assert "export count mismatch (file): data/a.json.gz" in result.stderr
     assert "read 1 items: 1 written" in result.stdout
