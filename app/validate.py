@@ -62,6 +62,9 @@ class PreparedValidation:
     differences (docs/VALIDATE.md, "Changes after the snapshot")."""
     snapshot: str = ""
     """Where ``after_us`` comes from, for the summary."""
+    now_unknown: bool = False
+    """Cells of the spec take the run's "now" (no migration_time), which this validation does not know (no run folder
+    to take it from): such cells show as differences."""
 
     @property
     def source(self) -> str:
@@ -193,12 +196,15 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
             from ..pipelines.dynamodb_scan import choose_total_segments
 
             total = choose_total_segments(source.size_bytes if source else 0)
+    from ..mappers.lints import uses_default_time
+
+    now_unknown = now_ms is None and spec.migration_time is None and any(map(uses_default_time, spec.entities))
     return PreparedValidation(
         spec=spec, options=options, pipeline_options=pipeline_options, run_dir=run_dir,
         target=describe_target(spec.target), runner=runner, direct=direct, dry_run=dry_run, scanning=scanning,
         total_segments=total or 1, repair=repair, target_scan=target_scan,
         now_ms=now_ms if now_ms is not None else int(time.time() * 1000), item_count=item_count,
-        decode_every=1 if decode_all else DECODE_EVERY, after_us=after_us, snapshot=snapshot)
+        decode_every=1 if decode_all else DECODE_EVERY, after_us=after_us, snapshot=snapshot, now_unknown=now_unknown)
 
 
 def execute(prepared: PreparedValidation) -> ValidateResult:

@@ -255,14 +255,15 @@ def lint_sizes(spec: MappingSpec, sample: Sample, ttl_attribute: str | None) -> 
             "into one cell (layout: json) or split it across rows.")  # fmt: skip
 
 
-def _uses_default_time(entity: EntitySpec) -> bool:
+def uses_default_time(entity: EntitySpec) -> bool:
+    """Whether some of the entity's cells take the default time (migration_time, else the run's "now")."""
     if entity.action != "map" or entity.ttl or entity.timestamp:
         return False
     return entity.rest is not None or any(column.timestamp is None for column in entity.columns)
 
 
 def lint_time_and_ttl(spec: MappingSpec, sample: Sample, ttl_attribute: str | None) -> Iterable[Lint]:
-    relying = [entity.name for entity in spec.entities if _uses_default_time(entity)]
+    relying = [entity.name for entity in spec.entities if uses_default_time(entity)]
     if spec.migration_time is None and relying:
         yield _lint("warning", "migration-time-unset", "migration_time",
             f"entities {', '.join(map(repr, relying))} write cells at the run's start time, so a re-run writes new "

@@ -79,9 +79,10 @@ def command(
         if not use_case.times_from_items(prepared.spec):
             _stderr("note: no cell of this spec takes its timestamp from its item, so a change after the snapshot "
                     "cannot be told apart and shows as a difference (see docs/VALIDATE.md)")
-    if prepared.spec.migration_time is None:
+    if prepared.now_unknown:
         _stderr("note: the spec sets no migration_time, so cells without a time of their own carry the run's time "
-                "and will show as differences; set migration_time before migrating to validate them.")
+                "and will show as differences; give the run folder (--as-of RUN_DIR), or set migration_time before "
+                "migrating.")
     with spinner() as step:
         step(f"comparing {prepared.source} with {prepared.spec.target.table}…")
         result = use_case.execute(prepared)

@@ -198,6 +198,7 @@ entities:
 
     check = invoke("validate", spec, "--as-of", migrated, "--run-dir", tmp_path / "v", "--format", "json", *endpoint)
     assert check.exit_code == 1, check.output
+    assert "sets no migration_time" not in check.stderr  # the run folder gave its "now": no such note
     result = json.loads(check.stdout)
     assert result["ok"] is False and result["problems"] == []
     assert result["counts"] == {"different_value": 1, "missing_row": 1, "different_attribute": 1}
