@@ -50,6 +50,7 @@ class PreparedRun:
     dry_run: bool
     scanning: bool
     total_segments: int
+    """Scan segments; for an export, its data files (the units a resumed run skips once stored)."""
     assumptions: tuple[str, ...] = ()
     """What a dry run assumed instead of asking a service (e.g. the segment count)."""
     now_ms: int = 0
@@ -69,6 +70,12 @@ class PreparedRun:
     def source(self) -> str:
         return runs.source_name(self.spec)
 
+    @property
+    def resumable(self) -> bool:
+        """The run keeps a checkpoint (its "now", the segments or export files stored): a scan or an export, not a
+        --sample. ``--resume`` continues it with the first attempt's "now", so rewritten cells replace themselves."""
+        return self.options.sample is None
+
 
 
 @dataclass
@@ -85,7 +92,7 @@ class MigrateResult:
     stages: tuple[str, ...] = ()
     staged_package: str | None = None
     segments_done: int | None = None
-    """Scan segments stored by the end of this attempt (all of them unless it was interrupted or failed)."""
+    """Scan segments (an export's data files) stored by the end of this attempt (all unless it ended early)."""
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)
     """Skipped and dead-lettered items by reason: ``{"skipped": {reason: n}, "dead_lettered": {reason: n}}``."""
     error: Ddb2btError | None = None
@@ -178,7 +185,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         if spec.source.export is not None:
             from ..pipelines.export_source import verify_export
 
-            verify_export(spec.source.export.path, pipeline_options)  # damaged files are found before writing
+            manifest = verify_export(spec.source.export.path, pipeline_options)  # damaged files: before writing
+            total = len(manifest.files)  # an export's data files are its resumable units
         if not run_dir:  # --resume alone: the latest run of this very spec
             run_dir = runs.latest_run(ckpt.spec_hash(spec))
         if scanning and total is None and options.resume:
@@ -192,7 +200,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
     if not dry_run:  # a flag's mistake is found before anything (a run folder, a checkpoint) is created
         check_dead_letter_destination(dead_letter, resume=options.resume, create=False)
-    extra = runs.before_run(spec, options, source, run_dir, scanning, total or 1, dry_run, pipeline_options)
+    extra = runs.before_run(spec, options, source, run_dir, options.sample is None, total or 1, dry_run,
+                            pipeline_options)
     return PreparedRun(**extra,
         spec=spec, options=options, pipeline_options=pipeline_options, run_dir=run_dir, dead_letter=dead_letter,
         target=describe_target(spec.target), runner=runner, direct=direct, dry_run=dry_run, scanning=scanning,
@@ -226,7 +235,7 @@ def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResul
             _keep_dead_letters(prepared.dead_letter)
             raise
         return runs.ended_early(prepared, MigrateResult(prepared, FAILED_STATE, error=failure), folder)
-    if prepared.scanning and not prepared.dry_run and result.finished:
+    if prepared.resumable and not prepared.dry_run and result.finished:
         result.segments_done = runs.segments_done(prepared.run_dir)
     return result
 
@@ -255,9 +264,9 @@ def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int]
     if not p.dry_run:
         probe_target(spec.target)  # a dead Bigtable fails here, in seconds
         check_dead_letter_destination(p.dead_letter, resume=options.resume)  # before the checkpoint is made
-        if p.scanning:
-            checkpoint = ckpt.Checkpoint.start(p.run_dir, ckpt.spec_hash(spec), p.total_segments, spec.source.table,
-                                               options.resume, now_ms=p.now_ms)
+        if p.resumable:  # a scan or an export: the run's "now" is stored, and what is done is marked
+            checkpoint = ckpt.Checkpoint.start(p.run_dir, ckpt.spec_hash(spec), p.total_segments, p.source,
+                                               options.resume, now_ms=p.now_ms, export=not p.scanning)
             completed = checkpoint.completed() if options.resume else frozenset()
             now_ms = checkpoint.now_ms or now_ms  # a resumed run keeps the first attempt's "now": no second versions
         ensure_table(spec.target, create=create_table)
@@ -276,7 +285,7 @@ def _run(p: PreparedRun, completed: frozenset[int], now_ms: int, sample: list[di
 
     spec, options = p.spec, p.options
     pipeline = beam.Pipeline(options=p.pipeline_options)
-    build_pipeline(pipeline, spec, dead_letter=p.dead_letter, run_dir=p.run_dir if p.scanning else None,
+    build_pipeline(pipeline, spec, dead_letter=p.dead_letter, run_dir=p.run_dir if p.resumable else None,
                    total_segments=p.total_segments, completed=completed, flow=options.flow_control(),
                    sample=sample, now_ms=now_ms, max_dead_letters=options.dead_letter_limit(),
                    segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),

@@ -47,9 +47,9 @@ def latest_run(spec_hash: str, root: str = RUNS_ROOT) -> str:
 
 
 def before_run(spec: MappingSpec, options: RunOptions, source: SourceDescription | None, run_dir: str,
-               scanning: bool, total_segments: int, dry_run: bool, pipeline_options: Any) -> dict[str, Any]:
+               resumable: bool, total_segments: int, dry_run: bool, pipeline_options: Any) -> dict[str, Any]:
     """The PreparedRun fields that say what the run will do: the target read (refused if migrate would refuse it),
-    the items to expect and the segments already stored. A dry run reads nothing."""
+    the items to expect and the segments (an export's data files) already stored. A dry run reads nothing."""
     from ..pipelines.bigtable_sink import mismatch_error
     from ..pipelines.checkpoint import Checkpoint, completed_segments, spec_hash
     from .target_diff import diff_target
@@ -57,27 +57,30 @@ def before_run(spec: MappingSpec, options: RunOptions, source: SourceDescription
     found = {"source_description": source, "found_run_dir": bool(options.resume and not options.run_dir)}
     if dry_run:
         return found
-    if scanning and options.resume:  # read-only with resume: nothing to resume, another spec, another segment count
-        Checkpoint.start(run_dir, spec_hash(spec), total_segments, str(spec.source.table), resume=True)
+    if resumable and options.resume:  # read-only with resume: nothing to resume, another spec, another segment count
+        Checkpoint.start(run_dir, spec_hash(spec), total_segments, source_name(spec), resume=True,
+                         export=spec.source.export is not None)
     diff = diff_target(spec.target, strict=True)  # a dead or refusing Bigtable fails here, in seconds
     if diff.blocking:
         raise mismatch_error(spec.target, diff.comparison)
-    done = len(completed_segments(run_dir)) if scanning and options.resume else 0
+    done = completed_segments(run_dir) if resumable and options.resume else frozenset()
     expected, basis = _expected_items(spec, options, source, total_segments, done, pipeline_options)
-    return {**found, "target_diff": diff, "expected_items": expected, "expected_from": basis, "segments_done": done}
+    return {**found, "target_diff": diff, "expected_items": expected, "expected_from": basis,
+            "segments_done": len(done)}
 
 
-def _expected_items(spec: MappingSpec, options: RunOptions, source: SourceDescription | None, total: int, done: int,
-                    pipeline_options: Any) -> tuple[int | None, str]:
+def _expected_items(spec: MappingSpec, options: RunOptions, source: SourceDescription | None, total: int,
+                    done: frozenset[int], pipeline_options: Any) -> tuple[int | None, str]:
     if options.sample is not None:
         return options.sample, "--sample"
     if spec.source.export is not None:
         from ..pipelines.export_source import read_manifest
 
-        return read_manifest(spec.source.export.path, pipeline_options).files_item_count, "the export's manifest"
+        files = read_manifest(spec.source.export.path, pipeline_options).files
+        return sum(f.item_count for number, f in enumerate(files) if number not in done), "the export's manifest"
     if source is None or not source.item_count:
         return None, ""
-    left = source.item_count * (total - done) // total
+    left = source.item_count * (total - len(done)) // total
     return left, "DescribeTable, refreshed about every six hours"
 
 
@@ -187,13 +190,14 @@ def ended_early(prepared: PreparedRun, result: MigrateResult, folder: str | None
     except Exception:  # noqa: BLE001 - the dead letters stay in their part files; resume joins them
         result.dead_letter_lines = 0
     stored = ""
-    if prepared.scanning:
+    if prepared.resumable:
         result.segments_done = segments_done(prepared.run_dir)
-        stored = f"{result.segments_done} of {prepared.total_segments} scan segments stored"
+        stored = (f"{result.segments_done} of {prepared.total_segments} "
+                  f"{'scan segments' if prepared.scanning else 'export data files'} stored")
     if result.error is not None:
         result.problems = [result.error.one_line()]
     elif stored:
         result.problems = [f"interrupted: {stored}"]
     else:
-        result.problems = ["interrupted before the end (no segments to resume: run it again)"]
+        result.problems = ["interrupted before the end (a --sample run keeps no checkpoint: run it again)"]
     return result

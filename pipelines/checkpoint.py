@@ -1,9 +1,12 @@
-"""Resumable scans: which segments of a run are completely migrated.
+"""Resumable runs: which segments of a scan (or data files of an export) are completely migrated.
 
 Layout inside a run directory (local, gs:// or s3://, through Beam's FileSystems)::
 
     checkpoint.json        {"spec_hash": ..., "total_segments": N, "table": ..., "now_ms": ...}   by the launcher
     segments/<n>.done      one empty marker per completed segment                  written by workers
+
+An export run keeps the same checkpoint: its data files are its segments, numbered by their place
+in the manifest (``total_segments`` is the file count, ``table`` the export's path).
 
 One file per segment rather than a shared list: workers on different machines mark segments
 concurrently, and object stores have no atomic read-modify-write. A marker is written only
@@ -74,8 +77,10 @@ class Checkpoint:
 
     @classmethod
     def start(cls, run_dir: str, spec_hash_: str, total_segments: int, table: str, resume: bool,
-              now_ms: int | None = None) -> Checkpoint:
+              now_ms: int | None = None, *, export: bool = False) -> Checkpoint:
         """Create the checkpoint of a new run (storing ``now_ms``), or check that a resumed run matches its own.
+
+        ``export``: the run reads an export, whose data files are the segments (for the error messages).
 
         A resumed run's checkpoint carries the ``now_ms`` stored by the first attempt, whatever is
         passed: build the pipeline with ``checkpoint.now_ms``.
@@ -100,6 +105,11 @@ class Checkpoint:
             raise ResumeError(
                 f"the spec changed since the run in {run_dir} started (what it maps or where it writes); segments "
                 "already written used the old spec. Resume with the original spec, or start a new run."
+            )
+        if saved["total_segments"] != total_segments and export:
+            raise ResumeError(
+                f"the run in {run_dir} read an export of {saved['total_segments']} data files; its manifest now lists "
+                f"{total_segments}: the export changed since the run started. Start a new run."
             )
         if saved["total_segments"] != total_segments:
             raise ResumeError(

@@ -30,7 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from .batches import BATCH_ITEMS, Batch
+from .batches import BATCH_ITEMS, Batch, SegmentDone
 from .metrics import NAMESPACE
 from ..mappers.errors import UsageError
 
@@ -269,12 +269,22 @@ def mismatch_record(kind: str, where: str, expected: int, actual: int) -> dict[s
 
 
 class _ReadExportFileFn(beam.DoFn):
-    def __init__(self) -> None:
+    """Reads one data file, given as ``(its number in the manifest, ExportFile)``, into item batches.
+
+    With ``mark_done`` the file's batches are followed by ``SegmentDone(number)`` in the same stream,
+    as a scan segment's are, so the run folder records the file once its rows are stored; only when
+    it held what its manifest line says: a file whose count differs is read again by ``--resume``
+    (its rows are rewritten identically), so its count mismatch is reported again and never lost.
+    """
+
+    def __init__(self, mark_done: bool = False) -> None:
+        self._mark_done = mark_done
         self._items = Metrics.counter(NAMESPACE, "items_read")
         self._files = Metrics.counter(NAMESPACE, "export_files_read")
         self._mismatches = Metrics.counter(NAMESPACE, "export_count_mismatch")
 
-    def process(self, data_file: ExportFile) -> Iterable[Any]:
+    def process(self, element: tuple[int, ExportFile]) -> Iterable[Any]:
+        number, data_file = element
         count = 0
         for batch in file_batches(_sized_file_items(data_file.path)):
             count += len(batch)
@@ -286,6 +296,8 @@ class _ReadExportFileFn(beam.DoFn):
             self._mismatches.inc()
             yield beam.pvalue.TaggedOutput("count_mismatch",
                                            mismatch_record("file", data_file.key, data_file.item_count, count))
+        elif self._mark_done:
+            yield SegmentDone(number)
 
 
 def _check_total(actual: int, expected: int, where: str) -> Iterable[dict[str, Any]]:
@@ -302,25 +314,35 @@ class ReadDynamoDBExport(beam.PTransform):
     The manifest is read when the transform is built (it is small, and a wrong path should fail
     before any worker starts); ``.manifest`` gives the expected counts to the pipeline's report.
     Each data file is one element after a Reshuffle, so files are read in parallel.
+
+    For a resumable run, data files play the part of scan segments, numbered by their place in the
+    manifest: ``mark_done`` follows each file's batches with its ``SegmentDone`` (see
+    :class:`_ReadExportFileFn`), and ``completed_files`` (from the run's checkpoint) are left out;
+    the export's total is then checked against what the files left to read should add up to.
     """
 
-    def __init__(self, path: str, manifest: ExportManifest | None = None) -> None:
+    def __init__(self, path: str, manifest: ExportManifest | None = None, *,
+                 completed_files: frozenset[int] | set[int] = frozenset(), mark_done: bool = False) -> None:
         super().__init__()
         self.manifest = manifest or read_manifest(path)
+        self._completed, self._mark_done = frozenset(completed_files), mark_done
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         manifest = self.manifest
+        files = [(number, f) for number, f in enumerate(manifest.files) if number not in self._completed]
+        done_items = sum(f.item_count for number, f in enumerate(manifest.files) if number in self._completed)
         read = (
             pbegin
-            | "Files" >> beam.Create(manifest.files)
+            | "Files" >> beam.Create(files)
             | "Spread" >> beam.Reshuffle()
-            | "Read" >> beam.ParDo(_ReadExportFileFn()).with_output_types(Batch).with_outputs(
+            | "Read" >> beam.ParDo(_ReadExportFileFn(self._mark_done)).with_output_types(Batch).with_outputs(
                 "file_counts", "count_mismatch", main="batches")
         )
         total = (
             read.file_counts
             | "Total" >> beam.CombineGlobally(sum)
-            | "CheckTotal" >> beam.FlatMap(_check_total, manifest.item_count, f"{manifest.export_dir}/{SUMMARY}")
+            | "CheckTotal" >> beam.FlatMap(_check_total, manifest.item_count - done_items,
+                                           f"{manifest.export_dir}/{SUMMARY}")
         )
         mismatches = (read.count_mismatch, total) | "Mismatches" >> beam.Flatten()
         return {"batches": read.batches, "count_mismatch": mismatches}

@@ -183,6 +183,8 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
                    max_dead_letters: DeadLetterLimit | None = None) -> None:
     """Add the migration to ``p``. ``sample`` (these items) or ``source`` (a transform giving item batches that it
     counts as read, e.g. a dead-letter file's) replaces the spec's source; neither has a checkpoint.
+    With ``run_dir`` the run marks what it stored there: scan segments, or an export's data files (numbered by
+    their place in the manifest); ``completed`` (segments or files) are not read again.
     ``progress_dir``: where the map and write steps keep live totals (see :mod:`.progress`)."""
     mismatches = None
     if source is not None:
@@ -197,7 +199,8 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
     elif spec.source.export is not None:
         from .export_source import ReadDynamoDBExport
 
-        read = p | "ReadExport" >> ReadDynamoDBExport(spec.source.export.path)
+        read = p | "ReadExport" >> ReadDynamoDBExport(spec.source.export.path, completed_files=completed,
+                                                      mark_done=run_dir is not None)
         items, mismatches = read["batches"], read["count_mismatch"]
     else:
         from .dynamodb_scan import ScanDynamoDB
@@ -209,7 +212,7 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
               .with_output_types(Batch))
     _ = (mapped | "WriteToBigtable" >> WriteToBigtable(spec.target, flow, progress_dir=progress_dir)
          | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir, max_dead_letters)))
-    if mismatches is not None:  # exports only, which have no segments to mark
+    if mismatches is not None:  # exports only; a file with a count mismatch is never marked done
         _ = (mismatches | "MismatchLetters" >> beam.Map(_mismatch_letter)
              | "PersistMismatches" >> beam.ParDo(_PersistFn(dead_letter, None)))
 

@@ -83,7 +83,7 @@ def command(
             typer.echo(line)
     if result.interrupted:
         raise Interrupted(result.problems[0], f"resume with: {result.resume_command(str(spec), extra)}"
-                          if prepared.scanning else "run it again")
+                          if prepared.resumable else "run it again")
     if result.error is not None:  # after the reconciliation: the one line, and how to go on
         report(result.error.exit_code, [failure_line(result, str(spec), extra)])
     if result.finished and not result.ok:
@@ -118,7 +118,7 @@ def _run_here(prepared: PreparedRun, spec_path: str, extra: tuple[str, ...], est
         segments=segments,
         stop=lambda: use_case.request_stop(prepared),
         expected=prepared.expected_items if prepared.expected_items is not None else estimated,
-        on_force_quit=quit_line if prepared.scanning else None,
+        on_force_quit=quit_line if prepared.resumable else None,
         worker_log=worker_log(prepared),
     ))
 
@@ -129,13 +129,16 @@ def summary(p: PreparedRun) -> list[str]:
     from ...mappers.units import human_duration, human_size
     from ..plan_text import target_lines
 
-    segments = f"; {p.total_segments} scan segment{'s' * (p.total_segments != 1)}" if p.scanning else ""
+    unit = "scan segment" if p.scanning else "export data file"
+    counted = p.scanning or (p.resumable and not p.dry_run)  # a dry run does not read an export's manifest
+    segments = f"; {p.total_segments} {unit}{'s' * (p.total_segments != 1)}" if counted else ""
     lines = [f"runner {p.runner}{' (dry run: nothing is read or written)' if p.dry_run else ''}; "
              f"run folder {p.run_dir}{segments}"]
     if p.found_run_dir:
         lines.append(f"resuming the latest run of this spec under runs/: {p.run_dir}")
-    if p.options.resume and p.scanning and not p.dry_run:
-        lines.append(f"resume: {p.segments_done} of {p.total_segments} segments already stored; the rest are read")
+    if p.options.resume and p.resumable and not p.dry_run:
+        lines.append(f"resume: {p.segments_done} of {p.total_segments} "
+                     f"{'segments' if p.scanning else 'export data files'} already stored; the rest are read")
     lines += [f"assumed: {assumption}" for assumption in p.assumptions]
     source = p.source_description
     if p.expected_items is not None:
@@ -182,19 +185,20 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
     unstored = c["items_read"] - c["rows_written"] - c["dead_lettered"] - c["skipped"]
     if early and unstored > 0:
         lines.append(f"{unstored} items read were not stored when the run ended ("
-                     + ("--resume reads their segments again)" if p.scanning else "run it again)"))
+                     + ("--resume reads them again)" if p.resumable else "run it again)"))
     lines += reason_lines(result.reasons)
     if p.scanning and not early and "scan_pages" in c:
         lines.append(f"scan: {c.get('scan_pages', 0)} pages, {c.get('consumed_rcu', 0)} RCU consumed, "
                      f"{c.get('scan_retries', 0)} retries, {c.get('throttled_pages', 0)} throttled pages")
     if result.segments_done is not None:
-        lines.append(f"segments: {result.segments_done} of {p.total_segments} stored")
+        lines.append(f"{'segments' if p.scanning else 'export data files'}: {result.segments_done} of "
+                     f"{p.total_segments} stored")
     lines.append(f"dead letters: {p.dead_letter} ({result.dead_letter_lines} lines; holds user data)")
     if early:  # the CLI ends with the one line that says why, and how to go on
         return lines
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append("run OK" if result.ok else "run FAILED")
-    if p.scanning:
+    if p.resumable:
         lines.append(f"run folder: {p.run_dir} (resume with: {result.resume_command(spec_path, extra)})")
     return lines
 
@@ -216,9 +220,9 @@ def failure_line(result: MigrateResult, spec_path: str, extra: tuple[str, ...] =
     line = result.error.one_line()
     if isinstance(result.error, UsageError):
         return line
-    if result.prepared.scanning:
+    if result.prepared.resumable:
         return f"{line}; resume with: {result.resume_command(spec_path, extra)}"
-    return f"{line}; run it again (a run without scan segments has nothing to resume)"
+    return f"{line}; run it again (a --sample run keeps no checkpoint)"
 
 
 def as_json(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -234,8 +238,8 @@ def as_json(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) 
         "error": None if result.error is None else {"kind": type(result.error).__name__,
                                                     "message": result.error.one_line(),
                                                     "exit_code": result.error.exit_code},
-        "segments": {"total": p.total_segments, "stored": result.segments_done} if p.scanning else None,
-        "resume_command": result.resume_command(spec_path, extra) if p.scanning else None,
+        "segments": {"total": p.total_segments, "stored": result.segments_done} if p.resumable else None,
+        "resume_command": result.resume_command(spec_path, extra) if p.resumable else None,
         "job_id": result.job_id, "console_url": result.console_url, "stages": list(result.stages),
         "staged_package": result.staged_package, "target_diff": p.target_diff.as_dict() if p.target_diff else None,
     }

@@ -203,3 +203,28 @@ def test_where_items_share_rows_the_cell_count_says_it_is_an_upper_bound(moto_se
     result = invoke("migrate", spec, "--yes", "--run-dir", tmp_path / "run")
     assert result.exit_code == 0, result.output
     assert "read 4 items: 4 written (at most 4 cells, " in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("sample", [None, 5])
+def test_a_failed_export_run_says_one_thing_to_do(tmp_path, sample):
+    """An export run keeps a checkpoint as a scan does: a dead dependency's line ends with the exact resume command
+    (it said "then resume the run (--resume); run it again (... nothing to resume)"); only a --sample run, which
+    keeps none, is to be run again."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from ddb2bt.app.migrate import MigrateResult, PreparedRun
+    from ddb2bt.app.options import RunOptions
+    from ddb2bt.cli.commands.migrate import failure_line
+    from ddb2bt.mappers.errors import ServiceError
+
+    prepared = PreparedRun(
+        spec=None, options=RunOptions(run_dir=str(tmp_path / "run"), sample=sample), pipeline_options=PipelineOptions(),
+        run_dir=str(tmp_path / "run"), dead_letter=str(tmp_path / "dl.jsonl"), target="emulator", runner="DirectRunner",
+        direct=True, dry_run=False, scanning=False, total_segments=8)
+    error = ServiceError("Bigtable stopped answering", "check that Bigtable is up, then resume the run (--resume)")
+    line = failure_line(MigrateResult(prepared, "FAILED", error=error), "spec.yaml", ("--yes",))
+    if sample is None:
+        resume = shlex.join(["ddb2bt", "migrate", "spec.yaml", "--resume", "--run-dir", str(tmp_path / "run"), "--yes"])
+        assert line.endswith(f"; resume with: {resume}") and "run it again" not in line, line
+    else:
+        assert line.endswith("; run it again (a --sample run keeps no checkpoint)"), line

@@ -19,6 +19,7 @@ from ddb2bt.pipelines.export_source import (
     ExportError,
     ReadDynamoDBExport,
     iter_export_items,
+    iter_file_items,
     read_manifest,
 )
 from tests.pipelines.export_fixtures import (
@@ -182,8 +183,33 @@ def test_a_data_file_is_read_in_batches_sized_for_beam(tmp_path):
 
     many = make_items(2 * BATCH_ITEMS + 500, padding=10)
     manifest = read_manifest(write_export(tmp_path, many, files=1))
-    out = list(_ReadExportFileFn().process(manifest.files[0]))
+    out = list(_ReadExportFileFn().process((0, manifest.files[0])))
     batches = [element for element in out if type(element) is Batch]
     assert [len(batch) for batch in batches] == [BATCH_ITEMS, BATCH_ITEMS, 500]
     assert all(batch.nbytes > 100 * len(batch) for batch in batches)  # the lines' bytes, not a guess
     assert sorted(map(fingerprint, (item for batch in batches for item in batch))) == sorted(map(fingerprint, many))
+
+
+def test_a_resumable_read_skips_stored_files_and_marks_only_files_that_hold_their_count(tmp_path, items):
+    """Data files are a resumable run's segments: stored ones are not read again (and the export's total is checked
+    against the files left), the others are followed by their SegmentDone; a file whose count differs from its
+    manifest line is never marked, so a resume reads it (and reports its mismatch) again."""
+    from ddb2bt.pipelines.batches import SegmentDone
+
+    export_dir = write_export(tmp_path, items, files=4)
+    entry = edit_json_lines(os.path.join(export_dir, "manifest-files.json"), 3)
+    entry = edit_json_lines(os.path.join(export_dir, "manifest-files.json"), 3, itemCount=entry["itemCount"] + 1)
+    files = read_manifest(export_dir).files
+    kept = [item for number, f in enumerate(files) if number != 0 for item in iter_file_items(f.path)]
+    mismatch = {"kind": "file", "file": entry["dataFileS3Key"], "expected": entry["itemCount"],
+                "actual": entry["itemCount"] - 1}
+
+    pipeline = beam.Pipeline(runner="DirectRunner")
+    out = pipeline | ReadDynamoDBExport(export_dir, completed_files={0}, mark_done=True)
+    assert_that(out["batches"] | beam.Filter(lambda batch: isinstance(batch, SegmentDone))
+                | beam.Map(lambda done: done.segment), equal_to([1, 2]), label="Marked")
+    assert_that(out["batches"] | beam.FlatMap(lambda batch: batch) | beam.Map(fingerprint),
+                exactly(kept), label="Items")
+    # the files left add up to the summary less the stored file: no total mismatch, only the file's own
+    assert_that(out["count_mismatch"], equal_to([mismatch]), label="Mismatches")
+    pipeline.run().wait_until_finish()

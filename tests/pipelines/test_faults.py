@@ -30,11 +30,13 @@ from ddb2bt.pipelines import local_servers
 from ddb2bt.pipelines.bigtable_sink import WriteToBigtable, ensure_table
 from ddb2bt.pipelines.dead_letters import TooManyDeadLetters
 from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, put_items
+from ddb2bt.pipelines.export_source import iter_export_items, read_manifest
 from ddb2bt.pipelines.dynamodb_scan import RetryPolicy, ScanFailedError, scan_client, scan_pages, scan_segment
 from ddb2bt.pipelines.loopback_proxy import HttpFaultProxy, serving
 from ddb2bt.pipelines.pipeline import build_pipeline, query_counters
 
 from .cells import expected_cells, read_cells
+from .export_fixtures import make_items, write_export
 
 DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
 KILL_ITEMS, KILL_SEGMENTS = 12_000, 10
@@ -125,6 +127,43 @@ def test_kill_9_at_40_percent_then_resume_rereads_only_unfinished_segments(
     # migration_time, at the first attempt's "now", which the checkpoint keeps)
     now_ms = None if migration_time else json.loads((run_dir / ckpt.CHECKPOINT_FILE).read_text())["now_ms"]
     assert read_cells(spec.target) == expected_cells(spec, items, now_ms=now_ms)
+
+
+EXPORT_FILES = 12
+
+
+@pytest.mark.slow
+def test_kill_9_of_an_export_run_then_resume_rereads_only_unfinished_files_at_the_first_now(bigtable_env, tmp_path):
+    """An export run keeps a checkpoint too: its "now" (no migration_time here, so every cell's timestamp) and its
+    data files stored. The resumed table is what one uninterrupted run writes, one version per cell."""
+    export_dir = write_export(tmp_path / "export", make_items(6_000, padding=300), files=EXPORT_FILES)
+    items = list(iter_export_items(export_dir))
+    spec = MappingSpec.model_validate({
+        "source": {"partition_key": "pk", "sort_key": "sk", "export": {"path": export_dir}},
+        "target": {"table": f"e{uuid.uuid4().hex[:12]}", "families": {"r": {}, "t": {"max_versions": 1}, "a": {}}},
+        "entities": [{"name": "all", "row_key": {"template": "{pk}#{sk|sortable_number}", "on_delimiter": "escape"},
+                      "columns": [{"attribute": "tags", "family": "t", "layout": "set", "encoding": "utf8"},
+                                  {"attribute": "address", "family": "a", "layout": "map", "encoding": "ddb_json"}],
+                      "rest": {"family": "r", "encoding": "ddb_json"}}],
+    })
+    spec_file, run_dir = tmp_path / "spec.yaml", tmp_path / "run"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    done = kill_when_done(migrate(spec_file, run_dir, env=env), run_dir, segments=3)
+    assert 3 <= len(done) < EXPORT_FILES
+    first_now = json.loads((run_dir / ckpt.CHECKPOINT_FILE).read_text())["now_ms"]
+    assert first_now
+
+    resumed = migrate(spec_file, run_dir, "--resume", env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert f"resume: {len(done)} of {EXPORT_FILES} export data files already stored" in output, output
+    left_over = sum(f.item_count for number, f in enumerate(read_manifest(export_dir).files) if number not in done)
+    assert int(re.search(r"read (\d+) items", output)[1]) == left_over < len(items)  # only the files not stored
+    assert ckpt.completed_segments(str(run_dir)) == set(range(EXPORT_FILES))
+    assert json.loads((run_dir / ckpt.CHECKPOINT_FILE).read_text())["now_ms"] == first_now
+    assert read_cells(spec.target) == expected_cells(spec, items, now_ms=first_now)
 
 
 @pytest.mark.slow
@@ -455,7 +494,7 @@ def test_a_small_run_over_the_limit_is_not_ok(bigtable_env, small_source, tmp_pa
     stopped = run_migration(spec, RunOptions(run_dir=str(tmp_path / "c"), max_dead_letters="299"))
     error = stopped.error
     assert stopped.state == "FAILED" and not stopped.ok and stopped.problems == [error.one_line()]
-    assert isinstance(error, TooManyDeadLetters) and isinstance(error, UsageError), error
+    assert isinstance(error, TooManyDeadLetters) and not isinstance(error, UsageError), error  # the run had started
     assert "300 items were dead-lettered, more than --max-dead-letters 299 allows" in str(error)
     assert stopped.counters["items_read"] == stopped.counters["dead_lettered"] == len(items)  # the live totals
     assert stopped.reasons["dead_lettered"] == {"cannot map (entity thing, attribute price)": len(items)}
@@ -464,7 +503,7 @@ def test_a_small_run_over_the_limit_is_not_ok(bigtable_env, small_source, tmp_pa
 
     shown = as_json(stopped, "spec.yaml")
     assert shown["state"] == "FAILED" and not shown["ok"] and shown["counters"]["dead_lettered"] == len(items)
-    assert shown["error"] == {"kind": "TooManyDeadLetters", "message": error.one_line(), "exit_code": 2}
+    assert shown["error"] == {"kind": "TooManyDeadLetters", "message": error.one_line(), "exit_code": 1}
     assert shown["dead_lettered_by_reason"] == {"cannot map (entity thing, attribute price)": len(items)}
     text = render(stopped, "spec.yaml")
     assert text[0] == f"read {len(items)} items so far: 0 written (0 cells, 0 bytes), {len(items)} dead-lettered, 0 skipped"

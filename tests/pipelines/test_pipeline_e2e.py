@@ -187,10 +187,12 @@ def test_export_source_and_sample(bigtable_env, unique_name, tmp_path):
     assert result.ok, result.problems
     assert result.counters["items_read"] == len(items)
     assert read_cells(spec.target) == expected_cells(spec, items)
-    assert not os.path.exists(tmp_path / "run" / "checkpoint.json")  # exports have no segments to resume
+    assert ckpt.completed_segments(str(tmp_path / "run")) == {0, 1, 2}  # an export's data files, each stored
+    assert result.segments_done == 3
 
     sample = migrate(spec, RunOptions(run_dir=str(tmp_path / "sample"), sample=5))
     assert sample.ok and sample.counters["items_read"] == 5
+    assert not os.path.exists(tmp_path / "sample" / "checkpoint.json")  # a trial run keeps no checkpoint
 
 
 def test_export_count_mismatch_fails_the_run(bigtable_env, unique_name, tmp_path):
