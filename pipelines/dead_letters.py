@@ -22,7 +22,7 @@ from collections import Counter
 from typing import Any, NamedTuple
 
 from ..mappers.attrvalue import to_export_json
-from ..mappers.errors import UsageError
+from ..mappers.errors import Ddb2btError, UsageError
 from ..mappers.limits import DeadLetterLimit
 
 STAGES = ("source", "map", "write")
@@ -61,8 +61,10 @@ class ItemsMapped(NamedTuple):
     items: int
 
 
-class TooManyDeadLetters(UsageError):
-    """More items were dead-lettered than ``--max-dead-letters`` allows: the spec (or the data) needs fixing first."""
+class TooManyDeadLetters(Ddb2btError):
+    """More items were dead-lettered than ``--max-dead-letters`` allows: the spec (or the data) needs fixing first.
+
+    Exit 1, not 2: the run started (and wrote what it could) before it stopped; exit 2 says nothing started."""
 
 
 class DeadLetterGate:

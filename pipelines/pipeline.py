@@ -139,29 +139,38 @@ class _PersistFn(beam.DoFn):
 
     def setup(self) -> None:
         self._gate = DeadLetterGate(self._limit, self._path, self._run_dir)  # counts this worker's whole share
+        self._stopping = False
 
     def start_bundle(self) -> None:
         self._lines: list[str] = []
 
     def process(self, element: Any) -> None:
         if isinstance(element, ItemsMapped):
-            stop = self._gate.mapped(element.items)
+            if self._gate.mapped(element.items) or self._stopping:
+                self._stop()
         elif isinstance(element, SegmentDone):
+            if self._stopping:
+                self._stop()  # never marked done: the segment holds dead letters past the limit
             self._flush()
             if self._run_dir is not None:
                 ckpt.mark_segment_done(self._run_dir, element.segment)
-            return
         else:
             self._lines.append(element.to_json())
-            stop = element.item is not None and self._gate.letter(element)
             if element.item is not None:
                 self._dead.inc()
-        if stop:  # the dead letters so far are kept; the run ends with TooManyDeadLetters (a UsageError)
-            self._flush()
-            raise self._gate.error()
+                # a count passed: the run stops after the rest of this batch's dead letters, which the live totals
+                # have counted already, so that every dead letter counted is in the file
+                self._stopping = self._gate.letter(element) or self._stopping
 
     def finish_bundle(self) -> None:
+        if self._stopping:
+            self._stop()
         self._flush()
+
+    def _stop(self) -> None:
+        """The dead letters so far are kept; the run ends with TooManyDeadLetters (exit 1, reconciled)."""
+        self._flush()
+        raise self._gate.error()
 
     def _flush(self) -> None:
         if self._lines:

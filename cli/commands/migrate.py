@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from ...app.options import RunOptions
-from ...mappers.errors import Interrupted, UsageError
+from ...mappers.errors import Interrupted, ServiceError, UsageError
 from ..errors import report
 from ..options import OutputFormat, run_options
 
@@ -193,7 +193,10 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
     if result.segments_done is not None:
         lines.append(f"{'segments' if p.scanning else 'export data files'}: {result.segments_done} of "
                      f"{p.total_segments} stored")
-    lines.append(f"dead letters: {p.dead_letter} ({result.dead_letter_lines} lines; holds user data)")
+    unwritten = c["dead_lettered"] - result.dead_letter_lines if early else 0
+    lines.append(f"dead letters: {p.dead_letter} ({result.dead_letter_lines} lines; "
+                 + (f"{unwritten} more dead-lettered items were not written before the run stopped: running it "
+                    "again reads them again; " if unwritten > 0 else "") + "holds user data)")
     if early:  # the CLI ends with the one line that says why, and how to go on
         return lines
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
@@ -215,10 +218,10 @@ def reason_lines(reasons: dict[str, dict[str, int]]) -> list[str]:
 
 def failure_line(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -> str:
     """What ended a failed run, on one line, with how to go on: the exact resume command after a dependency failed;
-    a usage error (too many dead letters, a broken export) says itself what to fix first."""
+    any other error (too many dead letters, a broken export) says itself what to fix first."""
     assert result.error is not None
     line = result.error.one_line()
-    if isinstance(result.error, UsageError):
+    if not isinstance(result.error, ServiceError):
         return line
     if result.prepared.resumable:
         return f"{line}; resume with: {result.resume_command(spec_path, extra)}"

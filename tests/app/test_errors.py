@@ -174,6 +174,24 @@ def test_a_bad_dead_letter_path_creates_no_run_folder(bigtable_env, source, tmp_
     check(*invoke("migrate", source, "--resume"), 2, "no run of this spec under runs/")
 
 
+def test_a_run_stopped_by_its_dead_letter_limit_keeps_every_dead_letter_it_counted(bigtable_env, moto_server,
+                                                                                    unique_name, tmp_path):
+    """7 items in one batch, none mappable (a '#' in a key part), --max-dead-letters 2: the 3rd passes the limit, the
+    run stops after its batch; the summary, the file and the error line agree, and the exit is 1 (the run started)."""
+    client = make_client(ClientSettings(endpoint_url=moto_server.endpoint))
+    create_table(client, unique_name, "pk")
+    put_items(client, unique_name, [{"pk": {"S": f"a#{i}"}, "v": {"S": "x"}} for i in range(7)])
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(table=unique_name, endpoint=moto_server.endpoint).replace('"{pk}"', '"{pk}#{v}"'))
+    result = CliRunner().invoke(app, ["migrate", str(spec), "--yes", "--run-dir", str(tmp_path / "run"),
+                                      "--max-dead-letters", "2"])
+    check(result.exit_code, result.stderr, 1, "migration stopped: 7 items were dead-lettered, more than "
+          "--max-dead-letters 2 allows")
+    assert "7 dead-lettered" in result.stdout and "(7 lines; holds user data)" in result.stdout, result.stdout
+    assert len((tmp_path / "run" / "dead_letters.jsonl").read_text().splitlines()) == 7
+    assert "resume with:" not in result.stderr  # the error says itself how to go on, once
+
+
 def test_resume_refuses_sample(tmp_path):
     """A --sample run keeps no checkpoint: nothing of it can be resumed (refused before the spec is even read)."""
     code, stderr = invoke("migrate", tmp_path / "nope.yaml", "--resume", "--sample", "3")
