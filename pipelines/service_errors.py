@@ -86,7 +86,9 @@ def _google(error: BaseException) -> Ddb2btError | None:
         return ServiceError("no Google credentials found", GOOGLE_CREDENTIALS_HINT)
     if api is None:
         return None
-    message = _first_line(getattr(error, "message", None) or str(error))
+    # google-cloud-bigtable's timeout text lacks a space: "operation_timeoutof 10.0s exceeded"
+    message = re.sub(r"\boperation_timeout(?=of )", "operation_timeout ",
+                     _first_line(getattr(error, "message", None) or str(error)))
     if isinstance(error, api.NotFound):
         return UsageError(f"Bigtable: {message}", "check --project, --instance and target.table")
     if isinstance(error, (api.PermissionDenied, api.Unauthenticated)):
