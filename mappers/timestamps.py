@@ -8,6 +8,7 @@ letter naming the attribute), never a cell that Bigtable refuses later.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
@@ -72,11 +73,22 @@ def timestamp_text(micros: int, fmt: str, dynamodb_type: str) -> str:
     return moment.isoformat(timespec="milliseconds" if micros % 1_000_000 else "seconds")
 
 
+# Texts that read back as themselves, told by their shape (the common case, per item): UTC ISO-8601 to the second or
+# to a millisecond other than .000, and epoch digits without a leading zero in an explicit unit (whole ms in us).
+_CANONICAL_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(?!000)\d{3})?")
+_CANONICAL_EPOCH = re.compile(r"[1-9]\d*")
+
+
 def reads_back(value: dict, fmt: str) -> bool:
     """Whether a timestamp attribute's value (S or N, already known to parse) is exactly what its cell timestamp
     reads back as; where it is not, the compiler keeps the value itself too (a rest cell) or the item fails."""
     dynamodb_type = "N" if "N" in value else "S"
     text = key_text(value)
+    if fmt in _EPOCH_SCALE:
+        if _CANONICAL_EPOCH.fullmatch(text) and (fmt != "epoch_us" or text.endswith("000")):  # Bigtable keeps ms
+            return True
+    elif dynamodb_type == "S" and _CANONICAL_ISO.fullmatch(text):
+        return True
     return timestamp_text(parse_timestamp(text, fmt), fmt, dynamodb_type) == text
 
 
