@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
+from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 from datetime import timedelta
 
@@ -34,6 +35,19 @@ def _compile_condition(attribute: str, condition) -> Callable[[Item], bool]:
         expected = condition.equals
         if isinstance(expected, bool):
             checks.append(lambda value: value == {"BOOL": expected})
+        elif isinstance(expected, Decimal):  # a number: N values only, compared as exact decimals (30 == 30.0)
+            number = expected
+
+            def equals_number(value: dict) -> bool:
+                text = value.get("N")
+                if text is None or len(value) != 1:
+                    return False
+                try:
+                    return Decimal(text) == number
+                except (InvalidOperation, TypeError):
+                    return False
+
+            checks.append(equals_number)
         else:
             wanted = str(expected)
 
@@ -522,7 +536,7 @@ def _dispatch_table(spec: MappingSpec, entities: tuple[_Entity, ...]) -> tuple[s
         if len(entity_spec.match) != 1:
             return None
         ((attribute, condition),) = entity_spec.match.items()
-        if (condition.equals is None or isinstance(condition.equals, bool) or condition.prefix is not None
+        if (not isinstance(condition.equals, str) or condition.prefix is not None
                 or condition.regex is not None or condition.exists is not None):
             return None
         attributes.add(attribute)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
+from decimal import Decimal
 from typing import Any, NamedTuple
 
 from .attrvalue import AttributeValueError, binary, key_text, kind_of, number_text
@@ -205,7 +206,8 @@ class EntityDecoder:
         self.rest = spec.rest
         self.ignore = set(spec.drop) | set(spec.lossy)
         self.fixed = {
-            name: typed(str(condition.equals), types.get(name, "S"))
+            name: {"N": canonical_text(condition.equals)} if isinstance(condition.equals, Decimal)
+            else typed(str(condition.equals), types.get(name, "S"))
             for name, condition in spec.match.items()
             if condition.equals is not None and not isinstance(condition.equals, bool)
         }

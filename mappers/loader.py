@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -103,6 +104,32 @@ class _SpecLoader(yaml.SafeLoader):
         return self._measured[node]
 
 
+_BASE60_PRECISION = 200
+"""Digits kept when adding up a base-60 float: more than a spec number may have (38), so nothing is rounded unseen."""
+
+
+def _exact_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Decimal:
+    """A YAML float as the exact Decimal of its text: PyYAML's float would read 30.0000000000000000000000000001 as 30.
+
+    YAML 1.1 floats also come as `1_000.5`, `.inf`, `-.Inf`, `.nan` and base 60 (`1:30.5`); a spec number that is
+    not finite is refused later, where the field that holds it is known.
+    """
+    text = str(loader.construct_scalar(node)).replace("_", "").lower()
+    sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text.removeprefix("+"))
+    if digits in (".inf", ".nan"):
+        return Decimal(sign + digits[1:])
+    if ":" not in digits:
+        return Decimal(sign + digits)  # from the text: no arithmetic, so no rounding to a context's precision
+    value = Decimal(0)
+    with localcontext(prec=_BASE60_PRECISION):
+        for part in digits.split(":"):  # base 60: 1:30.5 is 90.5
+            value = value * 60 + Decimal(part)
+    return value.copy_negate() if sign else value
+
+
+_SpecLoader.add_constructor("tag:yaml.org,2002:float", _exact_float)
+
+
 def _too_deep(line: int) -> SpecError:
     return SpecError(f"nested more than {MAX_DEPTH} levels deep; a spec needs far fewer", line=line)
 
@@ -179,7 +206,7 @@ def _parse_json(text: str, file: str | None) -> tuple[Any, dict[Path_, int]]:
         return out
 
     try:
-        data = json.loads(text, object_pairs_hook=unique_keys)
+        data = json.loads(text, object_pairs_hook=unique_keys, parse_float=Decimal, parse_constant=Decimal)  # never a float
     except json.JSONDecodeError as err:
         raise SpecError(f"not valid JSON: {err.msg} (column {err.colno})", file, line=err.lineno) from None
     try:

@@ -27,9 +27,9 @@ def _allow_shorthands(defs: dict) -> None:
     for name in ("Template", "RowKeySpec"):
         defs[name] = {"anyOf": [{"type": "string", "description": "Shorthand for {template: ...}."}, defs[name]]}
     match = defs["EntitySpec"]["properties"]["match"]
-    match["additionalProperties"] = {
-        "anyOf": [{"$ref": "#/$defs/Condition"}, {"type": ["string", "integer", "boolean"], "description": "Shorthand for {equals: ...}."}]
-    }
+    values = [alternative for alternative in defs["Condition"]["properties"]["equals"]["anyOf"] if alternative != {"type": "null"}]
+    shorthand = {"anyOf": values, "description": "Shorthand for {equals: ...}."}
+    match["additionalProperties"] = {"anyOf": [shorthand, {"$ref": "#/$defs/Condition"}]}
 
 
 def json_schema_text() -> str:

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
+from decimal import Decimal
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, PlainValidator, ValidationError,
+    ValidatorFunctionWrapHandler, WithJsonSchema, WrapValidator, field_validator, model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from .limits import SCAN_SEGMENTS_MAX
+from .numbers import DecimalError, parse_number
 from .templates import parse_template
 from .units import parse_duration
 
@@ -29,12 +35,25 @@ def _parse_duration(value: Any) -> Any:
 Duration = Annotated[timedelta, BeforeValidator(_parse_duration)]
 
 
+def _time(value: Any, handler: ValidatorFunctionWrapHandler) -> datetime:
+    """A time, or one error saying how to write one (pydantic's own reads "input is too short" for `1e400`)."""
+    try:
+        return handler(value)
+    except ValidationError:
+        shown = repr(value) if isinstance(value, str) else str(value)
+        raise ValueError(f"{shown} is not a time: write an ISO-8601 time such as '2024-01-01T00:00:00Z' "
+                         "(UTC when no offset is given)") from None  # fmt: skip
+
+
 def _cell_time(value: datetime) -> datetime:
     """A time cells are written at: UTC (when no offset is given), and not before 1970."""
     value = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
     if value < datetime(1970, 1, 1, tzinfo=timezone.utc):
         raise ValueError(f"{value.isoformat()} is before 1970; Bigtable cell timestamps cannot be negative")
     return value
+
+
+CellTime = Annotated[datetime, WrapValidator(_time)]
 
 
 class StrictModel(BaseModel):
@@ -146,14 +165,65 @@ class TargetSpec(StrictModel):
 # --------------------------------------------------------------------------- entities
 
 
-Scalar = str | int | bool
+def _spec_number(value: Any) -> Any:
+    """A number written in the spec as the exact Decimal DynamoDB would hold; strings and booleans pass unchanged.
+
+    The loader reads YAML and JSON numbers as Decimals built from their text, so none went through float;
+    a float (a spec built in Python, or read back by a JSON reader) counts as its shortest exact text.
+    `{N: "..."}` (DynamoDB JSON) is accepted too: it is how a number no float holds is written to JSON.
+    """
+    if isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, dict) and set(value) == {"N"} and isinstance(value["N"], str):
+        text = value["N"]
+    elif isinstance(value, (int, Decimal)):
+        text = str(value)
+    elif isinstance(value, float):
+        text = repr(value)
+    else:
+        return value  # not a number: the union reports what is accepted
+    try:
+        return parse_number(text)
+    except DecimalError as err:
+        raise ValueError(f"{err}; a DynamoDB number is finite, with at most 38 significant digits "
+                         "and a magnitude from 1e-130 to below 1e126") from None  # fmt: skip
+
+
+def _number_json(number: Decimal) -> int | float | dict[str, str]:
+    """A spec number in JSON: a JSON number when readers (which read floats) get it back exactly, else `{N: text}`."""
+    exponent = number.as_tuple().exponent
+    if isinstance(exponent, int) and exponent >= 0:  # an integer as written (30, not 30.0): a JSON integer
+        return int(number)
+    as_float = float(number)
+    return as_float if Decimal(repr(as_float)) == number else {"N": str(number)}
+
+
+def _exact_decimal(value: Any) -> Decimal:
+    """The Decimal `_spec_number` made, as it is (pydantic's own Decimal rounds to 28 digits)."""
+    if not isinstance(value, Decimal):
+        raise PydanticCustomError("decimal_type", "Input should be a number")
+    return value
+
+
+SpecNumber = Annotated[
+    Decimal,
+    PlainValidator(_exact_decimal),
+    PlainSerializer(_number_json, when_used="json"),
+    WithJsonSchema({"anyOf": [
+        {"type": "number"},
+        {"type": "object", "properties": {"N": {"type": "string"}}, "required": ["N"], "additionalProperties": False},
+    ]}),
+]
+"""An exact DynamoDB number (never a float): YAML `30.0000000000000000000000000001` stays what it says."""
+Scalar = Annotated[str | SpecNumber | bool, BeforeValidator(_spec_number)]
 
 
 class Condition(StrictModel):
     """Conditions on one attribute; all that are set must hold."""
 
     equals: Scalar | None = None
-    """The attribute equals this value (numbers compare as exact decimals)."""
+    """The attribute equals this value: a string, true/false, or a number, which matches N values as an exact decimal
+    (30 matches 30.0; `{N: "..."}` writes a number in DynamoDB JSON)."""
     prefix: str | None = None
     """The attribute's text starts with this."""
     regex: str | None = None
@@ -181,9 +251,11 @@ class Condition(StrictModel):
 
 
 def _condition_shorthand(value: Any) -> Any:
-    """`type: order` is short for `type: {equals: order}`."""
+    """`type: order` is short for `type: {equals: order}` (and `price: {N: "1.5"}` for `price: {equals: {N: "1.5"}}`)."""
     if isinstance(value, dict):
-        return {attr: cond if isinstance(cond, dict) else {"equals": cond} for attr, cond in value.items()}
+        return {
+            attr: cond if isinstance(cond, dict) and set(cond) != {"N"} else {"equals": cond} for attr, cond in value.items()
+        }
     return value
 
 
@@ -232,7 +304,7 @@ class TimestampSpec(StrictModel):
     """An attribute holding ISO-8601 text or an epoch number."""
     template: str | None = None
     """A template, e.g. a reverse timestamp in the sort key: `{sk|part(1)|reverse_timestamp(9999999999)}`."""
-    fixed: datetime | None = None
+    fixed: CellTime | None = None
     """One fixed time for every cell."""
     format: TimestampFormat = "auto"
     """How to read the value: auto (ISO-8601 text, or an epoch number whose size tells s/ms/us) or one of the others."""
@@ -386,7 +458,7 @@ class MappingSpec(StrictModel):
     """Spec format version."""
     source: SourceSpec
     target: TargetSpec
-    migration_time: datetime | None = None
+    migration_time: CellTime | None = None
     """Timestamp for cells with no other timestamp source. Set it so that re-runs write identical cells."""
     unmatched: Literal["dead_letter", "skip", "fail"] = "dead_letter"
     """Items no entity matches: dead-letter (default), skip (counted) or fail the run."""

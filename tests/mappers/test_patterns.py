@@ -1,6 +1,7 @@
 """BRIEF §5 patterns and the item-level rules: versioning, time series, write sharding,
 multi-tenancy, TTL, collections, salting, delimiter handling, and errors that dead-letter one item."""
 
+import json
 import zlib
 
 import pytest
@@ -8,8 +9,9 @@ import yaml
 
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.render import unescape_delimiter
-from ddb2bt.mappers.loader import validate_data
+from ddb2bt.mappers.loader import parse_document, validate_data
 from ddb2bt.mappers.results import ItemError, MappedRow, Skipped
+from ddb2bt.mappers.spec import MappingSpec
 from tests.golden import group_cells, micros
 
 NOW_MS = micros("2024-06-01T00:00:00") // 1000
@@ -310,3 +312,31 @@ entities:
 """
     row = compiled(spec).map_item({"pk": N("12345678901234567890123456789012345678"), "v": S("x")})
     assert isinstance(row, MappedRow) and row.row_key == b"2167" + b"12345678901234567890123456789012345678"
+
+
+def test_numbers_in_conditions_are_the_exact_decimals_written():
+    """The spec loader reads 30.0000000000000000000000000001 as written (YAML's float made it 30) and a number matches
+    N values as an exact decimal, so 30.0 matches N 30 and an S '30' matches no number."""
+    text = """
+source: {table: T, partition_key: pk, sort_key: sk}
+target: {table: t, families: {f: {}}}
+migration_time: "2024-01-01T00:00:00Z"
+entities:
+  - {name: exact, match: {price: 30.0000000000000000000000000001}, row_key: "{pk}", rest: {family: f}}
+  - {name: thirty, match: {price: 30.0}, row_key: "{pk}", rest: {family: f}}
+"""
+    data, lines = parse_document(text)
+    spec = validate_data(data, None, lines)
+    mapper = compile_spec(spec, now_ms=NOW_MS)
+
+    def entity(price):
+        found = mapper.entity_for({"pk": S("k"), "price": price})
+        return found.name if found else None
+
+    assert entity(N("30.0000000000000000000000000001")) == "exact"
+    assert [entity(N("30")), entity(N("30.00")), entity(N("3E+1"))] == ["thirty"] * 3
+    assert [entity(N("30.0000000000000000000000000002")), entity(S("30")), entity(S("30.0"))] == [None] * 3
+    # Beam workers and checkpoints carry the spec as JSON: a number no float holds is written as DynamoDB JSON
+    dumped = spec.model_dump(mode="json", by_alias=True)
+    assert [e["match"]["price"]["equals"] for e in dumped["entities"]] == [{"N": "30.0000000000000000000000000001"}, 30.0]
+    assert MappingSpec.model_validate(json.loads(json.dumps(dumped))) == spec

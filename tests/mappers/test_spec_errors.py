@@ -133,12 +133,41 @@ CANNOT_WORK = [
      ":12: entities[0].timestamp.fixed: 1969-07-20T20:17:00+00:00 is before 1970; Bigtable cell timestamps cannot be negative"),
     ("migration_time before 1970", BASE + "migration_time: '1960-01-01T00:00:00'\n",
      ":14: migration_time: 1960-01-01T00:00:00+00:00 is before 1970"),
+    ("migration_time that is no time", BASE + "migration_time: 1e400\n",
+     ":14: migration_time: '1e400' is not a time: write an ISO-8601 time such as '2024-01-01T00:00:00Z'"),
+    ("migration_time a float cannot hold", BASE + "migration_time: 1.0e+400\n",
+     ":14: migration_time: 1.0E+400 is not a time: write an ISO-8601 time"),
+    ("number of more than 38 digits", BASE.replace("    row_key", "    match: {n: 1.000000000000000000000000000000000000001}\n    row_key"),
+     ":11: entities[0].match.n.equals: '1.000000000000000000000000000000000000001' has more than 38 significant digits; "
+     "a DynamoDB number is finite, with at most 38 significant digits"),
+    ("number beyond DynamoDB's range", BASE.replace("    row_key", "    match: {n: {equals: -1.5e+126}}\n    row_key"),
+     ":11: entities[0].match.n.equals: '-1.5E+126' is outside DynamoDB's number range"),
 ]
 
 
 @pytest.mark.parametrize("text, message", [case[1:] for case in CANNOT_WORK], ids=[case[0] for case in CANNOT_WORK])
 def test_spec_that_cannot_work_is_an_error(tmp_path, text, message):
     test_bad_spec_message(tmp_path, text, message)
+
+
+def test_spec_numbers_are_exact_in_yaml_and_json(tmp_path):
+    """Numbers are read from their text, never through float (which makes 30.0000000000000000000000000001 30)."""
+    import json
+    from decimal import Decimal
+
+    import yaml
+
+    text = BASE.replace("    row_key", "    match: {n: 30.0000000000000000000000000001, m: -1_000.5, o: 1:30.5}\n    row_key")
+    data = yaml.safe_load(text)
+    data["entities"][0]["match"] = {"n": "@N@"}
+    exact = {"n": Decimal("30.0000000000000000000000000001"), "m": Decimal("-1000.5"), "o": Decimal("90.5")}
+    for path, content in [(tmp_path / "spec.yaml", text),
+                          (tmp_path / "spec.json", json.dumps(data).replace('"@N@"', "30.0000000000000000000000000001"))]:
+        path.write_text(content)
+        match = load_spec(path).entities[0].match
+        assert {name: condition.equals for name, condition in match.items()} == {
+            name: exact[name] for name in match
+        }, path
 
 
 @pytest.mark.parametrize("table", ["t", "_t", "9", "a.b-c_d", "t" * 50])
