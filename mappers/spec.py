@@ -24,11 +24,20 @@ from .numbers import DecimalError, parse_number
 from .templates import parse_template
 from .units import parse_duration
 
+INT32_MAX = 2**31 - 1
+"""Largest value of a protobuf int32 field (Bigtable's GC max_num_versions)."""
+MAX_AGE_LIMIT = timedelta(days=3_652_500)
+"""Longest max_age: a protobuf Duration holds at most 10,000 years (315,576,000,000 seconds)."""
+
+
 def _parse_duration(value: Any) -> Any:
-    if isinstance(value, str) and not value.startswith("P"):  # "P30D": ISO 8601, as model_dump(mode="json") writes
-        return parse_duration(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return timedelta(seconds=value)
+    try:
+        if isinstance(value, str) and not value.startswith("P"):  # "P30D": ISO 8601, as model_dump(mode="json") writes
+            return parse_duration(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return timedelta(seconds=value)
+    except OverflowError:  # more days than a timedelta holds
+        raise ValueError(f"{value!r} is longer than Bigtable allows (at most {MAX_AGE_LIMIT.days}d, 10,000 years)") from None
     return value
 
 
@@ -93,7 +102,7 @@ class SourceSpec(StrictModel):
     """Parallel scan segments; chosen from the table size (about one per GiB) when omitted."""
     read_budget: Annotated[float, Field(gt=0, le=1)] = 0.5
     """Fraction of the table's read capacity the scan may consume."""
-    on_demand_rcu: Annotated[int, Field(ge=1)] = 4000
+    on_demand_rcu: Annotated[int, Field(ge=1, le=INT32_MAX)] = 4000
     """Read capacity units assumed for on-demand tables, which publish none."""
 
     @model_validator(mode="after")
@@ -109,7 +118,7 @@ class SourceSpec(StrictModel):
 class GcPolicy(StrictModel):
     """A column family's garbage-collection policy; nothing set means keep every version."""
 
-    max_versions: Annotated[int, Field(ge=1)] | None = None
+    max_versions: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
     """Keep at most this many cells per column."""
     max_age: Duration | None = None
     """Drop cells whose timestamp is older than this ('30d', '12h', ...)."""
@@ -121,6 +130,8 @@ class GcPolicy(StrictModel):
     def _max_age_in_ms(cls, value: timedelta | None) -> timedelta | None:
         if value is not None and (value.total_seconds() <= 0 or value % timedelta(milliseconds=1)):
             raise ValueError("max_age must be a positive whole number of milliseconds")
+        if value is not None and value > MAX_AGE_LIMIT:
+            raise ValueError(f"max_age is longer than Bigtable allows (at most {MAX_AGE_LIMIT.days}d, 10,000 years)")
         return value
 
 

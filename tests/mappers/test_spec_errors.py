@@ -142,6 +142,15 @@ CANNOT_WORK = [
      "a DynamoDB number is finite, with at most 38 significant digits"),
     ("number beyond DynamoDB's range", BASE.replace("    row_key", "    match: {n: {equals: -1.5e+126}}\n    row_key"),
      ":11: entities[0].match.n.equals: '-1.5E+126' is outside DynamoDB's number range"),
+    # Bigtable's GC rules are protobuf int32 and Duration fields: a value beyond them used to fail only in migrate
+    ("max_versions beyond int32", BASE.replace("{max_versions: 1}", "{max_versions: 3000000000}"),
+     ":8: target.families.f.max_versions: Input should be less than or equal to 2147483647"),
+    ("max_age beyond a protobuf Duration", BASE.replace("{max_versions: 1}", "{max_age: 3652501d}"),
+     ":8: target.families.f.max_age: max_age is longer than Bigtable allows (at most 3652500d, 10,000 years)"),
+    ("max_age beyond a timedelta", BASE.replace("{max_versions: 1}", "{max_age: 99999999999999999999}"),
+     ":8: target.families.f.max_age: 99999999999999999999 is longer than Bigtable allows"),
+    ("on_demand_rcu beyond int32", BASE.replace("  sort_key: sk\n", f"  sort_key: sk\n  on_demand_rcu: {10**40}\n"),
+     ":5: source.on_demand_rcu: Input should be less than or equal to 2147483647"),
 ]
 
 
