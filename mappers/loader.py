@@ -252,6 +252,36 @@ def _message(error: Any, path: Path_) -> str:
     return message.removeprefix("Value error, ")
 
 
+_EXPECTED = {
+    "string_type": "a string", "decimal_type": "a number", "int_type": "an integer", "int_parsing": "an integer",
+    "float_type": "a number", "float_parsing": "a number", "bool_type": "true/false", "bool_parsing": "true/false",
+    "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping", "list_type": "a list",
+}  # fmt: skip
+"""What a value of each pydantic type error's type would have been."""
+
+
+def _union_message(errors: list[Any]) -> str:
+    """One message for the errors pydantic gives at one field, one per member of a union the value is none of.
+
+    A member that took the value's type but refused the value says why; otherwise the message lists what the field
+    accepts (`expected a string, a number or true/false, got a list`).
+    """
+    for error in errors:
+        if error["type"] not in _EXPECTED:
+            return str(error["msg"]).removeprefix("Value error, ")
+    kinds = list(dict.fromkeys(_EXPECTED[error["type"]] for error in errors))
+    listed = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} or {kinds[-1]}"
+    return f"expected {listed}, got {_shown(errors[0].get('input'))}"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return "nothing" if value is None else repr(value)
+
+
 def _keys_allowed(path: Path_) -> set[str]:
     """The keys the spec's JSON Schema allows in the mapping at ``path`` (every alternative of a union)."""
     from .schema import json_schema
@@ -290,11 +320,16 @@ def validate_data(data: Any, file: str | None = None, lines: dict[Path_, int] | 
     try:
         spec = MappingSpec.model_validate(data)
     except ValidationError as err:
-        errors = []
+        by_path: dict[Path_, list[Any]] = {}
         for error in err.errors():
             # pydantic appends union-member and validator names to loc; keep the real field path.
             path = tuple(part for part in error["loc"] if isinstance(part, int) or not _is_internal(part))
-            errors.append(SpecError(_message(error, path), file, format_path(path), _line_for(path, lines)))
+            by_path.setdefault(path, []).append(error)
+        errors = [
+            SpecError(_message(group[0], path) if len(group) == 1 else _union_message(group), file, format_path(path),
+                      _line_for(path, lines))
+            for path, group in by_path.items()
+        ]  # fmt: skip
         raise (errors[0] if len(errors) == 1 else SpecErrors(errors)) from None
     problems = check_spec(spec)
     if problems:

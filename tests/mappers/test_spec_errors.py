@@ -159,6 +159,18 @@ def test_spec_that_cannot_work_is_an_error(tmp_path, text, message):
     test_bad_spec_message(tmp_path, text, message)
 
 
+@pytest.mark.parametrize("value, message", [
+    (".nan", "entities[0].match.n.equals: 'NaN' is not a finite number; a DynamoDB number is finite"),
+    ("-.inf", "entities[0].match.n.equals: '-Infinity' is not a finite number"),
+    ("[1, 2]", "entities[0].match.n.equals: expected a string, a number or true/false, got a list"),
+    ("{equals: {a: 1}}", "entities[0].match.n.equals: expected a string, a number or true/false, got a mapping"),
+])
+def test_a_value_of_no_accepted_type_is_one_line(tmp_path, value, message):
+    """A union field (equals: string, number or boolean) gave one line per member; now one line says what it takes."""
+    rendered = refusal(tmp_path / "spec.yaml", BASE.replace("    row_key", f"    match: {{n: {value}}}\n    row_key"))
+    assert f":11: {message}" in rendered
+
+
 def test_spec_numbers_are_exact_in_yaml_and_json(tmp_path):
     """Numbers are read from their text, never through float (which makes 30.0000000000000000000000000001 30)."""
     import json
