@@ -55,6 +55,8 @@ class RedriveResult:
     problems: tuple[str, ...] = ()
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)
     """Items skipped and dead-lettered, by reason (pipelines.metrics.by_reason), as migrate has them."""
+    migration_time: str | None = None
+    """The spec's migration_time (ISO 8601): cells without a time of their own carry it, not any run's "now"."""
 
     @property
     def ok(self) -> bool:
@@ -125,7 +127,8 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
         problems.append(f"{len(found.without_item)} lines of {letters} hold no item (an export's count mismatch) and "
                         "stay there unresolved: fix the source and migrate it again")
     return RedriveResult(letters, new_dir, dead_letter, describe_target(loaded.target), state, now, inherited is not None,
-                         found.items_by_stage, found.without_item, counters, lines, tuple(problems), reasons)
+                         found.items_by_stage, found.without_item, counters, lines, tuple(problems), reasons,
+                         loaded.migration_time.isoformat() if loaded.migration_time else None)
 
 
 def _read_text(path: str) -> str | None:

@@ -60,7 +60,9 @@ def notes(result: Any) -> list[str]:
         lines.append(f"{len(result.not_redriven)} lines hold no item and cannot be re-driven (fix the source and migrate "
                      "again):")
         lines += [f"  {reason}" for reason in result.not_redriven]
-    if result.inherited_now:
+    if result.migration_time:
+        lines.append(f"cells without a time of their own carry the spec's migration_time ({result.migration_time})")
+    elif result.inherited_now:
         lines.append(f"cells without a time of their own carry the original run's time ({result.now_ms} ms)")
     return lines
 

@@ -114,6 +114,13 @@ def test_redrive_writes_what_the_fixed_spec_maps_and_keeps_only_what_still_fails
     assert not any("/" in name for name in data["counters"])  # reasons apart, not as counter names
     assert list(data["reasons"]["dead_lettered"].values()) == [1]
 
+    # a spec with a migration_time: cells take it, and the note says so rather than the original run's time
+    timed = write_spec(tmp_path / "v3.json", {**json.loads(v2.read_text()), "migration_time": "2024-01-01T00:00:00Z"})
+    third = invoke("redrive", redrive_dir, timed, "--run-dir", tmp_path / "redrive3")
+    assert third.exit_code == 0, third.output
+    assert "carry the spec's migration_time (2024-01-01T00:00:00+00:00)" in third.stderr
+    assert "original run's time" not in third.stderr
+
 
 def test_lines_without_an_item_are_reported_not_redriven(bigtable_env, invoke, tmp_path, unique_name):
     spec = write_spec(tmp_path / "spec.json", spec_data(unique_name, "http://127.0.0.1:1", fixed=True))
