@@ -51,3 +51,16 @@ def test_readme_dataflow_command_dry_run_is_offline(tmp_path, monkeypatch):
     assert "would stage: sdist of" in result.stdout
     assert "assumed: 1 scan segment" in result.stderr
     assert not (tmp_path / "runs").exists() and not (tmp_path / "gs:").exists()  # nothing written
+
+
+def test_readme_tour_never_writes_over_a_file_it_wrote():
+    """`init`/`infer` refuse an existing -o without --force: the tour's commands, run in order, each write a new file."""
+    text = (ROOT / "README.md").read_text()
+    tour = re.search(r"## A tour of the CLI\n+```bash\n(.*?)```", text, re.S)
+    assert tour is not None
+    written = []
+    for line in tour.group(1).splitlines():
+        words = shlex.split(line.split("#")[0])
+        if words[:2] in (["ddb2bt", "init"], ["ddb2bt", "infer"]) and "-o" in words and "--force" not in words:
+            written.append(words[words.index("-o") + 1])
+    assert len(written) >= 2 and len(set(written)) == len(written), written
