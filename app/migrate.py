@@ -124,13 +124,17 @@ class MigrateResult:
         """Interrupted, or failed with an error: the counters are what was done so far, not a reconciliation."""
         return self.state in (INTERRUPTED_STATE, FAILED_STATE)
 
-    def resume_command(self, spec_path: str | None = None, extra: tuple[str, ...] = ()) -> str:
-        """The command that continues this run: the same options, ``--resume --run-dir`` (and ``extra``)."""
+    def resume_command(self, spec_path: str | None = None, extra: tuple[str, ...] = (), *,
+                       accept_dead_letters: bool = False) -> str:
+        """The command that continues this run: the same options, ``--resume --run-dir`` (and ``extra``);
+        ``accept_dead_letters``: with ``--max-dead-letters 100%`` instead of the limit that stopped it."""
         import shlex
 
-        args = [a for a in self.prepared.options.as_args(without=("resume", "run_dir", "sample"))]
+        dropped = ("resume", "run_dir", "sample") + (("max_dead_letters",) if accept_dead_letters else ())
+        args = self.prepared.options.as_args(without=dropped)
+        accept = ["--max-dead-letters", "100%"] if accept_dead_letters else []
         return shlex.join(["ddb2bt", "migrate", spec_path or "SPEC", *args, "--resume", "--run-dir",
-                           self.prepared.run_dir, *extra])
+                           self.prepared.run_dir, *extra, *accept])
 
 
 def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *,
@@ -199,6 +203,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         run_dir = runs.latest_run(ckpt.spec_hash(spec))
     dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
     if not dry_run:  # a flag's mistake is found before anything (a run folder, a checkpoint) is created
+        if options.sample is None and not options.resume:
+            ckpt.Checkpoint.refuse_taken(run_dir)  # said first: the dead letters there are that run's
         check_dead_letter_destination(dead_letter, resume=options.resume, create=False)
     extra = runs.before_run(spec, options, source, run_dir, options.sample is None, total or 1, dry_run,
                             pipeline_options)

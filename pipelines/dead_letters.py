@@ -91,13 +91,13 @@ class DeadLetterGate:
     def error(self) -> TooManyDeadLetters:
         assert self.limit is not None
         reason, times = self.reasons.most_common(1)[0] if self.reasons else ("?", 0)
-        resume = (f"`ddb2bt migrate SPEC --resume --run-dir {self.run_dir} --max-dead-letters 100%`"
-                  if self.run_dir else "a run with a higher --max-dead-letters")
+        accept = ("resume with --max-dead-letters 100%" if self.run_dir
+                  else "run again with a higher --max-dead-letters")  # the CLI follows with the exact command
         return TooManyDeadLetters(
             f"migration stopped: {self.limit.describe(self.dead, self.items)} (counted by one worker); most often "
             f"({times}x) {reason}; the dead letters so far are in {self.path}",
             f"fix the spec or the data (`ddb2bt migrate-plan` shows the cause) and run again, or accept these items "
-            f"as dead letters: {resume}",
+            f"as dead letters: {accept}",
         )
 
 

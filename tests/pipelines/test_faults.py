@@ -464,7 +464,10 @@ def test_a_run_that_dead_letters_everything_stops_early_and_keeps_its_dead_lette
     output = migrate(spec_file, run_dir, env=env).communicate(timeout=300)[0]
     error = output.strip().splitlines()[-1]
     assert error.startswith("error: migration stopped:") and "more than --max-dead-letters 10% allows" in error, output
-    assert "required attribute is missing" in error and "--resume" in error and "--max-dead-letters 100%" in error
+    assert "required attribute is missing" in error
+    accept = shlex.join(["ddb2bt", "migrate", str(spec_file), "--resume", "--run-dir", str(run_dir), "--yes",
+                         "--max-dead-letters", "100%"])
+    assert error.endswith(f"resume with --max-dead-letters 100%: {accept}"), error  # the exact command, not SPEC
     assert "Traceback" not in output and "[while running" not in error, output  # one line, not Beam's log
     letters = (run_dir / "dead_letters.jsonl").read_text().splitlines()
     dead, read = map(int, re.search(r"stopped: (\d+) of (\d+) items read", error).groups())
