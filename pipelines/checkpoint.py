@@ -76,6 +76,16 @@ class Checkpoint:
     """The run's "now" in ms: reuse it for every attempt (None only for checkpoints from before it was stored)."""
 
     @classmethod
+    def refuse_taken(cls, run_dir: str) -> None:
+        """ResumeError when ``run_dir`` already holds a run (a new run must not start there); reads only."""
+        from apache_beam.io.filesystems import FileSystems
+
+        if FileSystems.exists(_join(run_dir, CHECKPOINT_FILE)):
+            raise ResumeError(
+                f"{run_dir} already holds a migration run; pass --resume to continue it or choose another run directory."
+            )
+
+    @classmethod
     def start(cls, run_dir: str, spec_hash_: str, total_segments: int, table: str, resume: bool,
               now_ms: int | None = None, *, export: bool = False) -> Checkpoint:
         """Create the checkpoint of a new run (storing ``now_ms``), or check that a resumed run matches its own.
@@ -90,10 +100,7 @@ class Checkpoint:
         path = _join(run_dir, CHECKPOINT_FILE)
         exists = FileSystems.exists(path)
         if not resume:
-            if exists:
-                raise ResumeError(
-                    f"{run_dir} already holds a migration run; pass --resume to continue it or choose another run directory."
-                )
+            cls.refuse_taken(run_dir)
             _write(path, json.dumps({"spec_hash": spec_hash_, "total_segments": total_segments, "table": table,
                                      "now_ms": now_ms}, indent=2).encode())
             return cls(run_dir, spec_hash_, total_segments, table, now_ms)
