@@ -10,6 +10,7 @@ only builds the job: nothing remote is touched.
 from __future__ import annotations
 
 import importlib.util
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -205,6 +206,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     if not dry_run:  # a flag's mistake is found before anything (a run folder, a checkpoint) is created
         if options.sample is None and not options.resume:
             ckpt.Checkpoint.refuse_taken(run_dir)  # said first: the dead letters there are that run's
+        _check_run_dir(run_dir)
         check_dead_letter_destination(dead_letter, resume=options.resume, create=False)
     extra = runs.before_run(spec, options, source, run_dir, options.sample is None, total or 1, dry_run,
                             pipeline_options)
@@ -214,6 +216,17 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         total_segments=total or 1, assumptions=tuple(assumptions),
         now_ms=now_ms if now_ms is not None else int(time.time() * 1000),
     )
+
+
+def _check_run_dir(run_dir: str) -> None:
+    """A local run folder that cannot be made or written is refused naming --run-dir (its dead letters go there too)."""
+    from ..pipelines.dead_letters import check_writable
+
+    try:
+        check_writable(os.path.join(run_dir, "checkpoint.json"))
+    except OSError as err:
+        raise UsageError(f"--run-dir {run_dir} cannot be written ({err.strerror or err})",
+                         "choose a --run-dir this user can write") from None
 
 
 def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResult:

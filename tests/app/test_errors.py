@@ -174,6 +174,7 @@ def test_a_bad_dead_letter_path_creates_no_run_folder(bigtable_env, source, tmp_
     check(*invoke("migrate", source, "--dead-letter", "/proc/nope/dl.jsonl"), 2, "--dead-letter")
     assert not (tmp_path / "runs").exists()
     check(*invoke("migrate", source, "--resume"), 2, "no run of this spec under runs/")
+    check(*invoke("migrate", source, "--run-dir", "/proc/nope/run"), 2, "--run-dir /proc/nope/run cannot be written")
 
 
 def test_a_run_stopped_by_its_dead_letter_limit_keeps_every_dead_letter_it_counted(bigtable_env, moto_server,
