@@ -57,6 +57,7 @@ def main(
         logging.getLogger("google.cloud.bigtable.data._metrics").setLevel(logging.CRITICAL)
         # Beam logs a failed step's traceback at ERROR before it re-raises the error, which is then shown as one line.
         logging.getLogger("apache_beam").setLevel(logging.CRITICAL)
+        ctx.call_on_close(sparse_warnings())  # undone when the command ends (tests invoke many in one process)
     if debug:
         import logging
 
@@ -65,6 +66,46 @@ def main(
         logging.getLogger("ddb2bt").setLevel(logging.DEBUG)
         for handler in logging.getLogger().handlers:
             handler.addFilter(_redact_record)
+
+
+class _Sparse:
+    """A logging filter: one line per kind of warning (logger and message template) every ``seconds``, so a dead
+    source retried by ten scan segments reads as a few lines while it lasts, not dozens."""
+
+    def __init__(self, seconds: float = 30.0) -> None:
+        self.seconds, self.last = seconds, {}  # type: ignore[var-annotated]
+
+    def filter(self, record: Any) -> bool:
+        import time
+
+        now, key = time.monotonic(), (record.name, record.msg)
+        if now - self.last.get(key, float("-inf")) < self.seconds:
+            return False
+        self.last[key] = now
+        return True
+
+
+def sparse_warnings(seconds: float = 30.0) -> Any:
+    """Our loggers' warnings as `warning: …` lines on stderr, sparse and with URL credentials masked (not through the
+    root logger, whose format another library may have set); returns the function that undoes it."""
+    import logging
+    import sys
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    handler.addFilter(_Sparse(seconds))
+    handler.addFilter(_redact_record)
+    logger = logging.getLogger("ddb2bt")
+    saved = logger.level, logger.propagate
+    logger.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    logger.propagate = False
+
+    def undo() -> None:
+        logger.removeHandler(handler)
+        logger.level, logger.propagate = saved
+
+    return undo
 
 
 def _redact_record(record: Any) -> bool:

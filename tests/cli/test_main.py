@@ -97,3 +97,23 @@ def test_classify(error, code, text):
 
 def test_unknown_errors_are_not_classified():
     assert classify(ZeroDivisionError("x")) is None
+
+
+def test_our_warnings_are_sparse_one_line_each_and_undone(capsys):
+    """A dead source retried by ten segments logged 37 raw `WARNING:ddb2bt.pipelines.dynamodb_scan:` lines before its
+    one error line; the CLI shows one `warning:` line per kind every 30 s, credentials masked."""
+    import logging
+
+    from ddb2bt.cli.main import sparse_warnings
+
+    log = logging.getLogger("ddb2bt.pipelines.dynamodb_scan")
+    undo = sparse_warnings()
+    try:
+        for segment in range(10):
+            log.warning("scan %s segment %d: %s; retry", "t", segment, "http://u:SECRET@127.0.0.1:1 refused")
+        logging.getLogger("ddb2bt.other").warning("another kind")
+    finally:
+        undo()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["warning: scan t segment 0: http://u:***@127.0.0.1:1 refused; retry", "warning: another kind"]
+    assert logging.getLogger("ddb2bt").propagate and not logging.getLogger("ddb2bt").handlers
