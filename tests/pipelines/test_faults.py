@@ -512,7 +512,9 @@ def test_a_small_run_over_the_limit_is_not_ok(bigtable_env, small_source, tmp_pa
     assert text[0] == f"read {len(items)} items so far: 0 written (0 cells, 0 bytes), {len(items)} dead-lettered, 0 skipped"
     assert f"dead-lettered {len(items)}: {len(items)} cannot map (entity thing, attribute price)" in text
     assert not any(line.startswith(("PROBLEM", "run OK", "run FAILED")) for line in text)  # the error line ends it
-    assert failure_line(stopped, "spec.yaml") == error.one_line()  # a usage error says itself what to do
+    accept = f"ddb2bt migrate spec.yaml --resume --run-dir {tmp_path / 'c'} --max-dead-letters 100%"
+    assert stopped.resume_command("spec.yaml", accept_dead_letters=True) == accept  # in place of 299, not beside it
+    assert failure_line(stopped, "spec.yaml") == f"{error.one_line()}: {accept}"  # what to do, the exact command
     assert len((tmp_path / "c" / "dead_letters.jsonl").read_text().splitlines()) == len(items)  # joined after the stop
 
 
