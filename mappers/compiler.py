@@ -303,7 +303,9 @@ class _Entity:
                     timestamp_us = entity_us
                 start = len(cells)
                 column.emit(item, value, timestamp_us + version_us, cells)
-            except (EncodingError, AttributeValueError, TimestampError) as err:
+            except TimestampError as err:  # the attribute the time was read from, where there is one
+                raise ItemFailure(str(err), err.attribute or column.attribute) from None
+            except (EncodingError, AttributeValueError) as err:
                 raise ItemFailure(str(err), column.attribute) from None
             if spans is not None:
                 spans.append((column, start, len(cells)))
@@ -592,7 +594,9 @@ class CompiledSpec:
             return entity.map(item)
         except ItemFailure as failure:
             return ItemError(failure.reason, entity.name if entity else None, failure.attribute)
-        except (EncodingError, TimestampError, LimitError, AttributeValueError) as err:
+        except TimestampError as err:
+            return ItemError(str(err), entity.name if entity else None, err.attribute)
+        except (EncodingError, LimitError, AttributeValueError) as err:
             return ItemError(str(err), entity.name if entity else None)
         except Exception as err:  # noqa: BLE001 - one odd item must never kill a batch; it is dead-lettered
             return ItemError(f"unexpected {type(err).__name__}: {err}", entity.name if entity else None)

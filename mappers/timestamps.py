@@ -21,7 +21,11 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class TimestampError(ValueError):
-    """A value that is not a usable cell timestamp."""
+    """A value that is not a usable cell timestamp; ``attribute`` names the attribute it was read from, if one."""
+
+    def __init__(self, message: str, attribute: str | None = None):
+        super().__init__(message)
+        self.attribute = attribute
 
 
 def parse_timestamp(text: str, fmt: str = "auto") -> int:
@@ -106,10 +110,10 @@ def compile_timestamp(spec: TimestampSpec, compile_template: Callable) -> Callab
     def from_attribute(item: dict) -> int:
         value = item.get(attribute)
         if value is None:
-            raise TimestampError(f"timestamp attribute {attribute!r} is missing")
+            raise TimestampError(f"timestamp attribute {attribute!r} is missing", attribute)
         try:
             return parse_timestamp(key_text(value), fmt)
         except (AttributeValueError, TimestampError) as err:
-            raise TimestampError(f"timestamp attribute {attribute!r}: {err}") from None
+            raise TimestampError(f"timestamp attribute {attribute!r}: {err}", attribute) from None
 
     return from_attribute

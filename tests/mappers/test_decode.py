@@ -227,3 +227,15 @@ def test_a_map_key_that_would_land_on_the_empty_map_marker_is_an_item_error():
     spec = spec_with({"row_key": "{pk}", "columns": [{"attribute": "v", "family": "f", "layout": "map", "encoding": "utf8"}]})
     result = compile_spec(spec, NOW_MS).map_item({"pk": {"S": "p"}, "v": {"M": {"": {"S": ""}}}})
     assert isinstance(result, ItemError) and result.attribute == "v" and "layout json" in result.reason
+
+
+@pytest.mark.parametrize("at", [{"BOOL": True}, {"S": "1969-12-31T23:59:59"}, {"N": "-1"}, None])
+@pytest.mark.parametrize("where", ["entity", "column"])
+def test_a_timestamp_that_does_not_map_names_its_own_attribute(at, where):
+    """QA: the dead letter named the first column (`attribute Name`) for a bad or missing `At`."""
+    timestamp = {"attribute": "At"}
+    entity = ({"timestamp": timestamp, "columns": [{"attribute": "Name", "family": "f"}]} if where == "entity"
+              else {"columns": [{"attribute": "Name", "family": "f", "timestamp": timestamp}]})
+    item = {"pk": {"S": "p"}, "Name": {"S": "n"}, **({"At": at} if at else {})}
+    result = compile_spec(spec_with({"row_key": "{pk}", **entity, "rest": {"family": "g"}}), NOW_MS).map_item(item)
+    assert isinstance(result, ItemError) and result.attribute == "At", result

@@ -62,7 +62,7 @@ def test_a_timestamp_attribute_no_item_has_is_named_with_a_spelling_hint():
         "dead-lettered; did you mean 'created_at'?",
     )  # fmt: skip
     assert found[1].code == "entity-dead-letters-all" and found[1].where == "entities[0]"
-    assert "(3 for: entity 'order', attribute 'total': timestamp attribute 'created' is missing)" in found[1].message
+    assert "(3 for: entity 'order', attribute 'created': timestamp attribute 'created' is missing)" in found[1].message
     assert len(found) == 2
 
 
