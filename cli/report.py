@@ -470,5 +470,7 @@ def render(plan: MigrationPlan, kind: str) -> str:
 
 def write_report(plan: MigrationPlan, output: Path) -> None:
     """The report for ``plan`` as HTML or Markdown, by ``output``'s suffix (one of KINDS)."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render(plan, KINDS[output.suffix.lower().lstrip(".")]), encoding="utf-8")
+    from ..pipelines.dead_letters import create_private  # the report shows sample items (user data): 0600
+
+    with create_private(str(output)) as handle:
+        handle.write(render(plan, KINDS[output.suffix.lower().lstrip(".")]).encode("utf-8"))

@@ -290,3 +290,18 @@ def test_long_values_are_shortened_saying_by_how_much_while_the_plan_keeps_them_
     assert {a.value for e in plan.entities for x in e.examples for a in x.item} >= {long}  # the plan: whole
     text = render_markdown(plan)
     assert long not in text and "x… (+776 chars)" in text  # 240 characters shown, the rest counted
+
+
+@pytest.mark.parametrize("name", ["report.html", "report.md"])
+def test_a_report_file_is_private_like_dead_letters(tmp_path, name):
+    """It shows sample items (user data): 0600 whatever the umask, also over an existing file (QA: it was 0644)."""
+    import os
+
+    from ddb2bt.cli.report import write_report
+
+    out = tmp_path / "sub" / name
+    out.parent.mkdir()
+    out.write_text("old")
+    os.chmod(out, 0o644)
+    write_report(seed_plan("videos"), out)
+    assert (out.stat().st_mode & 0o777) == 0o600 and "Videos" in out.read_text()
