@@ -43,7 +43,12 @@ on their own, with an error of their own."""
 
 def spec_hash(spec: Any) -> str:
     """A stable hash of what the spec migrates (after key names were filled in), blind to :data:`NOT_COMPARED`."""
-    data = spec.model_dump(mode="json", by_alias=True)
+    return spec_data_hash(spec.model_dump(mode="json", by_alias=True))
+
+
+def spec_data_hash(data: dict[str, Any]) -> str:
+    """:func:`spec_hash` of a spec as its JSON data (``model_dump(mode="json", by_alias=True)``), e.g. one saved."""
+    data = {key: dict(value) if isinstance(value, dict) else value for key, value in data.items()}
     for section, names in NOT_COMPARED.items():
         for name in names:
             (data.get(section) or {}).pop(name, None)

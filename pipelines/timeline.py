@@ -164,7 +164,12 @@ def load(run_dir: str, spec: Any) -> Timeline:
     """The run folder's timeline, started from its backfill on first use; refused while the backfill runs."""
     saved = read_json(join(run_dir, TIMELINE_FILE))
     if saved is not None:
-        return Timeline.from_json(saved)
+        timeline = Timeline.from_json(saved)
+        if timeline.spec is not None and ckpt.spec_data_hash(timeline.spec) != ckpt.spec_hash(spec):
+            raise TimelineError(  # one mapping for the whole cutover, or Bigtable ends matching neither spec
+                f"the spec differs from the one the cutover in {run_dir} applies (saved in its {TIMELINE_FILE})",
+                "go on with that spec; a changed mapping is a new migration into another table")
+        return timeline
     backfill = find_backfill(run_dir, spec)
     if not backfill.complete:
         raise TimelineError(

@@ -107,3 +107,22 @@ def test_overlap_new_image_and_unfinished_backfill_are_refused(bigtable_env, uni
     with pytest.raises(ExportError, match="NEW_AND_OLD_IMAGES"):
         catch_up(spec, new_only, options)
     assert not (tmp_path / "run" / "cutover.json").exists()  # nothing was applied
+
+
+def test_a_timeline_refuses_another_spec_than_the_one_its_phases_applied(tmp_path):
+    """QA: after a catch-up, `tail` with a spec whose Title went to another family was taken, and Bigtable ended
+    matching neither spec. The saved timeline's spec is the one the cutover goes on with; how a service is reached
+    (endpoint, region) may change."""
+    from ddb2bt.pipelines import timeline as tl
+
+    spec = make_spec("posts")
+    run = str(tmp_path / "run")
+    tl.save(run, tl.Timeline("export", T0, 0, T0, spec=spec.model_dump(mode="json", by_alias=True)))
+    assert tl.load(run, spec).start_us == T0
+    assert tl.load(run, make_spec("posts", endpoint_url="http://localhost:1", region="eu-west-1")).start_us == T0
+    moved = spec.model_dump(mode="json", by_alias=True)
+    moved["entities"][2]["columns"][0]["family"] = "c"
+    with pytest.raises(TimelineError, match="the spec differs from the one the cutover in .* applies"):
+        tl.load(run, type(spec).model_validate(moved))
+    with pytest.raises(TimelineError, match="the spec differs"):
+        tl.load(run, make_spec("another_table"))
