@@ -204,25 +204,29 @@ def check_beam_args(args: list[str] | tuple[str, ...]) -> list[str]:
 
 def beam_knows(flag: str) -> bool:
     """Whether ``flag`` (``--name``, no value) is one of Beam's pipeline options."""
-    import contextlib
-    import io
-
     try:
-        with contextlib.redirect_stderr(io.StringIO()):  # argparse prints its usage before it exits
-            return flag not in beam_unknown_args([flag])
-    except SystemExit:  # only a known option complains (its value is missing)
+        return flag not in beam_unknown_args([flag])
+    except UsageError:  # only a known option complains (its value is missing)
         return True
 
 
 def beam_unknown_args(args: list[str]) -> list[str]:
     """The arguments no Beam ``PipelineOptions`` class declares (the same parse Beam does, without its warning).
 
-    Touches Beam's ``_BeamArgumentParser`` and the ``_add_argparse_args`` hook: pinned by the
-    apache-beam range in pyproject.toml and tested in tests/app/test_options.py.
+    A value Beam's parse refuses (``--num_workers=abc``) is a one-line UsageError naming the option, where
+    argparse would print Beam's whole usage and exit. Touches Beam's ``_BeamArgumentParser`` and the
+    ``_add_argparse_args`` hook: pinned by the apache-beam range in pyproject.toml and tested in
+    tests/app/test_options.py.
     """
     from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentParser
 
-    parser = _BeamArgumentParser(allow_abbrev=False)
+    class Parser(_BeamArgumentParser):
+        def error(self, message: str) -> Any:
+            raise UsageError(message.removeprefix("argument "),
+                             "see Beam's pipeline options reference (apache_beam.options.pipeline_options) "
+                             "for the values it takes")
+
+    parser = Parser(allow_abbrev=False)
     classes: dict[str, type] = {}
     for cls in PipelineOptions.__subclasses__():
         classes.setdefault(str(cls), cls)

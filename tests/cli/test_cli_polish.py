@@ -31,6 +31,8 @@ USAGE_ERRORS = [
     (["validate", "x.yaml", "--sampel", "3"], "error: unknown option '--sampel' (neither a ddb2bt nor a Beam option; "
      "did you mean '--sample'?); see `ddb2bt validate --help`"),
     (["migrate", "x.yaml", "--zzzz"], "error: unknown option '--zzzz' (neither a ddb2bt nor a Beam option); see "),
+    # A value Beam's own parse refuses: one line naming the option, not Beam's usage of 126 lines.
+    (["migrate", "x.yaml", "--yes", "--num_workers", "abc"], "error: --num_workers: invalid int value: 'abc'; see "),
     (["migrate"], "error: missing the SPEC argument; `ddb2bt migrate SPEC` (or `--plan FILE` saved by "
      "`ddb2bt migrate-plan SPEC --out FILE`)"),
 ]
