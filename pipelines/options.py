@@ -33,3 +33,32 @@ def concurrent_segments(options: PipelineOptions, total_segments: int) -> int:
         return 1
     workers = direct.direct_num_workers or os.cpu_count() or 1  # 0 means one per core
     return max(1, min(total_segments, workers))
+
+
+def check_pipeline_options(options: PipelineOptions, runner: str) -> None:
+    """Beam's own validation of ``options`` for ``runner``, done while the run is prepared.
+
+    ``Pipeline()`` runs the same ``PipelineOptionsValidator`` only when the job is built and raises a bare
+    ValueError; here every problem becomes one UsageError line, a missing option named as the flag that gives it.
+    """
+    import re
+
+    from apache_beam.options.pipeline_options_validator import PipelineOptionsValidator
+    from apache_beam.runners.runner import create_runner
+
+    from ..mappers.errors import UsageError
+
+    try:
+        instance = create_runner(runner)
+    except (ValueError, ImportError) as err:
+        raise UsageError(f"--runner {runner}: {err}", "use DirectRunner (the default) or DataflowRunner") from None
+    errors = PipelineOptionsValidator(options, instance).validate()
+    if not errors:
+        return
+    template = re.escape(PipelineOptionsValidator.ERR_MISSING_OPTION).replace("%s", "(\\w+)")
+    missing = [m.group(1) for m in (re.fullmatch(template, e) for e in errors) if m]
+    said = [f"--{name} is required with {runner}" for name in missing]
+    said += [e.rstrip(".") for e in errors if not re.fullmatch(template, e)]
+    flags = " ".join(f"--{name}=…" for name in missing)
+    raise UsageError("; ".join(said), (f"add {flags} after the spec; " if flags else "")
+                     + "docs/DATAFLOW.md lists the options a Dataflow run needs")

@@ -48,6 +48,23 @@ def test_typer_usage_errors_are_one_line_exit_2(invoke, args, line):
     assert not any(box in result.stderr for box in "╭╰│─"), "a boxed panel"
 
 
+def test_beam_options_a_runner_needs_are_checked_while_the_run_is_prepared(invoke, tmp_path, monkeypatch):
+    """Beam's own validation, before anything starts: --region missing for Dataflow is one line and exit 2 (it was
+    Beam's ValueError when the job was built, reported as a bug)."""
+    monkeypatch.delenv("CLOUDSDK_COMPUTE_REGION", raising=False)  # Beam's default region, when set
+    spec = tmp_path / "videos.yaml"
+    assert invoke("init", "--template", "single-table", "-o", spec).exit_code == 0
+    args = ["migrate", spec, "--yes", "--project", "my-project-123", "--instance", "i", "--run-dir", "gs://my-bucket-x/r",
+            "--runner", "DataflowRunner", "--temp_location", "gs://my-bucket-x/tmp", "--dry_run=True"]
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]  # after the run's heading
+    assert errors == result.stderr.splitlines()[-1:], result.stderr
+    assert errors[0].startswith("error: --region is required with DataflowRunner; add --region="), result.stderr
+    assert "ValueError" not in result.output
+    assert invoke(*args, "--region", "us-central1").exit_code == 0
+
+
 OUTPUTS = [(["migrate-plan", "x.yaml", "--out"], "--out"), (["report", "x.yaml", "-o"], "--output"),
            (["infer", "--table", "T", "-o"], "--output")]
 
