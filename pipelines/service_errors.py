@@ -23,14 +23,13 @@ _AWS_DENIED = ("AccessDeniedException", "UnrecognizedClientException", "InvalidS
                "SignatureDoesNotMatch", "ExpiredToken")
 
 
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/@:'\"]*)(?::[^\s/'\"]*)?@")
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s/@:'\"]*)(?P<password>:[^\s/'\"]*)?@")
 
 
 def redact(text: str) -> str:
     """``text`` with the credentials of any URL in it masked: `http://user:pw@host` becomes `http://user:***@host`
     (a user name alone, often a token, becomes `***`). Every error line and every endpoint shown goes through here."""
-    return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user'] + ':' if ':' in m[0][len(m['scheme']):] else ''}***@",
-                         text)
+    return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user'] + ':' if m['password'] else ''}***@", text)
 
 
 def as_ddb2bt_error(error: BaseException) -> Ddb2btError | None:
