@@ -23,13 +23,13 @@ from .attrvalue import AttributeValueError, binary, key_text, kind_of, number_te
 from .compiler import SET_TYPES, consumed_attributes
 from .render import unescape_delimiter
 from .encodings import decode
-from .numbers import DecimalError, canonical_text, from_sortable_text
+from .numbers import DecimalError, canonical_text
 from .results import Cell
 from .spaces import Space, entity_spaces, overlap
 from .spec import ColumnSpec, Condition, Encoding, EntitySpec, Layout, MappingSpec, Template, TimestampSpec
 from .templates import Placeholder, parse_template
 from .timestamps import timestamp_text
-from .transforms import reverse_domain
+from .transforms import TRANSFORMS
 
 Item = dict
 
@@ -53,26 +53,6 @@ class DecodeError(ValueError):
 
 # --------------------------------------------------------------------------- transforms, inverted
 
-INVERSES: dict[str, Callable[..., str]] = {
-    "strip_prefix": lambda value, prefix: prefix + value,
-    "strip_suffix": lambda value, suffix: value + suffix,
-    "reverse": lambda value: value[::-1],
-    "reverse_domain": reverse_domain,
-    "sortable_number": lambda value: canonical_text(from_sortable_text(value)),
-    # exact for integers without leading zeros, as N values always are (round_trip checks text values)
-    "pad": lambda value, width, fill="0": value.lstrip(fill) or fill,
-    "reverse_timestamp": lambda value, max=9_999_999_999_999: str(max - int(value)),  # noqa: A006
-}
-LOSSY_TRANSFORMS = {
-    "part": "keeps one part of the value",
-    "lower": "lower-cases the value",
-    "upper": "upper-cases the value",
-    "unshard": "drops the write-shard suffix",
-    "epoch_ms": "keeps the time, not its ISO spelling",
-    "epoch_s": "keeps the time to the second, not its ISO spelling",
-}
-
-
 class TemplateReader:
     """Splits rendered template text back into attribute texts; `problem` says why it cannot (then a loss)."""
 
@@ -89,8 +69,9 @@ class TemplateReader:
         self.problem: str | None = None
         for index, holder in holders.items():
             for call in holder.transforms:
-                if call.name in LOSSY_TRANSFORMS:
-                    self.lossy.setdefault(holder.attribute, f"{call.name} {LOSSY_TRANSFORMS[call.name]}")
+                loss = TRANSFORMS[call.name].loss
+                if loss:
+                    self.lossy.setdefault(holder.attribute, f"{call.name} {loss}")
             if index != placeholders[-1]:
                 following = self.pieces[index + 1]
                 if on_delimiter == "allow":
@@ -128,7 +109,9 @@ class TemplateReader:
             position += len(text[position:end])
             for call in reversed(piece.transforms):
                 try:
-                    value = INVERSES[call.name](value, *call.args) if call.name in INVERSES else value
+                    inverse = TRANSFORMS[call.name].inverse
+                    # a lossy transform has no inverse: its text stands for the value (the attribute is a declared loss)
+                    value = inverse(value, *call.args) if inverse else value
                 except (ValueError, DecimalError) as err:
                     raise DecodeError(f"{call.name} cannot be undone on {value!r}: {err}") from None
             # An attribute read through a lossy transform twice (`{sk|part(0)}#{sk|part(1)}`) reads differently by
@@ -440,7 +423,7 @@ def shares_rows(a: EntitySpec, b: EntitySpec) -> bool:
         return True
     return not any(
         isinstance(piece, Placeholder)
-        and not any(call.name in LOSSY_TRANSFORMS for call in piece.transforms)
+        and not any(TRANSFORMS[call.name].loss for call in piece.transforms)
         and piece.attribute in a.match and piece.attribute in b.match
         and _disjoint(a.match[piece.attribute], b.match[piece.attribute])
         for piece in pieces_a

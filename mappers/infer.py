@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .source import key_schema
+from .transforms import REVERSE_TIMESTAMP_MAX
 
 Path = tuple[str | int, ...]
 
@@ -32,7 +33,7 @@ _TIME_NAME = re.compile(r"(date|time|timestamp|_at|At|created|updated|modified)$
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 # Epochs between 2000-01-01 and 2100-01-01, for telling timestamps from other numbers.
 _EPOCH_S = (946_684_800, 4_102_444_800)
-_REVERSE_MAX = {10: 9_999_999_999, 13: 9_999_999_999_999}
+_REVERSE_MAX = {10: 9_999_999_999, 13: REVERSE_TIMESTAMP_MAX}
 MAX_COMMENT_VERSIONS = 1000
 
 

@@ -77,7 +77,7 @@ def compile_template(spec: Template | str, delimiter: str = "#", on_delimiter: s
 
 
 def _bind(name: str, args: tuple) -> Callable[[str], str]:
-    fn = TRANSFORMS[name]
+    fn = TRANSFORMS[name].apply
     return (lambda value: fn(value, *args)) if args else fn
 
 

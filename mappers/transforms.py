@@ -2,15 +2,18 @@
 
 Every transform raises :class:`TransformError` on input it cannot handle; the compiler turns that
 into an item error, so a bad value dead-letters one item instead of writing an ambiguous key.
+Every transform also declares, in :data:`TRANSFORMS`, either its inverse (how the decoder reads the
+value back) or its loss (why it cannot): a transform that declares neither fails at import.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from .numbers import DecimalError, sortable_text
+from .numbers import DecimalError, canonical_text, from_sortable_text, sortable_text
 from .spelling import did_you_mean
 
 
@@ -63,7 +66,10 @@ def reverse(value: str) -> str:
     return value[::-1]
 
 
-def reverse_timestamp(value: str, max: int = 9_999_999_999_999) -> str:  # noqa: A002 - the documented name
+REVERSE_TIMESTAMP_MAX = 9_999_999_999_999  # epoch milliseconds until the year 2286, 13 digits
+
+
+def reverse_timestamp(value: str, max: int = REVERSE_TIMESTAMP_MAX) -> str:  # noqa: A002 - the documented name
     """`max - value`, zero-padded to the width of `max`, so that the newest sorts first (and back again)."""
     if not value.isdigit():
         raise TransformError(f"reverse_timestamp needs a non-negative integer, got {value!r}")
@@ -113,22 +119,48 @@ def epoch_s(value: str) -> str:
     return str(int(_parse_time(value).timestamp()))
 
 
-TRANSFORMS: dict[str, Callable[..., str]] = {
-    fn.__name__: fn
-    for fn in (
-        part,
-        strip_prefix,
-        strip_suffix,
-        pad,
-        sortable_number,
-        reverse,
-        reverse_timestamp,
-        reverse_domain,
-        lower,
-        upper,
-        unshard,
-        epoch_ms,
-        epoch_s,
+@dataclass(frozen=True)
+class Transform:
+    """A transform with what the decoder knows of it: exactly one of `inverse` and `loss` is set.
+
+    `inverse(text_after, *args)` gives the text before (it may raise ValueError on text that no value
+    renders to); `loss` says, as words after the transform's name, what cannot be brought back.
+    """
+
+    apply: Callable[..., str]
+    inverse: Callable[..., str] | None = None
+    loss: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.inverse is None) == (self.loss is None):
+            raise TypeError(f"transform {self.apply.__name__} must declare exactly one of an inverse or a loss")
+
+
+def _unpad(value: str, width: int, fill: str = "0") -> str:
+    # exact for integers without leading zeros, as N values always are (the round trip checks text values)
+    return value.lstrip(fill) or fill
+
+
+def _unreverse_timestamp(value: str, max: int = REVERSE_TIMESTAMP_MAX) -> str:  # noqa: A002
+    return str(max - int(value))
+
+
+TRANSFORMS: dict[str, Transform] = {
+    transform.apply.__name__: transform
+    for transform in (
+        Transform(part, loss="keeps one part of the value"),
+        Transform(strip_prefix, inverse=lambda value, prefix: prefix + value),
+        Transform(strip_suffix, inverse=lambda value, suffix: value + suffix),
+        Transform(pad, inverse=_unpad),
+        Transform(sortable_number, inverse=lambda value: canonical_text(from_sortable_text(value))),
+        Transform(reverse, inverse=reverse),
+        Transform(reverse_timestamp, inverse=_unreverse_timestamp),
+        Transform(reverse_domain, inverse=reverse_domain),
+        Transform(lower, loss="lower-cases the value"),
+        Transform(upper, loss="upper-cases the value"),
+        Transform(unshard, loss="drops the write-shard suffix"),
+        Transform(epoch_ms, loss="keeps the time, not its ISO spelling"),
+        Transform(epoch_s, loss="keeps the time to the second, not its ISO spelling"),
     )
 }
 
@@ -139,7 +171,7 @@ def check_arguments(name: str, args: tuple) -> str | None:
     if fn is None:
         guess = did_you_mean(name, TRANSFORMS)
         return f"unknown transform {name!r} ({guess + ' ' if guess else ''}known: {', '.join(sorted(TRANSFORMS))})"
-    signature = inspect.signature(fn)
+    signature = inspect.signature(fn.apply)
     try:
         bound = signature.bind("", *args)
     except TypeError as err:

@@ -73,3 +73,28 @@ def test_reverse_timestamp_keeps_newest_first_when_sorted_as_text():
 def test_template_errors(template, message):
     with pytest.raises(TemplateError, match=message):
         parse_template(template)
+
+
+def test_every_transform_declares_its_inverse_or_its_loss():
+    """The decoder reads keys back through this table: a transform with neither would decode as the identity."""
+    for name, transform in t.TRANSFORMS.items():
+        assert (transform.inverse is None) != (transform.loss is None), name
+        assert transform.apply.__name__ == name
+    with pytest.raises(TypeError, match="exactly one of an inverse or a loss"):
+        t.Transform(t.lower)
+    with pytest.raises(TypeError, match="exactly one of an inverse or a loss"):
+        t.Transform(t.lower, inverse=t.lower, loss="both")
+
+
+INVERTIBLE = [case for case in CASES if t.TRANSFORMS[case[0].__name__].inverse]
+
+
+@pytest.mark.parametrize("fn, args, expected", INVERTIBLE, ids=[f"{case[0].__name__}{case[1]}" for case in INVERTIBLE])
+def test_each_inverse_gives_the_value_back(fn, args, expected):
+    inverse = t.TRANSFORMS[fn.__name__].inverse
+    value, extra = args[0], args[1:]
+    assert inverse(fn(value, *extra), *extra) == value
+
+
+def test_every_transform_has_a_case():
+    assert {case[0].__name__ for case in CASES} == set(t.TRANSFORMS)
