@@ -16,7 +16,7 @@ from datetime import timedelta
 from . import limits
 from .limits import LimitError
 from .attrvalue import AttributeValueError, key_text, kind_of, member_bytes
-from .encodings import EncodingError, encoder_for
+from .encodings import SET_TYPES, EncodingError, encoder_for
 from .results import Cell, ItemError, MappedRow, MapResult, Skipped
 from .spec import ColumnSpec, Encoding, EntitySpec, Layout, MappingSpec
 from .render import ItemFailure, compile_template, salt_prefix
@@ -181,10 +181,6 @@ class _Column:
             encode = self.encode
             for index, element in enumerate(payload):
                 out.append(_new_cell(Cell, (family, qualifier, timestamp_us + index * 1000, encode(element))))
-
-
-SET_TYPES = {Encoding.utf8: "SS", Encoding.decimal: "NS", Encoding.bytes: "BS"}
-"""Layout set: an explicit encoding names the set type, so that the members' qualifier bytes read back typed."""
 
 _new_cell = tuple.__new__  # Cell(...) through the NamedTuple's Python __new__ costs 2.5x more
 

@@ -20,9 +20,9 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from .attrvalue import AttributeValueError, binary, key_text, kind_of, number_text
-from .compiler import SET_TYPES, consumed_attributes
+from .compiler import consumed_attributes
 from .render import unescape_delimiter
-from .encodings import decode
+from .encodings import SET_TYPES, decode
 from .numbers import DecimalError, canonical_text
 from .results import Cell
 from .spaces import Space, entity_spaces, overlap

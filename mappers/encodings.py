@@ -96,6 +96,10 @@ def encode_auto(value: dict) -> bytes:
     return encode_ddb_json(value)
 
 
+SET_TYPES: dict[Encoding, str] = {Encoding.utf8: "SS", Encoding.decimal: "NS", Encoding.bytes: "BS"}
+"""The encodings a `layout: set` column may use, with the set type it reads back as: a set's type is
+the encoding of its members (infer reads this table the other way round)."""
+
 ENCODERS: dict[Encoding, Callable[[dict], bytes]] = {
     Encoding.auto: encode_auto,
     Encoding.utf8: encode_utf8,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from .encodings import SET_TYPES
 from .source import key_schema
 from .transforms import REVERSE_TIMESTAMP_MAX
 
@@ -199,8 +200,7 @@ def _encoding(name: str, types: Counter, items: list[dict]) -> tuple[dict[str, A
     return {"encoding": "auto"}, None
 
 
-_SET_ENCODINGS = {"SS": "utf8", "NS": "decimal", "BS": "bytes"}
-"""A set's type is the encoding of its members, so that the set reads back as the same type."""
+_SET_ENCODINGS = {set_type: encoding.value for encoding, set_type in SET_TYPES.items()}
 
 
 def _plain_json(value: dict) -> bool:

@@ -132,3 +132,20 @@ def test_float64_property_exact_at_decimal_level(number):
 
 def test_json_of_plain_value_parses_as_standard_json():
     assert json.loads(to_json(NESTED))["tags"] == ["a", "b"]
+
+
+def test_every_encoding_has_its_encoder_and_decoder():
+    from ddb2bt.mappers.encodings import DECODERS, ENCODERS
+    from ddb2bt.mappers.spec import Encoding
+
+    assert set(ENCODERS) == set(DECODERS) == set(Encoding)
+
+
+@pytest.mark.parametrize("member", [{"S": "a"}, {"N": "-1.5"}, {"B": b"\x00\xff"}], ids=["S", "N", "B"])
+def test_a_set_encoding_reads_its_members_back_as_the_set_type(member):
+    """The set type of SET_TYPES is the type of the members the encoding decodes (infer reads the table back)."""
+    from ddb2bt.mappers.encodings import SET_TYPES, decode, encoder_for
+
+    (tag,) = member
+    (encoding,) = [encoding for encoding, set_type in SET_TYPES.items() if set_type == tag + "S"]
+    assert decode(encoder_for(encoding)(member), encoding) == member
