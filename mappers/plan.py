@@ -10,7 +10,6 @@ shortens one for the screen does so with :func:`shorten`, which says how much it
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, computed_field
@@ -26,12 +25,11 @@ from .lints import Lint, lint, lint_data, lint_losses
 from .results import Cell, ItemError, MappedRow, Skipped
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
 from .source import SourceDescription
-from .units import duration_text
+from .units import duration_text, micros_to_iso
 from .spec import EntitySpec, GcPolicy, Layout, MappingSpec
 
 PREVIEW_CHARS = 80
 """What text renderers show of a long value (:func:`shorten`); the plan object itself keeps values whole."""
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class _Frozen(BaseModel):
@@ -176,13 +174,6 @@ def gc_text(policy: GcPolicy) -> str:
     return f" {'or' if policy.combine == 'union' else 'and'} ".join(parts) or "keep all"
 
 
-def iso_micros(micros: int) -> str:
-    try:
-        return (_EPOCH + timedelta(microseconds=micros)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    except OverflowError:  # past year 9999: no date to show
-        return f"{micros} us since 1970"
-
-
 def shorten(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
     """(``text`` fitted to ``limit`` characters, whether it was shortened); a shortened one ends in `… (+N chars)`."""
     if len(text) <= limit:
@@ -227,7 +218,7 @@ def cell_preview(cell: Cell, source: CellSource | None) -> CellPreview:
     shown = value_preview(cell.value, source)
     return CellPreview(
         column=f"{cell.family}:{readable_bytes(cell.qualifier)}", value=shown[0], encoding=shown[1],
-        timestamp=iso_micros(cell.timestamp_micros),
+        timestamp=micros_to_iso(cell.timestamp_micros),
     )  # fmt: skip
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 from .attrvalue import AttributeValueError, key_text
 from .limits import TIMESTAMP_MAX_MICROS
 from .spec import TimestampSpec
+from .units import EPOCH, iso_to_micros
 
 _EPOCH_SCALE = {"epoch_s": 1_000_000, "epoch_ms": 1000, "epoch_us": 1}
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class TimestampError(ValueError):
@@ -39,13 +39,9 @@ def parse_timestamp(text: str, fmt: str = "auto") -> int:
             fmt = "iso8601"
     if fmt == "iso8601":
         try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            micros = iso_to_micros(text)
         except ValueError:
             raise TimestampError(f"{text!r} is not an ISO-8601 time") from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=timezone.utc)
-        delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
-        micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
     else:
         whole, _, fraction = text.partition(".")
         try:
@@ -73,7 +69,7 @@ def timestamp_text(micros: int, fmt: str, dynamodb_type: str) -> str:
         return str(micros // _EPOCH_SCALE[fmt])
     if fmt == "auto" and dynamodb_type == "N":
         return str(micros // 1_000_000) if micros % 1_000_000 == 0 else str(micros // 1000)
-    moment = (_EPOCH + timedelta(microseconds=micros)).replace(tzinfo=None)
+    moment = (EPOCH + timedelta(microseconds=micros)).replace(tzinfo=None)
     return moment.isoformat(timespec="milliseconds" if micros % 1_000_000 else "seconds")
 
 

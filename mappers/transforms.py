@@ -11,10 +11,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 from .numbers import DecimalError, canonical_text, from_sortable_text, sortable_text
 from .spelling import did_you_mean
+from .units import parse_iso
 
 
 class TransformError(ValueError):
@@ -102,10 +103,9 @@ def unshard(value: str, sep: str = ".") -> str:
 
 def _parse_time(value: str) -> datetime:
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_iso(value)
     except ValueError:
         raise TransformError(f"{value!r} is not an ISO-8601 time") from None
-    return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
 
 
 def epoch_ms(value: str) -> str:

@@ -1,15 +1,39 @@
-"""Durations and sizes as people read and write them: one home for parsing and printing.
+"""Durations, sizes and points in time as people read and write them: one home for parsing and printing.
 
 ``30d``/``12h``/``1w`` is the spec's duration syntax (`parse_duration`), and `duration_text`
 prints a duration back in it, so a plan, an error and the spec say the same thing (``1w``, not
 ``7d`` in one place and ``1w`` in another). `human_duration` and `human_size` print estimates and
-measurements (seconds, bytes) for the CLI and the report.
+measurements (seconds, bytes) for the CLI and the report. `parse_iso` is the one reader of ISO-8601
+times (a time without an offset is UTC), `iso_to_micros` and `micros_to_iso` the exact conversions to
+and from microseconds since the epoch.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def parse_iso(text: str) -> datetime:
+    """An ISO-8601 time with ``Z``, an offset or none (then UTC); ValueError for other text."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
+def iso_to_micros(text: str) -> int:
+    """Microseconds since the epoch of an ISO-8601 time, exactly (no float on the way); ValueError."""
+    delta = parse_iso(text) - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def micros_to_iso(micros: int) -> str:
+    """UTC to the millisecond with ``Z`` (what Bigtable keeps); past year 9999, the number itself."""
+    try:
+        return (EPOCH + timedelta(microseconds=micros)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except OverflowError:
+        return f"{micros} us since 1970"
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d|w)\s*$")
 _UNIT_MS = {"w": 604_800_000, "d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}

@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from ..mappers.errors import UsageError
+from ..mappers.units import iso_to_micros as iso_to_us, micros_to_iso as us_to_iso  # noqa: F401 - the cutover's names
 from . import checkpoint as ckpt
 
 TIMELINE_FILE = "cutover.json"
@@ -30,20 +30,6 @@ BACKFILL_LETTERS = "dead_letters.jsonl"
 
 class TimelineError(UsageError):
     """The run folder's timeline does not allow this phase (a gap, an overlap, an unfinished backfill)."""
-
-
-def iso_to_us(text: str) -> int:
-    """Microseconds since the epoch of an ISO-8601 time (``Z`` or an offset)."""
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def us_to_iso(micros: int) -> str:
-    moment = datetime.fromtimestamp(micros / 1_000_000, tz=timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def join(*parts: str) -> str:

@@ -35,3 +35,24 @@ def test_a_gc_rule_is_described_in_the_spec_syntax():
 def test_human_units():
     assert [human_size(n) for n in (512, 1536, 3 * 1024**3)] == ["512 B", "1.5 KiB", "3.0 GiB"]
     assert [human_duration(s) for s in (None, 4.25, 42, 1000, 12_600)] == ["n/a", "4.2 s", "42 s", "17 min", "3.5 h"]
+
+
+@pytest.mark.parametrize("text, micros", [
+    ("1970-01-01T00:00:00Z", 0),
+    ("2024-06-01T12:00:00.123456", 1_717_243_200_123_456),  # no offset: UTC
+    ("2024-06-01T14:00:00.123456+02:00", 1_717_243_200_123_456),
+    ("9999-12-31T23:59:59.999Z", 253_402_300_799_999_000),
+])  # fmt: skip
+def test_iso_times_convert_exactly_both_ways(text, micros):
+    from ddb2bt.mappers.units import iso_to_micros, micros_to_iso
+
+    assert iso_to_micros(text) == micros
+    assert iso_to_micros(micros_to_iso(micros)) == micros - micros % 1000  # Bigtable keeps milliseconds
+
+
+def test_iso_refuses_other_text_and_says_past_year_9999():
+    from ddb2bt.mappers.units import iso_to_micros, micros_to_iso
+
+    with pytest.raises(ValueError):
+        iso_to_micros("yesterday")
+    assert micros_to_iso(10**20) == "100000000000000000000 us since 1970"
