@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import ServiceError
+from ..mappers.gc import gc_text
 
 if TYPE_CHECKING:
     from ..mappers.spec import TargetSpec
@@ -101,7 +102,7 @@ def diff_target(target: TargetSpec, *, not_named: str | None = None, strict: boo
             raise
         return TargetDiff(where, emulator, read=False, note=f"target not read: {found.one_line()}")
     comparison = compare_families(target, existing)
-    wanted = {name: describe_gc_rule(_rule(policy)) for name, policy in target.families.items()}
+    wanted = {name: gc_text(policy) for name, policy in target.families.items()}
     changes: list[TargetChange] = []
     if not comparison.exists:
         changes.append(TargetChange("+", f"table {target.table}: does not exist; migrate creates it"))
@@ -123,9 +124,3 @@ def diff_target(target: TargetSpec, *, not_named: str | None = None, strict: boo
                                          "with the same keys gain cells (or replace cells with the same timestamp)"))
     return TargetDiff(where, emulator, read=True, exists=comparison.exists, holds_rows=rows,
                       changes=tuple(changes), families=described, comparison=comparison)
-
-
-def _rule(policy: Any) -> Any:
-    from ..pipelines.bigtable_sink import gc_rule_for
-
-    return gc_rule_for(policy)

@@ -19,14 +19,15 @@ from .checks import sample_findings
 from .compiler import CellSource, CompiledSpec, compile_spec
 from .encodings import decode
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
+from .gc import gc_text
 from .folded import FoldedRow, folded_rows as fold_rows
 from .decode import Decoder, Loss, compile_decoder, round_trip
 from .lints import Lint, lint, lint_data, lint_losses
 from .results import Cell, ItemError, MappedRow, Skipped
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
 from .source import SourceDescription
-from .units import duration_text, micros_to_iso
-from .spec import EntitySpec, GcPolicy, Layout, MappingSpec
+from .units import micros_to_iso
+from .spec import EntitySpec, Layout, MappingSpec
 
 PREVIEW_CHARS = 80
 """What text renderers show of a long value (:func:`shorten`); the plan object itself keeps values whole."""
@@ -42,7 +43,7 @@ class _Frozen(BaseModel):
 class FamilyPlan(_Frozen):
     name: str
     gc: str
-    """Human text: "max 1 version", "max age 30d", "max 1000 versions or max age 7d", "keep all"."""
+    """The policy in words (mappers/gc.py): "keep at most 1 version", "drop cells older than 30d", ..."""
     max_versions: int | None = None
     max_age_seconds: float | None = None
 
@@ -163,15 +164,6 @@ def extrapolation(plan: MigrationPlan) -> tuple[str, str]:
 
 
 # --------------------------------------------------------------------------- previews
-
-
-def gc_text(policy: GcPolicy) -> str:
-    parts = []
-    if policy.max_versions is not None:
-        parts.append(f"max {policy.max_versions} version{'s' if policy.max_versions != 1 else ''}")
-    if policy.max_age is not None:
-        parts.append(f"max age {duration_text(policy.max_age)}")
-    return f" {'or' if policy.combine == 'union' else 'and'} ".join(parts) or "keep all"
 
 
 def shorten(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:

@@ -18,7 +18,6 @@ import logging
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from datetime import timedelta
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
@@ -26,7 +25,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from ..mappers.results import MappedRow
-from ..mappers.units import duration_text
+from ..mappers.gc import combine, describe_gc
 from .batches import SegmentDone
 from .metrics import NAMESPACE, ReasonCounters, letter_reason
 from .bigtable_entries import to_mutation_entry
@@ -84,7 +83,7 @@ def gc_rule_for(policy: GcPolicy | None) -> Any:
 
 
 def _canonical(rule: Any) -> Any:
-    """A comparable form of a GC rule: order of sub-rules and one-rule unions do not matter."""
+    """A Bigtable GC rule in the spec's comparable form (mappers/gc.py)."""
     from google.cloud.bigtable import column_family as cf
 
     if rule is None:
@@ -94,26 +93,12 @@ def _canonical(rule: Any) -> Any:
     if isinstance(rule, cf.MaxAgeGCRule):
         return ("age_ms", round(rule.max_age.total_seconds() * 1000))
     kind = "union" if isinstance(rule, cf.GCRuleUnion) else "intersection"
-    parts = frozenset(_canonical(sub) for sub in rule.rules)
-    return next(iter(parts)) if len(parts) == 1 else (kind, parts)
+    return combine(kind, [_canonical(sub) for sub in rule.rules])
 
 
 def describe_gc_rule(rule: Any) -> str:
     """A GC rule in words, for error messages and plans."""
-    return _describe(_canonical(rule))
-
-
-def _describe(canonical: Any) -> str:
-    if canonical is None:
-        return "keep every version (no GC rule)"
-    kind, value = canonical
-    if kind == "versions":
-        return f"keep at most {value} version{'s' if value != 1 else ''}"
-    if kind == "age_ms":
-        return f"drop cells older than {duration_text(timedelta(milliseconds=value))}"
-    joiner = " or " if kind == "union" else " and "
-    prefix = "drop a cell when it is past either rule: " if kind == "union" else "drop a cell only when both hold: "
-    return prefix + joiner.join(sorted(_describe(part) for part in value))
+    return describe_gc(_canonical(rule))
 
 
 def gc_rule_difference(expected: Any, found: Any) -> str | None:

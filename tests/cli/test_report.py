@@ -66,7 +66,7 @@ def test_html_has_sections_charts_and_examples(name):
 
 def test_seed_examples_read_like_the_brief():
     page = render_html(seed_plan("product_catalog"))
-    assert "Bigtable row hats#fedoras#brandA" in page and "SKU:Price" in page and "max 1 version" in page
+    assert "Bigtable row hats#fedoras#brandA" in page and "SKU:Price" in page and "keep at most 1 version" in page
     assert "No findings on the spec or the sample." in page
 
 

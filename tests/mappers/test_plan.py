@@ -9,7 +9,8 @@ import pytest
 
 from ddb2bt.mappers.estimates import estimate, gini, prefix_skew
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.mappers.plan import MigrationPlan, SourceDescription, build_plan, gc_text
+from ddb2bt.mappers.gc import gc_text
+from ddb2bt.mappers.plan import MigrationPlan, SourceDescription, build_plan
 from ddb2bt.mappers.sample import analyse_sample, item_size, size_stats
 from ddb2bt.mappers.spec import GcPolicy, MappingSpec
 from tests.golden import seed_items, template_path
@@ -57,7 +58,7 @@ def test_product_example_row_reads_like_the_brief():
     assert cells["SKU:Price"] == ("30", "decimal", "2024-01-01T00:00:00.000Z")
     assert cells["SKU:Description"][0].startswith("Crafted from premium wool")
     assert {a.name: a.type for a in example.item} == {"pk": "S", "sk": "S", "Description": "S", "Price": "N", "Thumbnail": "S"}
-    assert [(f.name, f.gc) for f in plan.families] == [("SKU", "max 1 version")]
+    assert [(f.name, f.gc) for f in plan.families] == [("SKU", "keep at most 1 version")]
 
 
 def test_video_comments_and_counters_decode_per_encoding():
@@ -194,9 +195,10 @@ def test_sizes_and_gc_text():
     stats = size_stats([1, 100, 1000, 5000])
     assert (stats.minimum, stats.maximum, stats.count) == (1, 5000, 4)
     assert sum(b.count for b in stats.histogram) == 4
-    assert gc_text(GcPolicy()) == "keep all"
-    assert gc_text(GcPolicy(max_versions=1000, max_age=timedelta(days=30))) == "max 1000 versions or max age 30d"
-    assert gc_text(GcPolicy(max_age=timedelta(hours=36), combine="intersection")) == "max age 36h"
+    assert gc_text(GcPolicy()) == "keep every version (no GC rule)"
+    assert gc_text(GcPolicy(max_versions=1000, max_age=timedelta(days=30))) == (
+        "drop a cell when it is past either rule: drop cells older than 30d or keep at most 1000 versions")
+    assert gc_text(GcPolicy(max_age=timedelta(hours=36), combine="intersection")) == "drop cells older than 36h"
 
 
 # --------------------------------------------------------------------------- issue 10: provenance, crashes

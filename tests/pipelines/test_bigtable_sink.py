@@ -111,3 +111,17 @@ def test_every_refusal_is_dead_lettered_past_the_batchers_list_limit(bigtable_en
     with beam.Pipeline() as p:
         keys = p | beam.Create(rows) | WriteToBigtable(target) | beam.Map(lambda d: d.row_key)
         assert_that(keys, equal_to([row.row_key for row, _ in rows]))
+
+
+def test_a_spec_policy_and_the_rule_made_from_it_read_the_same():
+    """One wording: the plan's family line (from the spec) and the target diff's (from the table) agree."""
+    from datetime import timedelta
+
+    from ddb2bt.mappers.gc import gc_text
+    from ddb2bt.mappers.spec import GcPolicy
+    from ddb2bt.pipelines.bigtable_sink import gc_rule_for
+
+    for policy in (GcPolicy(), GcPolicy(max_versions=1), GcPolicy(max_age=timedelta(days=7)),
+                   GcPolicy(max_versions=3, max_age=timedelta(hours=36), combine="intersection"),
+                   GcPolicy(max_versions=3, max_age=timedelta(days=30))):
+        assert gc_text(policy) == describe_gc_rule(gc_rule_for(policy))
