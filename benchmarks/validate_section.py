@@ -22,22 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .common import INSTANCE, PROJECT, RESULTS, Bench, log, machine, versions
 from .measure import run_child
 
 TARGETS = {"validate_ratio": 0.8, "validate_memory_max_bytes": 1 << 30}
 CONFIG = {"mode": "in_memory", "workers": 1, "segments": 4}
 
 
-def log(message: str) -> None:
-    import sys
-
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
 def validate_job(bench: Any, label: str, expected: int, **extra: Any) -> dict[str, Any]:
     """Validate the table the previous job migrated (same target, no reset); must find nothing."""
-    from .run import RESULTS
-
     bench.runs += 1
     job = {"kind": "validate", "endpoint": extra.pop("endpoint", bench.endpoint), "table": bench.table,
            "project": extra.pop("project"), "instance": extra.pop("instance"), "target": "bench",
@@ -117,7 +110,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from ddb2bt.pipelines import local_servers
 
     from . import dataset, load
-    from .run import INSTANCE, PROJECT, RESULTS, Bench, machine, versions
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.validate_section", description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=100_000)

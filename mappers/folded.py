@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from .attrvalue import key_text
+from .previews import cell_preview
 from .results import MappedRow
 
 if TYPE_CHECKING:
@@ -73,7 +74,6 @@ def folded_rows(spec: MappingSpec, compiled: CompiledSpec, sample: Sample, limit
 
 
 def _row(spec: MappingSpec, compiled: CompiledSpec, sample: Sample, indexes: list[int]) -> FoldedRow:
-    from .plan import cell_preview
     from .sample import readable_bytes
 
     entities = {entity.name: entity for entity in spec.entities}

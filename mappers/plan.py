@@ -14,24 +14,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from .attrvalue import binary, kind_of, to_json
 from .checks import sample_findings
-from .compiler import CellSource, CompiledSpec, compile_spec
-from .encodings import decode
+from .compiler import CompiledSpec, compile_spec
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
 from .gc import gc_text
 from .folded import FoldedRow, folded_rows as fold_rows
 from .decode import Decoder, Loss, compile_decoder, round_trip
 from .lints import Lint, lint, lint_data, lint_losses
-from .results import Cell, ItemError, MappedRow, Skipped
+from .results import ItemError, MappedRow, Skipped
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
 from .source import SourceDescription
-from .units import micros_to_iso
-from .spec import EntitySpec, Layout, MappingSpec
-
-PREVIEW_CHARS = 80
-"""What text renderers show of a long value (:func:`shorten`); the plan object itself keeps values whole."""
-
+from .previews import PREVIEW_CHARS, AttributePreview, CellPreview, cell_preview, item_preview, shorten  # noqa: F401 - the plan's parts
+from .spec import EntitySpec, MappingSpec
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -46,21 +40,6 @@ class FamilyPlan(_Frozen):
     """The policy in words (mappers/gc.py): "keep at most 1 version", "drop cells older than 30d", ..."""
     max_versions: int | None = None
     max_age_seconds: float | None = None
-
-
-class AttributePreview(_Frozen):
-    name: str
-    type: str
-    value: str
-
-
-class CellPreview(_Frozen):
-    column: str
-    """family:qualifier, qualifier as readable text."""
-    value: str
-    encoding: str
-    timestamp: str
-    """ISO-8601 UTC, millisecond precision."""
 
 
 class ExampleRow(_Frozen):
@@ -161,57 +140,6 @@ def extrapolation(plan: MigrationPlan) -> tuple[str, str]:
     return f"extrapolated ×{e.items / max(sampled, 1):,.1f}", (
         f"Extrapolated from a sample: the {sampled:,} sampled items are scaled to the {e.items:,} items DescribeTable "
         f"reports (×{e.items / max(sampled, 1):,.1f}). Rows shared by many items make the row count a lower bound.")
-
-
-# --------------------------------------------------------------------------- previews
-
-
-def shorten(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
-    """(``text`` fitted to ``limit`` characters, whether it was shortened); a shortened one ends in `… (+N chars)`."""
-    if len(text) <= limit:
-        return text, False
-    kept = max(1, limit - 16)
-    return f"{text[:kept]}… (+{len(text) - kept:,} chars)", True
-
-
-def attribute_preview(name: str, value: dict) -> AttributePreview:
-    try:
-        tag, payload = kind_of(value)
-        text = payload if tag == "S" else binary(payload).hex() if tag == "B" else to_json(value)
-    except (ValueError, TypeError):
-        tag, text = "?", repr(value)
-    return AttributePreview(name=name, type=tag, value=_printable(text))
-
-
-def item_preview(item: dict) -> tuple[AttributePreview, ...]:
-    return tuple(attribute_preview(name, value) for name, value in item.items())
-
-
-def value_preview(data: bytes, source: CellSource | None) -> tuple[str, str]:
-    """(preview, encoding label): the cell decoded as its column wrote it, shown as text (never raw bytes)."""
-    if source is None:
-        return readable_bytes(data), "bytes"
-    if source.layout is Layout.set:
-        return "(set member)", "marker 0x00"
-    if data == b"" and source.layout in (Layout.map, Layout.list) and source.part:
-        return "(empty)", f"{source.layout.value} marker"
-    try:
-        value = decode(data, source.encoding)
-    except (ValueError, KeyError, TypeError):
-        return readable_bytes(data), "bytes"
-    return attribute_preview("", value).value, source.encoding.value
-
-
-def _printable(text: str) -> str:
-    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
-
-
-def cell_preview(cell: Cell, source: CellSource | None) -> CellPreview:
-    shown = value_preview(cell.value, source)
-    return CellPreview(
-        column=f"{cell.family}:{readable_bytes(cell.qualifier)}", value=shown[0], encoding=shown[1],
-        timestamp=micros_to_iso(cell.timestamp_micros),
-    )  # fmt: skip
 
 
 def example_row(compiled: CompiledSpec, item: dict) -> ExampleRow:
