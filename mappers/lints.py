@@ -1,4 +1,4 @@
-"""Row-key and schema lints (BRIEF section 3): what the spec and a mapped sample say about the design.
+"""Row-key and schema lints (docs/EXAMPLES.md §1): what the spec and a mapped sample say about the design.
 
 Each lint is a pure function of the spec and the sample and returns `Lint`s whose message says what
 to change. Errors are things Bigtable refuses or the spec forbids (a run would fail); warnings are

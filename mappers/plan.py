@@ -43,7 +43,7 @@ class FamilyPlan(_Frozen):
 
 
 class ExampleRow(_Frozen):
-    """One sampled item and what it becomes, side by side (BRIEF section 4)."""
+    """One sampled item and what it becomes, side by side (docs/EXAMPLES.md §2)."""
 
     item: tuple[AttributePreview, ...]
     outcome: str

@@ -1,4 +1,4 @@
-"""The Bigtable rows BRIEF §4 describes for the three seed tables, written out by hand.
+"""The Bigtable rows docs/EXAMPLES.md §2 describes for the three seed tables, written out by hand.
 
 Shape: {row_key: {"family:qualifier": [(ISO time, value bytes), ...newest first]}}. Both the
 mapper golden tests and the end-to-end pipeline tests compare against these.

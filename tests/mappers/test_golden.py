@@ -1,4 +1,4 @@
-"""BRIEF §4: the seed tables' items produce exactly the Bigtable rows the brief describes."""
+"""docs/EXAMPLES.md §2: the seed tables' items produce exactly the Bigtable rows it describes."""
 
 import pytest
 

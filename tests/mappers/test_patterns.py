@@ -1,4 +1,4 @@
-"""BRIEF §5 patterns and the item-level rules: versioning, time series, write sharding,
+"""docs/EXAMPLES.md §3 patterns and the item-level rules: versioning, time series, write sharding,
 multi-tenancy, TTL, collections, salting, delimiter handling, and errors that dead-letter one item."""
 
 import json

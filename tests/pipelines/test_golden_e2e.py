@@ -1,6 +1,6 @@
-"""BRIEF §4 end to end: the three seed tables in real local DynamoDB servers, migrated on the
+"""docs/EXAMPLES.md §2 end to end: the three seed tables in real local DynamoDB servers, migrated on the
 DirectRunner into the Bigtable emulator, read back with the Bigtable client and compared cell by
-cell (values and timestamps) with the rows the brief describes (tests/golden.py, written by hand)."""
+cell (values and timestamps) with the rows docs/EXAMPLES.md describes (tests/golden.py, written by hand)."""
 
 from __future__ import annotations
 
