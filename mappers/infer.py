@@ -24,6 +24,7 @@ from typing import Any
 from .encodings import SET_TYPES
 from .source import key_schema
 from .transforms import REVERSE_TIMESTAMP_MAX
+from .units import human_size
 
 Path = tuple[str | int, ...]
 
@@ -34,6 +35,7 @@ _TIME_NAME = re.compile(r"(date|time|timestamp|_at|At|created|updated|modified)$
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 # Epochs between 2000-01-01 and 2100-01-01, for telling timestamps from other numbers.
 _EPOCH_S = (946_684_800, 4_102_444_800)
+_FUTURE_SLACK_S = 86_400  # clocks of the writers and of the sample's reader may disagree by this much
 _REVERSE_MAX = {10: 9_999_999_999, 13: REVERSE_TIMESTAMP_MAX}
 MAX_COMMENT_VERSIONS = 1000
 
@@ -73,13 +75,17 @@ def _prefix(text: str | None) -> tuple[str, str] | None:
     return (found.group(1), found.group(2)) if found else None
 
 
-def _time_suffix(ids: list[str]) -> tuple[str, int | None] | None:
-    """('reverse', max) or ('forward', None) with a unit when every id is an epoch (or its reverse)."""
+def _time_suffix(ids: list[str], now_s: int) -> tuple[str, int | None] | None:
+    """('reverse', max) or ('forward', None) with a unit when every id is an epoch (or its reverse).
+
+    Times after the sample was taken are ids that merely look like epochs (`ORDER#2024000001` reads as
+    a time in 2034): an item's key does not hold a time that has not happened yet.
+    """
     if not ids or not all(i.isdigit() and len(i) in _REVERSE_MAX for i in ids) or len({len(i) for i in ids}) != 1:
         return None
     width = len(ids[0])
     scale = 1 if width == 10 else 1000
-    low, high = _EPOCH_S[0] * scale, _EPOCH_S[1] * scale
+    low, high = _EPOCH_S[0] * scale, min(_EPOCH_S[1], now_s + _FUTURE_SLACK_S) * scale
     if all(low <= _REVERSE_MAX[width] - int(i) <= high for i in ids):
         return "reverse", _REVERSE_MAX[width]
     if all(low <= int(i) <= high for i in ids):
@@ -235,20 +241,22 @@ def infer_spec(describe: dict, items: list[dict], ttl_attribute: str | None = No
     groups, pk_strip = _group_items(items, pk, sk, out)
     single = len(groups) == 1 and not groups[0].match
 
+    moment = (now or datetime.now(timezone.utc)).replace(microsecond=0)
     families: dict[str, dict[str, Any]] = {}
     entities: list[dict[str, Any]] = []
     main_family = _main_family(groups, pk_strip, name, single)
     row_key = _row_key(pk, sk, pk_strip, single)
     for index, group in enumerate(groups):
-        entity, family_policy = _entity(group, index, pk, sk, row_key, main_family, single, out, ttl_attribute)
+        entity, family_policy = _entity(group, index, pk, sk, row_key, main_family, single, out, ttl_attribute,
+                                        int(moment.timestamp()))
         entities.append(entity)
         for family, versions in family_policy.items():
             current = families.get(family, {}).get("max_versions", 1)
             families[family] = {"max_versions": max(current, versions)}
     _disambiguate(entities, out)
+    _escape_delimiters(entities, groups, out)
     _declare_losses(name, pk, sk, families, entities, out)
 
-    moment = (now or datetime.now(timezone.utc)).replace(microsecond=0)
     out.spec = {
         "source": {"table": name, "partition_key": pk, **({"sort_key": sk} if sk else {})},
         "target": {"table": _snake(name), "families": families},
@@ -263,9 +271,12 @@ def infer_spec(describe: dict, items: list[dict], ttl_attribute: str | None = No
 
 
 def _describe_header(table: dict, sampled: int, ttl_attribute: str | None, out: InferredSpec) -> None:
+    count, size = table.get("ItemCount", 0), table.get("TableSizeBytes", 0)
+    known = (f"~{count:,} items, ~{human_size(size)}" if count or not sampled else
+             "size not known yet: DescribeTable reports 0 items, a count it refreshes about every 6 hours")
     out.header.append(
-        f"Drafted by `ddb2bt infer` from DescribeTable and {sampled} sampled items of {table['TableName']} "
-        f"(~{table.get('ItemCount', 0)} items, ~{table.get('TableSizeBytes', 0)} bytes). Review every choice."
+        f"Drafted by `ddb2bt infer` from DescribeTable and {sampled:,} sampled items of {table['TableName']} "
+        f"({known}). Review every choice."
     )
     for kind in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
         for index in table.get(kind) or ():
@@ -303,7 +314,7 @@ def _row_key(pk: str, sk: str | None, pk_strip: str | None, single: bool) -> str
 
 
 def _entity(group: _Group, index: int, pk: str, sk: str | None, row_key: str, main_family: str, single: bool,
-            out: InferredSpec, ttl_attribute: str | None) -> tuple[dict[str, Any], dict[str, int]]:
+            out: InferredSpec, ttl_attribute: str | None, now_s: int) -> tuple[dict[str, Any], dict[str, int]]:
     at: Path = ("entities", index)
     entity: dict[str, Any] = {"name": group.name}
     if group.match:
@@ -325,15 +336,17 @@ def _entity(group: _Group, index: int, pk: str, sk: str | None, row_key: str, ma
         drop.append(sk)
         out.note(at, f"The {group.name} item itself: its sort key repeats the partition key, so it is dropped.")
     elif group.sk_prefix:
-        timing = _time_suffix(ids)
+        timing = _time_suffix(ids, now_s)
         if timing:
             kind, maximum = timing
             fmt = "epoch_s" if len(ids[0]) == 10 else "epoch_ms"
             inner = f"{sk}|strip_prefix({group.sk_prefix!r})" + (f"|reverse_timestamp({maximum})" if kind == "reverse" else "")
             entity["timestamp"] = {"template": f"{{{inner}}}", "format": fmt}
-            versions = MAX_COMMENT_VERSIONS
+            # a family of their own: its GC keeps many versions, the entity's other columns keep one
+            family, versions = group.name.title().replace("_", ""), MAX_COMMENT_VERSIONS
             out.note(at, f"Many {group.name} items per partition, keyed by a {'reverse ' if kind == 'reverse' else ''}timestamp: "
-                         f"they become cells of one column at their own time, newest first; GC keeps the {versions} newest.")
+                         f"they become cells of one column at their own time, newest first, in family {family}, whose GC "
+                         f"keeps the {versions} newest.")
         else:
             family = group.name.title().replace("_", "")
             qualifier_template = f"{{{sk}|strip_prefix({group.sk_prefix!r})}}"
@@ -390,6 +403,33 @@ def _disambiguate(entities: list[dict[str, Any]], out: InferredSpec) -> None:
             constant = next((v for v in entity.get("match", {}).values() if isinstance(v, str)), entity["name"])
             entity["columns"][c]["qualifier"] = f"{constant}.{qualifier}"
             out.note(("entities", e, "columns", c), f"{family}:{qualifier} is written by several entities; prefixed with {constant!r}.")
+
+
+def _escape_delimiters(entities: list[dict[str, Any]], groups: list[_Group], out: InferredSpec) -> None:
+    """A key or qualifier template whose sampled values hold its delimiter (`Amazon DynamoDB#DynamoDB Thread 1`
+    before `#{ReplyDateTime}`) would dead-letter those items: such a template %-escapes them, so it reads back."""
+    from .render import ItemFailure, compile_template
+
+    def holds_delimiter(template: str, items: list[dict]) -> bool:
+        render = compile_template(template)
+        for item in items:
+            try:
+                render(item)
+            except ItemFailure as failure:
+                if "contains the key delimiter" in failure.reason:
+                    return True
+        return False
+
+    for e, (entity, group) in enumerate(zip(entities, groups)):
+        places: list[tuple[dict[str, Any], str, Path]] = [(entity, "row_key", ("entities", e, "row_key"))]
+        places += [(column, "qualifier", ("entities", e, "columns", c, "qualifier"))
+                   for c, column in enumerate(entity["columns"]) if isinstance(column.get("qualifier"), str)]
+        for holder, key, path in places:
+            template = holder[key]
+            if isinstance(template, str) and holds_delimiter(template, group.items):
+                holder[key] = {"template": template, "on_delimiter": "escape"}
+                out.note(path, "Sampled values hold the delimiter '#': they are %-escaped so that the key splits back "
+                               "into its attributes (on_delimiter: escape).")
 
 
 def _declare_losses(table: str, pk: str, sk: str | None, families: dict, entities: list[dict[str, Any]],

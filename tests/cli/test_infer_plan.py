@@ -144,7 +144,7 @@ def test_piped_migrate_plan_text_shows_the_folded_row_whole_and_figures_that_agr
     data = json.loads(invoke("migrate-plan", spec, "--format", "json").stdout)
     lines = text.splitlines()
     assert "  comment (map, row key {pk}): 4 matched, 4 mapped, 0 skipped, 0 errors; 2 rows" in lines
-    assert "  video: max 1000 versions" in lines
+    assert "  video: keep at most 1000 versions" in lines
     row = lines[lines.index("Row 0123, whole: 5 sampled items write into it"):]
     assert row[1:6] == ["  #1 video: pk=0123, sk=Video", "  #2 comment: pk=0123, sk=VideoComment#8305627524",
                         "  #3 comment: pk=0123, sk=VideoComment#8305636557", "  #4 likes: pk=0123, sk=VideoStatsLikes",

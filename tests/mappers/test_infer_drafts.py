@@ -1,0 +1,88 @@
+"""Drafts that map: `infer` on tables it has never seen drafts a spec whose own plan has no errors on the sample it
+was drafted from (AWS's sample tables, the benchmark's single-table design, profiles with orders)."""
+
+import random
+from datetime import datetime, timezone
+
+import pytest
+
+from benchmarks import dataset
+from ddb2bt.mappers.infer import infer_spec
+from ddb2bt.mappers.loader import parse_document, validate_data
+from ddb2bt.mappers.plan import build_plan
+from ddb2bt.mappers.source import SourceDescription
+from ddb2bt.mappers.spec_yaml import render_yaml
+from tests import aws_samples
+
+NOW = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+
+def _describe(name: str, pk: str = "pk", sk: str = "sk") -> dict:
+    return {"Table": {"TableName": name, "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"},
+                                                       {"AttributeName": sk, "KeyType": "RANGE"}],
+                      "ItemCount": 0, "TableSizeBytes": 0}}
+
+
+def profiles_and_orders(customers: int = 60) -> list[dict]:
+    """A customer's profile and orders in one partition; order ids that look like epoch seconds (2034)."""
+    rng, out = random.Random(7), []
+    for c in range(customers):
+        pk = {"S": f"CUST#{c:05d}"}
+        out.append({"pk": pk, "sk": {"S": "PROFILE"}, "name": {"S": f"name {c}"}, "tags": {"SS": ["a", "b"]},
+                    "balance": {"N": "12345678901234567890123456789012345678"}, "avatar": {"B": b"\x00\x01"}})
+        for o in range(4):
+            out.append({"pk": pk, "sk": {"S": f"ORDER#{2024000001 + c * 4 + o}"}, "status": {"S": "paid"},
+                        "total": {"N": f"{rng.randint(1, 999)}.99"}})
+    return out
+
+
+def _draft_and_plan(describe: dict, items: list[dict]):
+    draft = infer_spec(describe, items, now=NOW)
+    data, lines = parse_document(render_yaml(draft.spec, draft.comments, draft.header), "draft.yaml")
+    spec = validate_data(data, "draft.yaml", lines)
+    return draft, build_plan(spec, items, SourceDescription.from_describe_table(describe["Table"]))
+
+
+CASES = {
+    **{name: (lambda name=name: (aws_samples.describe(name), aws_samples.items(name))) for name in aws_samples.KEYS},
+    "benchmark": lambda: (_describe("Bench"), list(dataset.generate(2000))),
+    "profiles-and-orders": lambda: (_describe("Customers"), profiles_and_orders()),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_draft_maps_the_sample_it_was_drafted_from(case):
+    describe, items = CASES[case]()
+    _, plan = _draft_and_plan(describe, items)
+    errors = [lint.message for lint in plan.lints if lint.severity == "error"]
+    assert not plan.has_errors and plan.sample.errors == 0, errors
+
+
+def test_key_values_holding_the_delimiter_are_escaped_so_the_key_reads_back():
+    draft, plan = _draft_and_plan(aws_samples.describe("Reply"), aws_samples.items("Reply"))
+    assert draft.spec["entities"][0]["row_key"] == {"template": "{Id}#{ReplyDateTime}", "on_delimiter": "escape"}
+    assert not [loss for entity in plan.entities for loss in entity.losses if "Id" in loss or "ReplyDateTime" in loss]
+
+
+def test_ids_that_merely_look_like_epochs_are_not_timestamps_and_entities_keep_families_apart():
+    draft, _ = _draft_and_plan(_describe("Customers"), profiles_and_orders())
+    order = next(entity for entity in draft.spec["entities"] if entity["name"] == "order")
+    assert "timestamp" not in order  # ORDER#2024000001 would be 2034-02-18
+    assert {column["family"] for column in order["columns"]} == {"Order"}
+    assert draft.spec["target"]["families"]["profile"] == {"max_versions": 1}
+
+
+def test_timed_items_get_a_family_of_their_own_whose_gc_keeps_them():
+    items = [{"pk": {"S": "v1"}, "sk": {"S": "Video"}, "Title": {"S": "t"}}] + [
+        {"pk": {"S": "v1"}, "sk": {"S": f"Comment#{1_700_000_000 + i}"}, "Text": {"S": f"c{i}"}} for i in range(5)]
+    draft, plan = _draft_and_plan(_describe("Videos"), items)
+    families = draft.spec["target"]["families"]
+    assert families["Comment"]["max_versions"] > 1 and families["video"] == {"max_versions": 1}
+    assert not plan.has_errors
+
+
+def test_an_unknown_count_is_said_to_be_unknown():
+    draft = infer_spec(aws_samples.describe("Forum"), aws_samples.items("Forum"), now=NOW)
+    assert "DescribeTable reports 0 items" in draft.header[0] and "~0 items" not in draft.header[0]
+    known = infer_spec(aws_samples.describe("Forum", item_count=2), aws_samples.items("Forum"), now=NOW)
+    assert "~2 items" in known.header[0]
