@@ -13,7 +13,7 @@ from .compiler import CellSource
 from .encodings import decode
 from .results import Cell
 from .sample import readable_bytes
-from .spec import Layout
+from .spec import Encoding, Layout
 from .units import micros_to_iso
 
 PREVIEW_CHARS = 80
@@ -60,14 +60,23 @@ def item_preview(item: dict) -> tuple[AttributePreview, ...]:
     return tuple(attribute_preview(name, value) for name, value in item.items())
 
 
+_TEXT_ENCODINGS = frozenset({Encoding.utf8, Encoding.decimal, Encoding.json, Encoding.ddb_json, Encoding.auto})
+"""Encodings whose stored bytes are text: shown as stored (typed DynamoDB JSON stays typed)."""
+
+
 def value_preview(data: bytes, source: CellSource | None) -> tuple[str, str]:
-    """(preview, encoding label): the cell decoded as its column wrote it, shown as text (never raw bytes)."""
+    """(preview, encoding label): the stored bytes as text where they are text, else the value they decode to."""
     if source is None:
         return readable_bytes(data), "bytes"
     if source.layout is Layout.set:
         return "(set member)", "marker 0x00"
     if data == b"" and source.layout in (Layout.map, Layout.list) and source.part:
         return "(empty)", f"{source.layout.value} marker"
+    if source.encoding in _TEXT_ENCODINGS:
+        try:
+            return _printable(data.decode()), source.encoding.value
+        except UnicodeDecodeError:
+            return readable_bytes(data), "bytes"
     try:
         value = decode(data, source.encoding)
     except (ValueError, KeyError, TypeError):

@@ -229,7 +229,8 @@ def test_plan_shows_each_cell_as_the_column_that_wrote_it():
     assert cells["o:sku-9"] == ("3", "int64")  # template qualifier: was shown blank as utf8
     assert cells["o:flag"] == ("false", "bool")
     assert cells["tags:a"] == ("(set member)", "marker 0x00")
-    assert cells["m:colour"] == ("red\\x00", "auto") and cells["m:n"] == ("2", "auto")
+    assert cells["m:colour"] == ("red\\x00", "auto")
+    assert cells["m:n"] == ('{"N":"2"}', "auto")  # as stored: typed DynamoDB JSON, not the plain value
     assert "\x00" not in json.dumps(plan.model_dump(mode="json"), ensure_ascii=False)
 
 
@@ -329,3 +330,17 @@ def test_a_backfill_longer_than_the_stream_retention_is_a_plan_warning_in_text_a
     small = seed_plan("videos", source=huge.model_copy(update={"item_count": 1000, "size_bytes": 10**6}))
     assert not small.estimates.exceeds_stream_retention and not small.has_warnings
     assert small.model_dump(mode="json")["estimates"]["exceeds_stream_retention"] is False
+
+
+def test_the_preview_shows_typed_cells_as_stored():
+    """A ddb_json or auto cell stores typed DynamoDB JSON: the plan shows those bytes, not plain JSON that reads
+    as another value ({"a":[1.5,["x","y"]]} hid that the list holds a string set)."""
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk"}, "target": {"table": "t", "families": {"f": {}}},
+        "entities": [{"name": "e", "row_key": "{pk}", "columns": [
+            {"attribute": "doc", "family": "f", "encoding": "ddb_json"},
+            {"attribute": "nothing", "family": "f", "encoding": "auto"}]}]})  # fmt: skip
+    item = {"pk": {"S": "k"}, "doc": {"M": {"a": {"L": [{"N": "1.5"}, {"SS": ["x", "y"]}]}}}, "nothing": {"NULL": True}}
+    cells = {cell.column: cell.value for cell in build_plan(spec, [item], now_ms=NOW_MS).entities[0].examples[0].cells}
+    assert cells["f:doc"] == '{"M":{"a":{"L":[{"N":"1.5"},{"SS":["x","y"]}]}}}'
+    assert cells["f:nothing"] == '{"NULL":true}'
