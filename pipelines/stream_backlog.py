@@ -121,32 +121,43 @@ def read_backlog(streams: Any, state: TailState, checked: dict[str, str], *,
         if tail_done and start == tail_at:
             result.checked_to = start
             continue  # read to its end by the tail, and listed by an earlier check
-        try:
-            iterator = _position(streams, state.stream_arn, shard_id, start)
-        except Exception as error:
-            if _code(error) != "TrimmedDataAccessException" or start == tail_at:
-                if _code(error) == "TrimmedDataAccessException":
-                    backlog.problems.append(f"shard {shard_id}: the tail's position {tail_at} is past the stream's "
-                                            "retention; the records after it are lost")
-                    continue
-                raise
-            backlog.notes.append(f"shard {shard_id}: the keys changed before the tail's position {tail_at} are past "
-                                 "the stream's retention and were not listed for the parity check")
+        if start != tail_at and not _list(streams, state, result, start, tail_at, keys, max_pages):
+            backlog.notes.append(f"shard {shard_id}: the keys changed before the tail's position {tail_at} were not "
+                                 "all listed for the parity check (past the stream's retention, or more than "
+                                 f"{max_pages} pages)")
             start = tail_at
-            iterator = _position(streams, state.stream_arn, shard_id, start)
-        result.checked_to = start
-        _read_shard(streams, iterator, state, result, tail_at, keys, max_pages)
+        if start == tail_at and not tail_done:
+            if not _list(streams, state, result, start, tail_at, keys, max_pages, counting=True):
+                backlog.problems.append(f"shard {shard_id}: the tail's position {tail_at} is past the stream's "
+                                        "retention; the records after it are lost")
     backlog.changed_keys = list(keys.values())
     return backlog
 
 
+def _list(streams: Any, state: TailState, result: ShardBacklog, start: str | None, tail_at: str | None,
+          keys: dict[str, dict[str, Any]], max_pages: int, counting: bool = False) -> bool:
+    """Read the shard after ``start``; False if the stream no longer holds ``start`` or, when not ``counting`` (still
+    listing what the tail applied), the applied part is longer than ``max_pages``."""
+    try:
+        iterator = _position(streams, state.stream_arn, result.shard, start)
+    except Exception as error:
+        if _code(error) == "TrimmedDataAccessException":
+            return False
+        raise
+    result.checked_to = start
+    return _read_shard(streams, iterator, state, result, tail_at, keys, max_pages, counting)
+
+
 def _read_shard(streams: Any, iterator: str | None, state: TailState, result: ShardBacklog, tail_at: str | None,
-                keys: dict[str, dict[str, Any]], max_pages: int) -> None:
+                keys: dict[str, dict[str, Any]], max_pages: int, counting: bool) -> bool:
     pages = empty = 0
+    applied = True
     while iterator and empty < TIP_EMPTY_PAGES:
         if pages >= max_pages:
+            if applied and not counting:
+                return False  # still in what the tail applied: the caller counts from the tail's position instead
             result.capped = True
-            return
+            return True
         page = streams.get_records(ShardIterator=iterator, Limit=PAGE_LIMIT)
         pages += 1
         records = page.get("Records", [])
@@ -167,3 +178,4 @@ def _read_shard(streams: Any, iterator: str | None, state: TailState, result: Sh
                 if result.oldest_unread_us is None:
                     result.oldest_unread_us = change.time_us
         iterator = page.get("NextShardIterator")
+    return True

@@ -95,6 +95,20 @@ def test_unread_stream_records_are_not_ready_whatever_the_tail_last_saved(bigtab
     assert checks["stream"]["counts"]["unread"] == 40 and checks["stream"]["counts"]["behind_s"] >= 0
     assert not checks["parity"]["holds"]  # the changed items differ too (checked across the whole table)
 
+    # A longer stream than one check reads: the keys before the tail's position are skipped (noted), and the unread
+    # records counted from it are a lower bound, never READY.
+    from ddb2bt.pipelines import stream_backlog
+    from ddb2bt.pipelines.dynamodb_client import ClientSettings
+
+    streams = stream_tail.make_streams_client(ClientSettings.from_source(spec.source))
+    stream_backlog.PAGE_LIMIT = 5
+    try:
+        backlog = stream_backlog.read_backlog(streams, stream_tail.TailState.from_json(state), {}, max_pages=2)
+    finally:
+        stream_backlog.PAGE_LIMIT = stream_tail.PAGE_LIMIT
+    assert backlog.unread == 10 and backlog.shards[0].capped and not backlog.complete
+    assert "were not all listed" in backlog.notes[0]
+
     # The backlog applied: READY, and every item changed since the last READY check was compared.
     assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1).ok
     code, found = status(run_dir)
