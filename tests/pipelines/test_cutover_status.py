@@ -285,3 +285,37 @@ def test_catch_up_dead_letters_redriven_in_order_converge(bigtable_env, moto_ser
     assert code == 0 and f"{lines} change dead letters" in output and "0 still failing" in output, output
     assert read_cells(spec.target) == expected_cells(fixed, list(table.values()))
     assert change_letters.unresolved(str(letters)) == (lines, 0)
+
+
+def test_unread_records_are_counted_across_a_shard_split(bigtable_env, moto_server, unique_name, tmp_path):
+    """Behind ShardSplitProxy (moto's one shard shown as a closed parent and its child): the records after the tail's
+    position in the parent and every record of the child it has not reached are unread; the tail then drains both."""
+    import random
+
+    from ddb2bt.pipelines.dynamodb_client import ClientSettings
+    from ddb2bt.pipelines.stream_backlog import read_backlog
+
+    from .test_cutover_shard_split import CHILD, PARENT, last_sequence, proxied_backfill
+
+    with proxied_backfill(moto_server, unique_name, tmp_path, random.Random(3), split=False) as (
+            client, spec, run_dir, proxy):
+        assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1).ok
+        before = last_sequence(moto_server.endpoint, unique_name)
+        for n in range(15):
+            client.put_item(TableName=unique_name, Item=post(n, f"t{n}"))
+        proxy.split_after, proxy.split = last_sequence(moto_server.endpoint, unique_name), True
+        for n in range(15):
+            client.put_item(TableName=unique_name, Item=post(n, f"u{n}"))
+        end = last_sequence(moto_server.endpoint, unique_name)
+        state = stream_tail.load_state(run_dir)
+        streams = stream_tail.make_streams_client(ClientSettings.from_source(spec.source))
+        backlog = read_backlog(streams, state, {})
+        assert {shard.shard: shard.unread for shard in backlog.shards} == {PARENT: 15, CHILD: 15}
+        assert backlog.unread == end - before == 30 and backlog.complete
+        code, found = status(run_dir)
+        assert code == 1 and conditions(found)["stream"]["counts"]["unread"] == 30
+
+        assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=1.0, poll_s=0.1).ok
+        backlog = read_backlog(streams, stream_tail.load_state(run_dir), {})
+        assert backlog.unread == 0 and backlog.complete
+        assert {shard.shard: shard.tail_done for shard in backlog.shards} == {PARENT: True, CHILD: False}
