@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
 from .context import load_spec, unfinished, wait_for
+from ..pipelines.parity import Parity
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
     from ..pipelines.change_sink import ChangeApplier
     from ..pipelines.dead_letters import consolidate
     from ..pipelines.dynamodb_client import ClientSettings, make_client
-    from ..pipelines.stream_tail import TailRun, make_streams_client
+    from ..pipelines.stream_tail import TailRun, make_streams_client, record_stop
     from ..pipelines.target import probe_target
 
     run_dir = _need_run_dir(options)
@@ -203,6 +204,7 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
     dead_letter = options.dead_letter or tl.join(run_dir, "tail.dead_letters.jsonl")
     run = TailRun(run_dir, spec.source.table, dynamodb, streams, applier, dead_letter, until_idle_s, max_seconds, poll_s)
     started = time.monotonic()
+    record_stop(run_dir, 0)  # running from now on, until its heartbeat stops or it records its stop
     try:
         state = run.start(timeline.applied_to_us)
         if timeline.tail_started_us is None:
@@ -213,6 +215,7 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
     finally:
         applier.close()
         lines = consolidate(dead_letter)
+        record_stop(run_dir, int(time.time() * 1_000_000))
     counters = run.outcome.counters()
     return TailResult(run_dir, counters, {k: vars(v) for k, v in state.shards.items()}, dead_letter, lines,
                       reconcile_changes(counters), time.monotonic() - started)
@@ -221,7 +224,11 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
 # --------------------------------------------------------------------------- cutover-status
 
 LAG_THRESHOLD_S = 30.0
-PARITY_SAMPLE = 20
+PARITY_SAMPLE = 100
+STATUS_FILE = "status.json"
+"""cutover-status's own record in the run folder: per shard, the last record whose item it compared (never the
+tail's checkpoint, which it only reads)."""
+CONDITIONS = ("stream", "dead letters", "tail", "parity")
 
 
 @dataclass
@@ -229,20 +236,21 @@ class ShardLag:
     shard: str
     done: bool
     behind_s: float
+    """How long the oldest unread record of the shard has waited (0 when none is unread)."""
     last_record: str | None
+    unread: int = 0
+    oldest_unread: str | None = None
+    capped: bool = False
 
 
 @dataclass
-class Parity:
-    checked: int = 0
-    matching: int = 0
-    absent: int = 0
-    """Items deleted since: nothing left to compare in a shared row (their cells' deletion is exact by construction)."""
-    mismatches: list[str] = field(default_factory=list)
+class Condition:
+    """One condition of READY, checked, with what it counted."""
 
-    @property
-    def holds(self) -> bool:
-        return not self.mismatches
+    name: str
+    holds: bool
+    detail: str
+    counts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -252,11 +260,16 @@ class CutoverStatus:
     """Each phase: name, state, what it applied up to, its counters."""
     shards: list[ShardLag]
     dead_letters: dict[str, int]
+    """Lines per dead-letter file of the run folder (the backfill's and the change dead letters)."""
     parity: Parity
     ready: bool
     reasons: list[str]
     """Why it is not ready (empty when ready)."""
     lag_threshold_s: float
+    conditions: list[Condition] = field(default_factory=list)
+    unresolved_dead_letters: dict[str, int] = field(default_factory=dict)
+    """Change dead letters not resolved by a redrive, per file."""
+    notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         from dataclasses import asdict
@@ -282,95 +295,134 @@ def _dead_letter_counts(run_dir: str) -> dict[str, int]:
     return {meta.path.rsplit("/", 1)[-1]: _count_lines(meta.path) for meta in sorted(found, key=lambda m: m.path)}
 
 
-def parity_check(spec: MappingSpec, now_ms: int, keys: list[dict], retry_s: float = 1.0) -> Parity:
-    """Read each item now (consistent read) and check that Bigtable holds exactly its cells in its row.
+def _check_run_dir(run_dir: str) -> Timeline:
+    """The run folder's timeline; a missing folder and a folder without one are usage errors (exit 2)."""
+    import os
 
-    Cells of other items folded into the same row are left out of the comparison. A mismatch is
-    checked once more after ``retry_s`` (the item may have changed between the two reads).
-    """
-    from ..mappers.attrvalue import to_export_json
-    from ..mappers.compiler import compile_spec
-    from ..mappers.results import MappedRow
-    from ..pipelines.bigtable_read import read_cells
-    from ..pipelines.dynamodb_client import ClientSettings, make_client
+    from apache_beam.io.filesystems import FileSystems
 
-    compiled = compile_spec(spec, now_ms=now_ms)
-    client = make_client(ClientSettings.from_source(spec.source))
-    parity = Parity()
+    from ..pipelines import timeline as tl
 
-    def compare(key: dict) -> str | None:
-        item = client.get_item(TableName=spec.source.table, Key=key, ConsistentRead=True).get("Item")
-        if item is None:
-            return "absent"
-        result = compiled.map_item(item)
-        if not isinstance(result, MappedRow):
-            return None  # dead-lettered or skipped: nothing expected in Bigtable
-        found = {(c.family, c.qualifier, c.timestamp_micros): c.value
-                 for _key, cells in read_cells(spec.target, [result.row_key]) for c in cells}
-        missing = [c for c in result.cells if found.get((c.family, c.qualifier, c.timestamp_micros)) != c.value]
-        if missing:
-            cell = missing[0]
-            return (f"item {to_export_json(key)}: {len(missing)} of its {len(result.cells)} cells differ in row "
-                    f"{result.row_key!r}, e.g. {cell.family}:{cell.qualifier!r} at {cell.timestamp_micros}")
-        return None
-
-    for key in keys:
-        verdict = compare(key)
-        if verdict not in (None, "absent"):
-            time.sleep(retry_s)
-            verdict = compare(key)
-        parity.checked += 1
-        if verdict == "absent":
-            parity.absent += 1
-        elif verdict is None:
-            parity.matching += 1
-        else:
-            parity.mismatches.append(verdict)
-    return parity
+    exists = os.path.isdir(run_dir) if "://" not in run_dir else \
+        bool(FileSystems.match([tl.join(run_dir, "*")])[0].metadata_list)
+    if not exists:
+        raise UsageError(f"there is no run folder at {run_dir}",
+                         "pass the --run-dir of the backfill (`ddb2bt migrate --run-dir`) that catch-up and tail use")
+    timeline = tl.peek(run_dir)
+    if timeline is None:
+        raise tl.TimelineError(f"{run_dir} holds no cutover timeline ({tl.TIMELINE_FILE}): nothing has been applied "
+                               "after the backfill, so the target cannot be ready",
+                               "run `ddb2bt catch-up` or `ddb2bt tail` with this --run-dir first")
+    return timeline
 
 
 def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: int = PARITY_SAMPLE,
-           options: RunOptions = RunOptions()) -> CutoverStatus:
-    """Where each phase stands, the stream lag per shard, dead letters, a parity sample; ready or not, and why."""
-    from ..mappers.spec import MappingSpec
-    from ..pipelines import timeline as tl
-    from ..pipelines.stream_tail import load_state
+           options: RunOptions = RunOptions(), retry_s: float = 1.0) -> CutoverStatus:
+    """READY only when every condition holds, each checked against the source itself (docs/CUTOVER.md):
 
-    timeline = tl.peek(run_dir)
-    if timeline is None:
-        raise tl.TimelineError(f"{run_dir} has no cutover timeline yet",
-                               "run `ddb2bt catch-up` or `ddb2bt tail` with this --run-dir first")
+    * stream: every shard read to its current end by the tail (the stream read here, read-only, from the
+      tail's checkpoint: the records after it are counted, with the age of the oldest);
+    * dead letters: no change dead letter of the tail or a catch-up left unresolved;
+    * tail: alive (a heartbeat saved with every page, within ``lag_threshold_s``), or stopped with nothing unread;
+    * parity: random keys across the whole table and every key changed since the last check compare equal.
+    """
+    from ..mappers.compiler import compile_spec
+    from ..mappers.spec import MappingSpec
+    from ..pipelines import change_letters
+    from ..pipelines import timeline as tl
+    from ..pipelines.dynamodb_client import ClientSettings, make_client
+    from ..pipelines.parity import check, sample_keys
+    from ..pipelines.stream_backlog import read_backlog
+    from ..pipelines.stream_tail import load_state, make_streams_client, stopped_since
+
+    timeline = _check_run_dir(run_dir)
     now_us = int(time.time() * 1_000_000)
     phases: list[dict[str, Any]] = [{"phase": "backfill", "kind": timeline.backfill, "state": "done",
-               "applied_up_to": tl.us_to_iso(timeline.start_us)}]
+                                     "applied_up_to": tl.us_to_iso(timeline.start_us)}]
     phases += [{"phase": "catch-up", "export": p.export, "state": "done", "from": tl.us_to_iso(p.from_us),
                 "applied_up_to": tl.us_to_iso(p.to_us), "counters": p.counters} for p in timeline.phases]
-    reasons: list[str] = []
+    conditions: list[Condition] = []
     shards: list[ShardLag] = []
-    state = load_state(run_dir)
+    notes: list[str] = []
     parity = Parity()
-    if state is None:
-        reasons.append("the stream tail has not started")
+    state = load_state(run_dir)
+    spec = load_spec(MappingSpec.model_validate(timeline.spec), options) if timeline.spec is not None else None
+
+    # dead letters: counted first, they need nothing but the folder
+    unresolved = {}
+    for path in change_letters.change_files(run_dir):
+        total, left = change_letters.unresolved(path)
+        unresolved[path.rsplit("/", 1)[-1]] = left
+    left = sum(unresolved.values())
+    conditions.append(Condition("dead letters", left == 0, (
+        "no unresolved change dead letter" if not left else
+        f"{left} change dead letter(s) unresolved ({', '.join(f'{n}: {c}' for n, c in unresolved.items() if c)}): "
+        "Bigtable does not hold those changes; fix the spec and `ddb2bt redrive FILE SPEC`"),
+        {"unresolved": left}))
+
+    if state is None or spec is None or spec.source.table is None:
+        why = "the stream tail has not started" if state is None else "the timeline records no spec with a table"
+        conditions += [Condition("stream", False, f"{why}: the stream cannot be compared with what is applied"),
+                       Condition("tail", False, why),
+                       Condition("parity", False, f"{why}: nothing compared")]
     else:
+        settings = ClientSettings.from_source(spec.source)
+        saved = tl.read_json(tl.join(run_dir, STATUS_FILE)) or {}
+        checked = saved.get("checked", {}) if saved.get("stream_arn") == state.stream_arn else {}
+        backlog = read_backlog(make_streams_client(settings), state, checked)
+        notes += backlog.notes
+        oldest = backlog.oldest_unread_us
+        behind_s = max(0.0, (now_us - oldest) / 1e6) if oldest is not None else 0.0
+        for lag in backlog.shards:
+            saved_shard = state.shards.get(lag.shard)
+            last = saved_shard.last_record_us if saved_shard is not None else None
+            shards.append(ShardLag(lag.shard, lag.tail_done,
+                                   max(0.0, (now_us - lag.oldest_unread_us) / 1e6) if lag.oldest_unread_us else 0.0,
+                                   tl.us_to_iso(last) if last else None, lag.unread,
+                                   tl.us_to_iso(lag.oldest_unread_us) if lag.oldest_unread_us else None, lag.capped))
+        more = "at least " if any(lag.capped for lag in backlog.shards) else ""
+        if backlog.problems:
+            detail = "; ".join(backlog.problems)
+        elif backlog.unread or not backlog.complete:
+            detail = (f"{more}{backlog.unread} stream record(s) the tail has not applied, the oldest from "
+                      f"{tl.us_to_iso(oldest) if oldest else '?'} ({behind_s:.1f} s behind)")
+        else:
+            detail = f"every shard read to its end: 0 unread records in {len(backlog.shards)} shard(s)"
+        conditions.append(Condition("stream", backlog.complete and not backlog.unread, detail,
+                                    {"unread": backlog.unread, "shards": len(backlog.shards),
+                                     "behind_s": round(behind_s, 1), "lower_bound": bool(more)}))
+
         heartbeat_age = (now_us - state.heartbeat_us) / 1e6
+        alive = heartbeat_age <= lag_threshold_s and not stopped_since(run_dir, state)
+        drained = backlog.complete and not backlog.unread
         applied = [s.last_record_us for s in state.shards.values() if s.last_record_us]
-        phases.append({"phase": "tail", "state": "running" if heartbeat_age <= lag_threshold_s else "stopped",
+        phases.append({"phase": "tail", "state": "running" if alive else "stopped",
                        "last_heartbeat_s_ago": round(heartbeat_age, 1),
                        "applied_up_to": tl.us_to_iso(max(applied)) if applied else None, "counters": state.counters})
-        if heartbeat_age > lag_threshold_s:
-            reasons.append(f"the tail has not reported for {heartbeat_age:.0f} s (threshold {lag_threshold_s:.0f} s): "
-                           "is `ddb2bt tail` running?")
-        for shard_id, saved in sorted(state.shards.items()):
-            shards.append(ShardLag(shard_id, saved.done, saved.behind_us / 1e6,
-                                   tl.us_to_iso(saved.last_record_us) if saved.last_record_us else None))
-        lagging = [s for s in shards if not s.done and s.behind_s > lag_threshold_s]
-        if lagging:
-            reasons.append(f"{len(lagging)} shard(s) lag more than {lag_threshold_s:.0f} s (worst "
-                           f"{max(s.behind_s for s in lagging):.0f} s)")
-        if timeline.spec is not None and state.recent:
-            spec = load_spec(MappingSpec.model_validate(timeline.spec), options)
-            parity = parity_check(spec, timeline.now_ms, state.recent[-sample:])
-            if not parity.holds:
-                reasons.append(f"parity: {len(parity.mismatches)} of {parity.checked} recently changed items differ")
-    dead = _dead_letter_counts(run_dir)
-    return CutoverStatus(run_dir, phases, shards, dead, parity, not reasons, reasons, lag_threshold_s)
+        conditions.append(Condition("tail", alive or drained, (
+            f"alive: last heartbeat {heartbeat_age:.1f} s ago" if alive else
+            f"stopped (last heartbeat {heartbeat_age:.0f} s ago) after applying everything the stream holds" if drained
+            else f"stopped (last heartbeat {heartbeat_age:.0f} s ago, threshold {lag_threshold_s:.0f} s) with stream "
+            "records unapplied: start `ddb2bt tail` again"), {"heartbeat_s_ago": round(heartbeat_age, 1),
+                                                              "alive": alive}))
+
+        compiled = compile_spec(spec, now_ms=timeline.now_ms)
+        client = make_client(settings)
+        drawn = sample_keys(client, spec.source.table, [name for name in (spec.source.partition_key,
+                                                                          spec.source.sort_key) if name], sample)
+        parity = check(client, spec.source.table, compiled, spec.target, drawn, backlog.changed_keys, retry_s)
+        counted = (f"{parity.checked} items compared ({parity.random_keys} drawn across the table, "
+                   f"{parity.changed_keys} changed since the last check): {parity.matching} match, "
+                   f"{parity.absent} deleted since, {parity.unmapped} not mapped by the spec")
+        conditions.append(Condition("parity", parity.holds and parity.checked > 0, (
+            counted if parity.holds and parity.checked else f"{counted}; nothing to compare (an empty table?)"
+            if parity.holds else f"{counted}; {len(parity.mismatches)} differ: {parity.mismatches[0]}"),
+            {"checked": parity.checked, "random": parity.random_keys, "changed": parity.changed_keys,
+             "differences": len(parity.mismatches)}))
+        if parity.holds and backlog.complete:  # the next check lists the keys changed after these
+            tl.write_json(tl.join(run_dir, STATUS_FILE), {"stream_arn": state.stream_arn, "checked": {
+                lag.shard: lag.checked_to for lag in backlog.shards if lag.checked_to}})
+
+    reasons = [f"{c.name}: {c.detail}" for c in conditions if not c.holds]
+    return CutoverStatus(run_dir, phases, shards, _dead_letter_counts(run_dir), parity, not reasons, reasons,
+                         lag_threshold_s, conditions, unresolved, notes)

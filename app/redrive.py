@@ -26,6 +26,7 @@ from .options import RunOptions
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
+    from .change_redrive import ChangeRedriveResult
 
 DEAD_LETTER_FILE = "dead_letters.jsonl"
 RECORD_FILE = "redrive.json"
@@ -78,8 +79,10 @@ def default_redrive_dir(table: str) -> str:
 
 
 def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options: RunOptions = RunOptions(), *,
-            now_ms: int | None = None) -> RedriveResult:
+            now_ms: int | None = None) -> RedriveResult | ChangeRedriveResult:
     """Re-run the dead letters of ``run_dir`` through ``spec`` (default: the spec the folder keeps).
+
+    Change dead letters (the tail's, a catch-up's) are re-applied as changes (:mod:`.change_redrive`).
 
     Cells that take the run's time get the original run's "now" when its folder records one, else
     ``now_ms``, else the time now. UsageError (nothing written) for a bad file, spec or folder.
@@ -89,6 +92,7 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
     from ..pipelines.bigtable_sink import ensure_table
+    from ..pipelines.change_letters import holds_changes
     from ..pipelines.dead_letter_source import ReadDeadLetters, survey
     from ..pipelines.dead_letters import check_dead_letter_destination
     from ..pipelines.options import is_direct_runner
@@ -97,6 +101,10 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     from ..pipelines.target import describe_target, probe_target
 
     letters = dead_letter_file(run_dir)
+    if holds_changes(letters):  # the tail's or a catch-up's: change records, re-applied as changes
+        from .change_redrive import redrive_changes
+
+        return redrive_changes(letters, spec, options)
     folder = run_dir if letters != run_dir else FileSystems.split(letters)[0] or "."
     found = survey(letters)  # every line checked before anything is written
     loaded = load_spec(spec if spec is not None else _recorded_spec(folder), options)

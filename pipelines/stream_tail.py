@@ -38,6 +38,7 @@ from .dead_letters import write_part
 from .timeline import join, read_json, write_json
 
 TAIL_FILE = "tail.json"
+STOPPED_FILE = "tail.stopped.json"
 RETENTION_US = 24 * 3_600_000_000
 START_MARGIN_US = 2_000_000
 PAGE_LIMIT = 1000
@@ -144,6 +145,17 @@ def load_state(run_dir: str) -> TailState | None:
 
 def save_state(run_dir: str, state: TailState) -> None:
     write_json(join(run_dir, TAIL_FILE), state.to_json())
+
+
+def record_stop(run_dir: str, now_us: int) -> None:
+    """The tail stopped cleanly (Ctrl-C, its limits, an error): beside the checkpoint, which it leaves as it is."""
+    write_json(join(run_dir, STOPPED_FILE), {"stopped_us": now_us})
+
+
+def stopped_since(run_dir: str, state: TailState) -> bool:
+    """The tail stopped cleanly after its last heartbeat (a kill -9 leaves the heartbeat only)."""
+    saved = read_json(join(run_dir, STOPPED_FILE)) or {}
+    return int(saved.get("stopped_us", 0)) >= state.heartbeat_us
 
 
 def to_change(record: dict[str, Any]) -> Change:
@@ -324,6 +336,7 @@ class TailRun:
             recent = [to_export_json(change.keys) for change in late[-RECENT_KEYS:]]
             state.recent = [json.loads(text) for text in dict.fromkeys(
                 json.dumps(keys, sort_keys=True) for keys in [*state.recent, *recent])][-RECENT_KEYS:]
+            state.heartbeat_us = self.now_us()  # per page: a tail working through a backlog is alive
             save_state(self.run_dir, state)  # only now: the page is in Bigtable
         return got
 

@@ -85,16 +85,23 @@ def tail(spec: SpecArg, run_dir: RunDir,
 @run_options("aws", "google")
 def cutover_status(run_dir: RunDir,
                    lag_threshold: Annotated[float, typer.Option(
-                       "--lag-threshold", min=0, help="Seconds of stream lag (and tail silence) still called ready.")]
-                   = 30.0,
-                   sample: Annotated[int, typer.Option("--sample", min=0, help="Recently changed items to compare.")]
-                   = 20,
+                       "--lag-threshold", min=0, help="Seconds without a heartbeat after which a tail that still has "
+                       "records to apply is called stopped.")] = 30.0,
+                   sample: Annotated[int, typer.Option("--sample", min=0, help="Items drawn at random across the whole "
+                                                       "table for the parity check (every item changed since the last "
+                                                       "check is compared as well).")] = 100,
                    output: Annotated[OutputFormat, typer.Option("--format", help="text, or json for automation.")]
                    = OutputFormat.text, *,
                    options: RunOptions) -> None:
-    """Each phase, what it applied up to, stream lag per shard, dead letters, a parity sample: READY or not.
+    """READY to cut over, or not, and why: four conditions, each checked and shown with its counts.
 
-    Exit 0 when ready, 1 when not (so a script can wait for it).
+    stream: the stream itself (read-only, from the tail's checkpoint) holds no record the tail has not applied;
+    dead letters: no change dead letter of the tail or a catch-up is unresolved; tail: alive (a heartbeat per page)
+    or stopped with nothing left; parity: random items across the table and every item changed since the last check
+    equal their Bigtable rows. Stop writes to DynamoDB first (docs/CUTOVER.md).
+
+    Exit 0: READY. Exit 1: NOT READY (a script can wait for 0). Exit 2: no run folder there, or no cutover timeline
+    in it yet (run `ddb2bt catch-up` or `ddb2bt tail` with it first). Exit 3: AWS or Bigtable unreachable.
     """
     from ...app import cutover
 
@@ -113,12 +120,17 @@ def render_status(found) -> list[str]:
         extra = f", {_counters(phase['counters'])}" if phase.get("counters") else ""
         lines.append(f"{phase['phase']:9} {phase['state']:8} applied up to {phase.get('applied_up_to') or '-'}{extra}")
     for shard in found.shards:
-        lines.append(f"  shard {shard.shard}: {'finished' if shard.done else f'{shard.behind_s:.1f} s behind'}, "
-                     f"last record {shard.last_record or '-'}")
-    for name, count in found.dead_letters.items():
-        lines.append(f"dead letters {name}: {count}")
-    p = found.parity
-    lines.append(f"parity: {p.matching} of {p.checked} recently changed items match, {p.absent} deleted since"
-                 + (f"; {len(p.mismatches)} differ: {p.mismatches[0]}" if p.mismatches else ""))
+        unread = (f"{'≥' if shard.capped else ''}{shard.unread} unread, oldest {shard.oldest_unread} "
+                  f"({shard.behind_s:.1f} s behind)" if shard.unread else "0 unread")
+        lines.append(f"  shard {shard.shard}: {'finished' if shard.done else unread}, "
+                     f"last applied {shard.last_record or '-'}")
+    for name in sorted({*found.dead_letters, *found.unresolved_dead_letters}):
+        left = found.unresolved_dead_letters.get(name)
+        count = found.dead_letters.get(name, "in part files")
+        lines.append(f"dead letters {name}: {count}" + (f" ({left} unresolved)" if left is not None else
+                                                         " (the backfill's: items the spec does not map)"))
+    for condition in found.conditions:
+        lines.append(f"{'ok  ' if condition.holds else 'FAIL'} {condition.name}: {condition.detail}")
+    lines += [f"note: {note}" for note in found.notes]
     lines.append("READY to cut over" if found.ready else "NOT READY: " + "; ".join(found.reasons))
     return lines

@@ -35,18 +35,24 @@ def command(
 
     The redrive is a run of its own: its folder, its dead letters (what still fails), its reconciliation. Lines that
     hold no item (an export's count mismatch) cannot be re-driven: they are listed.
+
+    Change dead letters (RUN_DIR/tail.dead_letters.jsonl, RUN_DIR/catch-up-*.dead_letters.jsonl) are re-applied as
+    changes, in stream order, where they are still the item's latest state (stop `ddb2bt tail` first); the fixed
+    spec becomes the cutover's spec, and `cutover-status` no longer counts the letters resolved.
     """
     from ...app.redrive import redrive
 
     options = replace(options, run_dir=new_run_dir, dead_letter=dead_letter)
     typer.echo(f"redrive {run_dir} → Bigtable (DirectRunner)", err=True)
     result = redrive(run_dir, spec, options)
+    changes = not hasattr(result, "items_by_stage")
     if format is OutputFormat.json:
-        typer.echo(json.dumps({**asdict(result), "ok": result.ok}, indent=2, sort_keys=True))
+        typer.echo(json.dumps({**asdict(result), "ok": result.ok, "kind": "changes" if changes else "items"},
+                              indent=2, sort_keys=True))
     else:
-        for line in notes(result):
+        for line in [] if changes else notes(result):
             typer.echo(line, err=True)
-        for line in render(result):
+        for line in render_changes(result) if changes else render(result):
             typer.echo(line)
     if not result.ok:
         raise typer.Exit(1)
@@ -75,6 +81,21 @@ def render(result: Any) -> list[str]:
     ]
     lines += reason_lines(result.reasons)
     lines.append(f"still failing: {result.dead_letter} ({result.dead_letter_lines} lines; holds user data)")
+    lines += [f"PROBLEM: {problem}" for problem in result.problems]
+    lines.append(f"redrive {'OK' if result.ok else 'FAILED'}; run folder: {result.run_dir}")
+    return lines
+
+
+def render_changes(result: Any) -> list[str]:
+    lines = [f"{result.source}: {result.letters} change dead letters of {result.items} items",
+             f"re-applied {result.applied} changes ({result.cells_set} cells set, {result.cells_deleted} deleted), "
+             f"{result.superseded} superseded by a later change of their item (already in Bigtable or next in the "
+             f"stream), {result.skipped} skipped by the spec, {result.still_failing} still failing",
+             f"still failing: {result.dead_letter} ({result.still_failing} changes; holds user data)"]
+    lines += [f"{len(result.not_redriven)} lines hold no change and stay unresolved:"] if result.not_redriven else []
+    lines += [f"  {reason}" for reason in result.not_redriven]
+    if result.spec_recorded:
+        lines.append("the cutover now applies this spec (saved in its cutover.json): start `ddb2bt tail` with it")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append(f"redrive {'OK' if result.ok else 'FAILED'}; run folder: {result.run_dir}")
     return lines

@@ -54,9 +54,15 @@ def test_tail_killed_and_resumed_converges_then_status_is_ready(bigtable_env, mo
                                    "--lag-threshold", "300", env=env),
                             env=env, capture_output=True, text=True, timeout=120)
     found = json.loads(status.stdout)
-    assert status.returncode == 0 and found["ready"], status.stdout + status.stderr
+    checks = {condition["name"]: condition for condition in found["conditions"]}
+    assert all(checks[name]["holds"] for name in ("stream", "tail", "parity")), status.stdout + status.stderr
     assert found["parity"]["checked"] > 0 and found["parity"]["holds"]
     assert [phase["phase"] for phase in found["phases"]] == ["backfill", "tail"]
+    # The workload makes about one post in ten unmappable on purpose: those changes are dead letters, which
+    # Bigtable does not hold, so the status is NOT READY for them alone (test_cutover_status.py redrives them).
+    letters = len((run_dir / "tail.dead_letters.jsonl").read_text().splitlines())
+    assert letters > 0 and checks["dead letters"]["counts"]["unresolved"] == letters
+    assert status.returncode == 1 and found["reasons"] == [f"dead letters: {checks['dead letters']['detail']}"]
 
 
 def test_catch_up_killed_and_run_again_converges(bigtable_env, unique_name, tmp_path):
