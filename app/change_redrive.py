@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from ..mappers.errors import UsageError
 from .context import load_spec
 from .options import RunOptions
+from .redrive_folder import DEAD_LETTER_FILE, default_redrive_dir, record
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
@@ -93,7 +94,6 @@ def redrive_changes(letters: str, spec: MappingSpec | str | Path | None, options
     from ..pipelines.parity import read_items
     from ..pipelines.stream_tail import load_state, stopped_since
     from ..pipelines.target import describe_target, probe_target
-    from .redrive import DEAD_LETTER_FILE, _record, default_redrive_dir
 
     folder = FileSystems.split(letters)[0] or "."
     timeline = tl.peek(folder)
@@ -136,7 +136,7 @@ def redrive_changes(letters: str, spec: MappingSpec | str | Path | None, options
     probe_target(loaded.target)
     check_dead_letter_destination(dead_letter)
     ensure_table(loaded.target, create=True)  # a fixed spec may add a family
-    _record(new_dir, letters, Path(spec) if isinstance(spec, (str, Path)) else None, timeline.now_ms)
+    record(new_dir, letters, Path(spec) if isinstance(spec, (str, Path)) else None, timeline.now_ms)
 
     changes = sorted(((change_letters.to_change(item), line) for line, item in records),
                      key=lambda pair: change_letters.order(pair[0]))

@@ -14,7 +14,6 @@ redriven item is written as the original run would have written it.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,16 +22,11 @@ from typing import TYPE_CHECKING
 from ..mappers.errors import UsageError
 from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
+from .redrive_folder import DEAD_LETTER_FILE, dead_letter_file, default_redrive_dir, record, recorded_now, recorded_spec
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
     from .change_redrive import ChangeRedriveResult
-
-DEAD_LETTER_FILE = "dead_letters.jsonl"
-RECORD_FILE = "redrive.json"
-SPEC_FILE = "spec"
-"""A redrive keeps a copy of its spec file (spec.yaml, spec.json) in its folder: redriving a redrive needs no spec."""
-
 
 @dataclass(frozen=True)
 class RedriveResult:
@@ -64,20 +58,6 @@ class RedriveResult:
         return not self.problems
 
 
-def dead_letter_file(run_dir: str) -> str:
-    """The dead-letter file of a run folder, or ``run_dir`` itself when it names a file."""
-    from apache_beam.io.filesystems import FileSystems
-
-    if run_dir.endswith(".jsonl"):
-        return run_dir
-    return FileSystems.join(run_dir, DEAD_LETTER_FILE)
-
-
-def default_redrive_dir(table: str) -> str:
-    """``runs/<table>-redrive-<UTC time>``: next to the migration runs, sortable by time."""
-    return f"runs/{table}-redrive-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
-
-
 def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options: RunOptions = RunOptions(), *,
             now_ms: int | None = None) -> RedriveResult | ChangeRedriveResult:
     """Re-run the dead letters of ``run_dir`` through ``spec`` (default: the spec the folder keeps).
@@ -107,7 +87,7 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
         return redrive_changes(letters, spec, options)
     folder = run_dir if letters != run_dir else FileSystems.split(letters)[0] or "."
     found = survey(letters)  # every line checked before anything is written
-    loaded = load_spec(spec if spec is not None else _recorded_spec(folder), options)
+    loaded = load_spec(spec if spec is not None else recorded_spec(folder), options)
     pipeline_options = PipelineOptions(list(options.beam_args))
     runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
     new_dir = options.run_dir or default_redrive_dir(loaded.target.table)
@@ -115,13 +95,13 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     if not is_direct_runner(runner) and not all(p.startswith(("gs://", "s3://")) for p in (letters, dead_letter)):
         raise UsageError(f"{runner} workers run on other machines and cannot read or write local files",
                          "give a run folder on gs:// or s3:// and pass --run-dir gs://BUCKET/...")
-    inherited = _recorded_now(folder)
+    inherited = recorded_now(folder)
     now = inherited or now_ms or int(time.time() * 1000)
 
     probe_target(loaded.target)  # a dead Bigtable fails here, in seconds
     check_dead_letter_destination(dead_letter)  # never the file being read: that one exists
     ensure_table(loaded.target, create=True)  # a fixed spec may add a family
-    _record(new_dir, letters, Path(spec) if isinstance(spec, (str, Path)) else None, now)
+    record(new_dir, letters, Path(spec) if isinstance(spec, (str, Path)) else None, now)
 
     pipeline = beam.Pipeline(options=pipeline_options)
     build_pipeline(pipeline, loaded, dead_letter=dead_letter, flow=options.flow_control(), now_ms=now,
@@ -137,58 +117,3 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     return RedriveResult(letters, new_dir, dead_letter, describe_target(loaded.target), state, now, inherited is not None,
                          found.items_by_stage, found.without_item, counters, lines, tuple(problems), reasons,
                          loaded.migration_time.isoformat() if loaded.migration_time else None)
-
-
-def _read_text(path: str) -> str | None:
-    from apache_beam.io.filesystems import FileSystems
-
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path) as handle:
-        return str(handle.read().decode("utf-8"))
-
-
-def _recorded_spec(folder: str) -> MappingSpec:
-    """The spec a redrive folder keeps; the original migration's spec is not kept, so it must be given."""
-    from apache_beam.io.filesystems import FileSystems
-
-    from ..mappers.loader import parse_document, validate_data
-
-    kept = sorted(m.path for m in FileSystems.match([FileSystems.join(folder, SPEC_FILE + ".*")])[0].metadata_list)
-    text = _read_text(kept[0]) if kept else None
-    if text is None:
-        raise UsageError(f"{folder} keeps no spec (a redrive keeps a copy of its spec; a migration run does not)",
-                         "pass the fixed spec: ddb2bt redrive RUN_DIR SPEC")
-    data, lines = parse_document(text, kept[0])
-    return validate_data(data, kept[0], lines)
-
-
-def _recorded_now(folder: str) -> int | None:
-    """The "now" of the run in ``folder``: a scan's checkpoint.json, or an earlier redrive's redrive.json."""
-    from apache_beam.io.filesystems import FileSystems
-
-    from ..pipelines.checkpoint import CHECKPOINT_FILE
-
-    for name in (CHECKPOINT_FILE, RECORD_FILE):
-        text = _read_text(FileSystems.join(folder, name))
-        if text:
-            now = json.loads(text).get("now_ms")
-            if isinstance(now, int):
-                return now
-    return None
-
-
-def _record(folder: str, letters: str, spec_path: Path | None, now_ms: int) -> None:
-    """What this redrive read and with which "now" (redrive.json), and a copy of the spec file it was given."""
-    from apache_beam.io.filesystems import FileSystems
-
-    record = {"redrive_of": letters, "now_ms": now_ms, "spec": str(spec_path) if spec_path else None}
-    files = [(RECORD_FILE, (json.dumps(record, indent=2) + "\n").encode("utf-8"))]
-    if spec_path is not None:
-        files.append((SPEC_FILE + spec_path.suffix.lower(), spec_path.read_bytes()))
-    for name, data in files:
-        path = FileSystems.join(folder, name)
-        if "://" not in path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with FileSystems.create(path) as handle:
-            handle.write(data)
