@@ -94,3 +94,12 @@ def test_well_formed_paths_pass(path):
                                   "s3://xn--abc/x", "s3://abc-s3alias/x", "s3:///x"])
 def test_malformed_buckets_are_named(path):
     assert bucket_problem(path)
+
+
+def test_validate_checks_its_paths_the_same_way(invoke, dataflow):
+    """validate on Dataflow: the same offline check of the bucket names (here --temp_location)."""
+    result = invoke("validate", "videos.yaml", "--run-dir", "gs://my-bucket/runs/v", "--project", "my-project",
+                    "--instance", "my-instance", "--runner", "DataflowRunner", "--region", "us-central1",
+                    "--temp_location", "gs://b/tmp", "--dry_run=True")
+    assert result.exit_code == 2, result.output
+    assert last_error(result).startswith("error: --temp_location gs://b/tmp: bucket 'b'")
