@@ -36,7 +36,8 @@ def load_spec(spec: MappingSpec | str | Path, options: RunOptions = RunOptions()
         from ..mappers.loader import load_spec as load
 
         spec = load(spec)
-    aws = {"endpoint_url": options.endpoint_url, "region": options.aws_region, "profile": options.profile}
+    aws = {"endpoint_url": options.endpoint_url, "region": options.aws_region, "profile": options.profile,
+           "role_arn": options.aws_role_arn}
     update = {k: v for k, v in aws.items() if v}
     overrides = TargetOverrides(options.project, options.instance, options.app_profile)
     target = resolve_target(spec.target, overrides, strict=writes)

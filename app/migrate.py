@@ -151,7 +151,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
 
     from ..pipelines import checkpoint as ckpt
     from ..pipelines.dead_letters import check_dead_letter_destination
-    from ..pipelines.options import check_pipeline_options, is_direct_runner
+    from ..pipelines.options import check_locations, check_pipeline_options, check_worker_setup, is_direct_runner
     from ..pipelines.target import describe_target
 
     if options.resume and options.sample is not None:
@@ -176,7 +176,10 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         require_shared("--run-dir", options.run_dir, runner)
         if options.dead_letter:
             require_shared("--dead-letter", options.dead_letter, runner)
+    check_locations(pipeline_options, {"--run-dir": options.run_dir, "--dead-letter": options.dead_letter,
+                                       "source.export.path": spec.source.export.path if spec.source.export else None})
     check_pipeline_options(pipeline_options, runner)  # what Beam would refuse once the job is built: refused now
+    check_worker_setup(pipeline_options, runner)
     total = options.total_segments or spec.source.total_segments
     source = None
     if dry_run:

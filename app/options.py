@@ -58,6 +58,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("aws_region", str, "AWS region of the source; overrides source.region, AWS_REGION and AWS_DEFAULT_REGION.",
            group="aws"),
     Option("profile", str, "AWS profile from the shared config files.", group="aws"),
+    Option("aws_role_arn", str, "AWS IAM role to assume with this machine's Google identity (the GCE metadata "
+           "server's ID token, exchanged at STS and renewed before it expires): how Dataflow workers read "
+           "DynamoDB or S3 without AWS keys; overrides source.role_arn.", group="aws"),
     Option("project", str, "Google Cloud project of the Bigtable instance (and, on Dataflow, of the job); overrides "
            "target.project and GOOGLE_CLOUD_PROJECT.", group="google"),
     Option("instance", str, "Bigtable instance id; overrides target.instance.", group="google"),
@@ -87,6 +90,7 @@ class RunOptions:
     endpoint_url: str | None = None
     aws_region: str | None = None
     profile: str | None = None
+    aws_role_arn: str | None = None
     project: str | None = None
     instance: str | None = None
     app_profile: str | None = None

@@ -144,7 +144,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
     from ..pipelines import checkpoint as ckpt
-    from ..pipelines.options import is_direct_runner
+    from ..pipelines.options import check_locations, is_direct_runner
     from ..pipelines.target import describe_target, probe_target
 
     spec = load_spec(spec, options)
@@ -171,6 +171,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         require_shared("--run-dir", options.run_dir, runner)
         if options.dead_letter:
             require_shared("--dead-letter", options.dead_letter, runner)
+    check_locations(pipeline_options, {"--run-dir": options.run_dir, "--dead-letter": options.dead_letter})
     scanning = spec.source.export is None and options.sample is None
     total = options.total_segments or spec.source.total_segments
     item_count = 0

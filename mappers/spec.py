@@ -94,6 +94,8 @@ class SourceSpec(StrictModel):
     """DynamoDB endpoint, e.g. a local DynamoDB (http://127.0.0.1:8000)."""
     profile: str | None = None
     """AWS profile name from the shared config files."""
+    role_arn: str | None = None
+    """AWS IAM role assumed with this machine's Google identity (Dataflow workers; see docs/DATAFLOW.md)."""
     export: ExportSource | None = None
     """Read a DynamoDB export instead of scanning the table (costs no read capacity)."""
     consistent_read: bool = False

@@ -34,7 +34,7 @@ class ResumeError(UsageError):
     """The run directory cannot be resumed with this spec or segment count."""
 
 
-NOT_COMPARED = {"source": {"endpoint_url", "region", "profile", "read_budget", "on_demand_rcu", "total_segments"},
+NOT_COMPARED = {"source": {"endpoint_url", "region", "profile", "role_arn", "read_budget", "on_demand_rcu", "total_segments"},
                 "target": {"app_profile"}}
 """Settings that say how to reach or pace a service, not what is migrated: a resumed run may change
 them (``localhost`` for ``127.0.0.1``, another profile or read budget). Segment counts are compared

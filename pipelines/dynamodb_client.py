@@ -37,6 +37,8 @@ class ClientSettings:
     region: str | None = None
     endpoint_url: str | None = None
     profile: str | None = None
+    role_arn: str | None = None
+    """An AWS role assumed with this machine's Google identity (:mod:`.aws_web_identity`), renewed by botocore."""
     retry_mode: RetryMode = "adaptive"
     """adaptive adds client-side rate limiting on throttles, which suits a long bulk scan."""
     max_attempts: int = 5
@@ -53,7 +55,7 @@ class ClientSettings:
     @classmethod
     def from_source(cls, source: Any, **overrides: Any) -> ClientSettings:
         """Settings from a ``SourceSpec`` (or anything with region/endpoint_url/profile attributes)."""
-        values: dict[str, Any] = {name: getattr(source, name, None) for name in ("region", "endpoint_url", "profile")}
+        values: dict[str, Any] = {name: getattr(source, name, None) for name in ("region", "endpoint_url", "profile", "role_arn")}
         values.update(overrides)
         return cls(**values)
 
@@ -68,7 +70,12 @@ def make_client(settings: ClientSettings) -> Any:
     )
     # boto3 reads AWS_DEFAULT_REGION but not AWS_REGION, which the AWS CLI and SDKs document: honour both.
     region = settings.region or os.environ.get("AWS_REGION") or None
-    session = boto3.session.Session(profile_name=settings.profile, region_name=region)
+    if settings.role_arn:
+        from .aws_web_identity import boto3_session
+
+        session = boto3_session(settings.role_arn, region_name=region, profile_name=settings.profile)
+    else:
+        session = boto3.session.Session(profile_name=settings.profile, region_name=region)
     log.debug(
         "DynamoDB client: region=%s endpoint=%s profile=%s retries=%s/%d",
         session.region_name, redact(settings.endpoint_url or ""), settings.profile, settings.retry_mode, settings.max_attempts,

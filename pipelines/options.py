@@ -62,3 +62,52 @@ def check_pipeline_options(options: PipelineOptions, runner: str) -> None:
     flags = " ".join(f"--{name}=…" for name in missing)
     raise UsageError("; ".join(said), (f"add {flags} after the spec; " if flags else "")
                      + "docs/DATAFLOW.md lists the options a Dataflow run needs")
+
+
+LOCATION_OPTIONS = ("temp_location", "staging_location")
+"""Beam's options that name a folder on Cloud Storage (or S3) for the job."""
+
+
+def check_locations(options: PipelineOptions, ddb2bt_paths: dict[str, str | None] | None = None) -> None:
+    """Offline: every gs:// or s3:// path given (Beam's ``--temp_location``/``--staging_location``, ddb2bt's
+    ``ddb2bt_paths`` by flag) names a bucket that can exist, and ``--setup_file`` is a file here.
+
+    One UsageError line naming the flag and the fix, before anything is looked up: a malformed bucket
+    otherwise costs Beam's bucket lookup minutes, and then fails as something else.
+    """
+    from apache_beam.options.pipeline_options import GoogleCloudOptions, SetupOptions
+
+    from ..mappers.cloud_paths import bucket_problem
+    from ..mappers.errors import UsageError
+
+    cloud = options.view_as(GoogleCloudOptions)
+    given = {f"--{name}": getattr(cloud, name) for name in LOCATION_OPTIONS}
+    given.update(ddb2bt_paths or {})
+    for flag, path in given.items():
+        problem = bucket_problem(path) if path else None
+        if problem:
+            raise UsageError(f"{flag} {path}: {problem}",
+                             f"pass {flag} gs://BUCKET/folder (or s3://BUCKET/folder) with a bucket that exists")
+    setup_file = options.view_as(SetupOptions).setup_file
+    if setup_file and not os.path.isfile(setup_file):
+        raise UsageError(f"--setup_file {setup_file}: no such file",
+                         "pass the path of ddb2bt's pyproject.toml (--setup_file ./pyproject.toml from a checkout), "
+                         "or --sdk_container_image with the ddb2bt image (docs/DATAFLOW.md)")
+
+
+def check_worker_setup(options: PipelineOptions, runner: str) -> None:
+    """Off this machine, the workers must get ddb2bt: from ``--sdk_container_image`` (the image holds it, nothing
+    is installed when a worker starts) or a package Beam stages (``--setup_file``, ``--extra_package``)."""
+    from apache_beam.options.pipeline_options import SetupOptions, WorkerOptions
+
+    from ..mappers.errors import UsageError
+
+    if is_direct_runner(runner):
+        return
+    setup = options.view_as(SetupOptions)
+    if options.view_as(WorkerOptions).sdk_container_image or setup.setup_file or setup.extra_packages:
+        return
+    raise UsageError(f"{runner} workers would run Beam's default image, which has no ddb2bt",
+                     "pass --sdk_container_image with the ddb2bt image (templates/flex/Dockerfile; workers then "
+                     "need no internet access) or --setup_file ./pyproject.toml (workers pip-install the "
+                     "dependencies from PyPI when they start)")

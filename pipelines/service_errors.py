@@ -85,6 +85,8 @@ def _google(error: BaseException) -> Ddb2btError | None:
         return ServiceError("no Google credentials found", GOOGLE_CREDENTIALS_HINT)
     if api is None:
         return None
+    if _from_storage(error):
+        return _storage_error(error, api)
     # google-cloud-bigtable's timeout text lacks a space: "operation_timeoutof 10.0s exceeded"
     message = re.sub(r"\boperation_timeout(?=of )", "operation_timeout ",
                      _first_line(getattr(error, "message", None) or str(error)))
@@ -102,6 +104,42 @@ def _google(error: BaseException) -> Ddb2btError | None:
     if isinstance(error, api.GoogleAPIError):
         return ServiceError(f"Bigtable: {type(error).__name__}: {message}")
     return None
+
+
+_STORAGE_MODULES = ("google.cloud.storage", "google.resumable_media", "apache_beam.io.gcp.gcsio",
+                    "apache_beam.io.gcp.gcsfilesystem")
+STORAGE_HINT = ("check --temp_location and --staging_location (gs://BUCKET/folder: a bucket that exists, which the "
+                "job's identity can write), --run-dir, your network and Google credentials")
+
+
+def _from_storage(error: BaseException) -> bool:
+    """Whether ``error`` (or one it was raised from) came out of Google Cloud Storage's client or Beam's GCS I/O:
+    the same google.api_core classes as Bigtable's, told apart by where they were raised or the host they name."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if "storage.googleapis.com" in str(current):
+            return True
+        traceback = current.__traceback__
+        while traceback is not None:
+            if str(traceback.tb_frame.f_globals.get("__name__", "")).startswith(_STORAGE_MODULES):
+                return True
+            traceback = traceback.tb_next
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _storage_error(error: BaseException, api: object) -> Ddb2btError:
+    message = _first_line(getattr(error, "message", None) or str(error))
+    kind = type(error).__name__
+    if isinstance(error, getattr(api, "NotFound")):
+        return UsageError(f"Google Storage: {message}", STORAGE_HINT)
+    refused = tuple(getattr(api, name) for name in ("PermissionDenied", "Unauthenticated", "Forbidden", "Unauthorized"))
+    if isinstance(error, refused):  # Cloud Storage's JSON API answers 401/403 (Unauthorized, Forbidden)
+        return ServiceError(f"Google Storage refused the request ({kind}): {message}",
+                            f"{STORAGE_HINT}; the identity needs roles/storage.objectAdmin on the bucket")
+    return ServiceError(f"Google Storage is unreachable or failed ({kind}): {message}", STORAGE_HINT)
 
 
 def _first_line(text: str) -> str:

@@ -62,7 +62,7 @@ def test_beam_options_a_runner_needs_are_checked_while_the_run_is_prepared(invok
     assert errors == result.stderr.splitlines()[-1:], result.stderr
     assert errors[0].startswith("error: --region is required with DataflowRunner; add --region="), result.stderr
     assert "ValueError" not in result.output
-    assert invoke(*args, "--region", "us-central1").exit_code == 0
+    assert invoke(*args, "--region", "us-central1", "--sdk_container_image", "example.org/ddb2bt:test").exit_code == 0
 
 
 OUTPUTS = [(["migrate-plan", "x.yaml", "--out"], "--out"), (["report", "x.yaml", "-o"], "--output"),

@@ -17,9 +17,10 @@ from ddb2bt.app.options import RUN_OPTIONS, parse_args
 ROOT = Path(__file__).resolve().parents[2]
 FLEX = resources.files("ddb2bt.templates") / "flex"
 METADATA = json.loads((FLEX / "metadata.json").read_text())
-EXAMPLES = {"spec": "gs://b/specs/videos.yaml", "run_dir": "gs://b/runs/v", "dead_letter": "gs://b/runs/v/dl.jsonl",
+EXAMPLES = {"spec": "gs://my-bucket/specs/videos.yaml", "run_dir": "gs://my-bucket/runs/v",
+            "dead_letter": "gs://my-bucket/runs/v/dl.jsonl",
             "resume": "true", "aws_region": "us-east-1", "instance": "my-instance", "app_profile": "bulk",
-            "max_dead_letters": "5%"}
+            "max_dead_letters": "5%", "aws_role_arn": "arn:aws:iam::123456789012:role/ddb2bt-reader"}
 LAUNCHER_ONLY = {"no_wait", "endpoint_url", "profile", "project"}
 """Run options that are no template parameters: the launcher never waits, workers have no AWS profiles or local
 endpoints, and the job's own --project (set by the service) is the instance's project."""
@@ -99,3 +100,31 @@ def test_launcher_refuses_an_unknown_parameter(tmp_path, caplog):
     spec.write_text(SPEC)
     assert launcher["main"]([f"--spec={spec}", "--bogus_flag=1", "--dry_run=True"]) == 2
     assert "--bogus_flag" in caplog.text
+
+
+def test_launcher_builds_the_job_for_the_worker_image(tmp_path, monkeypatch, caplog):
+    """The template's own way: the workers run the image (sdk_container_image), no package is staged."""
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
+    monkeypatch.delenv("BIGTABLE_EMULATOR_HOST", raising=False)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC)
+    image = "us-central1-docker.pkg.dev/my-project/my-repo/ddb2bt:0.1.0"
+    caplog.set_level("INFO")
+    code = launcher["main"]([f"--spec={spec}", "--run_dir=gs://my-bucket/runs/v", "--instance=my-instance",
+                             "--aws_role_arn=arn:aws:iam::123456789012:role/ddb2bt-reader",
+                             "--runner=DataflowRunner", "--project=dummy-project", "--region=us-central1",
+                             "--temp_location=gs://dummy-bucket/tmp", f"--sdk_container_image={image}",
+                             "--dry_run=True"])
+    assert code == 0, caplog.text
+    assert f"staged package: container image {image}" in caplog.text
+
+
+def test_launcher_refuses_workers_without_ddb2bt(tmp_path, caplog):
+    """Neither an image nor a package: Beam's default worker image has no ddb2bt, the job could never start."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC)
+    code = launcher["main"]([f"--spec={spec}", "--run_dir=gs://my-bucket/runs/v", "--runner=DataflowRunner",
+                             "--project=dummy-project", "--region=us-central1",
+                             "--temp_location=gs://dummy-bucket/tmp", "--dry_run=True"])
+    assert code == 2
+    assert "Beam's default image, which has no ddb2bt" in caplog.text and "--sdk_container_image" in caplog.text

@@ -1,8 +1,8 @@
 """The README's Dataflow command, as printed there, with `--dry_run=True`: exit 0, offline, no AWS credentials.
 
 The command is read from README.md (so the test breaks when the README changes in a way that no
-longer works), run through the CLI with the spec it names written by `ddb2bt init`, and
-`./pyproject.toml` pointing at this checkout. Nothing listens where AWS or Google would be asked.
+longer works), run through the CLI with the spec it names written by `ddb2bt init` (a
+`./pyproject.toml` in it would point at this checkout). Nothing listens where AWS or Google would be asked.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_readme_dataflow_command_dry_run_is_offline(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "Cloud Bigtable: projects/my-project/instances/my-instance/tables/" in result.stderr
     assert "dry run: built 4 stages: Scan, Map, WriteToBigtable, Persist" in result.stdout
-    assert "would stage: sdist of" in result.stdout
+    assert "would stage: container image us-central1-docker.pkg.dev/my-project/my-repo/ddb2bt:0.1.0" in result.stdout
     assert "assumed: 1 scan segment" in result.stderr
     assert not (tmp_path / "runs").exists() and not (tmp_path / "gs:").exists()  # nothing written
 

@@ -159,7 +159,8 @@ def test_dataflow_dry_run_builds_offline(tmp_path, monkeypatch):
     spec = make_spec("t", "http://127.0.0.1:9", total_segments=8)  # key names unknown: not read in a dry run
     result = migrate(spec, RunOptions(run_dir="gs://dummy-bucket/runs/t", project="dummy-project", instance="inst",
                                       beam_args=("--runner=DataflowRunner", "--region=us-central1",
-                                                 "--temp_location=gs://dummy-bucket/tmp", "--dry_run=True")))
+                                                 "--temp_location=gs://dummy-bucket/tmp", "--dry_run=True",
+                                                 "--sdk_container_image=example.org/ddb2bt:test")))
     assert result.state == "DRY_RUN" and not result.finished
     assert result.stages == ("Scan", "Map", "WriteToBigtable", "Persist")
     assert result.prepared.total_segments == 8
