@@ -217,3 +217,40 @@ def to_export_json(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
     return value
+
+
+_SCALAR_CHECKS = {"S": lambda p: isinstance(p, str), "BOOL": lambda p: isinstance(p, bool), "NULL": lambda p: p is True}
+
+
+def value_problem(value: Any, where: str) -> str | None:
+    """What makes ``value`` no DynamoDB AttributeValue (``where`` names it, e.g. ``NewImage.Title``), or None.
+
+    Checks every nested value: one known type tag, a payload of the type's shape, numbers that parse,
+    base64 binaries. For data read from files (an export), before anything is applied.
+    """
+    if not isinstance(value, dict) or len(value) != 1:
+        return f"{where} is not a DynamoDB value (one type tag such as {{\"S\": ...}})"
+    ((tag, payload),) = value.items()
+    try:
+        if tag in _SCALAR_CHECKS:
+            ok = _SCALAR_CHECKS[tag](payload)
+        elif tag == "N":
+            ok = isinstance(payload, str) and number_text(payload) is not None
+        elif tag == "B":
+            ok = isinstance(payload, (str, bytes)) and binary(payload) is not None
+        elif tag in ("SS", "NS", "BS"):
+            ok = isinstance(payload, list) and bool(payload) and all(
+                value_problem({tag[0]: member}, where) is None for member in payload)
+        elif tag == "L":
+            if not isinstance(payload, list):
+                return f"{where}: an L value holds a list"
+            return next((p for n, e in enumerate(payload) if (p := value_problem(e, f"{where}[{n}]"))), None)
+        elif tag == "M":
+            if not isinstance(payload, dict):
+                return f"{where}: an M value holds an object"
+            return next((p for n, e in payload.items() if (p := value_problem(e, f"{where}.{n}"))), None)
+        else:
+            return f"{where}: unknown DynamoDB type {tag!r}"
+    except (ValueError, TypeError, ArithmeticError):
+        ok = False
+    return None if ok else f"{where}: {json.dumps(payload, default=repr)[:60]} is not a valid {tag} value"
