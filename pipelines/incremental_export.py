@@ -120,7 +120,8 @@ def check_record(record: Any, key_names: tuple[str, ...] = ()) -> Change:
         raise RecordError("the line is no JSON object")
     micros = (record.get("Metadata") or {}).get("WriteTimestampMicros") if isinstance(record.get("Metadata"), dict) \
         else None
-    text = micros.get("N") if isinstance(micros, dict) else None
+    text = micros.get("N") if isinstance(micros, dict) else micros  # documented {"N": "..."}; a bare one read too
+    text = str(text) if isinstance(text, int) and not isinstance(text, bool) else text
     if not isinstance(text, str) or not text.isdigit():
         raise RecordError(f"Metadata.WriteTimestampMicros is {json.dumps(micros)[:60]}, not {{\"N\": \"<integer>\"}}")
     keys = record.get("Keys")

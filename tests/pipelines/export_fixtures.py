@@ -184,4 +184,4 @@ def _write_with_md5(export_dir: str, name: str, data: bytes) -> None:
     with open(os.path.join(export_dir, f"{name}.json"), "wb") as handle:
         handle.write(data)
     with open(os.path.join(export_dir, f"{name}.md5"), "w", encoding="ascii") as handle:
-        handle.write(_md5(data)[1] + "\n")
+        handle.write(_md5(data)[0])  # base64, no newline, as DynamoDB writes it
