@@ -107,3 +107,28 @@ def test_an_incremental_export_copied_without_the_shared_data_folder_says_what_t
     # a copy that keeps the layout (the shared folder beside the export folders) works, whatever the folders above
     shutil.copytree(DOCUMENTED / "data", tmp_path / "AWSDynamoDB" / "data")
     assert all(file_problem(f) is None for f in read_incremental_manifest(str(copy)).files)
+
+
+@pytest.mark.parametrize("root", ["/copies/ddb/posts", "s3://bucket/ddb/posts", "gs://bucket/ddb/posts"])
+@pytest.mark.parametrize("key, where", [
+    ("AWSDynamoDB/data/x.json.gz", "AWSDynamoDB/data/x.json.gz"),  # an incremental export's, relative to the prefix
+    ("ddb/posts/AWSDynamoDB/data/x.json.gz", "AWSDynamoDB/data/x.json.gz"),  # the same with the prefix
+    (f"ddb/posts/AWSDynamoDB/{INC1}/manifest-files.json", f"AWSDynamoDB/{INC1}/manifest-files.json"),
+    (f"ddb/posts/AWSDynamoDB/{FULL}/data/y.json.gz", f"AWSDynamoDB/{INC1}/data/y.json.gz"),  # a renamed copy
+    (f"AWSDynamoDB/{INC1}/data/y.json.gz", f"AWSDynamoDB/{INC1}/data/y.json.gz"),  # no prefix (s3Prefix null)
+])
+def test_keys_resolve_the_same_way_on_every_file_system(root, key, where):
+    from ddb2bt.pipelines.export_source import resolve_key
+
+    summary = {"exportArn": f"arn:aws:dynamodb:us-east-1:123456789012:table/posts/export/{FULL}",
+               "s3Prefix": "ddb/posts"}
+    # the folder of a copy keeps the export's own id in its name, or is renamed (here: INC1 holds export FULL)
+    export_dir = f"{root}/AWSDynamoDB/{INC1}"
+    assert resolve_key(export_dir, key, summary) == f"{root}/{where}"
+
+
+def test_a_key_outside_AWSDynamoDB_is_refused():
+    from ddb2bt.pipelines.export_source import resolve_key
+
+    with pytest.raises(ExportError, match="not inside AWSDynamoDB/"):
+        resolve_key("/x/AWSDynamoDB/id", "elsewhere/data/x.json.gz", {})
