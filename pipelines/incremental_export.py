@@ -33,7 +33,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from ..mappers.attrvalue import value_problem
+from ..mappers.attrvalue import is_value as _valid_value, value_problem
 from ..mappers.changes import Change, kind_of_change
 from .batches import Batch
 from .metrics import NAMESPACE
@@ -130,19 +130,32 @@ def check_record(record: Any, key_names: tuple[str, ...] = ()) -> Change:
     for name in key_names:
         if name not in keys:
             raise RecordError(f"Keys has no {name} (the table's key attribute)")
-    problems = [value_problem(value, f"Keys.{name}") for name, value in keys.items()]
-    images = {part: record[part] for part in ("OldImage", "NewImage") if record.get(part) is not None}
-    if not images:
-        raise RecordError("neither OldImage nor NewImage is present")
-    for part, image in images.items():
-        if not isinstance(image, dict):
-            raise RecordError(f"{part} is no object")
-        problems += [value_problem(value, f"{part}.{name}") for name, value in image.items()]
-        problems += [f"{part}.{name} differs from Keys.{name}" for name in keys if image.get(name) != keys[name]]
-    problem = next((p for p in problems if p), None)
+    problem = _first_problem(keys, "Keys")
     if problem:
         raise RecordError(problem)
+    images = [(part, record[part]) for part in ("OldImage", "NewImage") if record.get(part) is not None]
+    if not images:
+        raise RecordError("neither OldImage nor NewImage is present")
+    for part, image in images:
+        if type(image) is not dict:
+            raise RecordError(f"{part} is no object")
+        problem = _first_problem(image, part)
+        if problem:
+            raise RecordError(problem)
+        for name, value in keys.items():
+            if image.get(name) != value:
+                raise RecordError(f"{part}.{name} differs from Keys.{name}")
     return parse_record(record)
+
+
+def _first_problem(attributes: dict[str, Any], where: str) -> str | None:
+    if all(map(_valid_value, attributes.values())):
+        return None
+    for name, value in attributes.items():
+        problem = value_problem(value, f"{where}.{name}")
+        if problem:
+            return problem
+    return None
 
 
 def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = ()) -> int:
