@@ -102,8 +102,8 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     if timeline.backfill == "scan":
         raise tl.TimelineError(SCAN_AND_EXPORTS.format(run_dir=run_dir), SCAN_AND_EXPORTS_HINT)
     manifest = read_incremental_manifest(export)
-    check_window(timeline, manifest.from_us, manifest.to_us, f"export {manifest.export_id}")
-    table = check_export_table(manifest.table, spec, timeline, f"export {manifest.export_id}")
+    table = check_export_table(manifest.table, spec, timeline, f"export {manifest.export_id}")  # before its window:
+    check_window(timeline, manifest.from_us, manifest.to_us, f"export {manifest.export_id}")  # another table's is moot
     problems = [problem for data_file in manifest.files if (problem := file_problem(data_file))]
     if problems:
         raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",

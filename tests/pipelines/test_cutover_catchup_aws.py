@@ -191,3 +191,12 @@ def test_the_spec_source_table_is_checked_when_the_backfill_recorded_none(caught
     edit_summary(export_dir, tableArn="arn:aws:dynamodb:us-east-1:123456789012:table/orders")
     with pytest.raises(ExportError, match="but this cutover's backfill is of table posts"):
         catch_up(spec, str(export_dir), options)  # read from the spec's source.export
+
+
+def test_the_table_is_named_before_the_window(caught_up_once):
+    """Another table's export is refused for what it is, not for a window that means nothing for this timeline."""
+    spec, options, bucket = caught_up_once
+    export_dir = bucket / EXPORTS / INC1  # this window is already applied
+    edit_summary(export_dir, tableArn="arn:aws:dynamodb:us-east-1:123456789012:table/orders")
+    with pytest.raises(ExportError, match="is of table orders"):
+        catch_up(spec, str(export_dir), options)
