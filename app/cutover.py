@@ -21,6 +21,7 @@ from .options import RunOptions
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
+    from ..pipelines.export_source import SourceTable
     from ..pipelines.timeline import Timeline
 
 SCAN_AND_EXPORTS = (
@@ -88,7 +89,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     from ..pipelines.change_sink import ApplyChangesFn
     from ..pipelines.dead_letters import DeadLetter, check_dead_letter_destination, write_part
     from ..pipelines.export_source import ExportError, file_problem, use_options
-    from ..pipelines.incremental_export import ReadIncrementalExport, read_incremental_manifest
+    from ..pipelines.incremental_export import ReadIncrementalExport, check_export, read_incremental_manifest
     from ..pipelines.target import probe_target
 
     run_dir = _need_run_dir(options)
@@ -102,11 +103,18 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     if timeline.backfill == "scan":
         raise tl.TimelineError(SCAN_AND_EXPORTS.format(run_dir=run_dir), SCAN_AND_EXPORTS_HINT)
     manifest = read_incremental_manifest(export)
-    check_window(timeline, manifest.from_us, manifest.to_us, f"export {manifest.export_id}")
+    table = check_export_table(manifest.table, spec, timeline, f"export {manifest.export_id}")  # before its window:
+    check_window(timeline, manifest.from_us, manifest.to_us, f"export {manifest.export_id}")  # another table's is moot
     problems = [problem for data_file in manifest.files if (problem := file_problem(data_file))]
     if problems:
         raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
                           "copy the export again; nothing was written")
+    try:  # every record, before anything is written: one bad record must not cost an item its cells
+        check_export(manifest, tuple(k for k in (spec.source.partition_key, spec.source.sort_key) if k))
+    except ExportError as err:
+        raise ExportError(f"export {manifest.export_id} refused: {err}",
+                          "nothing was written and the timeline is unchanged; export the window again "
+                          "(or correct that line) and run catch-up with it") from None
     probe_target(spec.target, must_exist=True)
     dead_letter = options.dead_letter or tl.join(run_dir, f"catch-up-{manifest.export_id}.dead_letters.jsonl")
     check_dead_letter_destination(dead_letter, resume=True)  # a catch-up run again continues its own file
@@ -132,8 +140,37 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
                                         int(time.time() * 1_000_000)))
         timeline.applied_to_us = manifest.to_us
         timeline.spec = spec.model_dump(mode="json", by_alias=True)
+        timeline.table = timeline.table or table
         tl.save(run_dir, timeline)
     return outcome
+
+
+def check_export_table(table: SourceTable | None, spec: MappingSpec, timeline: Timeline,
+                       where: str) -> dict[str, Any]:
+    """An incremental export must be of the cutover's source table: the one the backfill's full export is of
+    (recorded in the timeline, or read from source.export) and the spec's source.table. Returns it as recorded."""
+    from ..pipelines.export_source import ExportError, SourceTable, read_manifest
+    from ..pipelines.timeline import us_to_iso
+
+    if table is None:
+        raise ExportError(f"{where} names no tableArn in its manifest-summary.json, so the table it is of cannot be "
+                          "checked", "apply the export as DynamoDB wrote it (manifest-summary.json unchanged)")
+    expected = timeline.table
+    if expected is None and spec.source.export is not None:
+        backfill = read_manifest(spec.source.export.path).table
+        expected = None if backfill is None else {"arn": backfill.arn, "table_id": backfill.table_id}
+    fix = (f"apply an export of the source table instead (ExportTableToPointInTime of {{table}}, ExportFromTime "
+           f"{us_to_iso(timeline.applied_to_us)}); nothing was written")
+    if expected is not None:
+        ids_differ = bool(table.table_id and expected.get("table_id") and table.table_id != expected["table_id"])
+        if table.arn != expected["arn"] or ids_differ:
+            source = SourceTable(expected["arn"], expected.get("table_id"))
+            raise ExportError(f"{where} is of {table.describe()}, but this cutover's backfill is of "
+                              f"{source.describe()}", fix.format(table=source.arn))
+    if spec.source.table and table.name != spec.source.table:
+        raise ExportError(f"{where} is of {table.describe()}, but the spec's source table is {spec.source.table}",
+                          fix.format(table=spec.source.table))
+    return {"arn": table.arn, "table_id": table.table_id}
 
 
 def reconcile_changes(counters: dict[str, int], expected: int | None = None) -> list[str]:

@@ -67,7 +67,8 @@ def _spec(table: str, export_dir: str | None, endpoint: str | None) -> Any:
     from ddb2bt.mappers.spec import MappingSpec
 
     data = load_spec(HERE / "spec.yaml").model_dump(by_alias=True, exclude_none=True)
-    data["source"].update(table=table, endpoint_url=endpoint)
+    # an export's catch-up must be of the table its backfill export is of (load.write_export_stream's "bench")
+    data["source"].update(table="bench" if export_dir else table, endpoint_url=endpoint)
     if export_dir:
         data["source"]["export"] = {"path": export_dir}
     data["target"].update(project=PROJECT, instance=INSTANCE, table=table)
@@ -104,10 +105,11 @@ def run(n: int, rounds: int = 3) -> dict[str, Any]:
             local_servers.bigtable_emulator() as emulator, local_servers.moto_server() as moto, \
             local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
         export_dir = load.write_export_stream(os.path.join(work, "full"), iter(items), n, 4)
-        window = write_incremental_export(os.path.join(work, "inc"), changes, T0_US, T0_US + 3_600_000_000, files=4)
+        window = write_incremental_export(os.path.join(work, "inc"), changes, T0_US, T0_US + 3_600_000_000, files=4,
+                                          table="bench")
         small = load.write_export_stream(os.path.join(work, "warm-full"), iter(items[:200]), 200, 1)
         small_window = write_incremental_export(os.path.join(work, "warm-inc"), changes[:200], T0_US,
-                                                T0_US + 3_600_000_000)
+                                                T0_US + 3_600_000_000, table="bench")
         warm = _spec("cutover-warm", small, None)
         assert migrate(warm, _options(os.path.join(work, "warm"))).ok
         assert catch_up(warm, small_window, _options(os.path.join(work, "warm"))).ok

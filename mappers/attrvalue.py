@@ -7,6 +7,7 @@ Items arrive as the low-level boto3 client returns them (`B` as bytes) or as exp
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
 from decimal import Decimal
@@ -217,3 +218,106 @@ def to_export_json(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
     return value
+
+
+def _binary_ok(payload: Any) -> bool:
+    if isinstance(payload, bytes):
+        return True
+    try:
+        binascii.a2b_base64(payload, strict_mode=True)
+    except (binascii.Error, TypeError, ValueError):
+        return False
+    return True
+
+
+_PLAIN_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+
+
+def _number_ok(payload: Any) -> bool:
+    if type(payload) is not str:
+        return False
+    if len(payload) <= 38 and _PLAIN_DECIMAL.fullmatch(payload):  # at most 38 digits, no exponent: in range
+        return True
+    try:
+        number_text(payload)
+    except (ValueError, ArithmeticError):
+        return False
+    return True
+
+
+def is_value(value: Any) -> bool:
+    """value_problem's question without the message (no path strings built for values that are fine)."""
+    if type(value) is not dict or len(value) != 1:
+        return False
+    for tag, payload in value.items():
+        if tag == "S":
+            return type(payload) is str
+        if tag == "N":
+            return _number_ok(payload)
+        if tag == "M":
+            return type(payload) is dict and all(map(is_value, payload.values()))
+        if tag == "L":
+            return type(payload) is list and all(map(is_value, payload))
+        if tag == "BOOL":
+            return type(payload) is bool
+        if tag == "NULL":
+            return payload is True
+        if tag == "B":
+            return _binary_ok(payload)
+        if tag == "SS":
+            return type(payload) is list and bool(payload) and all(type(member) is str for member in payload)
+        if tag == "NS":
+            return type(payload) is list and bool(payload) and all(map(_number_ok, payload))
+        if tag == "BS":
+            return type(payload) is list and bool(payload) and all(map(_binary_ok, payload))
+    return False
+
+
+def value_problem(value: Any, where: str) -> str | None:
+    """What makes ``value`` no DynamoDB AttributeValue (``where`` names it, e.g. ``NewImage.Title``), or None.
+
+    Checks every nested value: one known type tag, a payload of the type's shape, numbers that parse,
+    base64 binaries, sets with members. For data read from files (an export), before anything is applied.
+    """
+    if is_value(value):
+        return None
+    if type(value) is not dict or len(value) != 1:
+        return f"{where} is not a DynamoDB value (one type tag such as {{\"S\": ...}})"
+    for tag, payload in value.items():
+        if tag == "S":
+            ok = type(payload) is str
+        elif tag == "N":
+            ok = _number_ok(payload)
+        elif tag == "M":
+            if type(payload) is not dict:
+                return f"{where}: an M value holds an object"
+            for name, element in payload.items():
+                problem = value_problem(element, f"{where}.{name}")
+                if problem:
+                    return problem
+            return None
+        elif tag == "L":
+            if type(payload) is not list:
+                return f"{where}: an L value holds a list"
+            for index, element in enumerate(payload):
+                problem = value_problem(element, f"{where}[{index}]")
+                if problem:
+                    return problem
+            return None
+        elif tag == "BOOL":
+            ok = type(payload) is bool
+        elif tag == "NULL":
+            ok = payload is True
+        elif tag == "B":
+            ok = _binary_ok(payload)
+        elif tag == "SS":
+            ok = type(payload) is list and bool(payload) and all(type(member) is str for member in payload)
+        elif tag == "NS":
+            ok = type(payload) is list and bool(payload) and all(map(_number_ok, payload))
+        elif tag == "BS":
+            ok = type(payload) is list and bool(payload) and all(map(_binary_ok, payload))
+        else:
+            return f"{where}: unknown DynamoDB type {tag!r}"
+        if ok:
+            return None
+    return f"{where}: {json.dumps(payload, default=repr)[:60]} is not a valid {tag} value"

@@ -3,9 +3,18 @@
 An export costs no read capacity and is a consistent snapshot, which makes it the better source
 for big tables. Layout, under the export folder ``<prefix>/AWSDynamoDB/<exportId>/``:
 
-* ``manifest-summary.json``: ``itemCount``, ``outputFormat``, ``exportTime``, ``manifestFilesS3Key`` ...
-* ``manifest-files.json``: JSON lines, one per data file: ``itemCount``, ``md5Checksum``, ``etag``, ``dataFileS3Key``
-* ``data/*.json.gz``: gzipped JSON lines, each ``{"Item": {...}}`` with ``B`` values as base64 text.
+* ``manifest-summary.json``: ``itemCount``, ``outputFormat``, ``exportTime``, ``manifestFilesS3Key``,
+  ``tableArn``, ``tableId`` ...
+* ``manifest-files.json``: JSON lines, one per data file: ``itemCount``, ``md5Checksum`` (base64),
+  ``etag`` (an S3 ETag, often multipart: ``<hex>-1``), ``dataFileS3Key``
+* data files: gzipped JSON lines, each ``{"Item": {...}}`` with ``B`` values as base64 text; an empty
+  partition gives an empty file (``itemCount`` 0). A full export keeps them in its own
+  ``<exportId>/data/``; an incremental export writes them into the *shared* ``AWSDynamoDB/data/``
+  folder beside the export folders.
+
+Manifest keys name S3 objects as AWS wrote them: ``[prefix/]AWSDynamoDB/...`` (the summary's
+``manifestFilesS3Key`` carries the prefix; an incremental export's ``dataFileS3Key`` is
+``AWSDynamoDB/data/<name>.json.gz``, relative to the prefix). See :func:`resolve_key`.
 
 Counts are checked, not trusted: a data file holding a different number of items than its
 manifest line (or files that do not add up to the summary) is *reported* as a ``count_mismatch``
@@ -38,7 +47,7 @@ T = TypeVar("T")
 
 SUMMARY = "manifest-summary.json"
 EXPORT_DIR = "AWSDynamoDB"
-_KEY = re.compile(rf"(?:^|/){EXPORT_DIR}/[^/]+/(.+)$")
+_KEY = re.compile(rf"(?:^|/){EXPORT_DIR}/(.+)$")
 
 
 class ExportError(UsageError):
@@ -57,6 +66,26 @@ class ExportFile:
 
 
 @dataclass(frozen=True)
+class SourceTable:
+    """The table an export is of, as its manifest-summary.json names it."""
+
+    arn: str
+    table_id: str | None
+
+    @property
+    def name(self) -> str:
+        return self.arn.rpartition("table/")[2].partition("/")[0]
+
+    @classmethod
+    def of(cls, summary: dict[str, Any]) -> SourceTable | None:
+        arn = summary.get("tableArn")
+        return cls(str(arn), str(summary["tableId"]) if summary.get("tableId") else None) if arn else None
+
+    def describe(self) -> str:
+        return f"table {self.name} ({self.arn}" + (f", tableId {self.table_id})" if self.table_id else ")")
+
+
+@dataclass(frozen=True)
 class ExportManifest:
     export_dir: str
     """The folder holding manifest-summary.json."""
@@ -66,6 +95,7 @@ class ExportManifest:
     output_format: str
     export_time: str | None
     files: tuple[ExportFile, ...]
+    table: SourceTable | None = None
 
     @property
     def files_item_count(self) -> int:
@@ -92,17 +122,23 @@ def find_export_dir(path: str) -> str:
     raise ExportError(f"{path} holds {len(found)} exports; give one of: {', '.join(found)}")
 
 
-def _resolve(export_dir: str, key: str) -> str:
-    """Locate a manifest key (relative to the bucket root, maybe behind a prefix) in this copy of the export.
+def resolve_key(export_dir: str, key: str, summary: dict[str, Any]) -> str:
+    """Locate a manifest key in this copy of the export, whatever prefix or folder the copy lives under.
 
-    Keys look like ``[prefix/]AWSDynamoDB/<id>/data/x.json.gz``; the part after ``<id>/`` is joined
-    to the export folder, so a copy works wherever it lives (and whatever its folder is called)
-    as long as its inner layout is kept.
+    AWS names every object ``[s3Prefix/]AWSDynamoDB/<rest>``; the folder holding the export folder
+    stands for ``AWSDynamoDB/``. So a key inside the export's own folder (``<exportId>/data/x.json.gz``,
+    ``<exportId>/manifest-files.json``) is joined to the export folder (a copy may rename it), and any
+    other key (an incremental export's ``data/x.json.gz``, in the shared data folder) to the folder above.
     """
-    found = _KEY.search(key)
+    prefix = str(summary.get("s3Prefix") or "").strip("/")
+    found = _KEY.match(key[len(prefix) + 1:]) if prefix and key.startswith(prefix + "/") else None
+    found = found or _KEY.search(key)
     if not found:
-        raise ExportError(f"manifest key {key!r} is not inside {EXPORT_DIR}/<exportId>/")
-    return FileSystems.join(export_dir, *found.group(1).split("/"))
+        raise ExportError(f"manifest key {key!r} is not inside {EXPORT_DIR}/ (not a key DynamoDB wrote)")
+    first, _, rest = found.group(1).partition("/")
+    if rest and first in (export_id(export_dir, summary), FileSystems.split(export_dir)[1]):
+        return FileSystems.join(export_dir, *rest.split("/"))
+    return FileSystems.join(FileSystems.split(export_dir)[0], *found.group(1).split("/"))
 
 
 def use_options(options: PipelineOptions | None) -> None:
@@ -129,7 +165,7 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
     if "itemCount" not in summary:
         raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")
     return ExportManifest(export_dir, export_id(export_dir, summary), int(summary["itemCount"]), output_format,
-                          summary.get("exportTime"), files)
+                          summary.get("exportTime"), files, SourceTable.of(summary))
 
 
 def read_summary(export_dir: str) -> dict[str, Any]:
@@ -152,7 +188,7 @@ def manifest_files(export_dir: str, summary: dict[str, Any]) -> tuple[ExportFile
     """The data files manifest-files.json lists (where the summary says it is), with their item counts and checksums;
     ExportError naming the line that is not a manifest entry."""
     files_key = summary.get("manifestFilesS3Key")
-    files_path = _resolve(export_dir, files_key) if files_key else FileSystems.join(export_dir, "manifest-files.json")
+    files_path = resolve_key(export_dir, files_key, summary) if files_key else FileSystems.join(export_dir, "manifest-files.json")
     files = []
     for number, line in enumerate(_read_text(files_path).splitlines(), start=1):
         if not line.strip():
@@ -162,7 +198,7 @@ def manifest_files(export_dir: str, summary: dict[str, Any]) -> tuple[ExportFile
             key, count = entry["dataFileS3Key"], int(entry["itemCount"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
             raise ExportError(f"{files_path} line {number} is not a manifest entry: {err!r}") from err
-        files.append(ExportFile(_resolve(export_dir, key), key, count, entry.get("md5Checksum"), entry.get("etag")))
+        files.append(ExportFile(resolve_key(export_dir, key, summary), key, count, entry.get("md5Checksum"), entry.get("etag")))
     return tuple(files)
 
 
@@ -193,7 +229,8 @@ def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
                 try:
                     parsed = parse(json.loads(line))
                 except (ValueError, KeyError, TypeError) as err:
-                    raise ExportError(f"{path} line {number} is not {what}: {err!r}") from err
+                    detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
+                    raise ExportError(f"{path} line {number} is not {what}: {detail}") from err
                 yield len(line), parsed
     except EOFError as err:
         raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
@@ -235,7 +272,10 @@ def verify_export(path: str, options: PipelineOptions | None = None) -> ExportMa
 def file_problem(data_file: ExportFile) -> str | None:
     """What is wrong with one data file, or None."""
     if not FileSystems.exists(data_file.path):
-        return f"{data_file.path} is missing"
+        shared = not re.search(rf"(?:^|/){EXPORT_DIR}/[^/]+/data/", data_file.key)
+        return f"{data_file.path} is missing" + (
+            f" (manifest key {data_file.key}: an incremental export's data files are in the shared "
+            f"{EXPORT_DIR}/data/ folder beside the export folders; copy that folder too)" if shared else "")
     expected_hex = (base64.b64decode(data_file.md5).hex() if data_file.md5
                     else data_file.etag.strip('"') if data_file.etag and "-" not in data_file.etag else None)
     if expected_hex is None:

@@ -1,9 +1,12 @@
 """Read a DynamoDB incremental export (DYNAMODB_JSON) as item changes.
 
-An incremental export covers a window ``[ExportFromTime, ExportToTime)`` and has the same layout as
-a full export (see :mod:`.export_source`): ``manifest-summary.json`` (``exportType``
-``INCREMENTAL_EXPORT``, ``outputView``, the window), ``manifest-files.json`` and gzipped JSON-lines
-data files. Each line is one changed item, compacted to its final state for the window::
+An incremental export covers a window ``[ExportFromTime, ExportToTime)``. Its folder
+``[prefix/]AWSDynamoDB/<exportId>/`` holds ``manifest-summary.json`` (``exportType``
+``INCREMENTAL_EXPORT``, ``outputView``, the window, ``tableArn``/``tableId``) and
+``manifest-files.json``; its gzipped JSON-lines data files are in the *shared* folder
+``[prefix/]AWSDynamoDB/data/`` beside the export folders (``dataFileS3Key``
+``AWSDynamoDB/data/<name>.json.gz``; see :func:`.export_source.resolve_key`). Each line is one
+changed item, compacted to its final state for the window::
 
     {"Metadata": {"WriteTimestampMicros": {"N": "1714564800123456"}},
      "Keys": {"pk": {"S": "a"}},
@@ -13,10 +16,16 @@ data files. Each line is one changed item, compacted to its final state for the 
 An item created and deleted within the window does not appear. Only NEW_AND_OLD_IMAGES exports can
 be applied: without the old image the cells a change must delete cannot be found (a NEW_IMAGE export
 is refused before anything is written).
+
+A record that is not a change (an unknown type tag, no Keys, a timestamp that is no integer) refuses
+the whole export before anything is written (:func:`check_export`): applying the rest would delete
+the item's old cells and dead-letter its new image, and the timeline would then refuse the corrected
+export as already applied.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -24,11 +33,12 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from ..mappers.attrvalue import is_value as _valid_value, value_problem
 from ..mappers.changes import Change, kind_of_change
 from .batches import Batch
 from .metrics import NAMESPACE
-from .export_source import (SUMMARY, ExportError, ExportFile, export_id, file_batches, find_export_dir,
-                            manifest_files, mismatch_record, read_summary, sized_records)
+from .export_source import (SUMMARY, ExportError, ExportFile, SourceTable, export_id, file_batches,
+                            find_export_dir, manifest_files, mismatch_record, read_summary, sized_records)
 from .timeline import iso_to_us
 
 INCREMENTAL = "INCREMENTAL_EXPORT"
@@ -44,6 +54,7 @@ class IncrementalManifest:
     to_us: int
     view: str
     files: tuple[ExportFile, ...]
+    table: SourceTable | None = None
 
 
 def _window(summary: dict[str, Any], where: str) -> tuple[int, int, str]:
@@ -81,8 +92,9 @@ def read_incremental_manifest(path: str) -> IncrementalManifest:
         raise ExportError(f"{export_dir} was exported with view {view}: without old images the cells a change "
                           "removes cannot be found", "export with ExportViewType NEW_AND_OLD_IMAGES")
     files = manifest_files(export_dir, summary)
-    return IncrementalManifest(export_dir, export_id(export_dir, summary), int(summary.get("itemCount", sum(f.item_count for f in files))),
-                               start, end, view, files)
+    return IncrementalManifest(export_dir, export_id(export_dir, summary),
+                               int(summary.get("itemCount", sum(f.item_count for f in files))),
+                               start, end, view, files, SourceTable.of(summary))
 
 
 def parse_record(record: dict[str, Any]) -> Change:
@@ -91,6 +103,70 @@ def parse_record(record: dict[str, Any]) -> Change:
     micros = int(micros["N"] if isinstance(micros, dict) else micros)
     old, new = record.get("OldImage"), record.get("NewImage")
     return Change(record["Keys"], old, new, kind_of_change(old, new), micros)
+
+
+class RecordError(ValueError):
+    """An export line that is not a change record; the message names the field."""
+
+
+def check_record(record: Any, key_names: tuple[str, ...] = ()) -> Change:
+    """One export line checked field by field, then parsed: RecordError naming the first field that is wrong.
+
+    Keys (holding ``key_names``, the table's key attributes), a WriteTimestampMicros that is an integer,
+    at least one image, every value of Keys and the images a valid DynamoDB value, and the images' key
+    attributes equal to Keys.
+    """
+    if not isinstance(record, dict):
+        raise RecordError("the line is no JSON object")
+    micros = (record.get("Metadata") or {}).get("WriteTimestampMicros") if isinstance(record.get("Metadata"), dict) \
+        else None
+    text = micros.get("N") if isinstance(micros, dict) else micros  # documented {"N": "..."}; a bare one read too
+    text = str(text) if isinstance(text, int) and not isinstance(text, bool) else text
+    if not isinstance(text, str) or not text.isdigit():
+        raise RecordError(f"Metadata.WriteTimestampMicros is {json.dumps(micros)[:60]}, not {{\"N\": \"<integer>\"}}")
+    keys = record.get("Keys")
+    if not isinstance(keys, dict) or not keys:
+        raise RecordError("Keys is missing or empty")
+    for name in key_names:
+        if name not in keys:
+            raise RecordError(f"Keys has no {name} (the table's key attribute)")
+    problem = _first_problem(keys, "Keys")
+    if problem:
+        raise RecordError(problem)
+    images = [(part, record[part]) for part in ("OldImage", "NewImage") if record.get(part) is not None]
+    if not images:
+        raise RecordError("neither OldImage nor NewImage is present")
+    for part, image in images:
+        if type(image) is not dict:
+            raise RecordError(f"{part} is no object")
+        problem = _first_problem(image, part)
+        if problem:
+            raise RecordError(problem)
+        for name, value in keys.items():
+            if image.get(name) != value:
+                raise RecordError(f"{part}.{name} differs from Keys.{name}")
+    return parse_record(record)
+
+
+def _first_problem(attributes: dict[str, Any], where: str) -> str | None:
+    if all(map(_valid_value, attributes.values())):
+        return None
+    for name, value in attributes.items():
+        problem = value_problem(value, f"{where}.{name}")
+        if problem:
+            return problem
+    return None
+
+
+def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = ()) -> int:
+    """Read every record of the export and check it (:func:`check_record`); the number of records.
+
+    ExportError naming the file, the line and the field of the first bad record: nothing may be applied
+    from an export that holds one.
+    """
+    return sum(1 for data_file in manifest.files
+               for _ in sized_records(data_file.path, lambda record: check_record(record, key_names),
+                                      "a change record"))
 
 
 class _ReadChangesFn(beam.DoFn):

@@ -93,6 +93,9 @@ class Timeline:
     tail_started_us: int | None = None
     spec: dict[str, Any] | None = None
     """The spec the phases apply (targets settled), so that `cutover-status` needs only the run folder."""
+    table: dict[str, Any] | None = None
+    """The source table as the backfill's full export names it (``arn``, ``table_id``): every catch-up export
+    must be of this table (a table deleted and re-created under the same name has another tableId)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +114,7 @@ class Backfill:
     now_ms: int
     complete: bool
     detail: str
+    table: dict[str, Any] | None = None
 
 
 def find_backfill(run_dir: str, spec: Any) -> Backfill:
@@ -129,8 +133,9 @@ def find_backfill(run_dir: str, spec: Any) -> Backfill:
                 "set migration_time in the spec (the same value the backfill ran with)")
         done = FileSystems.exists(join(run_dir, BACKFILL_LETTERS))
         now_ms = int(spec.migration_time.timestamp() * 1000)
+        table = None if manifest.table is None else {"arn": manifest.table.arn, "table_id": manifest.table.table_id}
         return Backfill("export", iso_to_us(manifest.export_time), now_ms, done,
-                        f"full export {manifest.export_id} at {manifest.export_time}")
+                        f"full export {manifest.export_id} at {manifest.export_time}", table)
     saved = read_json(join(run_dir, ckpt.CHECKPOINT_FILE))
     if saved is None:
         raise TimelineError(f"{run_dir} holds no backfill (no {ckpt.CHECKPOINT_FILE} and the spec reads no export)",
@@ -162,7 +167,7 @@ def load(run_dir: str, spec: Any) -> Timeline:
             f"the backfill in {run_dir} ({backfill.detail}) has not finished",
             "changes are applied once the backfill is complete (see docs/CUTOVER.md); wait for `ddb2bt migrate` "
             "to end (or resume it with --resume)")
-    return Timeline(backfill.kind, backfill.start_us, backfill.now_ms, backfill.start_us)
+    return Timeline(backfill.kind, backfill.start_us, backfill.now_ms, backfill.start_us, table=backfill.table)
 
 
 def save(run_dir: str, timeline: Timeline) -> None:

@@ -2,10 +2,12 @@
 
 For tests and benchmarks. :func:`write_export` writes a DynamoDB export (DYNAMODB_JSON) to a local folder.
 
-The layout and fields follow what DynamoDB's ExportTableToPointInTime writes to S3:
-``[prefix/]AWSDynamoDB/<exportId>/`` with ``_started``, ``manifest-summary.json`` (+ ``.md5``),
-``manifest-files.json`` (+ ``.md5``) and gzipped JSON-lines data files of uneven sizes; manifest
-keys are relative to the bucket root, as in a real export.
+The layout and fields follow what DynamoDB's ExportTableToPointInTime writes to S3 (compare the real
+manifests in tests/data/aws_exports/): ``[prefix/]AWSDynamoDB/<exportId>/`` with ``_started``,
+``manifest-summary.json`` (+ ``.md5``), ``manifest-files.json`` (+ ``.md5``) and gzipped JSON-lines
+data files of uneven sizes in ``<exportId>/data/``; an empty partition is an empty file with
+itemCount 0; md5Checksum is base64, the etag a multipart upload's (``<hex>-1``); manifest keys
+carry the prefix, as a full export's do.
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ def write_export(
         raise ValueError("an export has at least one data file")
     key_root = f"{prefix.strip('/')}/AWSDynamoDB/{export_id}" if prefix.strip("/") else f"AWSDynamoDB/{export_id}"
     export_dir = os.path.join(os.fspath(root), *key_root.split("/"))
-    billed = write_data_files(export_dir, key_root, export_id, [{"Item": to_export_json(item)} for item in items], files)
+    billed = write_data_files(export_dir, os.path.join(export_dir, "data"), f"{key_root}/data", export_id,
+                              [{"Item": to_export_json(item)} for item in items], files)
     table_arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}"
     summary = {
         "version": "2020-06-30",
@@ -143,34 +146,42 @@ def write_export(
         "outputFormat": "DYNAMODB_JSON",
         "exportType": "FULL_EXPORT",
     }
-    _write_with_md5(export_dir, "manifest-summary", json.dumps(summary).encode("utf-8"))
+    _write_with_md5(export_dir, "manifest-summary", json.dumps(summary, separators=(",", ":")).encode("utf-8"))
     return export_dir
 
 
-def write_data_files(export_dir: str, key_root: str, export_id: str, records: Sequence[dict[str, Any]],
-                     files: int) -> int:
-    """An export folder's gzip data files (``records`` as JSON lines over ``files`` files), its ``_started``
-    marker and manifest-files.json/.md5; returns the bytes billed (the lines' length)."""
-    os.makedirs(os.path.join(export_dir, "data"), exist_ok=True)
+def write_data_files(export_dir: str, data_dir: str, data_key: str, export_id: str,
+                     records: Sequence[dict[str, Any]], files: int) -> int:
+    """``records`` as gzipped JSON lines over ``files`` data files in ``data_dir`` (keys ``data_key/<name>``),
+    the export folder's ``_started`` marker and manifest-files.json/.md5; returns the bytes billed."""
+    os.makedirs(data_dir, exist_ok=True)
     with open(os.path.join(export_dir, "_started"), "wb"):
         pass
     manifest_lines, billed = [], 0
     for number, chunk in enumerate(_split(records, files)):
         text = "".join(json.dumps(record, separators=(",", ":")) + "\n" for record in chunk)
         billed += len(text)
-        data = gzip.compress(text.encode("utf-8"), mtime=0)
+        data = gzip.compress(text.encode("utf-8"), mtime=0) if chunk else b""  # an empty partition: an empty file
         name = hashlib.sha1(f"{export_id}/{number}".encode()).hexdigest()[:26] + ".json.gz"
-        with open(os.path.join(export_dir, "data", name), "wb") as handle:
+        with open(os.path.join(data_dir, name), "wb") as handle:
             handle.write(data)
-        md5, etag = _md5(data)
-        manifest_lines.append(json.dumps({"itemCount": len(chunk), "md5Checksum": md5, "etag": etag,
-                                          "dataFileS3Key": f"{key_root}/data/{name}"}))
+        md5, _hex = _md5(data)
+        manifest_lines.append(json.dumps({"itemCount": len(chunk), "md5Checksum": md5, "etag": _etag(data),
+                                          "dataFileS3Key": f"{data_key}/{name}"}, separators=(",", ":")))
     _write_with_md5(export_dir, "manifest-files", ("\n".join(manifest_lines) + "\n").encode("utf-8"))
     return billed
+
+
+def _etag(data: bytes) -> str:
+    """The ETag S3 gives an object uploaded in one multipart part (as export data files are): the MD5 of the
+    part's MD5, then ``-1``; an empty object's is its plain MD5."""
+    if not data:
+        return hashlib.md5(data).hexdigest()
+    return hashlib.md5(hashlib.md5(data).digest()).hexdigest() + "-1"
 
 
 def _write_with_md5(export_dir: str, name: str, data: bytes) -> None:
     with open(os.path.join(export_dir, f"{name}.json"), "wb") as handle:
         handle.write(data)
     with open(os.path.join(export_dir, f"{name}.md5"), "w", encoding="ascii") as handle:
-        handle.write(_md5(data)[1] + "\n")
+        handle.write(_md5(data)[0])  # base64, no newline, as DynamoDB writes it

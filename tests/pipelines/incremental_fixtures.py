@@ -5,7 +5,10 @@ what an incremental export of a window holds: one record per item changed in the
 item's image before the window's first change (OldImage, absent if it did not exist) and after its
 last (NewImage, absent if deleted), stamped with the last change's WriteTimestampMicros; an item
 created and deleted within the window does not appear. :func:`write_incremental_export` writes those
-records with the same manifest layout as a full export (see export_fixtures.write_export).
+records as AWS does: the manifests in ``[prefix/]AWSDynamoDB/<exportId>/``, the data files in the
+*shared* ``[prefix/]AWSDynamoDB/data/`` folder, their keys ``AWSDynamoDB/data/<name>.json.gz``
+(relative to the prefix; the summary's manifestFilesS3Key carries it), fields as in
+export_fixtures.write_export.
 """
 
 from __future__ import annotations
@@ -50,12 +53,16 @@ def compact(changes: Sequence[Change], from_us: int, to_us: int, key_names: Sequ
 
 def write_incremental_export(root: str | os.PathLike[str], records: Sequence[dict[str, Any]], from_us: int,
                              to_us: int, files: int = 2, *, export_id: str | None = None, table: str = "Table",
-                             view: str = "NEW_AND_OLD_IMAGES") -> str:
+                             view: str = "NEW_AND_OLD_IMAGES", prefix: str = "",
+                             table_id: str = "00000000-0000-0000-0000-000000000000") -> str:
     """Write ``records`` as an incremental export under ``root``; returns the export folder."""
     export_id = export_id or f"{to_us // 1000:014d}-{hashlib.sha1(str(from_us).encode()).hexdigest()[:8]}"
-    key_root = f"AWSDynamoDB/{export_id}"
+    prefix = prefix.strip("/")
+    key_root = f"{prefix}/AWSDynamoDB/{export_id}" if prefix else f"AWSDynamoDB/{export_id}"
     export_dir = os.path.join(os.fspath(root), *key_root.split("/"))
-    billed = write_data_files(export_dir, key_root, export_id, [to_export_json(record) for record in records], files)
+    os.makedirs(export_dir, exist_ok=True)
+    billed = write_data_files(export_dir, os.path.join(os.path.dirname(export_dir), "data"), "AWSDynamoDB/data",
+                              export_id, [to_export_json(record) for record in records], files)
     table_arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}"
     summary = {
         "version": "2023-08-01",
@@ -63,11 +70,11 @@ def write_incremental_export(root: str | os.PathLike[str], records: Sequence[dic
         "startTime": us_to_iso(to_us),
         "endTime": us_to_iso(to_us),
         "tableArn": table_arn,
-        "tableId": "00000000-0000-0000-0000-000000000000",
+        "tableId": table_id,
         "exportFromTime": us_to_iso(from_us),
         "exportToTime": us_to_iso(to_us),
         "s3Bucket": "export-bucket",
-        "s3Prefix": None,
+        "s3Prefix": prefix or None,
         "s3SseAlgorithm": "AES256",
         "s3SseKmsKeyId": None,
         "manifestFilesS3Key": f"{key_root}/manifest-files.json",
@@ -77,5 +84,5 @@ def write_incremental_export(root: str | os.PathLike[str], records: Sequence[dic
         "outputView": view,
         "exportType": "INCREMENTAL_EXPORT",
     }
-    _write_with_md5(export_dir, "manifest-summary", json.dumps(summary).encode("utf-8"))
+    _write_with_md5(export_dir, "manifest-summary", json.dumps(summary, separators=(",", ":")).encode("utf-8"))
     return export_dir

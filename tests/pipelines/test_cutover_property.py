@@ -142,7 +142,8 @@ def test_export_backfill_catch_up_then_tail_converges(bigtable_env, moto_server,
     run_ops(client, name, second)
     t2 = now_ms_aligned()
     log = stream_changes(moto_server.endpoint, name)
-    windows = [write_incremental_export(tmp_path / f"inc{i}", compact(log, start, end, ("pk", "sk")), start, end)
+    windows = [write_incremental_export(tmp_path / f"inc{i}", compact(log, start, end, ("pk", "sk")), start, end,
+                                        table=name)
                for i, (start, end) in enumerate(((t0, t1), (t1, t2)))]
 
     # The second catch-up is killed half-way (part of its changes applied), then run again in full.

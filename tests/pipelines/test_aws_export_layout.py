@@ -1,0 +1,134 @@
+"""Export folders as AWS writes them (tests/data/aws_exports/README.md): a real full export's manifests, and a full
+plus two incremental exports following the documented layout; our fixture writers must produce the same shapes."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ddb2bt.pipelines.export_source import ExportError, file_problem, iter_export_items, read_manifest, verify_export
+from ddb2bt.pipelines.incremental_export import check_export, read_incremental_manifest
+
+from .export_fixtures import make_items, write_export
+from .incremental_fixtures import write_incremental_export
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "aws_exports"
+REAL = DATA / "livros_por_ler" / "AWSDynamoDB" / "01668227450456-b6733290"
+DOCUMENTED = DATA / "documented" / "ddb" / "posts" / "AWSDynamoDB"
+FULL, INC1, INC2 = "01714564800000-a1b2c3d4", "01714568400000-b2c3d4e5", "01714572000000-c3d4e5f6"
+BASE64_MD5 = re.compile(r"[A-Za-z0-9+/]{22}==")
+ETAG = re.compile(r"[0-9a-f]{32}(-[0-9]+)?")
+
+
+def b64md5(data: bytes) -> str:
+    return base64.b64encode(hashlib.md5(data).digest()).decode()
+
+
+def test_a_real_full_export_manifest_resolves_its_keys_where_aws_wrote_the_files():
+    manifest = read_manifest(str(REAL))
+    assert (manifest.export_id, manifest.item_count, manifest.export_time) == (
+        "01668227450456-b6733290", 6, "2022-11-12T04:30:50.456Z")
+    assert manifest.table is not None and manifest.table.name == "livros_por_ler"
+    assert manifest.table.table_id == "659732b0-5ce6-4e60-a804-f224014bdef3"
+    (data_file,) = manifest.files
+    assert data_file.key == "AWSDynamoDB/01668227450456-b6733290/data/enpvklgbwq7gta42yshirxd6ea.json.gz"
+    assert data_file.path == str(REAL / "data" / "enpvklgbwq7gta42yshirxd6ea.json.gz")
+    assert (data_file.md5, data_file.etag) == ("EV+2HwdmZ3AyD9j+Yxd+Mg==", "a88f6b426e940985d4ef97076c8f40f6-1")
+    # the repository did not publish the data file: named, with the folder it belongs in
+    with pytest.raises(ExportError, match=r"01668227450456-b6733290/data/enpvklgbwq7gta42yshirxd6ea\.json\.gz is missing"):
+        verify_export(str(REAL))
+    # the .md5 files are the base64 MD5s of the manifests: these are the bytes AWS wrote
+    for name in ("manifest-summary", "manifest-files"):
+        assert (REAL / f"{name}.md5").read_text() == b64md5((REAL / f"{name}.json").read_bytes())
+
+
+def test_our_fixture_writers_produce_the_shapes_aws_writes(tmp_path):
+    real_summary = json.loads((REAL / "manifest-summary.json").read_text())
+    real_line = json.loads((REAL / "manifest-files.json").read_text().splitlines()[0])
+    full = Path(write_export(tmp_path / "full", make_items(7, padding=1), files=3))
+    incremental = Path(write_incremental_export(tmp_path / "inc", [], 1_714_564_800_000_000, 1_714_568_400_000_000,
+                                                files=2, prefix="ddb/posts"))
+    for folder in (full, incremental):
+        text = (folder / "manifest-summary.json").read_text()
+        summary = json.loads(text)
+        assert text == json.dumps(summary, separators=(",", ":"))  # compact, no trailing newline
+        # AWS's fields in AWS's order (an incremental export has its window instead of an exportTime)
+        expected = [key for key in real_summary if folder == full or key != "exportTime"]
+        assert [key for key in summary if key in real_summary] == expected, folder
+        for name in ("manifest-summary", "manifest-files"):
+            assert (folder / f"{name}.md5").read_text() == b64md5((folder / f"{name}.json").read_bytes())
+        text = (folder / "manifest-files.json").read_text()
+        assert text.endswith("\n")
+        lines = [json.loads(line) for line in text.splitlines()]
+        for line in lines:
+            assert list(line) == list(real_line) and BASE64_MD5.fullmatch(line["md5Checksum"])
+            assert ETAG.fullmatch(line["etag"]) and (line["itemCount"] == 0) == (not line["etag"].endswith("-1"))
+        assert any(line["itemCount"] == 0 for line in lines) == (folder == incremental)  # empty files, as AWS's
+    files = [json.loads(line) for line in (incremental / "manifest-files.json").read_text().splitlines()]
+    assert all(re.fullmatch(r"AWSDynamoDB/data/[0-9a-f]{26}\.json\.gz", f["dataFileS3Key"]) for f in files)
+    assert all((tmp_path / "inc" / "ddb" / "posts" / f["dataFileS3Key"]).is_file() for f in files)
+    assert json.loads((incremental / "manifest-summary.json").read_text())["manifestFilesS3Key"] == \
+        f"ddb/posts/AWSDynamoDB/{incremental.name}/manifest-files.json"
+
+
+def test_the_documented_full_export_is_intact_and_reads_every_item_empty_files_included():
+    manifest = verify_export(str(DOCUMENTED / FULL))  # base64 md5s, multipart etags, an empty file
+    assert [f.item_count for f in manifest.files] == [3, 2, 0] and os.path.getsize(manifest.files[2].path) == 0
+    assert all(f.key.startswith(f"ddb/posts/AWSDynamoDB/{FULL}/data/") for f in manifest.files)
+    items = list(iter_export_items(str(DOCUMENTED / FULL)))
+    assert len(items) == manifest.item_count == 5
+    assert items[0]["Bins"] == {"BS": ["AQ==", "AoA="]} and items[0]["Nothing"] == {"NULL": True}
+
+
+@pytest.mark.parametrize("export_id, counts", [(INC1, [3, 1, 0]), (INC2, [5, 0])])
+def test_an_incremental_export_reads_its_data_from_the_shared_folder(export_id, counts):
+    manifest = read_incremental_manifest(str(DOCUMENTED / export_id))
+    assert manifest.table is not None and manifest.table.name == "posts"
+    assert [f.item_count for f in manifest.files] == counts
+    for data_file in manifest.files:
+        assert data_file.key.startswith("AWSDynamoDB/data/")
+        assert data_file.path == str(DOCUMENTED / "data" / data_file.key.rsplit("/", 1)[1])
+        assert file_problem(data_file) is None
+    assert check_export(manifest, ("pk", "sk")) == sum(counts)
+
+
+def test_an_incremental_export_copied_without_the_shared_data_folder_says_what_to_copy(tmp_path):
+    copy = shutil.copytree(DOCUMENTED / INC1, tmp_path / "AWSDynamoDB" / INC1)
+    manifest = read_incremental_manifest(str(copy))
+    problem = file_problem(manifest.files[0])
+    assert problem is not None and f"{tmp_path}/AWSDynamoDB/data/" in problem and "copy that folder too" in problem
+    # a copy that keeps the layout (the shared folder beside the export folders) works, whatever the folders above
+    shutil.copytree(DOCUMENTED / "data", tmp_path / "AWSDynamoDB" / "data")
+    assert all(file_problem(f) is None for f in read_incremental_manifest(str(copy)).files)
+
+
+@pytest.mark.parametrize("root", ["/copies/ddb/posts", "s3://bucket/ddb/posts", "gs://bucket/ddb/posts"])
+@pytest.mark.parametrize("key, where", [
+    ("AWSDynamoDB/data/x.json.gz", "AWSDynamoDB/data/x.json.gz"),  # an incremental export's, relative to the prefix
+    ("ddb/posts/AWSDynamoDB/data/x.json.gz", "AWSDynamoDB/data/x.json.gz"),  # the same with the prefix
+    (f"ddb/posts/AWSDynamoDB/{INC1}/manifest-files.json", f"AWSDynamoDB/{INC1}/manifest-files.json"),
+    (f"ddb/posts/AWSDynamoDB/{FULL}/data/y.json.gz", f"AWSDynamoDB/{INC1}/data/y.json.gz"),  # a renamed copy
+    (f"AWSDynamoDB/{INC1}/data/y.json.gz", f"AWSDynamoDB/{INC1}/data/y.json.gz"),  # no prefix (s3Prefix null)
+])
+def test_keys_resolve_the_same_way_on_every_file_system(root, key, where):
+    from ddb2bt.pipelines.export_source import resolve_key
+
+    summary = {"exportArn": f"arn:aws:dynamodb:us-east-1:123456789012:table/posts/export/{FULL}",
+               "s3Prefix": "ddb/posts"}
+    # the folder of a copy keeps the export's own id in its name, or is renamed (here: INC1 holds export FULL)
+    export_dir = f"{root}/AWSDynamoDB/{INC1}"
+    assert resolve_key(export_dir, key, summary) == f"{root}/{where}"
+
+
+def test_a_key_outside_AWSDynamoDB_is_refused():
+    from ddb2bt.pipelines.export_source import resolve_key
+
+    with pytest.raises(ExportError, match="not inside AWSDynamoDB/"):
+        resolve_key("/x/AWSDynamoDB/id", "elsewhere/data/x.json.gz", {})
