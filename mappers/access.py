@@ -314,6 +314,8 @@ class Translation:
     spec_sort_key: str | None = None
     alone: bool = False
     """The spec has one entity that maps: no other entity's rows can sit in a range and use up a rows limit."""
+    lossy: tuple[str, ...] = ()
+    """Declared losses of the entities the read returns: those items may read back otherwise than DynamoDB has them."""
     fixed_sort: tuple[tuple[str, dict], ...] = ()
     """(entity, sort key) for entities whose match fixes the sort key: dropped from the cells, known exactly."""
 
@@ -518,7 +520,13 @@ def translate(spec: MappingSpec, pattern: AccessPattern, types: Mapping[str, str
     summary = "; ".join(parts)
     if order_key != sk:
         summary += f"; ordered by {order_key} after decoding (local index: Bigtable keeps one order)"
-    return Translation(pattern.name, "served", table, routes=tuple(routes), partition_key=pk, sort_key=order_key,
+    routed = {route.entity for route in routes}
+    handled = {(route.entity, sk) for route in routes if route.sort_prefix} | {
+        (name, sk) for name, found in fixed_sorts.items() if sk in found}
+    declared = tuple(loss.describe() for loss in losses(spec) if loss.entity in routed and loss.attribute
+                     and (loss.entity, loss.attribute) not in handled
+                     and (not pattern.projection or loss.attribute in pattern.projection))  # fmt: skip
+    return Translation(pattern.name, "served", table, routes=tuple(routes), partition_key=pk, sort_key=order_key, lossy=declared,
                        spec_pattern=pattern, summary=summary, spec_sort_key=sk,
                        alone=sum(entity.action == "map" for entity in spec.entities) == 1,
                        fixed_sort=tuple((name, found[sk]) for name, found in fixed_sorts.items() if sk and sk in found))  # fmt: skip

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import shlex
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from .access import BigtableRead, Translation, key_order, translate
 from .attrvalue import key_text
 from .decode import DecodeError, Decoder
-from .lints import Lint
+from .lints import Lint, Severity
 from .results import Cell, MappedRow
 from .spec import MappingSpec
 
@@ -218,7 +219,7 @@ def decode_rows(decoder: Decoder, rows: Iterable[tuple[bytes, list[Cell]]]) -> l
     return items
 
 
-def pattern_plans(spec: MappingSpec, items: list[Item], results: list[object], decoder: Decoder,
+def pattern_plans(spec: MappingSpec, items: list[Item], results: Sequence[object], decoder: Decoder,
                   types: Mapping[str, str] | None = None) -> tuple[tuple[PatternPlan, ...], tuple[Lint, ...]]:  # fmt: skip
     """Every declared pattern: its translation, tried on the sample; and the lints for those not served."""
     plans, found = [], []
@@ -226,15 +227,19 @@ def pattern_plans(spec: MappingSpec, items: list[Item], results: list[object], d
     for index, pattern in enumerate(spec.access_patterns):
         translation = translate(spec, pattern, types)
         where = f"access_patterns[{index}]"
-        common = {"name": pattern.name, "description": pattern.description, "dynamodb": dynamodb_text(spec, translation),
-                  "status": translation.status}  # fmt: skip
+        common: dict[str, Any] = {"name": pattern.name, "description": pattern.description,
+                                  "dynamodb": dynamodb_text(spec, translation), "status": translation.status}
         if not translation.served:
             plans.append(PatternPlan(**common, reason=translation.reason, suggestion=translation.suggestion))
-            severity = "warning" if translation.status == "needs_index" else "error"
+            severity: Severity = "warning" if translation.status == "needs_index" else "error"
             found.append(Lint(severity=severity, code=f"access-pattern-{translation.status.replace('_', '-')}",
                               where=where, message=f"access pattern {pattern.name!r} cannot be served: "
                               f"{translation.reason}; {translation.suggestion}"))  # fmt: skip
             continue
+        for loss in translation.lossy:
+            found.append(Lint(severity="warning", code="access-pattern-lossy", where=where,
+                              message=f"access pattern {pattern.name!r} returns items of which {loss}: parity will "
+                              "show those items differently"))  # fmt: skip
         cases = example_cases(translation, items)
         if not cases:
             plans.append(PatternPlan(**common, bigtable=translation.summary))
