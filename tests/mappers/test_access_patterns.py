@@ -269,3 +269,15 @@ def test_shipped_templates_parse_their_patterns():
     for name in ("product_catalog.yaml", "videos.yaml", "invoices.yaml"):
         data = yaml.safe_load((resources.files("ddb2bt.templates") / name).read_text(encoding="utf-8"))
         assert data["access_patterns"]
+
+
+def test_migrate_plan_text_has_an_access_patterns_section():
+    from ddb2bt.cli.plan_text import pattern_lines
+
+    spec, items = seed("videos")
+    lines = pattern_lines(build_plan(spec, items))
+    assert lines[0].startswith("  video_with_newest_comments: Query pk = :pk AND sk < 'VideoStats', Limit=11")
+    assert any(line.strip().startswith("cbt: cbt -project ddb2bt-local") for line in lines)
+    salted = spec_with([{"name": "recent", "sort_key": {"operator": ">"}}], row_key={"template": "{pk}#{sk}", "salt_buckets": 3})
+    lines = pattern_lines(build_plan(salted, [{"pk": {"S": "p"}, "sk": {"S": "a"}, "v": {"S": "x"}}]))
+    assert lines[1].startswith("    NOT SERVED: entity 'item''s row key is salted")

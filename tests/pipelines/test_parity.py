@@ -204,3 +204,39 @@ def test_parity_command_json_exit_codes_and_a_difference_named(bigtable_env, dyn
     none.write_text(yaml.safe_dump(data))
     refused = runner.invoke(app, ["parity", str(none)])
     assert refused.exit_code == 2 and "declares no access_patterns" in refused.output
+
+
+def test_a_local_index_query_has_parity_and_a_global_one_is_not_claimed(bigtable_env, dynalite, unique_name, tmp_path):
+    client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+    client.create_table(
+        TableName=unique_name, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": n, "AttributeType": t} for n, t in
+                              (("pk", "S"), ("sk", "S"), ("at", "N"), ("owner", "S"))],
+        LocalSecondaryIndexes=[{"IndexName": "ByTime", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "at", "KeyType": "RANGE"}]}],
+        GlobalSecondaryIndexes=[{"IndexName": "ByOwner", "Projection": {"ProjectionType": "ALL"}, "KeySchema": [
+            {"AttributeName": "owner", "KeyType": "HASH"}]}],
+    )  # fmt: skip
+    client.get_waiter("table_exists").wait(TableName=unique_name)
+    for i, at in enumerate(["5", "-1.5", "12345678901234567890123456789012345678", "0.25", None, "7"]):
+        item = {"pk": {"S": "doc"}, "sk": {"S": f"v{i}"}, "owner": {"S": "ann"}} | ({"at": {"N": at}} if at else {})
+        client.put_item(TableName=unique_name, Item=item)  # the item without `at` is not in the sparse index
+    spec = MappingSpec.model_validate({
+        "source": {"table": unique_name, "endpoint_url": dynalite.endpoint, "region": "us-east-1"},
+        "target": {"table": unique_name, "families": {"d": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "item", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
+        "access_patterns": [
+            {"name": "by_time", "index": {"name": "ByTime", "type": "local", "partition_key": "pk", "sort_key": "at"},
+             "sort_key": {"operator": ">", "values": [0]}, "scan_index_forward": False},
+            {"name": "by_owner", "index": {"name": "ByOwner", "type": "global", "partition_key": "owner"}},
+        ],
+    }).with_keys("pk", "sk")
+    migrated(spec, str(tmp_path / "run"))
+    result = check_parity(spec, sample=100, partitions=1)
+    patterns = {p["name"]: p for p in result.to_json()["patterns"]}
+    assert patterns["by_time"]["ok"] and patterns["by_time"]["cases"] == patterns["by_time"]["same"] == 6
+    assert patterns["by_owner"]["status"] == "needs_index" and not patterns["by_owner"]["ok"]
+    assert not result.ok  # parity is not claimed for the global index nothing compared
+    assert result.to_json()["reconciliation"]["patterns_not_served"] == 1
