@@ -212,6 +212,8 @@ class BigtableRead:
     rows_limit: int | None = None
     reverse_rows: bool = False
     """Rows come back in ascending key order; reversed by the client for a descending query."""
+    keep_rows: int | None = None
+    """After reversing, the first this many rows (a descending query's limit, when each row is one item)."""
     steps: tuple[str, ...] = ()
     """What the client does after decoding, in words."""
 
@@ -283,12 +285,15 @@ class Translation:
                     keys.append(prefix)
                 continue
             if operator is None or not table_order:
-                ranges.append(RowRange(prefix, prefix_end(prefix)))
+                whole = RowRange(prefix, prefix_end(prefix))
+                if whole not in ranges:
+                    ranges.append(whole)
                 continue
             found = _key_range(route.chain, prefix, operator, operands)
             if isinstance(found, bytes):
-                keys.append(found)
-            elif found is not None:
+                if found not in keys:
+                    keys.append(found)
+            elif found is not None and found not in ranges:  # entities keyed alike share their rows
                 ranges.append(found)
         if len(self.routes) == 1 and folded and table_order:
             column = folded[0].newest_first_column
@@ -309,7 +314,8 @@ class Translation:
         if pattern.projection:
             steps.append("keep " + ", ".join(pattern.projection))
         return BigtableRead(self.table, tuple(keys), tuple(ranges), cell_filter, rows_limit,
-                            reverse_rows=single and not natural, steps=tuple(steps))  # fmt: skip
+                            reverse_rows=single and not natural, steps=tuple(steps),
+                            keep_rows=pattern.limit if single and not natural and self.alone else None)  # fmt: skip
 
     spec_sort_key: str | None = None
     alone: bool = False

@@ -154,6 +154,8 @@ def python_snippet(spec: MappingSpec, read: BigtableRead) -> str:
     lines.append("    rows = table.read_rows(query) if query.row_keys or query.row_ranges else []")
     if read.reverse_rows:
         lines.append("    rows.reverse()  # descending: Bigtable returns rows in ascending key order")
+    if read.keep_rows:
+        lines.append(f"    rows = rows[:{read.keep_rows}]")
     return "\n".join(lines) + "\n"
 
 

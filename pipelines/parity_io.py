@@ -96,6 +96,8 @@ class BigtableReader:
                 for row in self.table.read_rows(query)]  # fmt: skip
         if read.reverse_rows:
             rows.reverse()
+        if read.keep_rows:
+            rows = rows[: read.keep_rows]
         return rows
 
     def close(self) -> None:
