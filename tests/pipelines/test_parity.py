@@ -229,7 +229,8 @@ def test_a_local_index_query_has_parity_and_a_global_one_is_not_claimed(bigtable
         "entities": [{"name": "item", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
         "access_patterns": [
             {"name": "by_time", "index": {"name": "ByTime", "type": "local", "partition_key": "pk", "sort_key": "at"},
-             "sort_key": {"operator": ">", "values": [0]}, "scan_index_forward": False},
+             "sort_key": {"operator": ">", "values": [0]}, "scan_index_forward": False, "projection": ["sk", "at"]},
+            {"name": "one", "operation": "get_item", "projection": ["owner"]},
             {"name": "by_owner", "index": {"name": "ByOwner", "type": "global", "partition_key": "owner"}},
         ],
     }).with_keys("pk", "sk")
@@ -237,6 +238,7 @@ def test_a_local_index_query_has_parity_and_a_global_one_is_not_claimed(bigtable
     result = check_parity(spec, sample=100, partitions=1)
     patterns = {p["name"]: p for p in result.to_json()["patterns"]}
     assert patterns["by_time"]["ok"] and patterns["by_time"]["cases"] == patterns["by_time"]["same"] == 6
+    assert patterns["one"]["ok"] and patterns["one"]["cases"] == 1
     assert patterns["by_owner"]["status"] == "needs_index" and not patterns["by_owner"]["ok"]
     assert not result.ok  # parity is not claimed for the global index nothing compared
     assert result.to_json()["reconciliation"]["patterns_not_served"] == 1
