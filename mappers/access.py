@@ -18,7 +18,7 @@ it by the index's sort key after decoding.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any, Literal
@@ -643,10 +643,3 @@ def _folded_problem(entity: EntitySpec, sk: str | None) -> str:
         return ("the sort key is a cell value inside a row holding the whole partition: every item of the partition "
                 "writes the same cells, so only one survives and the order is lost")
     return "the sort key is neither in the row key, a qualifier nor a timestamp: a partition's items overwrite each other"
-
-
-def translate_all(spec: MappingSpec, types: Mapping[str, str] | None = None) -> list[Translation]:
-    return [translate(spec, pattern, types) for pattern in spec.access_patterns]
-
-
-Operands = Callable[[Item], list[dict]]

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .access import BigtableRead, Translation, key_order, translate
-from .attrvalue import key_text
+from .access import BigtableRead, Translation, key_order, operand_value, translate
+from .attrvalue import binary, key_text
 from .decode import DecodeError, Decoder
 from .lints import Lint, Severity
 from .results import Cell, MappedRow
@@ -59,7 +59,7 @@ def dynamodb_text(spec: MappingSpec, translation: Translation) -> str:
     condition = f"{pk} = :pk"
     if pattern.sort_key is not None:
         operator = pattern.sort_key.operator
-        shown = [repr(key_text(_value(v))) for v in pattern.sort_key.values] or [":a", ":b"][: 2 if operator == "between" else 1]
+        shown = [repr(key_text(operand_value(v))) for v in pattern.sort_key.values] or [":a", ":b"][: 2 if operator == "between" else 1]
         if operator == "between":
             condition += f" AND {sk} BETWEEN {shown[0]} AND {shown[1]}"
         elif operator == "begins_with":
@@ -70,12 +70,6 @@ def dynamodb_text(spec: MappingSpec, translation: Translation) -> str:
     extra += f", Limit={pattern.limit}" if pattern.limit else ""
     extra += f", ProjectionExpression={', '.join(pattern.projection)}" if pattern.projection else ""
     return f"{on} {condition}{extra}"
-
-
-def _value(operand: object) -> dict:
-    from .access import operand_value
-
-    return operand_value(operand)
 
 
 def example_cases(translation: Translation, items: list[Item], most: int = 1) -> list[tuple[dict, list[dict]]]:
@@ -113,8 +107,6 @@ def pick_operands(translation: Translation, sorts: list[dict]) -> list[dict]:
     if operator != "begins_with":
         return [middle]
     if "B" in middle:
-        from .attrvalue import binary
-
         data = binary(middle["B"])
         return [{"B": data[: max(1, len(data) // 2)]}]
     text = middle["S"]
