@@ -76,6 +76,10 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
 
     for line in estimate_lines(plan):
         _line(console, line)
+    if plan.access_patterns:
+        console.print("[bold]Access patterns[/] (the Bigtable read serving each; tried on the sample)")
+        for line in pattern_lines(plan):
+            _line(console, line)
     if plan.lints:  # lines, not a table: a message squeezed into a column at 80 characters is hard to read
         console.print("[bold]Findings[/]")
         for lint in plan.lints:
@@ -160,3 +164,22 @@ def estimate_lines(plan: MigrationPlan) -> list[str]:
         f"  target: ~{e.target_rows:,} rows, {e.target_cells:,} cells, {_size(e.target_bytes)}; "
         f"{e.suggested_nodes} node(s) to write in {e.target_write_hours:g} h (bound by {e.node_basis})",
     ]
+
+
+def pattern_lines(plan: MigrationPlan) -> list[str]:
+    """Per declared access pattern: the DynamoDB read, the Bigtable read or why none, the sample's figures, snippets."""
+    lines: list[str] = []
+    for p in plan.access_patterns:
+        lines.append(f"  {p.name}: {p.dynamodb}" + (f" — {p.description}" if p.description else ""))
+        if p.status != "served":
+            lines.append(f"    NOT SERVED: {p.reason}; {p.suggestion}")
+            continue
+        lines.append(f"    Bigtable: {p.bigtable}")
+        if p.example_key:
+            lines.append(f"    on the sample ({p.example_key}): {p.rows_touched} row(s), {p.cells_touched} cell(s) read, "
+                         f"{p.items_returned} item(s) returned")
+        if p.python:
+            lines.append("    python:")
+            lines += [f"      {line}" if line else "" for line in p.python.splitlines()]
+        lines += [f"    cbt: {command}" for command in p.cbt]
+    return lines

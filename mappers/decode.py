@@ -283,8 +283,12 @@ class Decoder:
 
     def decode_row(self, row_key: bytes, cells: Iterable[Cell]) -> list[Item]:
         """Every item folded into one row: cells grouped per entity by what their qualifiers (or timestamps) reveal."""
+        return [item for _, item in self.decode_row_entities(row_key, cells)]
+
+    def decode_row_entities(self, row_key: bytes, cells: Iterable[Cell]) -> list[tuple[str, Item]]:
+        """`decode_row`, each item with the name of the entity that read it."""
         left = list(cells)
-        items: list[Item] = []
+        items: list[tuple[str, Item]] = []
         for decoder in self.entities:
             try:
                 texts = decoder.key_values(row_key)
@@ -304,7 +308,7 @@ class Decoder:
                 group_texts = dict(texts)
                 for _, _, revealed in members:
                     group_texts.update(revealed)
-                items.append(decoder.item(group_texts, [(source, cell) for source, cell, _ in members]))
+                items.append((decoder.name, decoder.item(group_texts, [(source, cell) for source, cell, _ in members])))
             left = rest
         if left:
             raise DecodeError(f"row {row_key!r}: no entity writes {sorted({(c.family, c.qualifier) for c in left})[:3]}")

@@ -263,11 +263,42 @@ def infer_spec(describe: dict, items: list[dict], ttl_attribute: str | None = No
         "migration_time": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "entities": entities,
     }
+    patterns = _draft_patterns(table, pk, sk, groups, keyed_by_sort_key="{" + str(sk) + "}" in row_key or
+                               any(group.keyed for group in groups))  # fmt: skip
+    if patterns:
+        out.spec["access_patterns"] = patterns
+        out.note(("access_patterns",), "Drafted from the key schema, the indexes and the sort-key prefixes: keep the reads "
+                 "your application makes (migrate-plan shows the Bigtable read serving each; `ddb2bt parity` proves it).")
     out.note(("migration_time",), "Cells with no time of their own get this one; pinned so that re-runs write identical cells.")
     out.note(("target", "families"), "max_versions 1 keeps one cell per column; families holding one column of many timed cells keep more.")
     if not single:
         out.note(("entities",), "Ordered rules: the first whose match holds takes the item. Unmatched items are dead-lettered.")
     return out
+
+
+def _draft_patterns(table: dict, pk: str, sk: str | None, groups: list[_Group], keyed_by_sort_key: bool) -> list[dict[str, Any]]:
+    """The reads a table's keys and indexes are made for: GetItem, the partition, each sort-key prefix, each index.
+
+    GetItem only where rows are keyed by the sort key: a partition folded into one row reads as a whole."""
+    if sk is None:
+        return [{"name": "item", "description": f"one item by its {pk}", "operation": "get_item"}]
+    patterns: list[dict[str, Any]] = [{"name": "partition", "description": f"every item of a {pk} in {sk} order"}]
+    if keyed_by_sort_key:
+        patterns.insert(0, {"name": "item", "description": f"one item by {pk} and {sk}", "operation": "get_item"})
+    for group in groups:
+        if group.sk_prefix:
+            patterns.append({"name": f"{group.name}_items", "description": f"the {group.name} items of a {pk}",
+                             "sort_key": {"operator": "begins_with", "values": [group.sk_prefix]}})  # fmt: skip
+    for kind, scope in (("GlobalSecondaryIndexes", "global"), ("LocalSecondaryIndexes", "local")):
+        for index in table.get(kind) or ():
+            index_pk, index_sk = key_schema(index["KeySchema"])
+            patterns.append({
+                "name": f"by_{_snake(index['IndexName'])}",
+                "description": f"query the {scope} index {index['IndexName']}",
+                "index": {"name": index["IndexName"], "type": scope, "partition_key": index_pk,
+                          **({"sort_key": index_sk} if index_sk else {})},
+            })  # fmt: skip
+    return patterns
 
 
 def _describe_header(table: dict, sampled: int, ttl_attribute: str | None, out: InferredSpec) -> None:
@@ -283,7 +314,8 @@ def _describe_header(table: dict, sampled: int, ttl_attribute: str | None, out: 
             keys = " + ".join(entry["AttributeName"] for entry in index["KeySchema"])
             out.header.append(
                 f"{'GSI' if kind.startswith('Global') else 'LSI'} {index['IndexName']} ({keys}): Bigtable has no secondary "
-                "indexes; serve that query from the row key design, a second table, or a continuous materialized view."
+                "indexes; serve that query from the row key design, a second table, or a continuous materialized view "
+                "(its access pattern is drafted below; migrate-plan says whether the spec serves it)."
             )
     stream = table.get("StreamSpecification") or {}
     if stream.get("StreamEnabled"):

@@ -19,6 +19,7 @@ from .compiler import CompiledSpec, compile_spec
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
 from .gc import gc_text
 from .folded import FoldedRow, folded_rows as fold_rows
+from .access_plan import PatternPlan, pattern_plans
 from .decode import Decoder, Loss, compile_decoder, round_trip
 from .lints import Lint, lint, lint_data, lint_losses
 from .results import ItemError, MappedRow, Skipped
@@ -116,6 +117,8 @@ class MigrationPlan(_Frozen):
     estimates: Estimates
     folded_rows: tuple[FoldedRow, ...] = ()
     """Rows several sampled items write into (single-table designs), whole, with their versions explained."""
+    access_patterns: tuple[PatternPlan, ...] = ()
+    """Each declared access pattern: the Bigtable read serving it (tried on the sample), or why none can."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -246,6 +249,7 @@ def build_plan(
     found = tuple(Lint(severity="error", **f._asdict()) for f in sample_findings(spec, items, results))
     sample = analyse_sample(items, results)
     decoder = compile_decoder(spec, _types(sample))
+    patterns, pattern_lints = pattern_plans(spec, items, results, decoder, _types(sample))
     delimiters = Counter(e.row_key.delimiter for e in spec.entities if e.row_key)
     hotspots = hotspot_reports(sample, delimiters.most_common(1)[0][0] if delimiters else "#")
     errors = sample.errors
@@ -291,8 +295,10 @@ def build_plan(
             + tuple(lint_losses(spec, _round_trips(decoder, sample)))
             + found
             + _planning(estimates)
+            + pattern_lints
         ),
         hotspots=hotspots,
         folded_rows=fold_rows(spec, compiled, sample),
+        access_patterns=patterns,
         estimates=estimates,
     )

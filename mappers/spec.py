@@ -462,6 +462,122 @@ class EntitySpec(StrictModel):
         return self
 
 
+# --------------------------------------------------------------------------- access patterns
+
+
+class TypedKey(StrictModel):
+    """A key value in DynamoDB JSON: `{S: text}`, `{N: "12.5"}` or `{B: base64}` (exactly one)."""
+
+    S: str | None = None
+    N: str | None = None
+    B: str | None = None
+    """Binary as base64, as DynamoDB JSON writes it."""
+
+    @model_validator(mode="after")
+    def _one(self) -> TypedKey:
+        given = [name for name in ("S", "N", "B") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("a key value is exactly one of {S: text}, {N: number text}, {B: base64}")
+        if self.N is not None:
+            _spec_number({"N": self.N})
+        if self.B is not None:
+            import base64
+            import binascii
+
+            try:
+                base64.b64decode(self.B, validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError(f"{self.B!r} is not base64 (a B key value is written as base64)") from None
+        return self
+
+
+def _key_operand(value: Any) -> Any:
+    """A plain string is S and a number N; `{S: ...}`, `{B: ...}` stay typed (`{N: ...}` becomes the number)."""
+    if isinstance(value, bool):
+        raise ValueError("a key value is a string, a number or {B: base64}; DynamoDB keys are never booleans")
+    return _spec_number(value)
+
+
+KeyOperand = Annotated[str | SpecNumber | TypedKey, BeforeValidator(_key_operand)]
+"""A sort-key operand: `"text"` (S), `12.5` (N, exact), `{B: base64}`, or typed `{S: ...}` / `{N: "..."}`."""
+
+KEY_OPERATORS = ("=", "<", "<=", ">", ">=", "between", "begins_with")
+
+
+def _operator(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) and value.lower() in ("between", "begins_with") else value
+
+
+class SortKeyCondition(StrictModel):
+    """The sort-key part of a Query's key condition: `sk <op> :value` (`BETWEEN :a AND :b`, `begins_with(sk, :p)`)."""
+
+    operator: Annotated[Literal["=", "<", "<=", ">", ">=", "between", "begins_with"], BeforeValidator(_operator)]
+    """One of =, <, <=, >, >=, between (inclusive at both ends), begins_with (S and B keys only)."""
+    values: list[KeyOperand] = []
+    """Fixed operands (one; two for between, low first). Empty: the application passes them at run time, and
+    `parity` picks them from the sample."""
+
+    @model_validator(mode="after")
+    def _arity(self) -> SortKeyCondition:
+        want = 2 if self.operator == "between" else 1
+        if self.values and len(self.values) != want:
+            raise ValueError(f"{self.operator} takes {want} value{'s' if want > 1 else ''} "
+                             f"(or none: passed at run time), got {len(self.values)}")  # fmt: skip
+        if self.operator == "begins_with" and any(isinstance(v, Decimal) or (isinstance(v, TypedKey) and v.N)
+                                                  for v in self.values):  # fmt: skip
+            raise ValueError("begins_with applies to S and B sort keys only (DynamoDB refuses it on numbers)")
+        return self
+
+
+class IndexSpec(StrictModel):
+    """A secondary index a pattern queries, with its key schema as DescribeTable gives it."""
+
+    name: str
+    """The index name (IndexName)."""
+    type: Literal["global", "local"]
+    """global (GSI: any partition key, sparse, eventually consistent) or local (LSI: the table's partition key)."""
+    partition_key: str
+    """The index's partition key attribute."""
+    sort_key: str | None = None
+    """The index's sort key attribute, if it has one."""
+
+
+class AccessPattern(StrictModel):
+    """One read the application makes: a GetItem, or a Query on the table or one of its indexes.
+
+    Key values (the partition key's, GetItem's sort key's, and a condition's operands not fixed here) are what the
+    application passes at run time; `parity` picks them from the sample.
+    """
+
+    name: str
+    """A short name, used in plans, parity reports and errors."""
+    description: str | None = None
+    """What the application reads, in words ("a video with its 10 newest comments")."""
+    operation: Literal["get_item", "query"] = "query"
+    """get_item: one item by its full key; query: a partition's items in sort-key order."""
+    index: IndexSpec | None = None
+    """Query a secondary index instead of the table (query only)."""
+    sort_key: SortKeyCondition | None = None
+    """The sort-key condition of a query; none: the whole partition."""
+    scan_index_forward: bool = True
+    """Ascending sort-key order (true, DynamoDB's default) or descending (false)."""
+    limit: Annotated[int, Field(ge=1)] | None = None
+    """At most this many items (DynamoDB's Limit counts items evaluated; without a filter, items returned)."""
+    projection: list[str] = []
+    """Attributes the application reads (ProjectionExpression); empty: the whole item."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AccessPattern:
+        if self.operation == "get_item":
+            extra = [name for name in ("index", "sort_key", "limit") if getattr(self, name) is not None]
+            if extra or not self.scan_index_forward:
+                raise ValueError(f"get_item reads one item by its key: remove {', '.join(extra) or 'scan_index_forward'}"
+                                 " (or use operation: query)")  # fmt: skip
+        if self.index is not None and self.sort_key is not None and self.index.sort_key is None:
+            raise ValueError(f"index {self.index.name!r} has no sort key, so the query cannot have a sort_key condition")
+        return self
+
+
 class MappingSpec(StrictModel):
     """A ddb2bt mapping spec."""
 
@@ -477,6 +593,9 @@ class MappingSpec(StrictModel):
     """Items no entity matches: dead-letter (default), skip (counted) or fail the run."""
     entities: Annotated[list[EntitySpec], Field(min_length=1)]
     """Ordered rules; the first whose match holds takes the item."""
+    access_patterns: list[AccessPattern] = []
+    """The application's reads (GetItem, Query on the table or an index): migrate-plan shows the Bigtable read serving
+    each, and `parity` proves both return the same items."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -484,6 +603,19 @@ class MappingSpec(StrictModel):
     @classmethod
     def _migration_time_utc(cls, value: datetime | None) -> datetime | None:
         return None if value is None else _cell_time(value)
+
+    @model_validator(mode="after")
+    def _pattern_names(self) -> MappingSpec:
+        names = [pattern.name for pattern in self.access_patterns]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"access pattern {twice[0]!r} is declared twice; give each pattern its own name")
+        for pattern in self.access_patterns:
+            index = pattern.index
+            if index and index.type == "local" and self.source.partition_key not in (None, index.partition_key):
+                raise ValueError(f"access pattern {pattern.name!r}: a local index shares the table's partition key "
+                                 f"{self.source.partition_key!r}, not {index.partition_key!r}")  # fmt: skip
+        return self
 
     def with_keys(self, partition_key: str, sort_key: str | None) -> MappingSpec:
         """The same spec with key names filled in (from DescribeTable)."""

@@ -1,0 +1,159 @@
+"""The parity use case: every declared access pattern, run on DynamoDB and, translated, on Bigtable; same items?
+
+Keys come from a sample of the source (the partitions with the most items, condition operands picked from their sort
+keys as migrate-plan does). Each pattern is tried as declared and in the other order, each once in one request and
+once a page of one item at a time (pagination), and, when it has no limit, with limit 1 too. The Bigtable rows are
+decoded back into items with the spec's decoder and compared with DynamoDB's item for item and in order. A pattern the
+spec cannot serve is a failure too: parity is never claimed for what was not compared.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .context import Step, announce, describe_source, load_spec, with_source_keys
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from ..mappers.spec import MappingSpec
+
+DIFFERENCES_KEPT = 5
+
+
+@dataclass
+class PatternParity:
+    name: str
+    status: str
+    """served, unservable or needs_index (then nothing was compared)."""
+    reason: str = ""
+    cases: int = 0
+    same: int = 0
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    """The first differing cases: the case, the items each side returned (DynamoDB JSON)."""
+
+    @property
+    def different(self) -> int:
+        return self.cases - self.same
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "served" and self.cases > 0 and self.same == self.cases
+
+
+@dataclass
+class ParityResult:
+    table: str | None
+    target: str
+    sample: int
+    patterns: list[PatternParity]
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.patterns) and all(p.ok for p in self.patterns)
+
+    @property
+    def cases(self) -> int:
+        return sum(p.cases for p in self.patterns)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok, "source_table": self.table, "target_table": self.target, "sample_items": self.sample,
+            "reconciliation": {
+                "patterns_declared": len(self.patterns),
+                "patterns_compared": sum(p.status == "served" for p in self.patterns),
+                "patterns_not_served": sum(p.status != "served" for p in self.patterns),
+                "cases_tried": self.cases, "cases_same": sum(p.same for p in self.patterns),
+                "cases_different": sum(p.different for p in self.patterns),
+            },
+            "patterns": [{"name": p.name, "status": p.status, "reason": p.reason, "cases": p.cases, "same": p.same,
+                          "different": p.different, "ok": p.ok, "differences": p.differences} for p in self.patterns],
+            "seconds": round(self.seconds, 3),
+        }  # fmt: skip
+
+
+def variants(pattern: Any) -> list[tuple[str, Any, int | None]]:
+    """(label, pattern, page size) to try: as declared and reversed, whole and a page of one item at a time."""
+    if pattern.operation == "get_item":
+        return [("as declared", pattern, None)]
+    shapes = [("as declared", pattern), ("reversed", pattern.model_copy(update={"scan_index_forward": not pattern.scan_index_forward}))]
+    if pattern.limit is None:
+        shapes.append(("limit 1", pattern.model_copy(update={"limit": 1})))
+    return [(f"{label}{', pages of 1' if page else ''}", shape, page) for label, shape in shapes for page in (None, 1)]
+
+
+def check_parity(spec: MappingSpec | str | Path, sample: int = 200, partitions: int = 3,
+                 options: RunOptions = RunOptions(), step: Step | None = None) -> ParityResult:  # fmt: skip
+    """Run every declared pattern against both stores; differences are results, never exceptions."""
+    from ..mappers.access import translate
+    from ..mappers.access_plan import decode_rows, example_cases
+    from ..mappers.decode import compile_decoder
+    from ..mappers.sample import analyse_sample
+    from ..mappers.compiler import compile_spec
+    from ..mappers.plan import _types
+    from ..pipelines.dynamodb_client import ClientSettings, make_client
+    from ..pipelines.parity_io import BigtableReader, dynamodb_items
+    from ..pipelines.sources import read_items
+
+    started = time.monotonic()
+    spec = load_spec(spec, options, writes=False)
+    spec = with_source_keys(spec, describe_source(spec))
+    if not spec.access_patterns:
+        from ..mappers.errors import UsageError
+
+        raise UsageError("the spec declares no access_patterns: add them (docs/ACCESS_PATTERNS.md) or run "
+                         "`ddb2bt infer` for a draft")  # fmt: skip
+    announce(step, f"reading a sample of {sample} items from {spec.source.table}…")
+    items = read_items(spec.source, sample)
+    compiled = compile_spec(spec)
+    types = _types(analyse_sample(items, [compiled.map_item(item) for item in items]))
+    decoder = compile_decoder(spec, types)
+    client = make_client(ClientSettings.from_source(spec.source))
+    keys = (spec.source.partition_key or "", spec.source.sort_key)
+    results: list[PatternParity] = []
+    with BigtableReader(spec.target) as reader:
+        for pattern in spec.access_patterns:
+            translation = translate(spec, pattern, types)
+            found = PatternParity(pattern.name, translation.status, translation.reason)
+            results.append(found)
+            if not translation.served:
+                continue
+            announce(step, f"pattern {pattern.name}…")
+            for partition, operands in example_cases(translation, items, most=partitions):
+                for label, shape, page in variants(pattern):
+                    shaped = replace(translation, spec_pattern=shape)
+                    index_keys = (shape.index.partition_key, shape.index.sort_key) if shape.index else keys
+                    want = dynamodb_items(client, spec.source.table or "", shape, index_keys, partition, operands, page)
+                    read = shaped.read(partition, operands)
+                    got = shaped.finish(decode_rows(decoder, reader.rows(read)), partition, operands)
+                    found.cases += 1
+                    if _same(want, got, translation.unreturned):
+                        found.same += 1
+                    elif len(found.differences) < DIFFERENCES_KEPT:
+                        found.differences.append(_difference(label, partition, operands, want, got))
+    return ParityResult(spec.source.table, spec.target.table, len(items), results, time.monotonic() - started)
+
+
+def _same(want: list[dict], got: list[dict], unreturned: frozenset[str] = frozenset()) -> bool:
+    """Item for item, in order; an attribute the spec declares it does not return (`unreturned`) is compared only
+    where Bigtable's item has it."""
+    from ..mappers.decode import comparable
+
+    def same(a: dict, b: dict) -> bool:
+        a = {name: value for name, value in a.items() if name in b or name not in unreturned}
+        return set(a) == set(b) and all(comparable(a[name]) == comparable(b[name]) for name in a)
+
+    return len(want) == len(got) and all(same(a, b) for a, b in zip(want, got))
+
+
+def _difference(label: str, partition: dict, operands: list[dict], want: list[dict], got: list[dict]) -> dict[str, Any]:
+    from ..mappers.attrvalue import to_export_json
+
+    def shown(items: list[dict]) -> list[Any]:
+        return [{name: to_export_json(value) for name, value in item.items()} for item in items]
+
+    return {"case": label, "partition": to_export_json(partition), "operands": [to_export_json(v) for v in operands],
+            "dynamodb": shown(want), "bigtable": shown(got)}  # fmt: skip
