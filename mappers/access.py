@@ -107,7 +107,7 @@ class Chain:
         text = key_text(value)
         for call in self.transforms:
             try:
-                text = TRANSFORMS[call.name](text, *call.args)
+                text = TRANSFORMS[call.name].apply(text, *call.args)
             except TransformError:
                 return None
         return text
@@ -389,7 +389,7 @@ class Translation:
             text = key_text(partition)
             try:
                 for call in piece.transforms:
-                    text = TRANSFORMS[call.name](text, *call.args)
+                    text = TRANSFORMS[call.name].apply(text, *call.args)
             except TransformError:
                 return None  # no item of this entity has such a partition key
             if route.escape and (route.chain is not None or i != last):  # as the compiler guards every value but the last
