@@ -20,7 +20,7 @@ from . import limits
 from .causes import group_causes
 from .compiler import consumed_attributes
 from .decode import shared_cells, undeclared
-from .results import MappedRow
+from .results import ItemError, MappedRow
 from .estimates import HotspotReport
 from .sample import Sample, readable_bytes
 from .spec import EntitySpec, Layout, MappingSpec
@@ -410,8 +410,10 @@ def lint_data(spec: MappingSpec, sample: Sample, now_us: int) -> list[Lint]:
 def lint_losses(spec: MappingSpec, round_trips: Iterable[tuple[str, str]] = ()) -> list[Lint]:
     """Undeclared losses are errors; `round_trips` ((entity, difference) from decoding sampled items) too."""
     found = [_lint("error", "undeclared-loss", ".".join(map(str, path)), message) for path, message in undeclared(spec)]
-    for entity, difference in list(round_trips)[:10]:
+    # One finding per cause: the differences of many items, told apart only by their values, are one.
+    causes = group_causes(ItemError(difference, entity, stage="round-trip") for entity, difference in round_trips)
+    for cause in causes[:10]:
         found.append(_lint("error", "round-trip", "sample",
-            f"a sampled item of entity {entity!r} does not read back: {difference}. Declare the attribute in "
-            "lossy (or change the transform or encoding)."))  # fmt: skip
+            f"sampled items do not read back: {cause.line()}. Declare the attribute in lossy (or change the "
+            "transform or encoding)."))  # fmt: skip
     return found
