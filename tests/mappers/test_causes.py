@@ -25,7 +25,7 @@ def N(text):
     return {"N": text}
 
 
-ORDERS = """
+ORDER = """
 source: {table: Orders, partition_key: pk, sort_key: sk}
 target: {table: orders, families: {o: {max_versions: 1}}}
 migration_time: "2024-01-01T00:00:00Z"
@@ -33,8 +33,9 @@ entities:
   - name: order
     row_key: "{pk}#{sk}"
     columns:
-      - {attribute: total, family: o}
 """
+"""An order entity keyed pk#sk, its columns to follow."""
+ORDERS = ORDER + "      - {attribute: total, family: o}\n"
 
 
 def plan_of(spec: str, items: list[dict]):
@@ -70,14 +71,7 @@ def test_a_hundred_delimiter_bearing_keys_are_one_finding_with_count_examples_an
     assert dead[0].startswith("  100 × entity 'order', attribute 'pk'") and not dead[1].startswith("  ")
 
 
-FIVE = """
-source: {table: Orders, partition_key: pk, sort_key: sk}
-target: {table: orders, families: {o: {max_versions: 1}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: order
-    row_key: "{pk}#{sk}"
-    columns:
+FIVE = ORDER + """\
       - {attribute: customer, family: o}
       - {attribute: quantity, family: o, encoding: int64}
       - {attribute: note, family: o, timestamp: {attribute: noted_at}}
