@@ -39,6 +39,7 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
     """Apply one DynamoDB incremental export to Bigtable as a batch Beam job (any number, in sequence).
 
     Beam options (--runner DataflowRunner ...) may follow, as with `migrate`. Exit 1 if the counts do not add up.
+
     Example: ddb2bt catch-up videos.yaml --run-dir RUN --export s3://bucket/AWSDynamoDB/01234-abcd
     """
     from ...app import cutover
@@ -71,6 +72,7 @@ def tail(spec: SpecArg, run_dir: RunDir,
 
     A plain long-running process: stop it with Ctrl-C (or kill it) and start it again; it continues from
     its checkpoints in the run folder.
+
     Example: ddb2bt tail videos.yaml --run-dir RUN
     """
     from ...app import cutover
@@ -98,6 +100,7 @@ def cutover_status(run_dir: RunDir,
     """Each phase, what it applied up to, stream lag per shard, dead letters, a parity sample: READY or not.
 
     Exit 0 when ready, 1 when not (so a script can wait for it).
+
     Example: ddb2bt cutover-status --run-dir RUN
     """
     from ...app import cutover

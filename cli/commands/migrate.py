@@ -50,6 +50,7 @@ def command(
     command (exit 130); a second Ctrl-C quits at once. `--resume` alone continues the latest run of this spec under
     runs/. Beam options (--runner, --region, --temp_location, --setup_file, --direct_running_mode, --dry_run, ...)
     may follow and go to Beam unchanged; see docs/DATAFLOW.md.
+
     Example: ddb2bt migrate videos.yaml --plan plan.json
     """
     from ...app import migrate as use_case

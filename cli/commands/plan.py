@@ -37,6 +37,7 @@ def migrate_plan(
     to Bigtable. A target that cannot be read (no names, no emulator, no credentials) is said in one line and is a
     warning. Exit 0 when clean, 1 when the plan has errors or migrate would refuse the target (with --strict, on
     warnings too), 2 for a bad spec.
+
     Example: ddb2bt migrate-plan videos.yaml --sample 1000 --out plan.json
     """
     from ...app.plan import plan_against_target

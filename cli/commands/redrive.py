@@ -36,6 +36,7 @@ def command(
 
     The redrive is a run of its own: its folder, its dead letters (what still fails), its reconciliation. Lines that
     hold no item (an export's count mismatch) cannot be re-driven: they are listed.
+
     Example: ddb2bt redrive runs/videos-20240101T000000Z videos.yaml
     """
     from ...app.redrive import redrive

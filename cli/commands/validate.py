@@ -65,6 +65,7 @@ def command(
     cells, collisions. Resumable (--resume --run-dir); --sample N checks N random items. Exit 1 on any difference.
 
     Beam options (--runner, --region, --temp_location, --setup_file, --direct_running_mode, ...) may follow.
+
     Example: ddb2bt validate videos.yaml --sample 1000
     """
     from ...app import validate as use_case
