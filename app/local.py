@@ -74,8 +74,11 @@ class LocalState:
         return tuple(server for server in (self.dynamodb, self.bigtable) if not _is_server(server))
 
     def exports(self) -> list[str]:
-        """Shell lines for `eval "$(ddb2bt local up)"`: the variables, and no AWS profile."""
-        return [f"export {name}={value}" for name, value in sorted(self.environ().items())] + ["unset AWS_PROFILE"]
+        """Shell lines for `eval "$(ddb2bt local up)"`: the user's own values saved first (see :func:`save_lines`), the
+        variables, and no AWS profile."""
+        names = changed(tuple(self.environ()))
+        return (save_lines(names) + [f"export {name}={value}" for name, value in sorted(self.environ().items())]
+                + ["unset AWS_PROFILE"])
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LocalState:
@@ -99,7 +102,35 @@ class DownResult:
     stopped: tuple[int, ...] = ()
     """The pids stopped (the supervisor, then any server it left behind)."""
     variables: tuple[str, ...] = ()
-    """The variables `up` exported, to unset."""
+    """The variables `up`'s lines changed, to restore (:func:`restore_lines`)."""
+
+
+# --------------------------------------------------------------------------- the user's variables
+
+SAVED = "DDB2BT_LOCAL_SAVED"
+"""Set by `up`'s lines while the user's own values are saved (in ``DDB2BT_LOCAL_SAVED_<NAME>``)."""
+CBT_PROJECT = CBT_INSTANCE = "ddb2bt-local"
+"""The project and instance a spec targets when it names none (the emulator accepts any)."""
+
+
+def changed(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The variables `up`'s lines set or unset: ``names`` and AWS_PROFILE."""
+    return tuple(sorted({*names, "AWS_PROFILE"}))
+
+
+def save_lines(names: tuple[str, ...]) -> list[str]:
+    """Shell lines that keep the user's own value of each of ``names`` (only those set) before `up` changes them, once
+    per shell (a second `up` keeps the first save). The shell copies the values: they are never printed, so a
+    credential of the user's does not appear on a terminal that runs `ddb2bt local up` without eval."""
+    saves = " ".join(f'if [ -n "${{{name}+x}}" ]; then export {SAVED}_{name}="${name}"; fi;' for name in names)
+    return [f'if [ -z "${{{SAVED}+x}}" ]; then export {SAVED}=1; {saves} fi']
+
+
+def restore_lines(names: tuple[str, ...]) -> list[str]:
+    """Shell lines for `eval "$(ddb2bt local down)"`: each of ``names`` back to the value the user had before `up`
+    (unset when it had none, or when `up`'s lines were not eval'd in this shell)."""
+    return [f'if [ -n "${{{SAVED}_{name}+x}}" ]; then export {name}="${SAVED}_{name}"; unset {SAVED}_{name}; '
+            f"else unset {name}; fi" for name in names] + [f"unset {SAVED}"]
 
 
 # --------------------------------------------------------------------------- processes
@@ -213,7 +244,9 @@ def up(folder: Path = DEFAULT_DIR, dynamodb: str = "moto", *, timeout: float = S
                          f"wait a moment and run `ddb2bt local status --dir {folder}`, or `ddb2bt local down`")
     cleaned = restarted + _clean_stale(folder)
     with open(folder / LOG_FILE, "wb") as log:  # a file, not a pipe: nobody reads the supervisor's output
-        proc = subprocess.Popen([sys.executable, "-m", __name__, "serve", str(folder), dynamodb],
+        # Not the user's AWS profile: the servers and the seeding need none, and one the machine lacks fails them.
+        environ = {name: value for name, value in os.environ.items() if name != "AWS_PROFILE"}
+        proc = subprocess.Popen([sys.executable, "-m", __name__, "serve", str(folder), dynamodb], env=environ,
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)  # not stopped by the terminal's Ctrl-C; its own group
     deadline = time.monotonic() + timeout
@@ -248,7 +281,7 @@ def down(folder: Path = DEFAULT_DIR) -> DownResult:
         stopped.append(pid)
     stopped += _clean_stale(folder)
     _state_path(folder).unlink(missing_ok=True)
-    variables = tuple(LocalState.from_json(data).environ()) if data.get("ready") else ()
+    variables = changed(tuple(LocalState.from_json(data).environ())) if data.get("ready") else ()
     return DownResult(was_up=True, stopped=tuple(stopped), variables=variables)
 
 

@@ -267,6 +267,22 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
                           after_snapshot=joined.after_snapshot)
 
 
+def progress(prepared: PreparedValidation) -> dict[str, int]:
+    """What the validation has compared so far, from the parts it has finished (all attempts): its figures
+    (items_read, items_compared, differences, …) and, for a scan, ``segments_done``. Cheap enough to poll; a
+    remote run folder is read the same way. Empty until the first part is finished."""
+    from ..pipelines import checkpoint as ckpt
+    from ..pipelines import validate_files as files
+
+    try:
+        found = files.totals(prepared.run_dir)
+        if prepared.scanning:
+            found["segments_done"] = len(ckpt.completed_segments(prepared.run_dir))
+    except (OSError, ValueError):  # a part being written while read: the next poll reads it whole
+        return {}
+    return found
+
+
 def validate(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,
              target_scan: bool = False, decode_all: bool = False, now_ms: int | None = None,
              as_of: str | None = None) -> ValidateResult:

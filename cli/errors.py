@@ -10,8 +10,11 @@ translated by :func:`ddb2bt.pipelines.service_errors.as_ddb2bt_error`.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any, NoReturn
+
+from rich.console import Console
 
 import typer
 from typer.core import TyperGroup
@@ -40,12 +43,49 @@ def report(code: int, lines: list[str]) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _reader_left() -> None:
+    """stdout's reader is gone: what is still buffered, and Python's flush at exit, go to /dev/null (a flush into the
+    closed pipe would make the exit status 120), and nothing is said about it on stderr."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+def _broken_pipe(console: Any) -> None:
+    """rich's Console, on a closed stdout, exits 1 (rich.console.Console.on_broken_pipe): the code this CLI gives
+    "found problems". Raised as BrokenPipeError instead, which the CLI ends with exit 0, as for typer.echo."""
+    console.quiet = True
+    raise BrokenPipeError
+
+
+Console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign,assignment]  # rich's documented hook
+
+
+def _plain_flags(group: Any) -> None:
+    """A flag (`--yes`, `--resume`) takes no value: no `<bool>` type in `--help` (typer shows one for every option)."""
+    for command in [group, *getattr(group, "commands", {}).values()]:
+        if command is not group:
+            _plain_flags(command)
+        helper = command.get_help_option(typer.Context(command))  # made once per command, then kept (click caches it)
+        for param in [*getattr(command, "params", ()), *([helper] if helper is not None else [])]:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+
+
 class ErrorHandlingGroup(TyperGroup):
     """A typer group whose commands' errors become one line on stderr (unless --debug), usage errors included."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        from .options import dashed
+
+        given = list(args[0] if args else kwargs.pop("args", None) or sys.argv[1:])
+        _plain_flags(self)
         try:  # not standalone, so that typer's boxed usage errors come here; an Exit comes back as its code
-            code = super().main(*args, **{**kwargs, "standalone_mode": False})
+            code = super().main(dashed(given), *args[1:], **{**kwargs, "standalone_mode": False})
         except typer.TyperException as usage:  # typer's usage errors, in the same one-line style as ours
             usage_ctx = getattr(usage, "ctx", None)
             hint = f" (see `{usage_ctx.command_path} --help`)" if usage_ctx else ""
@@ -55,8 +95,8 @@ class ErrorHandlingGroup(TyperGroup):
         except typer.Abort:
             say_error("interrupted")
             sys.exit(INTERRUPTED)
-        except BrokenPipeError:  # `ddb2bt ... | head`: the reader left; say nothing more
-            sys.stderr.close()
+        except BrokenPipeError:  # `ddb2bt ... | head`: the reader left; say nothing more, exit 0 (docs/… README)
+            _reader_left()
             sys.exit(0)
         sys.exit(code if isinstance(code, int) else 0)
 

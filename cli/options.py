@@ -44,14 +44,45 @@ def check_output(path: Path | None, flag: str) -> None:
                          f"choose a {flag} path this user can write") from None
 
 
+SPELLINGS: dict[str, str] = {"--" + option.name: option.flags[0] for option in RUN_OPTIONS if "_" in option.name}
+"""The underscore spellings of the run options (`--run_dir`, as Beam and the Flex parameters write them), accepted
+and read as the dashed flag (:func:`dashed`) but not listed in `--help`: two spellings per row cut the names at 80
+columns."""
+
+
+def dashed(args: list[str]) -> list[str]:
+    """``args`` with each underscore spelling of a ddb2bt option (SPELLINGS) as its dashed flag, up to a bare `--`;
+    Beam's own options (`--temp_location`) pass unchanged."""
+    out = list(args)
+    for index, arg in enumerate(out):
+        if arg == "--":
+            break
+        flag, equals, value = arg.partition("=")
+        if flag in SPELLINGS:
+            out[index] = SPELLINGS[flag] + equals + value
+    return out
+
+
+_METAVARS = {int: "N", str: "TEXT"}
+
+
+def _bounds(option: Option) -> str:
+    if option.maximum is not None:
+        return f" [{option.minimum}..{option.maximum:,}]"
+    return f" [at least {option.minimum}]" if option.minimum is not None else ""
+
+
 def _typer_param(option: Option, help: str | None = None) -> inspect.Parameter:
     panel = PANELS[option.group]
+    flags = option.flags[:1]  # the underscore spelling is read as this one (see dashed)
     if option.type is bool:
-        info = typer.Option(*option.flags, help=help or option.help, rich_help_panel=panel)
+        info = typer.Option(*flags, help=help or option.help, rich_help_panel=panel)
         annotation: Any = Annotated[bool, info]
         default: Any = False
     else:
-        info = typer.Option(*option.flags, help=help or option.help, min=option.minimum, max=option.maximum,
+        # No min/max here: RunOptions checks the range (one line naming the flag) and typer's range column would
+        # squeeze the flag names at 80 columns; the bounds are in the help text.
+        info = typer.Option(*flags, help=(help or option.help) + _bounds(option), metavar=_METAVARS.get(option.type),
                             rich_help_panel=panel, show_default=False)
         annotation, default = Annotated[Optional[option.type], info], None
     return inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..mappers.plan import PREVIEW_CHARS, extrapolation, shorten
-from ..mappers.units import human_duration as _duration, human_size as _size, human_units as _units
+from ..mappers.units import human_duration as _duration, human_size as _size, human_units as _units, plural
 
 if TYPE_CHECKING:
     from ..app.target_diff import TargetDiff
@@ -31,10 +31,10 @@ def target_lines(diff: TargetDiff, header: bool = True) -> list[str]:
     lines += [f"  {change.symbol} {change.text}" for change in diff.changes]
     created = sum(change.symbol == "+" for change in diff.changes)
     if diff.blocking:
-        lines.append(f"  migrate would refuse this table: {len(diff.blocking)} GC rule(s) differ; nothing would be "
+        lines.append(f"  migrate would refuse this table: {plural(len(diff.blocking), 'GC rule')} differ; nothing would be "
                      "written")
     elif created:
-        lines.append(f"  migrate creates {created} thing(s) above, then writes")
+        lines.append(f"  migrate creates what is marked + above ({plural(created, 'change')}), then writes")
     else:
         lines.append("  nothing to create: the table is as the spec declares")
     return lines
@@ -49,8 +49,8 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
     source = plan.source_table or "(export)"
     console.print(Text.assemble((source, "bold"), " → Bigtable ", (f"{plan.target_instance}/{plan.target_table}", "bold")),
                   soft_wrap=True)  # names as text: a '[' in a table name is not markup
-    _line(console, f"sample: {s.items} items → {s.mapped} mapped, {s.skipped} skipped, {s.errors} errors "
-                   f"({s.unmatched} unmatched); {s.distinct_row_keys} distinct row keys")
+    _line(console, f"sample: {plural(s.items, 'item')} → {s.mapped} mapped, {s.skipped} skipped, "
+                   f"{plural(s.errors, 'error')} ({s.unmatched} unmatched); {plural(s.distinct_row_keys, 'distinct row key')}")
 
     console.print("[bold]Column families[/]")
     for family in plan.families:
@@ -60,7 +60,7 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
         key = f"row key {e.row_key_template}" if e.row_key_template else "no row key"
         salted = f" (salted ×{e.salt_buckets})" if e.salt_buckets else ""
         _line(console, f"  {e.name} ({e.action}, {key}{salted}): {e.matched} matched, {e.mapped} mapped, "
-                       f"{e.skipped} skipped, {e.errors} errors; {e.distinct_row_keys} rows")
+                       f"{e.skipped} skipped, {plural(e.errors, 'error')}; {plural(e.distinct_row_keys, 'row')}")
 
     shortened = _rows(plan, console)
     losses = [loss for e in plan.entities for loss in e.losses]
@@ -71,8 +71,8 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
 
     if plan.dead_letters.total:
         console.print(f"[bold]Dead letters in the sample: {plan.dead_letters.total}[/]")
-        for reason, count in plan.dead_letters.by_reason.items():
-            _line(console, f"  {count} × {reason}")
+        for cause in plan.dead_letters.causes:
+            _line(console, f"  {cause.line()}")
 
     for line in estimate_lines(plan):
         _line(console, line)
@@ -88,7 +88,7 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
     errors = sum(lint.severity == "error" for lint in plan.lints) + (len(target.blocking) if target else 0)
     warnings = sum(lint.severity == "warning" for lint in plan.lints) + (len(target.warnings) if target else 0)
     verdict = "[bold red]errors: fix them before migrating[/]" if errors else "[green]no errors[/]"
-    console.print(f"{verdict} ({errors} errors, {warnings} warnings)")
+    console.print(f"{verdict} ({plural(errors, 'error')}, {plural(warnings, 'warning')})")
     if shortened:
         _line(console, f"values longer than {PREVIEW_CHARS} characters are shortened above (… (+N chars)); "
                        "`--format json` has them whole")
@@ -162,7 +162,7 @@ def estimate_lines(plan: MigrationPlan) -> list[str]:
         f"  source: {e.items:,} items (from {e.items_from}), {size}",
         f"  scan: {scan}",
         f"  target: ~{e.target_rows:,} rows, {e.target_cells:,} cells, {_size(e.target_bytes)}; "
-        f"{e.suggested_nodes} node(s) to write in {e.target_write_hours:g} h (bound by {e.node_basis})",
+        f"{plural(e.suggested_nodes, 'node')} to write in {e.target_write_hours:g} h (bound by {e.node_basis})",
     ]
 
 

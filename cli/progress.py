@@ -50,6 +50,40 @@ def spinner() -> Iterator[Callable[[str], None]]:
         yield lambda message: status.update(message)
 
 
+@contextmanager
+def watching(label: str, figures: Callable[[], str]) -> Iterator[None]:
+    """While the block runs: on a terminal a spinner with ``label`` and ``figures()`` (what is done so far); elsewhere a
+    plain `progress: label: figures · elapsed` line every ``DDB2BT_PROGRESS_SECONDS`` (as `migrate` has), from a
+    thread that polls ``figures`` (it must be cheap and must not raise)."""
+    console, start, done = _console(), time.monotonic(), threading.Event()
+    every = POLL_SECONDS * 4 if console.is_terminal else float(os.environ.get(PLAIN_SECONDS_ENV) or PLAIN_SECONDS)
+    with (console.status(label) if console.is_terminal else _nothing()) as status:
+
+        def tick() -> None:
+            while not done.wait(every):
+                line = f"{label}: {figures()} · {clock(time.monotonic() - start)} elapsed"
+                if status is not None:
+                    status.update(line)
+                else:
+                    console.print(f"progress: {line}", markup=False, highlight=False, soft_wrap=True)
+
+        ticker = threading.Thread(target=tick, name="ddb2bt-progress", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
+        if status is None:  # the log ends with what was done
+            line = f"{label}: {figures()} · {clock(time.monotonic() - start)} elapsed"
+            console.print(f"progress: {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield None
+
+
 def say(text: str) -> None:
     """One line on stderr (everything that is not the command's data)."""
     print(text, file=sys.stderr, flush=True)

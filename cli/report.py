@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from ddb2bt.mappers.folded import FoldedRow
@@ -23,6 +24,14 @@ from ddb2bt.mappers.units import human_duration, human_size, human_units
 class Heading(NamedTuple):
     level: int
     text: str
+    anchor: str = ""
+    """The id a section's h2 carries, for the table of contents."""
+
+
+class Contents(NamedTuple):
+    """The table of contents: (anchor, title) of every section."""
+
+    entries: tuple[tuple[str, str], ...]
 
 
 class Para(NamedTuple):
@@ -56,13 +65,17 @@ class Pair(NamedTuple):
     right: Table
 
 
-Block = Heading | Para | Bullets | Table | Chart | Pair
+Block = Heading | Para | Bullets | Table | Chart | Pair | Contents
 
 
 # --------------------------------------------------------------------------- formatting
 
 
 size, duration, units = human_size, human_duration, human_units
+EXAMPLES = 1
+"""Items shown per entity beside their rows (migrate-plan's `--format json` has all it sampled)."""
+FOLDED_ROWS = 1
+"""Folded rows shown whole."""
 VALUE_CHARS = 240
 """Longer values are shortened in the report, saying by how much (`--format json` of migrate-plan has them whole)."""
 
@@ -79,23 +92,83 @@ def _bins(stats: SizeStats) -> tuple[tuple[str, ...], tuple[float, ...]]:
 # --------------------------------------------------------------------------- sections
 
 
+def _losses_of(plan: MigrationPlan) -> list[str]:
+    return [loss for entity in plan.entities for loss in entity.losses]
+
+
+def verdict(plan: MigrationPlan) -> tuple[str, str]:
+    """(tone, sentence): errors block a run; losses and warnings are to be read first; ready only with neither."""
+    losses = len(_losses_of(plan))
+    if plan.has_errors:
+        return "error", "Not ready: the plan has errors; fix them before migrating."
+    if losses:
+        return "warning", (f"Ready to run once the {_plural(losses, 'loss', 'losses')} below are accepted: the target "
+                           "will not give back everything the source holds.")
+    if plan.has_warnings:
+        return "warning", "Ready to run, with warnings worth reading before a full run."
+    return "ok", "No findings and no losses: the mapping is ready for a full run."
+
+
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count:,} {one if count == 1 else many or one + 's'}"
+
+
 def _summary(plan: MigrationPlan) -> list[Block]:
     counts = {s: sum(1 for lint in plan.lints if lint.severity == s) for s in ("error", "warning", "info")}
-    sample = plan.sample
-    tone = "error" if plan.has_errors else "warning" if plan.has_warnings else "ok"
-    verdict = {
-        "error": "The plan has errors: fix them before migrating.",
-        "warning": "The plan works, with warnings worth reading before a full run.",
-        "ok": "No findings: the mapping is ready for a full run.",
-    }[tone]
-    return [
-        Heading(1, f"Schema translation report: DynamoDB {plan.source_table or '(export)'} → Bigtable {plan.target_instance}/{plan.target_table}"),
-        Para(f"{verdict} Errors: {counts['error']}, warnings: {counts['warning']}, notes: {counts['info']}.", tone),
-        Para(
-            f"Sampled {sample.items} items: {sample.mapped} mapped, {sample.skipped} skipped, {sample.errors} would be "
-            f"dead-lettered ({sample.unmatched} matched no entity); {sample.distinct_row_keys} distinct row keys."
-        ),
+    sample, source = plan.sample, plan.source
+    tone, sentence = verdict(plan)
+    mapped = [e for e in plan.entities if e.action == "map"]
+    items = f"{source.item_count:,} items, {size(source.size_bytes)}" if source else f"{sample.items:,} sampled items"
+    losses = _losses_of(plan)
+    risks = [lint for lint in plan.lints if lint.severity in ("error", "warning")]
+    rows = [
+        ("Moves", f"{plan.source_table or '(export)'} ({items}) → {plan.target_instance}/{plan.target_table}: "
+                  f"{_plural(len(mapped), 'entity', 'entities')}, {_plural(len(plan.families), 'family', 'families')}"),
+        ("Losses", f"{_plural(len(losses), 'loss', 'losses')}, listed next" if losses else "none"),
+        ("Risks", f"{_plural(counts['error'], 'error')}, {_plural(counts['warning'], 'warning')}"
+                  + (f": {', '.join(dict.fromkeys(lint.code for lint in risks))}" if risks else "")),
+        ("Sample", f"{sample.items:,} items: {sample.mapped:,} mapped, {sample.errors:,} dead letters, "
+                   f"{sample.skipped:,} skipped"),
     ]  # fmt: skip
+    indexes = (source.global_indexes + source.local_indexes) if source else ()
+    if indexes:
+        rows.append(("Indexes", ", ".join(f"{i.kind} {i.name}" for i in indexes) + ": a second table each"))
+    return [
+        Heading(1, f"Schema translation report: DynamoDB {plan.source_table or '(export)'} → Bigtable "
+                   f"{plan.target_instance}/{plan.target_table}"),
+        Heading(2, "Summary", "summary"),
+        Para(sentence, tone),
+        Table(("", ""), tuple(rows)),
+    ]  # fmt: skip
+
+
+def _losses(plan: MigrationPlan) -> list[Block]:
+    losses = _losses_of(plan)
+    blocks: list[Block] = [Heading(2, "Losses", "losses")]
+    if not losses:
+        return blocks + [Para("None: every sampled item reads back from its cells exactly (the decoder checks each).", "ok")]
+    return blocks + [
+        Para(f"{_plural(len(losses), 'thing', 'things')} the target will not give back, declared (drop, lossy, skip, "
+             "TTL) or implied by the spec's shape (keys that cannot be split back, overwritten cells):", "warning"),
+        Bullets(tuple(losses)),
+    ]
+
+
+def _keys(plan: MigrationPlan) -> list[Block]:
+    """Each entity's row key taken apart, one table row per entity: its parts in order, an example, the byte order."""
+    rows = []
+    for entity in plan.entities:
+        if entity.key is None:
+            continue
+        key = entity.key
+        parts = " + ".join(f"{part.text} ({part.meaning})" for part in key.parts if part.kind != "delimiter")
+        example = next((ex.row_key for ex in entity.examples if ex.row_key), None)
+        rows.append((entity.name, f"{entity.row_key_template}; delimiter {key.delimiter!r}, on_delimiter: "
+                                  f"{key.on_delimiter}" + (f"; e.g. {example}" if example else ""), parts, key.order))
+    if not rows:
+        return []
+    return [Heading(2, "Row keys", "keys"), Table(("Entity", "Template", "Parts in order", "What the order means"),
+                                                  tuple(rows))]
 
 
 def _source(plan: MigrationPlan) -> list[Block]:
@@ -110,7 +183,7 @@ def _source(plan: MigrationPlan) -> list[Block]:
             ("Stream", source.stream_view_type or "disabled"),
             ("TTL", f"{source.ttl_attribute} ({source.ttl_status or 'status unknown'})" if source.ttl_attribute else "none"),
         ]
-    blocks: list[Block] = [Heading(2, "Source: DynamoDB schema"), Table(("Property", "Value"), tuple(rows))]
+    blocks: list[Block] = [Heading(2, "Source: DynamoDB schema", "source"), Table(("Property", "Value"), tuple(rows))]
     if source and (source.global_indexes or source.local_indexes):
         indexes = tuple(
             (i.name, i.kind, i.partition_key, i.sort_key or "—", i.projection + (f" ({', '.join(i.projected_attributes)})" if i.projected_attributes else ""))
@@ -139,19 +212,13 @@ def _source_size(plan: MigrationPlan) -> str:
 
 def _target(plan: MigrationPlan) -> list[Block]:
     families = tuple((f.name, f.gc) for f in plan.families)
-    keys = tuple(
-        (e.name, e.action, e.row_key_template or "—", str(e.salt_buckets or "—"),
-         ", ".join(dict.fromkeys(ex.row_key for ex in e.examples if ex.row_key)) or "—")
-        for e in plan.entities
-    )  # fmt: skip
     mix = plan.sample.entity_mix
     labels, values = _bins(plan.sample.row_sizes)
     return [
-        Heading(2, "Target: Bigtable schema"),
+        Heading(2, "Target: Bigtable schema", "target"),
         Para(f"Table {plan.target_table} in instance {plan.target_instance}. Cells with no timestamp of their own are written at "
              + (plan.migration_time or "the run's start time (migration_time is unset)") + "."),  # fmt: skip
         Table(("Column family", "Garbage collection"), families, "Column families"),
-        Table(("Entity", "Action", "Row key template", "Salt buckets", "Example keys"), keys, "Row keys"),
         Chart("Entity mix (sampled items per entity)", tuple(mix), tuple(float(v) for v in mix.values())),
         Chart("Bigtable row size (sampled rows per size band, all cells written to the row)", labels, values),
     ]
@@ -169,14 +236,15 @@ def _row_table(example: ExampleRow) -> Table:
 
 
 def _mapping(plan: MigrationPlan) -> list[Block]:
-    blocks: list[Block] = [Heading(2, "Mapping per entity")]
+    blocks: list[Block] = [Heading(2, "Mapping per entity", "mapping")]
     for entity in plan.entities:
         blocks.append(Heading(3, f"{entity.name} ({entity.action})"))
         blocks.append(Para(
             f"{entity.matched} sampled items matched: {entity.mapped} mapped into {entity.distinct_row_keys} distinct "
             f"rows, {entity.skipped} skipped, {entity.errors} errors. Row key: {entity.row_key_template or '—'}."
         ))  # fmt: skip
-        blocks += [Pair(_item_table(ex.item), _row_table(ex)) for ex in entity.examples]
+        shown = {row.row_key for row in plan.folded_rows[:FOLDED_ROWS]}  # those rows show their items whole below
+        blocks += [Pair(_item_table(ex.item), _row_table(ex)) for ex in entity.examples[:EXAMPLES] if ex.row_key not in shown]
     return blocks
 
 
@@ -205,19 +273,22 @@ def _reads(plan: MigrationPlan) -> list[Block]:
     if not indexes:
         items.append("Secondary indexes (GSI/LSI) have no Bigtable equivalent: reads by another key need a second table "
                      "with that row key, written by the same pipeline, or a continuous materialized view.")  # fmt: skip
-    return [Heading(2, "What changes for the application's reads"), Bullets(tuple(items))]
+    return [Heading(2, "What changes for the application's reads", "reads"), Bullets(tuple(items))]
 
 
 def _lints(plan: MigrationPlan) -> list[Block]:
     if not plan.lints:
-        return [Heading(2, "Lints"), Para("No findings on the spec or the sample.", "ok")]
-    rows = tuple((lint.severity, lint.code, lint.where, lint.message) for lint in plan.lints)
+        if _losses_of(plan):  # never an all-clear while losses are declared
+            return [Heading(2, "Findings", "findings"), Para("Nothing to fix in the spec or the sample; the losses above "
+                                                             "are to be accepted.")]
+        return [Heading(2, "Findings", "findings"), Para("No findings on the spec or the sample.", "ok")]
+    rows = tuple((lint.severity, lint.where, lint.message) for lint in plan.lints)
     tones = tuple(lint.severity for lint in plan.lints)
-    return [Heading(2, "Lints"), Table(("Severity", "Code", "Where", "What to do"), rows, row_tones=tones)]
+    return [Heading(2, "Findings", "findings"), Table(("Severity", "Where", "What to do"), rows, row_tones=tones)]
 
 
 def _distribution(plan: MigrationPlan) -> list[Block]:
-    blocks: list[Block] = [Heading(2, "Key distribution")]
+    blocks: list[Block] = [Heading(2, "Key distribution", "distribution")]
     for report in plan.hotspots:
         after = f", after the common prefix {report.common_prefix!r}" if report.common_prefix else ""
         blocks.append(Para(f"By {report.dimension}{after}: {report.finding}. Gini {report.gini:.2f} (0 = even).",
@@ -226,9 +297,9 @@ def _distribution(plan: MigrationPlan) -> list[Block]:
                             tuple(round(s.share * 100, 1) for s in report.shares), " %"))  # fmt: skip
     dead = plan.dead_letters
     if dead.total or plan.unmatched_examples:
-        blocks.append(Heading(2, "Dead letters and unmatched items"))
-        blocks.append(Table(("Reason", "Items"), tuple((reason, str(n)) for reason, n in dead.by_reason.items())))
-        for example in dead.examples + plan.unmatched_examples:
+        blocks.append(Heading(2, "Dead letters and unmatched items", "dead-letters"))
+        blocks.append(Bullets(tuple(cause.line() for cause in dead.causes)))
+        for example in (dead.examples + plan.unmatched_examples)[:2]:
             blocks.append(Para(f"{example.entity or 'unmatched'}: {example.reason}"))
             blocks.append(_item_table(example.item))
     return blocks
@@ -253,19 +324,22 @@ def _estimates(plan: MigrationPlan) -> list[Block]:
         ("Bigtable data", size(e.target_bytes), scaled),
         (f"Suggested nodes to write in {e.target_write_hours:g} h", str(e.suggested_nodes), f"bound by {e.node_basis}"),
     )
-    return [Heading(2, "Estimates"), Para(sentence), Table(("Figure", "Estimate", "Basis"), rows), Bullets(e.assumptions)]
+    return [Heading(2, "Estimates", "estimates"), Para(sentence), Table(("Figure", "Estimate", "Basis"), rows), Bullets(e.assumptions)]
 
 
 def _folded(plan: MigrationPlan) -> list[Block]:
-    blocks: list[Block] = [Heading(2, "Folded rows: several items, one row")]
+    blocks: list[Block] = [Heading(2, "Folded rows: several items, one row", "folded")]
     if not plan.folded_rows:
         return blocks + [Para("No sampled row is written by more than one item: each row holds one item's cells, as "
                               "shown under Mapping per entity.")]
     blocks.append(Para("Several items write into each of these Bigtable rows (a single-table design folds a partition "
                        "into one row). Each row is shown whole: every cell the sampled items write there, all versions "
                        "newest first, with the item that wrote it."))
-    for row in plan.folded_rows:
+    for row in plan.folded_rows[:FOLDED_ROWS]:
         blocks += _folded_row(row)
+    more = len(plan.folded_rows) - FOLDED_ROWS
+    if more > 0:
+        blocks.append(Para(f"{_plural(more, 'more folded row')} in migrate-plan's `--format json`."))
     return blocks
 
 
@@ -286,9 +360,34 @@ def _folded_row(row: FoldedRow) -> list[Block]:
 
 
 def report_blocks(plan: MigrationPlan) -> list[Block]:
-    """Findings first (they decide whether to run), then the translation, then the numbers."""
-    sections = (_summary, _lints, _source, _target, _mapping, _folded, _reads, _distribution, _estimates)
-    return [block for section in sections for block in section(plan)]
+    """The summary and the losses first (they decide whether to run), then the findings, the keys, the translation,
+    the numbers; a table of contents after the summary."""
+    sections = (_losses, _lints, _keys, _source, _target, _mapping, _folded, _reads, _distribution, _estimates)
+    summary = _summary(plan)
+    body = _telling(block for section in sections for block in section(plan))
+    contents = Contents(tuple((block.anchor, block.text) for block in [*summary, *body]
+                              if isinstance(block, Heading) and block.anchor))
+    return [*summary, contents, *body]
+
+
+def _telling(blocks: Iterable[Block]) -> list[Block]:
+    """The blocks, with a chart that would say nothing as a sentence: one with a single bar (a chart of one value),
+    and one that repeats an earlier chart's bars (two views that agree on a small sample)."""
+    out: list[Block] = []
+    seen: list[tuple[float, ...]] = []
+    for block in blocks:
+        if isinstance(block, Chart):
+            bars = [(label, value) for label, value in zip(block.labels, block.values) if value]
+            if len(bars) < 2:
+                only = f"{bars[0][0]} only ({bars[0][1]:g}{block.unit})" if bars else "no data"
+                out.append(Para(f"{block.title}: {only}."))
+                continue
+            if block.values in seen:
+                out.append(Para(f"{block.title}: the same bars as the chart above."))
+                continue
+            seen.append(block.values)
+        out.append(block)
+    return out
 
 
 # --------------------------------------------------------------------------- HTML
@@ -343,7 +442,7 @@ def _html_table(table: Table) -> str:
     long = {i for i, column in enumerate(columns) if any(len(word) > LONG_WORD for cell in column for word in cell.split())}
     # In wide tables (cards when narrow), short one-word columns (timestamps, ids) stay on one line.
     tight = {i for i, column in enumerate(columns) if wide and all(len(c) <= TIGHT_WORD and " " not in c for c in column)}
-    head = "".join(f"<th>{e(h)}</th>" for h in table.headers)
+    head = "".join(f"<th>{e(h)}</th>" for h in table.headers) if any(table.headers) else ""
     body = []
     for index, row in enumerate(table.rows):
         tone = table.row_tones[index] if index < len(table.row_tones) else ""
@@ -355,14 +454,18 @@ def _html_table(table: Table) -> str:
             cells.append(f"<td{attributes}>{e(cell)}</td>")
         body.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
     caption = f"<caption>{e(table.caption)}</caption>" if table.caption else ""
-    return (f'<table class="{"cards" if wide else "plain"}">{caption}<thead><tr>{head}</tr></thead>'
+    return (f'<table class="{"cards" if wide else "plain"}">{caption}{f"<thead><tr>{head}</tr></thead>" if head else ""}'
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
 def _html_block(block: Block) -> str:
     e = html.escape
     if isinstance(block, Heading):
-        return f"<h{block.level}>{e(block.text)}</h{block.level}>"
+        anchor = f' id="{e(block.anchor)}"' if block.anchor else ""
+        return f"<h{block.level}{anchor}>{e(block.text)}</h{block.level}>"
+    if isinstance(block, Contents):
+        links = "".join(f'<li><a href="#{e(anchor)}">{e(text)}</a></li>' for anchor, text in block.entries)
+        return f'<nav aria-label="Contents"><ol class="contents">{links}</ol></nav>'
     if isinstance(block, Para):
         return f'<p class="callout {e(block.tone)}">{e(block.text)}</p>' if block.tone else f"<p>{e(block.text)}</p>"
     if isinstance(block, Bullets):
@@ -393,7 +496,8 @@ th{{background:#f6f8fa}}tr.error td{{background:#ffebe9}}tr.warning td{{backgrou
 .pair{{display:grid;grid-template-columns:minmax(0,1fr);gap:0;margin-bottom:8px}}
 .pair .side{{min-width:0}}.pair table{{width:100%}}
 .pair .arrow{{font-size:20px;color:#57606a;text-align:center;line-height:1}}.pair .arrow::after{{content:"\\2193"}}
-figure{{margin:8px 0 16px}}figcaption{{font-weight:600;font-size:13px;margin-bottom:4px}}
+figure{{margin:8px 0 16px}}
+ol.contents{{columns:2 9em;margin:4px 0 8px;padding-left:1.6em}}ol.contents a{{color:#0969da}}figcaption{{font-weight:600;font-size:13px;margin-bottom:4px}}
 svg.chart{{display:block;width:100%;max-width:{CHART_WIDTH * 6 // 5}px;height:auto}}
 svg.chart text{{font-size:12px;fill:#1f2328}}svg.chart rect{{fill:#4c8bf5}}
 @media (max-width:899px){{
@@ -428,6 +532,11 @@ def _md(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
 
 
+def _slug(text: str) -> str:
+    """The anchor GitHub and most Markdown viewers give a heading: lower case, punctuation dropped, spaces as -."""
+    return "".join(c for c in text.lower() if c.isalnum() or c in " -_").replace(" ", "-")
+
+
 def _md_table(table: Table) -> str:
     lines = [f"**{_md(table.caption)}**", ""] if table.caption else []
     lines.append("| " + " | ".join(_md(h) for h in table.headers) + " |")
@@ -439,6 +548,9 @@ def _md_table(table: Table) -> str:
 def _md_block(block: Block) -> str:
     if isinstance(block, Heading):
         return "#" * block.level + " " + _md(block.text)
+    if isinstance(block, Contents):
+        return "**Contents**\n\n" + "\n".join(f"{n}. [{_md(text)}](#{_slug(text)})"
+                                               for n, (_, text) in enumerate(block.entries, 1))
     if isinstance(block, Para):
         return (f"> **{block.tone.upper()}** " if block.tone else "") + _md(block.text)
     if isinstance(block, Bullets):

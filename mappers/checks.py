@@ -8,10 +8,11 @@ that can never match, a key template naming an attribute items may not have, and
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from .causes import group_causes
 from .decode import undeclared
 from .results import ItemError, MapResult
 from .spec import Condition, EntitySpec, Layout, MappingSpec
@@ -225,11 +226,12 @@ def sample_findings(spec: MappingSpec, items: Sequence[dict], results: Sequence[
                 findings.append(SampleFinding("timestamp-attribute-absent", format_path(path), (
                     f"none of the {len(mine)} sampled items of entity {entity.name!r} has the timestamp attribute "
                     f"{attribute!r}, so every one would be dead-lettered; {_spelling_hint(attribute, seen)}")))  # fmt: skip
-        errors = Counter(result.describe() for _, result in mine if isinstance(result, ItemError))
-        if errors.total() == len(mine):
-            reason, count = errors.most_common(1)[0]
+        errors = [result for _, result in mine if isinstance(result, ItemError)]
+        if len(errors) == len(mine):
+            causes = group_causes(errors)
             findings.append(SampleFinding("entity-dead-letters-all", format_path(("entities", index)), (
-                f"all {len(mine)} sampled items of this entity would be dead-lettered ({count} for: {reason})")))  # fmt: skip
+                f"all {len(mine)} sampled items of this entity would be dead-lettered "
+                f"({'; '.join(cause.line() for cause in causes[:3])})")))  # fmt: skip
     if items and len(matched.get(None, ())) == len(items):
         seen = {name for item in items for name in item}
         findings.append(SampleFinding("no-entity-matches", "entities", (

@@ -17,9 +17,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from . import limits
+from .causes import group_causes
 from .compiler import consumed_attributes
 from .decode import shared_cells, undeclared
-from .results import MappedRow
+from .results import ItemError, MappedRow
 from .estimates import HotspotReport
 from .sample import Sample, readable_bytes
 from .spec import EntitySpec, Layout, MappingSpec
@@ -293,16 +294,21 @@ def lint_sample_outcomes(spec: MappingSpec, sample: Sample, ttl_attribute: str |
         severity = severities[spec.unmatched]
         outcome = {"fail": "fails the run", "dead_letter": "dead-letters them", "skip": "skips them"}[spec.unmatched]
         keys = [key for key in (spec.source.partition_key, spec.source.sort_key) if key]
-        shown = _example((_identify(item, keys) for item, _ in unmatched), 2)
+        shown = "; ".join(list(dict.fromkeys(_identify(item, keys) for item, _ in unmatched))[:2])
         yield _lint(severity, "unmatched-items", "entities",
             f"{len(unmatched)} of {len(sample.items)} sampled items match no entity (e.g. {shown}); "
             f"unmatched: {spec.unmatched} {outcome}. Add an entity for them (action: skip to leave them out).")  # fmt: skip
-    errors = [error for _, error in sample.errors if error.stage != "unmatched"]
+    # An entity whose every sampled item fails is a plan error of its own (entity-dead-letters-all): not twice.
+    matched = Counter(result.entity for result in sample.results)
+    failed = Counter(error.entity for _, error in sample.errors)
+    errors = [error for _, error in sample.errors if error.stage != "unmatched" and failed[error.entity] < matched[error.entity]]
     if errors:
-        reasons = Counter(error.describe() for error in errors)
-        top = "; ".join(f"{reason} ({count})" for reason, count in reasons.most_common(3))
+        causes = group_causes(errors)
+        top = "; ".join(cause.line() for cause in causes[:5]) + (
+            f"; and {len(causes) - 5} more causes" if len(causes) > 5 else "")
         yield _lint("warning", "items-dead-lettered", "sample",
-            f"{len(errors)} of {len(sample.items)} sampled items would be dead-lettered: {top}. Fix the spec "
+            f"{len(errors)} of {len(sample.items)} sampled items would be dead-lettered, for {len(causes)} "
+            f"cause{'s' * (len(causes) != 1)}: {top}. Fix the spec "
             "(columns, drop, rest, transforms) or the data before the full run.")  # fmt: skip
 
 
@@ -321,8 +327,8 @@ def lint_shared_rows(spec: MappingSpec, sample: Sample, ttl_attribute: str | Non
 
 def _identify(item: dict, keys: list[str]) -> str:
     """An item's key values when it has them, else its attribute names (enough to find it, no payload)."""
-    present = {key: next(iter(item[key].values())) for key in keys if key in item and item[key]}
-    return str(present) if present else f"attributes {sorted(item)}"
+    present = [f"{key} {next(iter(item[key].values()))!r}" for key in keys if key in item and item[key]]
+    return ", ".join(present) if present else "attributes " + ", ".join(sorted(item))
 
 
 def lint_hotspots(hotspots: Iterable[HotspotReport]) -> list[Lint]:
@@ -404,8 +410,10 @@ def lint_data(spec: MappingSpec, sample: Sample, now_us: int) -> list[Lint]:
 def lint_losses(spec: MappingSpec, round_trips: Iterable[tuple[str, str]] = ()) -> list[Lint]:
     """Undeclared losses are errors; `round_trips` ((entity, difference) from decoding sampled items) too."""
     found = [_lint("error", "undeclared-loss", ".".join(map(str, path)), message) for path, message in undeclared(spec)]
-    for entity, difference in list(round_trips)[:10]:
+    # One finding per cause: the differences of many items, told apart only by their values, are one.
+    causes = group_causes(ItemError(difference, entity, stage="round-trip") for entity, difference in round_trips)
+    for cause in causes[:10]:
         found.append(_lint("error", "round-trip", "sample",
-            f"a sampled item of entity {entity!r} does not read back: {difference}. Declare the attribute in "
-            "lossy (or change the transform or encoding)."))  # fmt: skip
+            f"sampled items do not read back: {cause.line()}. Declare the attribute in lossy (or change the "
+            "transform or encoding)."))  # fmt: skip
     return found

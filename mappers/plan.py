@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from .anatomy import KeyAnatomy, key_anatomy
+from .causes import Cause, group_causes, hidden_errors
 from .checks import sample_findings
 from .compiler import CompiledSpec, compile_spec
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
@@ -27,6 +29,10 @@ from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stat
 from .source import SourceDescription
 from .previews import PREVIEW_CHARS, AttributePreview, CellPreview, cell_preview, item_preview, shorten  # noqa: F401 - the plan's parts
 from .spec import EntitySpec, MappingSpec
+
+_LISTED = 5
+"""Causes a finding lists in its message (the rest are in the dead letters, with their counts)."""
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -68,6 +74,8 @@ class EntityPlan(_Frozen):
     examples: tuple[ExampleRow, ...]
     losses: tuple[str, ...] = ()
     """What this entity's items lose on the way (declared in the spec, or errors when not)."""
+    key: KeyAnatomy | None = None
+    """The row key taken apart: its parts, the delimiter, what the byte order means for reads."""
 
 
 class DeadLetterExample(_Frozen):
@@ -80,6 +88,9 @@ class DeadLetterExample(_Frozen):
 class DeadLetters(_Frozen):
     total: int = 0
     by_reason: dict[str, int] = {}
+    """Sampled items per cause (:func:`~.causes.group_causes`: reasons that differ only in their values are one)."""
+    causes: tuple[Cause, ...] = ()
+    """The same causes with their example values, plus those the items' first errors hide (``Cause.hidden``)."""
     examples: tuple[DeadLetterExample, ...] = ()
 
 
@@ -183,7 +194,8 @@ def _by_severity(found: tuple[Lint, ...]) -> tuple[Lint, ...]:
     return tuple(sorted(found, key=lambda item: order[item.severity]))
 
 
-def _entity_plan(entity: EntitySpec, sample: Sample, examples: int, compiled: CompiledSpec, found: tuple[Loss, ...]) -> EntityPlan:
+def _entity_plan(entity: EntitySpec, sample: Sample, examples: int, compiled: CompiledSpec, found: tuple[Loss, ...],
+                 spec: MappingSpec) -> EntityPlan:
     mine = [(item, result) for item, result in zip(sample.items, sample.results) if result.entity == entity.name]
     # Mapped examples first: they are what the reader wants to compare; errors are listed with the dead letters.
     shown = sorted(mine, key=lambda pair: not isinstance(pair[1], MappedRow))[:examples]
@@ -199,7 +211,22 @@ def _entity_plan(entity: EntitySpec, sample: Sample, examples: int, compiled: Co
         distinct_row_keys=len(set(sample.keys_by_entity.get(entity.name, ()))),
         examples=tuple(example_row(compiled, item) for item, _ in shown),
         losses=tuple(loss.describe() for loss in found if loss.entity == entity.name),
+        key=key_anatomy(entity.row_key.template, entity.row_key.delimiter, entity.row_key.on_delimiter,
+                        entity.row_key.salt_buckets, spec.source.partition_key, spec.source.sort_key)
+        if entity.row_key else None,
     )
+
+
+def _behind(causes: tuple[Cause, ...]) -> tuple[Lint, ...]:
+    """The causes that items' first errors hide: a warning, so that every problem shows in one plan round."""
+    hidden = [cause.model_copy(update={"count": cause.hidden, "hidden": 0}) for cause in causes if cause.hidden]
+    if not hidden:
+        return ()
+    listed = "; ".join(cause.line() for cause in hidden[:_LISTED])
+    more = f"; and {len(hidden) - _LISTED} more in the dead letters" if len(hidden) > _LISTED else ""
+    return (Lint(severity="warning", code="errors-behind-errors", where="sample", message=(
+        f"behind the first error of some sampled items are more: {listed}{more}. Fixing the first error alone "
+        "still dead-letters these items; fix these too.")),)  # fmt: skip
 
 
 def _planning(estimates: Estimates) -> tuple[Lint, ...]:
@@ -253,6 +280,8 @@ def build_plan(
     delimiters = Counter(e.row_key.delimiter for e in spec.entities if e.row_key)
     hotspots = hotspot_reports(sample, delimiters.most_common(1)[0][0] if delimiters else "#")
     errors = sample.errors
+    causes = group_causes((error for _, error in errors), hidden_errors(
+        spec, [item for item, _ in errors], [error for _, error in errors], compiled.now_ms))
     estimates = estimate(
         sample,
         item_count=source.item_count if source else None,
@@ -278,14 +307,15 @@ def build_plan(
         ),  # fmt: skip
         migration_time=spec.migration_time.isoformat().replace("+00:00", "Z") if spec.migration_time else None,
         unmatched_policy=spec.unmatched,
-        entities=tuple(_entity_plan(entity, sample, examples_per_entity, compiled, decoder.losses) for entity in spec.entities),
+        entities=tuple(_entity_plan(entity, sample, examples_per_entity, compiled, decoder.losses, spec) for entity in spec.entities),
         unmatched_examples=tuple(
             DeadLetterExample(reason=getattr(r, "reason", ""), entity=None, attribute=None, item=item_preview(item))
             for item, r in sample.unmatched[:dead_letter_examples]
         ),
         dead_letters=DeadLetters(
             total=len(errors),
-            by_reason=dict(Counter(error.describe() for _, error in errors).most_common()),
+            by_reason={cause.text: cause.count - cause.hidden for cause in causes if cause.count > cause.hidden},
+            causes=causes,
             examples=tuple(_dead_letter(item, error) for item, error in errors[:dead_letter_examples]),
         ),
         sample=_summary(spec, sample),
@@ -294,6 +324,7 @@ def build_plan(
             + tuple(lint_data(spec, sample, compiled.now_ms * 1000))
             + tuple(lint_losses(spec, _round_trips(decoder, sample)))
             + found
+            + _behind(causes)
             + _planning(estimates)
             + pattern_lints
         ),

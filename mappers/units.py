@@ -79,3 +79,8 @@ def human_size(n: float) -> str:
 def human_units(x: float) -> str:
     """A capacity figure as exactly as the plan's JSON has it: 0.5 stays 0.5 (scan read units come in halves)."""
     return f"{x:,.0f}" if x == int(x) else f"{x:,.1f}" if x * 10 == int(x * 10) else f"{x:,.2f}"
+
+
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """`1 page`, `2 pages`, `1,024 entries` (``many`` for the irregular ones): a count with its noun, never `page(s)`."""
+    return f"{count:,} {one if count == 1 else many or one + 's'}"

@@ -142,7 +142,7 @@ def check_writable(path: str) -> None:
 def check_dead_letter_destination(path: str, *, resume: bool = False, create: bool = True) -> None:
     """Before a run: ``path`` is this run's own, and writable; :class:`DeadLetterDestinationError` if not.
 
-    A new run refuses a path that already holds a dead-letter file or part files: the final file
+    A new run refuses a path that already holds a dead-letter file with letters in it, or part files: the final file
     is joined from every part there, so another run's dead letters would be mixed in. A resumed run
     (``resume``) continues its own parts. Writability is tested by writing (and deleting) a probe
     file where the parts go; with ``create`` False (while a run is prepared, when nothing may be created yet),
@@ -153,7 +153,7 @@ def check_dead_letter_destination(path: str, *, resume: bool = False, create: bo
     from apache_beam.io.filesystems import FileSystems
 
     parts = FileSystems.join(parts_dir(path), "part-*.jsonl")
-    if not resume and (FileSystems.exists(path) or FileSystems.match([parts])[0].metadata_list):
+    if not resume and (_holds_letters(path) or FileSystems.match([parts])[0].metadata_list):
         raise DeadLetterDestinationError(
             f"dead-letter path {path} already holds dead letters of another run",
             "choose a new --dead-letter path (or run folder), move the old file and its .parts folder away, "
@@ -174,6 +174,28 @@ def check_dead_letter_destination(path: str, *, resume: bool = False, create: bo
     except OSError as err:
         raise DeadLetterDestinationError(f"dead letters cannot be written to {path}: {err}",
                                          "choose a --dead-letter path this user can write") from err
+
+
+def _holds_letters(path: str) -> bool:
+    """Whether ``path`` is a file with something in it. An empty file (one the user made beforehand, e.g. to choose
+    its place) holds no other run's letters: it is accepted, and a local one is made 0600 now, as the run's own
+    file would be (a run without dead letters does not rewrite it)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if "://" not in path:
+        if not os.path.isfile(path):
+            return os.path.exists(path)  # a folder or a device: refused as not this run's
+        if os.path.getsize(path):
+            return True
+        try:
+            os.chmod(path, 0o600)
+        except OSError as err:
+            raise DeadLetterDestinationError(f"dead-letter path {path} cannot be made private (0600): "
+                                             f"{err.strerror or err}", "choose a --dead-letter path this user owns") from None
+        return False
+    if not FileSystems.exists(path):
+        return False
+    return any(found.size_in_bytes for found in FileSystems.match([path])[0].metadata_list)
 
 
 def write_part(dead_letter_path: str, lines: list[str]) -> str:

@@ -51,7 +51,8 @@ def resolve_target(target: TargetSpec, overrides: TargetOverrides,
             f"pass {' and '.join(missing)} (or set target.project/target.instance in the spec, or GOOGLE_CLOUD_PROJECT), "
             f"or set {EMULATOR_ENV} to write to the emulator",
         )
-    update: dict[str, Any] = {"project": project or target.project, "instance": instance or target.instance}
+    # Only names someone gave are set: a default stays unset, so describe_target can say none was given.
+    update: dict[str, Any] = {name: value for name, value in (("project", project), ("instance", instance)) if value}
     if overrides.app_profile:
         update["app_profile"] = overrides.app_profile
     return target.model_copy(update=update)
@@ -60,8 +61,12 @@ def resolve_target(target: TargetSpec, overrides: TargetOverrides,
 def describe_target(target: TargetSpec, environ: Mapping[str, str] | None = None) -> str:
     """One line saying where the writes go, e.g. for the first line of `migrate`."""
     profile = f", app profile {target.app_profile}" if target.app_profile else ""
-    where = f"projects/{target.project}/instances/{target.instance}/tables/{target.table}{profile}"
     host = emulator_host(environ)
+    where = f"instances/{target.instance}/tables/{target.table}{profile}"
+    if "project" in target.model_fields_set or host:  # the emulator takes any project: its default is the one used
+        where = f"projects/{target.project}/{where}"
+    else:  # real Bigtable and nobody named a project: the default is no project of anyone's
+        where = f"{where} in no project (set target.project in the spec, or pass --project)"
     return f"Bigtable emulator at {host}: {where}" if host else f"Cloud Bigtable: {where}"
 
 

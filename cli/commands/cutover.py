@@ -13,9 +13,10 @@ from typing import Annotated, Optional
 import typer
 
 from ...app.options import RunOptions
+from ...mappers.units import plural
 from ..options import OutputFormat, SpecArg, run_options
 
-RunDir = Annotated[str, typer.Option("--run-dir", "--run_dir", help="The backfill's run folder (the one `ddb2bt migrate` "
+RunDir = Annotated[str, typer.Option("--run-dir", help="The backfill's run folder (the one `ddb2bt migrate` "
                                      "used); it holds the cutover timeline.", show_default=False)]
 
 
@@ -38,6 +39,8 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
     """Apply one DynamoDB incremental export to Bigtable as a batch Beam job (any number, in sequence).
 
     Beam options (--runner DataflowRunner ...) may follow, as with `migrate`. Exit 1 if the counts do not add up.
+
+    Example: ddb2bt catch-up videos.yaml --run-dir RUN --export s3://bucket/AWSDynamoDB/01234-abcd
     """
     from ...app import cutover
 
@@ -69,13 +72,15 @@ def tail(spec: SpecArg, run_dir: RunDir,
 
     A plain long-running process: stop it with Ctrl-C (or kill it) and start it again; it continues from
     its checkpoints in the run folder.
+
+    Example: ddb2bt tail videos.yaml --run-dir RUN
     """
     from ...app import cutover
 
     result = cutover.tail(spec, dataclasses.replace(options, run_dir=run_dir), until_idle_s=until_idle,
                           max_seconds=max_seconds, poll_s=poll_seconds)
     _echo([f"tail stopped after {result.seconds:.1f} s: {_counters(result.counters)}",
-           f"{len(result.shards)} shard(s), {sum(s['done'] for s in result.shards.values())} finished; "
+           f"{plural(len(result.shards), 'shard')}, {sum(s['done'] for s in result.shards.values())} finished; "
            f"dead letters: {result.dead_letter} ({result.dead_letter_lines} lines)"]
           + [f"PROBLEM: {problem}" for problem in result.problems])
     if not result.ok:
@@ -102,6 +107,8 @@ def cutover_status(run_dir: RunDir,
 
     Exit 0: READY. Exit 1: NOT READY (a script can wait for 0). Exit 2: no run folder there, or no cutover timeline
     in it yet (run `ddb2bt catch-up` or `ddb2bt tail` with it first). Exit 3: AWS or Bigtable unreachable.
+
+    Example: ddb2bt cutover-status --run-dir RUN
     """
     from ...app import cutover
 

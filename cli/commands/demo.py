@@ -12,7 +12,10 @@ def command(
     out: Annotated[Path, typer.Option("--out", help="Folder for specs, reports and dead letters (a folder per "
                                       "example; a re-run replaces those, nothing else).")] = Path("out/demo"),
 ) -> None:
-    """Run the three worked examples end to end on local servers (moto + Bigtable emulator)."""
+    """Run the three worked examples end to end on local servers (moto + Bigtable emulator).
+
+    Example: ddb2bt demo
+    """
     from ...app.demo import run_demo
     from ..report import write_report
 

@@ -25,7 +25,10 @@ def command(
     *,
     options: RunOptions,
 ) -> None:
-    """Draft a commented mapping spec from DescribeTable and a sample of the table's items."""
+    """Draft a commented mapping spec from DescribeTable and a sample of the table's items.
+
+    Example: ddb2bt infer --table Videos -o videos.yaml
+    """
     from ...app.infer import infer
     from ..progress import spinner
 

@@ -20,7 +20,10 @@ def command(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     list_: Annotated[bool, typer.Option("--list", help="List the templates and exit.")] = False,
 ) -> None:
-    """Write a commented starter spec from a template (see --list)."""
+    """Write a commented starter spec from a template (see --list).
+
+    Example: ddb2bt init --template single-table -o videos.yaml
+    """
     if list_:
         width = max(len(name) for name in catalog.TEMPLATES)
         for entry in catalog.TEMPLATES.values():

@@ -1,7 +1,8 @@
 """`ddb2bt local up|down|status`: the embedded servers in the background, to explore ddb2bt by hand.
 
 The `export …` lines go to stdout and everything else to stderr, so `eval "$(ddb2bt local up)"`
-points the shell at the servers and `eval "$(ddb2bt local down)"` forgets them again.
+points the shell at the servers and `eval "$(ddb2bt local down)"` gives the shell back the values it had before
+(AWS credentials, AWS_PROFILE): `up`'s lines save them in the shell, never printing them.
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def up(
     dir: Dir = DEFAULT,
     dynamodb: Annotated[DynamoDB, typer.Option("--dynamodb", help="The local DynamoDB: moto_server or dynalite.")] = DynamoDB.moto,
 ) -> None:
-    """Start DynamoDB and the Bigtable emulator in the background, load the seed tables, print `export …` lines."""
+    """Start DynamoDB and the Bigtable emulator in the background, load the seed tables, print `export …` lines.
+
+    Example: eval "$(ddb2bt local up)"
+    """
     from ...app import local
 
     running = local.status(dir)
@@ -61,14 +65,21 @@ def up(
     if result.already_up:
         _say(f"already up (supervisor pid {state.supervisor_pid}, {dir / local.STATE_FILE}); nothing started")
     _show(state)
-    _say(f'point this shell at them: eval "$(ddb2bt local up --dir {dir})"; stop them: ddb2bt local down --dir {dir}')
+    _say(f"read the emulator's tables (once the variables are set): cbt -project {local.CBT_PROJECT} "
+         f"-instance {local.CBT_INSTANCE} ls")
+    _say(f'point this shell at them: eval "$(ddb2bt local up --dir {dir})"; stop them and restore your variables: '
+         f'eval "$(ddb2bt local down --dir {dir})"')
     for line in state.exports():
         typer.echo(line)
 
 
 @app.command("down")
 def down(dir: Dir = DEFAULT) -> None:
-    """Stop the servers `local up` started (their data goes with them); print `unset …` lines."""
+    """Stop the servers `local up` started (their data goes with them); print the lines that restore the variables
+    `up` changed.
+
+    Example: eval "$(ddb2bt local down)"
+    """
     from ...app import local
 
     result = local.down(dir)
@@ -76,13 +87,16 @@ def down(dir: Dir = DEFAULT) -> None:
         _say(f"not up ({dir / local.STATE_FILE} does not exist); nothing to stop")
         return
     _say(f"stopped (pids {', '.join(map(str, result.stopped)) or 'none left'})")
-    for name in result.variables:
-        typer.echo(f"unset {name}")
+    for line in local.restore_lines(result.variables):
+        typer.echo(line)
 
 
 @app.command("status")
 def status(dir: Dir = DEFAULT) -> None:
-    """Say whether the local servers are up and print their `export …` lines; exit 1 when they are not (all) up."""
+    """Say whether the local servers are up and print their `export …` lines; exit 1 when they are not (all) up.
+
+    Example: ddb2bt local status
+    """
     from ...app import local
 
     state = local.status(dir)

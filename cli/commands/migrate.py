@@ -19,6 +19,7 @@ import typer
 
 from ...app.options import RunOptions
 from ...mappers.errors import Interrupted, ServiceError, UsageError
+from ...mappers.units import plural
 from ..errors import report
 from ..options import OutputFormat, run_options
 
@@ -49,6 +50,8 @@ def command(
     command (exit 130); a second Ctrl-C quits at once. `--resume` alone continues the latest run of this spec under
     runs/. Beam options (--runner, --region, --temp_location, --setup_file, --direct_running_mode, --dry_run, ...)
     may follow and go to Beam unchanged; see docs/DATAFLOW.md.
+
+    Example: ddb2bt migrate videos.yaml --plan plan.json
     """
     from ...app import migrate as use_case
     from ...app import review
@@ -178,8 +181,9 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
         return lines
     c = result.counters
     early = result.ended_early
-    lines.append(f"read {c['items_read']} items{' so far' if early else ''}: {c['rows_written']} written "
-                 f"({'' if result.cells_exact else 'at most '}{c['cells_written']} cells, {c['bytes_written']} bytes), "
+    lines.append(f"read {plural(c['items_read'], 'item')}{' so far' if early else ''}: {c['rows_written']:,} written "
+                 f"({'' if result.cells_exact else 'at most '}{plural(c['cells_written'], 'cell')}, "
+                 f"{plural(c['bytes_written'], 'byte')}), "
                  f"{c['dead_lettered']} dead-lettered, "
                  f"{c['skipped']} skipped")
     unstored = c["items_read"] - c["rows_written"] - c["dead_lettered"] - c["skipped"]
@@ -188,8 +192,9 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
                      + ("--resume reads them again)" if p.resumable else "run it again)"))
     lines += reason_lines(result.reasons)
     if p.scanning and not early and "scan_pages" in c:
-        lines.append(f"scan: {c.get('scan_pages', 0)} pages, {c.get('consumed_rcu', 0)} RCU consumed, "
-                     f"{c.get('scan_retries', 0)} retries, {c.get('throttled_pages', 0)} throttled pages")
+        lines.append(f"scan: {plural(c.get('scan_pages', 0), 'page')}, {c.get('consumed_rcu', 0):,} RCU consumed, "
+                     f"{plural(c.get('scan_retries', 0), 'retry', 'retries')}, "
+                     f"{plural(c.get('throttled_pages', 0), 'throttled page')}")
     if result.segments_done is not None:
         lines.append(f"{'segments' if p.scanning else 'export data files'}: {result.segments_done} of "
                      f"{p.total_segments} stored")
@@ -199,11 +204,23 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
                     "again reads them again; " if unwritten > 0 else "") + "holds user data)")
     if early:  # the CLI ends with the one line that says why, and how to go on
         return lines
+    if result.dead_letter_lines:
+        lines.append(f"fix the spec, then re-drive them: {redrive_command(p.dead_letter, spec_path)}")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append("run OK" if result.ok else "run FAILED")
     if p.resumable:
         lines.append(f"run folder: {p.run_dir} (resume with: {result.resume_command(spec_path, extra)})")
     return lines
+
+
+def redrive_command(dead_letter: str, spec_path: str) -> str:
+    """`ddb2bt redrive RUN SPEC`, quoted for a shell: the run folder when the dead letters are its own file in it."""
+    import os
+    import shlex
+
+    folder, name = os.path.split(dead_letter)
+    where = folder if name == "dead_letters.jsonl" and folder else dead_letter
+    return f"ddb2bt redrive {shlex.quote(where)} {shlex.quote(spec_path)}"
 
 
 def reason_lines(reasons: dict[str, dict[str, int]]) -> list[str]:

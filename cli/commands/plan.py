@@ -28,6 +28,13 @@ def migrate_plan(
     out: Annotated[Optional[Path], typer.Option("--out", help="Also write the reviewed plan here, for `ddb2bt migrate "
                                                 "SPEC --plan FILE`, which runs only if spec, source and target are "
                                                 "still what this plan saw.", show_default=False)] = None,
+    price: Annotated[Optional[list[str]], typer.Option("--price", metavar="NAME=VALUE", help="A price in US dollars "
+                     "for the cost estimate instead of the assumed list price (repeatable): read_request_units_per_"
+                     "million, export_per_gb, node_hour, storage_gb_month.", show_default=False)] = None,
+    load_reads: Annotated[Optional[float], typer.Option("--load-reads", metavar="N", min=0, help="Rows/s the table "
+                          "serves now (reads), to size the Bigtable nodes for today's load.", show_default=False)] = None,
+    load_writes: Annotated[Optional[float], typer.Option("--load-writes", metavar="N", min=0, help="Rows/s the table "
+                           "takes now (writes), as --load-reads.", show_default=False)] = None,
     *,
     options: RunOptions,
 ) -> None:
@@ -37,21 +44,32 @@ def migrate_plan(
     to Bigtable. A target that cannot be read (no names, no emulator, no credentials) is said in one line and is a
     warning. Exit 0 when clean, 1 when the plan has errors or migrate would refuse the target (with --strict, on
     warnings too), 2 for a bad spec.
+
+    Example: ddb2bt migrate-plan videos.yaml --sample 1000 --out plan.json
     """
     from ...app.plan import plan_against_target
+    from ...mappers.costs import cost_lines, estimate_costs, parse_prices
     from ..progress import say, spinner
 
     check_output(out, "--out")
+    prices = parse_prices(price or [])
     with spinner() as step:
         result = plan_against_target(spec, sample, options, step=step, where=say)
+    source = result.plan.source
+    costs = estimate_costs(result.plan.estimates, prices, from_export=result.plan.estimates.read_units_per_second is None,
+                           provisioned=source is not None and source.billing_mode == "PROVISIONED",
+                           reads_per_second=load_reads, writes_per_second=load_writes)
     if format is OutputFormat.json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
+        typer.echo(json.dumps({**result.to_json(), "costs": costs.model_dump(mode="json")}, indent=2))
     else:
         from rich.console import Console
 
         from ..plan_text import render_text
 
-        render_text(result.plan, Console(), result.target)
+        console = Console()
+        render_text(result.plan, console, result.target)
+        for line in cost_lines(costs):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if out is not None:
         result.reviewed.to_file(out, str(spec), result.to_json())
         say(f"Wrote {out}" + ("" if result.reviewed.ok else " (the plan has errors: `migrate --plan` will refuse it)"))

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ...app.options import RunOptions
+from ...mappers.units import plural
 from ..options import OutputFormat, run_options
 from .migrate import reason_lines
 
@@ -21,10 +22,10 @@ def command(
     spec: Annotated[Optional[Path], typer.Argument(help="The fixed spec (default: the one a redrive folder keeps).",
                                                    show_default=False)] = None,
     new_run_dir: Annotated[Optional[str], typer.Option(
-        "--run-dir", "--run_dir", help="Folder of this redrive (default runs/<table>-redrive-<UTC time>).",
+        "--run-dir", help="Folder of this redrive (default runs/<table>-redrive-<UTC time>).",
         show_default=False)] = None,
     dead_letter: Annotated[Optional[str], typer.Option(
-        "--dead-letter", "--dead_letter", help="This redrive's dead-letter file, for what still fails (default <run "
+        "--dead-letter", help="This redrive's dead-letter file, for what still fails (default <run "
         "dir>/dead_letters.jsonl). It holds whole items, i.e. user data.", show_default=False)] = None,
     format: Annotated[OutputFormat, typer.Option("--format", help="text, or json (the whole result).")] = OutputFormat.text,
     *,
@@ -39,6 +40,8 @@ def command(
     Change dead letters (RUN_DIR/tail.dead_letters.jsonl, RUN_DIR/catch-up-*.dead_letters.jsonl) are re-applied as
     changes, in stream order, where they are still the item's latest state (stop `ddb2bt tail` first); the fixed
     spec becomes the cutover's spec, and `cutover-status` no longer counts the letters resolved.
+
+    Example: ddb2bt redrive runs/videos-20240101T000000Z videos.yaml
     """
     from ...app.redrive import redrive
 
@@ -76,11 +79,11 @@ def notes(result: Any) -> list[str]:
 def render(result: Any) -> list[str]:
     c = result.counters
     lines = [
-        f"read {c['items_read']} items: {c['rows_written']} written ({c['cells_written']} cells, {c['bytes_written']} "
-        f"bytes), {c['dead_lettered']} dead-lettered, {c['skipped']} skipped",
+        f"read {plural(c['items_read'], 'item')}: {c['rows_written']:,} written ({plural(c['cells_written'], 'cell')}, "
+        f"{plural(c['bytes_written'], 'byte')}), {c['dead_lettered']:,} dead-lettered, {c['skipped']:,} skipped",
     ]
     lines += reason_lines(result.reasons)
-    lines.append(f"still failing: {result.dead_letter} ({result.dead_letter_lines} lines; holds user data)")
+    lines.append(f"still failing: {result.dead_letter} ({plural(result.dead_letter_lines, 'line')}; holds user data)")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append(f"redrive {'OK' if result.ok else 'FAILED'}; run folder: {result.run_dir}")
     return lines

@@ -23,7 +23,10 @@ def command(
     *,
     options: RunOptions,
 ) -> None:
-    """Write the schema translation report (HTML or Markdown) for the spec over a sample. Reads only a sample."""
+    """Write the schema translation report (HTML or Markdown) for the spec over a sample. Reads only a sample.
+
+    Example: ddb2bt report videos.yaml -o report.html
+    """
     from ...app.plan import plan
     from .. import report as renderers
     from ..progress import spinner

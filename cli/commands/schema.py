@@ -11,7 +11,10 @@ import typer
 def command(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
 ) -> None:
-    """Print the JSON Schema of the mapping spec (point `$schema` at it for editor completion)."""
+    """Print the JSON Schema of the mapping spec (point `$schema` at it for editor completion).
+
+    Example: ddb2bt schema > ddb2bt.schema.json
+    """
     from ...mappers.schema import json_schema_text
 
     text = json_schema_text()

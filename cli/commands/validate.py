@@ -13,6 +13,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ...app.options import RunOptions
+from ...mappers.units import plural
 from ..options import OutputFormat, SpecArg, run_options
 
 
@@ -64,9 +65,11 @@ def command(
     cells, collisions. Resumable (--resume --run-dir); --sample N checks N random items. Exit 1 on any difference.
 
     Beam options (--runner, --region, --temp_location, --setup_file, --direct_running_mode, ...) may follow.
+
+    Example: ddb2bt validate videos.yaml --sample 1000
     """
     from ...app import validate as use_case
-    from ..progress import spinner
+    from ..progress import watching
 
     prepared = use_case.prepare(spec, options, repair=repair, target_scan=target_scan or full, decode_all=decode_all,
                                 as_of=as_of, where=_stderr)
@@ -83,8 +86,8 @@ def command(
         _stderr("note: the spec sets no migration_time, so cells without a time of their own carry the run's time "
                 "and will show as differences; give the run folder (--as-of RUN_DIR), or set migration_time before "
                 "migrating.")
-    with spinner() as step:
-        step(f"comparing {prepared.source} with {prepared.spec.target.table}…")
+    with watching(f"comparing {prepared.source} with {prepared.spec.target.table}",
+                  lambda: progress_text(use_case.progress(prepared), prepared)):
         result = use_case.execute(prepared)
     if format is OutputFormat.json:
         typer.echo(json.dumps(as_json(result), indent=2, ensure_ascii=False))
@@ -93,6 +96,14 @@ def command(
             typer.echo(line)
     if result.finished and not result.ok:
         raise typer.Exit(1)
+
+
+def progress_text(figures: dict[str, int], prepared: Any) -> str:
+    """`3/8 segments compared · 12,000 items read · 11,800 compared · 0 differences`: what the finished parts say."""
+    parts = [f"{figures.get('segments_done', 0)}/{prepared.total_segments} segments compared"] if prepared.scanning else []
+    parts += [f"{figures.get('items_read', 0):,} items read", f"{figures.get('items_compared', 0):,} compared",
+              plural(figures.get("differences", 0), "difference")]
+    return " · ".join(parts)
 
 
 def as_json(result: Any) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 
 import pytest
 
@@ -18,19 +19,23 @@ from tests.pipelines.cells import expected_cells, read_cells
 pytestmark = pytest.mark.servers
 
 
+def shell(lines: str, env: dict[str, str]) -> dict[str, str]:
+    """The environment a POSIX shell with ``env`` has after `eval "$(…)"` of ``lines``."""
+    done = subprocess.run(["sh", "-c", 'eval "$DDB2BT_TEST_LINES"; unset DDB2BT_TEST_LINES; env -0'],
+                          env={**env, "DDB2BT_TEST_LINES": lines}, capture_output=True, check=True)
+    return dict(entry.split("=", 1) for entry in done.stdout.decode().split("\0") if "=" in entry)
+
+
 def apply_exports(stdout: str, monkeypatch) -> dict[str, str]:
-    """Do what `eval "$(ddb2bt local up)"` does in a shell."""
-    exported = {}
-    for line in stdout.splitlines():
-        verb, _, rest = line.partition(" ")
-        if verb == "export":
-            name, _, value = rest.partition("=")
-            exported[name] = value
-            monkeypatch.setenv(name, value)
-        else:
-            assert verb == "unset", line
-            monkeypatch.delenv(rest, raising=False)
-    return exported
+    """Do what `eval "$(ddb2bt local up)"` does in a shell (run in one); the variables its `export` lines set."""
+    after = shell(stdout, dict(os.environ))
+    for name in set(os.environ) | set(after):
+        if name not in after:
+            monkeypatch.delenv(name)
+        elif os.environ.get(name) != after[name]:
+            monkeypatch.setenv(name, after[name])
+    names = [line.split(" ", 1)[1].split("=", 1)[0] for line in stdout.splitlines() if line.startswith("export ")]
+    return {name: after[name] for name in names}
 
 
 def pids(state: local.LocalState) -> list[int]:
@@ -50,9 +55,13 @@ def folder(tmp_path):
 
 
 def test_up_migrate_down(folder, invoke, monkeypatch, tmp_path):
+    monkeypatch.setenv("AWS_PROFILE", "prod")  # the user's own (no such profile here): `up` ignores it, `down` gives it back
+    before = dict(os.environ)
     up = invoke("local", "up", "--dir", folder)
     assert up.exit_code == 0, up.output
     exported = apply_exports(up.stdout, monkeypatch)
+    assert "AWS_PROFILE" not in os.environ
+    assert "cbt -project ddb2bt-local -instance ddb2bt-local ls" in up.stderr
     assert set(exported) == {"BIGTABLE_EMULATOR_HOST", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ACCESS_KEY_ID",
                              "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_REGION"}
     assert "table Videos: 9 items" in up.stderr and "ddb2bt init --template single-table" in up.stderr
@@ -78,7 +87,10 @@ def test_up_migrate_down(folder, invoke, monkeypatch, tmp_path):
 
     down = invoke("local", "down", "--dir", folder)
     assert down.exit_code == 0, down.output
-    assert sorted(down.stdout.split("\n")[:-1]) == sorted(f"unset {name}" for name in exported)
+    restored = shell(down.stdout, dict(os.environ))
+    assert {name: restored.get(name) for name in [*exported, "AWS_PROFILE"]} == \
+        {name: before.get(name) for name in [*exported, "AWS_PROFILE"]}
+    assert not [name for name in restored if name.startswith("DDB2BT_LOCAL_SAVED")]
     assert gone(state), "a process or a port is left"
     assert invoke("local", "status", "--dir", folder).exit_code == 1
     assert "nothing to stop" in invoke("local", "down", "--dir", folder).stderr

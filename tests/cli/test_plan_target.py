@@ -61,7 +61,7 @@ def test_gc_rule_mismatch_exits_1_and_shows_the_diff(invoke, bigtable_env, sourc
     assert "  · family x: drop cells older than 1w (not in the spec; left alone)" in out
     assert "migrate would refuse this table" in out
     assert out.index("target: ") < out.index("Column families")  # the diff comes before the preview
-    assert "errors: fix them before migrating (1 errors" in out
+    assert "errors: fix them before migrating (1 error," in out
 
     data = json.loads(plan(invoke, spec, "--format", "json").stdout)
     assert data["target"]["blocking"] is True and data["target"]["exists"] is True

@@ -137,7 +137,7 @@ def test_lines_without_an_item_are_reported_not_redriven(bigtable_env, invoke, t
     assert "redrive FAILED" in result.stdout and json.loads(file.read_text().splitlines()[0]) == source
     assert "1 lines hold no item and cannot be re-driven" in result.stderr
     assert "export count mismatch (file): data/a.json.gz" in result.stderr
-    assert "read 1 items: 1 written" in result.stdout
+    assert "read 1 item: 1 written" in result.stdout
     assert (tmp_path / "new" / "dead_letters.jsonl").read_text() == ""
     assert (tmp_path / "new" / "spec.json").read_text() == spec.read_text()
 

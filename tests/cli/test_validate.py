@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import boto3
 import pytest
@@ -208,3 +209,18 @@ entities:
     assert {(d["kind"], d["row_key"]) for d in result["differences"]} == {
         ("different_value", changed.decode()), ("different_attribute", changed.decode()),
         ("missing_row", deleted.decode())}
+
+
+def test_without_a_terminal_progress_comes_as_plain_lines(invoke, videos, tmp_path, monkeypatch):
+    """CI logs: `progress: …` lines every DDB2BT_PROGRESS_SECONDS, as migrate has (the bar is for terminals)."""
+    spec, endpoint = videos
+    monkeypatch.setenv("DDB2BT_PROGRESS_SECONDS", "0.05")
+    check = invoke("validate", spec, "--run-dir", tmp_path / "v", "--total-segments", "2", *endpoint)
+    assert check.exit_code == 0, check.output
+    lines = [line for line in check.stderr.splitlines() if line.startswith("progress: ")]
+    assert lines, check.stderr
+    assert all(re.fullmatch(r"progress: comparing \S+ with \S+: [0-2]/2 segments compared · [\d,]+ items read · "
+                            r"[\d,]+ compared · \d+ differences? · \d:\d\d:\d\d elapsed", line) for line in lines), lines
+    assert lines[-1].startswith(f"progress: comparing {load_spec(spec).source.table} with ")
+    assert "2/2 segments compared · 9 items read · 9 compared · 0 differences" in lines[-1]  # the last line: all done
+    assert "progress:" not in check.stdout  # the result stays clean

@@ -326,7 +326,7 @@ def test_a_backfill_longer_than_the_stream_retention_is_a_plan_warning_in_text_a
     render_text(plan, Console(file=out, width=80))
     text = " ".join(out.getvalue().split())
     assert "warning" in text and "longer than DynamoDB Streams' 24-hour retention" in text
-    assert "(0 errors, 1 warnings)" in text
+    assert "(0 errors, 1 warning)" in text
     small = seed_plan("videos", source=huge.model_copy(update={"item_count": 1000, "size_bytes": 10**6}))
     assert not small.estimates.exceeds_stream_retention and not small.has_warnings
     assert small.model_dump(mode="json")["estimates"]["exceeds_stream_retention"] is False

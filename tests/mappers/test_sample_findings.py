@@ -62,7 +62,7 @@ def test_a_timestamp_attribute_no_item_has_is_named_with_a_spelling_hint():
         "dead-lettered; did you mean 'created_at'?",
     )  # fmt: skip
     assert found[1].code == "entity-dead-letters-all" and found[1].where == "entities[0]"
-    assert "(3 for: entity 'order', attribute 'created': timestamp attribute 'created' is missing)" in found[1].message
+    assert "(3 × entity 'order', attribute 'created': timestamp attribute 'created' is missing)" in found[1].message
     assert len(found) == 2
 
 
@@ -79,7 +79,7 @@ def test_an_entity_that_dead_letters_every_sampled_item_is_an_error():
     broken = [{**item, "sk": S("pro#file")} for item in CUSTOMERS]  # the delimiter in a leading key part
     (found,) = findings(ORDERS + broken, spec)
     assert found.code == "entity-dead-letters-all" and found.where == "entities[1]"
-    assert found.message.startswith("all 3 sampled items of this entity would be dead-lettered (3 for: entity 'customer', ")
+    assert found.message.startswith("all 3 sampled items of this entity would be dead-lettered (3 × entity 'customer', ")
     assert "delimiter" in found.message
 
 
