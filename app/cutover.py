@@ -85,6 +85,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from ..pipelines import timeline as tl
+    from ..pipelines.aws import s3_beam_args
     from ..pipelines.bigtable_sink import Destination
     from ..pipelines.change_sink import ApplyChangesFn
     from ..pipelines.dead_letters import DeadLetter, check_dead_letter_destination, write_part
@@ -94,7 +95,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
 
     run_dir = _need_run_dir(options)
     spec = load_spec(spec, options)
-    pipeline_options = PipelineOptions(list(options.beam_args))
+    pipeline_options = PipelineOptions(s3_beam_args(options.beam_args, spec.source))
     use_options(pipeline_options)
     timeline = tl.load(run_dir, spec)
     if timeline.tail_started_us is not None:

@@ -63,11 +63,17 @@ class LocalState:
     tables: tuple[SeedTable, ...]
 
     def environ(self) -> dict[str, str]:
-        """The variables that point ddb2bt (and the AWS CLI, cbt, ...) at these servers."""
+        """The variables that point ddb2bt (and the AWS CLI, cbt, ...) at these servers.
+
+        DynamoDB and its Streams by their own variables (what `migrate`, `tail` and `aws dynamodbstreams` read);
+        every other AWS service (S3, STS, ...) by ``AWS_ENDPOINT_URL``, to the same server: nothing run in this
+        shell reaches AWS (dynalite, which has no Streams or S3, answers such calls with an error).
+        """
         from ..pipelines.local_servers import emulator_env
 
-        return {**emulator_env(self.bigtable.endpoint), "AWS_REGION": REGION,
-                "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb.endpoint}
+        endpoint = self.dynamodb.endpoint
+        return {**emulator_env(self.bigtable.endpoint), "AWS_REGION": REGION, "AWS_ENDPOINT_URL": endpoint,
+                "AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": endpoint}
 
     def dead_servers(self) -> tuple[Server, ...]:
         """The servers that no longer run (killed, crashed, or a zombie its supervisor has not reaped yet)."""
@@ -75,10 +81,10 @@ class LocalState:
 
     def exports(self) -> list[str]:
         """Shell lines for `eval "$(ddb2bt local up)"`: the user's own values saved first (see :func:`save_lines`), the
-        variables, and no AWS profile."""
+        variables, no AWS profile, and endpoint variables heeded."""
         names = changed(tuple(self.environ()))
         return (save_lines(names) + [f"export {name}={value}" for name, value in sorted(self.environ().items())]
-                + ["unset AWS_PROFILE"])
+                + [f"unset {name}" for name in UNSET])
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LocalState:
@@ -113,9 +119,14 @@ CBT_PROJECT = CBT_INSTANCE = "ddb2bt-local"
 """The project and instance a spec targets when it names none (the emulator accepts any)."""
 
 
+UNSET = ("AWS_PROFILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
+"""What `up`'s lines unset: a profile would sign for a real account, and the other would make clients ignore the
+endpoint variables that keep them local."""
+
+
 def changed(names: tuple[str, ...]) -> tuple[str, ...]:
-    """The variables `up`'s lines set or unset: ``names`` and AWS_PROFILE."""
-    return tuple(sorted({*names, "AWS_PROFILE"}))
+    """The variables `up`'s lines set or unset: ``names`` and :data:`UNSET`."""
+    return tuple(sorted({*names, *UNSET}))
 
 
 def save_lines(names: tuple[str, ...]) -> list[str]:
@@ -330,7 +341,7 @@ def serve(folder: Path, dynamodb: str = "moto") -> None:
             client = make_client(ClientSettings(endpoint_url=ddb.endpoint, region=REGION))
             tables = []
             for template in SEEDED:
-                table, count = load_seed_table(client, template)
+                table, count = load_seed_table(client, template, stream=True)  # for `ddb2bt tail` too
                 tables.append(asdict(SeedTable(table, count, template.name)))
             state.update(ready=True, tables=tables,
                          dynamodb=asdict(Server(ddb.name, ddb.endpoint, ddb.pid)),

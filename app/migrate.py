@@ -150,6 +150,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     from apache_beam.io.filesystems import FileSystems
 
     from ..pipelines import checkpoint as ckpt
+    from ..pipelines.aws import s3_beam_args
     from ..pipelines.dead_letters import check_dead_letter_destination
     from ..pipelines.options import check_locations, check_pipeline_options, check_worker_setup, is_direct_runner
     from ..pipelines.target import describe_target
@@ -164,7 +165,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     beam_args = list(options.beam_args)
     if options.project and not any(a.split("=")[0] == "--project" for a in beam_args):
         beam_args.append(f"--project={options.project}")  # one project for the job and the instance, unless told apart
-    pipeline_options = PipelineOptions(beam_args)
+    pipeline_options = PipelineOptions(s3_beam_args(beam_args, spec.source))
     runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
     dry_run = bool(pipeline_options.view_as(TestOptions).dry_run)
     direct = is_direct_runner(runner)

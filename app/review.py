@@ -88,9 +88,10 @@ def source_state(spec: MappingSpec, source: SourceDescription | None) -> dict[st
     if spec.source.export is not None:
         from apache_beam.options.pipeline_options import PipelineOptions
 
+        from ..pipelines.aws import s3_beam_args
         from ..pipelines.export_source import read_manifest
 
-        manifest = read_manifest(spec.source.export.path, PipelineOptions([]))
+        manifest = read_manifest(spec.source.export.path, PipelineOptions(s3_beam_args([], spec.source)))
         return {"export": spec.source.export.path, "export_id": manifest.export_id, "item_count": manifest.item_count,
                 "files": sorted([f.key, f.item_count, f.md5 or f.etag] for f in manifest.files)}
     described = source.model_dump(mode="json", exclude=SOURCE_DRIFT) if source is not None else None

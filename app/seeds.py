@@ -19,12 +19,14 @@ def seed_spec(template: catalog.StarterTemplate) -> Any:
     return validate_data(data, template.file, lines)
 
 
-def load_seed_table(client: Any, template: catalog.StarterTemplate, table: str | None = None) -> tuple[str, int]:
-    """Create the example's table (its key schema from the spec, string keys) and put its items; (table, items)."""
+def load_seed_table(client: Any, template: catalog.StarterTemplate, table: str | None = None,
+                    stream: bool = False) -> tuple[str, int]:
+    """Create the example's table (its key schema from the spec, string keys; a NEW_AND_OLD_IMAGES stream if
+    ``stream``) and put its items; (table, items)."""
     from ..pipelines.dynamodb_client import create_table, put_items
 
     spec = seed_spec(template)
     name = table or spec.source.table
-    create_table(client, name, spec.source.partition_key, spec.source.sort_key)
+    create_table(client, name, spec.source.partition_key, spec.source.sort_key, stream=stream)
     assert template.seed is not None, f"{template.name} has no seed items"  # SEEDED holds only templates with seeds
     return name, put_items(client, name, catalog.seed_items(template.seed))

@@ -144,6 +144,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
     from ..pipelines import checkpoint as ckpt
+    from ..pipelines.aws import s3_beam_args
     from ..pipelines.options import check_locations, is_direct_runner
     from ..pipelines.target import describe_target, probe_target
 
@@ -162,7 +163,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     beam_args = list(options.beam_args)
     if options.project and not any(a.split("=")[0] == "--project" for a in beam_args):
         beam_args.append(f"--project={options.project}")
-    pipeline_options = PipelineOptions(beam_args)
+    pipeline_options = PipelineOptions(s3_beam_args(beam_args, spec.source))
     runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
     dry_run = bool(pipeline_options.view_as(TestOptions).dry_run)
     direct = is_direct_runner(runner)

@@ -9,17 +9,15 @@ picklable nor thread-safe to share across processes; each worker builds its own 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from ..mappers.source import SourceDescription
-from .service_errors import redact
+from .aws import aws_client
 
 log = logging.getLogger(__name__)
 
@@ -61,26 +59,16 @@ class ClientSettings:
 
 
 def make_client(settings: ClientSettings) -> Any:
-    """A low-level ``dynamodb`` client with botocore's retry mode configured."""
+    """A low-level ``dynamodb`` client with botocore's retry mode configured (endpoints: :mod:`.aws`)."""
     config = Config(
         retries={"mode": settings.retry_mode, "total_max_attempts": settings.max_attempts},
         max_pool_connections=settings.max_pool_connections,
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.read_timeout,
     )
-    # boto3 reads AWS_DEFAULT_REGION but not AWS_REGION, which the AWS CLI and SDKs document: honour both.
-    region = settings.region or os.environ.get("AWS_REGION") or None
-    if settings.role_arn:
-        from .aws_web_identity import boto3_session
-
-        session = boto3_session(settings.role_arn, region_name=region, profile_name=settings.profile)
-    else:
-        session = boto3.session.Session(profile_name=settings.profile, region_name=region)
-    log.debug(
-        "DynamoDB client: region=%s endpoint=%s profile=%s retries=%s/%d",
-        session.region_name, redact(settings.endpoint_url or ""), settings.profile, settings.retry_mode, settings.max_attempts,
-    )
-    return session.client("dynamodb", endpoint_url=settings.endpoint_url, config=config)
+    log.debug("DynamoDB client: retries=%s/%d", settings.retry_mode, settings.max_attempts)
+    return aws_client("dynamodb", endpoint_url=settings.endpoint_url, region=settings.region,
+                      profile=settings.profile, config=config, role_arn=settings.role_arn)
 
 
 def describe_raw(client: Any, table: str) -> tuple[dict, dict | None]:
@@ -99,17 +87,21 @@ def describe_source(client: Any, table: str) -> SourceDescription:
     return SourceDescription.from_describe_table(*describe_raw(client, table))
 
 
-def create_table(client: Any, table: str, partition_key: str, sort_key: str | None = None, key_type: str = "S") -> None:
+def create_table(client: Any, table: str, partition_key: str, sort_key: str | None = None, key_type: str = "S",
+                 stream: bool = False) -> None:
     """An on-demand table with string (or `key_type`) keys, returned once ACTIVE: for demos, tests and benchmarks.
 
+    ``stream``: with a NEW_AND_OLD_IMAGES stream, what `ddb2bt tail` reads (dynalite accepts and ignores it).
     Waits because a strict server (dynalite, DynamoDB itself) answers ResourceNotFound until the table is ACTIVE.
     """
     keys = [(partition_key, "HASH")] + ([(sort_key, "RANGE")] if sort_key else [])
+    streamed = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}} if stream else {}
     client.create_table(
         TableName=table,
         BillingMode="PAY_PER_REQUEST",
         KeySchema=[{"AttributeName": name, "KeyType": kind} for name, kind in keys],
         AttributeDefinitions=[{"AttributeName": name, "AttributeType": key_type} for name, _ in keys],
+        **streamed,
     )
     client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.1, "MaxAttempts": 300})
 

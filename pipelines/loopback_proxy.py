@@ -9,6 +9,7 @@
   matching ``Content-Length``, so only the body's CRC32 shows it): the fault tests.
 * :class:`ShardSplitProxy` shows moto_server's one-shard DynamoDB stream as a shard split, with
   empty pages if asked: the tail's shard-lineage tests.
+* :class:`TtlDeleteProxy` marks chosen deletes in moto_server's stream as the TTL process's: the TTL test.
 
 Safety: listens on 127.0.0.1 only, forwards to one loopback target only, holds at most
 ``max_connections`` connections (further ones are refused) and at most ``max_buffer`` bytes per
@@ -192,7 +193,20 @@ class HttpFaultProxy(HttpProxy):
 STREAMS_API = "DynamoDBStreams_20120810."
 
 
-class ShardSplitProxy(HttpProxy):
+class MotoStreamsProxy(HttpProxy):
+    """An :class:`HttpProxy` in front of moto_server that sends each request on a connection of its own."""
+
+    async def _forward(self, request, up_reader, up_writer) -> tuple[bytes, bytes]:
+        """Each request on a connection of its own: moto_server's answers may close theirs, and the proxy makes calls
+        of its own between the client's."""
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        try:
+            return await super()._forward(request, up_reader, up_writer)
+        finally:
+            up_writer.close()
+
+
+class ShardSplitProxy(MotoStreamsProxy):
     """moto_server's one-shard DynamoDB stream shown as a shard split, optionally with empty pages in it.
 
     What it reproduces of real DynamoDB Streams: a shard splits (or is rolled over every few hours)
@@ -279,19 +293,41 @@ class ShardSplitProxy(HttpProxy):
                                             self._iterator(shard, last, passed if last == after else 0)}).encode())
         return await super().exchange(head, body, up_reader, up_writer)
 
-    async def _forward(self, request, up_reader, up_writer) -> tuple[bytes, bytes]:
-        """Each request on a connection of its own: moto_server's answers may close theirs, and the proxy makes calls
-        of its own between the client's."""
-        up_reader, up_writer = await asyncio.open_connection(*self.target)
-        try:
-            return await super()._forward(request, up_reader, up_writer)
-        finally:
-            up_writer.close()
-
     def _iterator(self, shard: str, after: int, passed: int) -> str:
         token = f"{shard}|{len(self.iterators)}"
         self.iterators[token] = (shard, after, passed)
         return token
+
+
+class TtlDeleteProxy(MotoStreamsProxy):
+    """moto_server's DynamoDB stream with the deletes of chosen items marked as DynamoDB's TTL process marks them.
+
+    moto's records carry no ``userIdentity``; a REMOVE record that AWS's TTL process made carries
+    ``{"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}`` (the GetRecords member names of the
+    service model). Every GetRecords answer passes through with that member added to the REMOVE records whose
+    ``Keys`` are in ``ttl_keys`` (DynamoDB JSON, as on the wire); ``marked`` counts them. Everything else is
+    moto's answer, unchanged.
+    """
+
+    IDENTITY = {"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}
+
+    def __init__(self, target_host: str, target_port: int, **limits: int):
+        super().__init__(target_host, target_port, **limits)
+        self.ttl_keys: list[dict] = []
+        self.marked = 0
+
+    async def exchange(self, head, body, up_reader, up_writer) -> bytes:
+        if _header(head, b"x-amz-target") != (STREAMS_API + "GetRecords").encode():
+            return await super().exchange(head, body, up_reader, up_writer)
+        answer_head, answer = await self._forward(head + body, up_reader, up_writer)
+        if not answer_head.startswith(b"HTTP/1.1 200"):
+            return answer_head + answer
+        page = json.loads(answer)
+        for record in page.get("Records", []):
+            if record.get("eventName") == "REMOVE" and record["dynamodb"].get("Keys") in self.ttl_keys:
+                record["userIdentity"] = dict(self.IDENTITY)
+                self.marked += 1
+        return _json_answer(json.dumps(page).encode())
 
 
 def _json_answer(payload: bytes, status: bytes = b"200 OK") -> bytes:

@@ -10,10 +10,12 @@ def read_items(source: SourceSpec, limit: int | None = None) -> list[dict]:
     if source.export is not None:
         from apache_beam.options.pipeline_options import PipelineOptions
 
+        from .aws import s3_beam_args
         from .export_source import iter_export_items
 
-        # Beam's S3 filesystem wants options even outside a pipeline; the defaults use the standard AWS chain.
-        return list(iter_export_items(source.export.path, limit=limit, options=PipelineOptions([])))
+        # Beam's S3 filesystem wants options even outside a pipeline; its endpoint by the project's rule (.aws).
+        options = PipelineOptions(s3_beam_args([], source))
+        return list(iter_export_items(source.export.path, limit=limit, options=options))
     from .dynamodb_client import ClientSettings, make_client
     from .dynamodb_scan import sample_items, scan_segment
 

@@ -18,8 +18,8 @@ harmless (see docs/CUTOVER.md: an in-order replay of a suffix converges).
   end older than the retention is a :class:`StreamRetentionError` pointing to incremental-export
   catch-up. The first start reads from TRIM_HORIZON and applies records from the timeline's end
   minus :data:`START_MARGIN_US` (ApproximateCreationDateTime is rounded to the second).
-* TTL deletions (userIdentity: Service, dynamodb.amazonaws.com) are applied like any delete, so the
-  target mirrors the table, and counted (``ttl_deletes``).
+* TTL deletions (userIdentity: Service, dynamodb.amazonaws.com; see :func:`is_ttl_delete`) are applied like
+  any delete, so the target mirrors the table, and counted (``ttl_deletes``).
 """
 
 from __future__ import annotations
@@ -158,13 +158,27 @@ def stopped_since(run_dir: str, state: TailState) -> bool:
     return int(saved.get("stopped_us", 0)) >= state.heartbeat_us
 
 
+TTL_IDENTITY = ("Service", "dynamodb.amazonaws.com")
+
+
+def is_ttl_delete(record: dict[str, Any]) -> bool:
+    """Whether DynamoDB's TTL process made the record: its ``userIdentity`` is the service dynamodb.amazonaws.com.
+
+    botocore returns the members as the service model names them (``Type``, ``PrincipalId``: GetRecords'
+    wire JSON); AWS's TTL page and Lambda's stream events write them ``type`` and ``principalId``. Both count.
+    """
+    identity = record.get("userIdentity") or {}
+    kind = identity.get("Type", identity.get("type"))
+    principal = identity.get("PrincipalId", identity.get("principalId"))
+    return (kind, principal) == TTL_IDENTITY
+
+
 def to_change(record: dict[str, Any]) -> Change:
     """A stream record as a Change (ApproximateCreationDateTime in µs; TTL deletions flagged)."""
     data = record["dynamodb"]
     moment = data.get("ApproximateCreationDateTime")
     time_us = int(moment.timestamp() * 1_000_000) if hasattr(moment, "timestamp") else int(float(moment or 0) * 1e6)
-    identity = record.get("userIdentity") or {}
-    ttl = identity.get("type") == "Service" and identity.get("principalId") == "dynamodb.amazonaws.com"
+    ttl = is_ttl_delete(record)
     old, new = data.get("OldImage"), data.get("NewImage")
     return Change(data["Keys"], old, new, record.get("eventName") or kind_of_change(old, new), time_us,
                   data.get("SequenceNumber", ""), ttl)
@@ -172,6 +186,21 @@ def to_change(record: dict[str, Any]) -> Change:
 
 def _error_code(error: Exception) -> str:
     return str((getattr(error, "response", None) or {}).get("Error", {}).get("Code", ""))
+
+
+def require_streams_api(streams: Any) -> None:
+    """Refuse a Streams endpoint that has no Streams API at all (dynalite answers UnknownOperationException)."""
+    try:
+        streams.list_streams(Limit=1)
+    except Exception as error:
+        if _error_code(error) != "UnknownOperationException":
+            return  # whatever else is wrong shows where the stream itself is read
+        from .service_errors import redact
+
+        raise UsageError(f"{redact(str(streams.meta.endpoint_url))} does not serve DynamoDB Streams (dynalite has "
+                         "none), so the tail has no stream to read", "run the local servers with moto (`ddb2bt local "
+                         "up --dynamodb moto`), or point AWS_ENDPOINT_URL_DYNAMODB_STREAMS at the server holding the "
+                         "table's stream") from None
 
 
 @dataclass
@@ -200,6 +229,7 @@ class TailRun:
         stream_arn = description.get("LatestStreamArn")
         view = (description.get("StreamSpecification") or {}).get("StreamViewType")
         if not stream_arn or not (description.get("StreamSpecification") or {}).get("StreamEnabled", True):
+            require_streams_api(self.streams)
             raise UsageError(f"table {self.table} has no DynamoDB stream",
                              "enable one with view NEW_AND_OLD_IMAGES (it must exist since the backfill started)")
         if view != "NEW_AND_OLD_IMAGES":
@@ -342,14 +372,13 @@ class TailRun:
 
 
 def make_streams_client(settings: Any) -> Any:
-    """A ``dynamodbstreams`` client with the same endpoint, region, profile and retries as the DynamoDB one."""
-    import os
-
-    import boto3
+    """A ``dynamodbstreams`` client with the DynamoDB client's region, profile and timeouts; its endpoint follows the
+    DynamoDB one where that is local (:func:`ddb2bt.pipelines.aws.endpoint_for`)."""
     from botocore.config import Config
+
+    from .aws import aws_client
 
     config = Config(retries={"mode": "standard", "total_max_attempts": settings.max_attempts},
                     connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout)
-    region = settings.region or os.environ.get("AWS_REGION") or None
-    session = boto3.session.Session(profile_name=settings.profile, region_name=region)
-    return session.client("dynamodbstreams", endpoint_url=settings.endpoint_url, config=config)
+    return aws_client("dynamodbstreams", endpoint_url=settings.endpoint_url, region=settings.region,
+                      profile=settings.profile, config=config)

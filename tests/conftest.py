@@ -23,12 +23,19 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.servers)
 
 
+NET = "http://127.0.0.1:9"
+"""A closed port: an AWS client that escaped the project's endpoint rule fails here at once instead of reaching AWS."""
+
+
 @pytest.fixture(autouse=True)
 def fake_aws_env(monkeypatch):
-    """Fake AWS credentials and no profile for every test, so nothing ever signs for a real account."""
+    """Fake AWS credentials and no profile for every test, so nothing ever signs for a real account; and the net:
+    every AWS client without an endpoint of its own goes to a closed local port (AWS_ENDPOINT_URL)."""
     for key, value in local_servers.FAKE_AWS_ENV.items():
         monkeypatch.setenv(key, value)
-    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", NET)
+    for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_ENDPOINT_URL_DYNAMODB",
+                "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_STS"):
         monkeypatch.delenv(key, raising=False)
 
 

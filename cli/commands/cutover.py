@@ -79,7 +79,8 @@ def tail(spec: SpecArg, run_dir: RunDir,
 
     result = cutover.tail(spec, dataclasses.replace(options, run_dir=run_dir), until_idle_s=until_idle,
                           max_seconds=max_seconds, poll_s=poll_seconds)
-    _echo([f"tail stopped after {result.seconds:.1f} s: {_counters(result.counters)}",
+    _echo([f"tail stopped after {result.seconds:.1f} s: {_counters(result.counters)}; "
+           f"{result.counters.get('ttl_deletes', 0)} of them deletes by DynamoDB's TTL",
            f"{plural(len(result.shards), 'shard')}, {sum(s['done'] for s in result.shards.values())} finished; "
            f"dead letters: {result.dead_letter} ({result.dead_letter_lines} lines)"]
           + [f"PROBLEM: {problem}" for problem in result.problems])

@@ -2,7 +2,7 @@
 
 import boto3
 import pytest
-from moto import mock_aws
+from tests.aws_mock import mock_aws
 from typer.testing import CliRunner
 
 from ddb2bt.cli.main import app

@@ -62,8 +62,10 @@ def test_up_migrate_down(folder, invoke, monkeypatch, tmp_path):
     exported = apply_exports(up.stdout, monkeypatch)
     assert "AWS_PROFILE" not in os.environ
     assert "cbt -project ddb2bt-local -instance ddb2bt-local ls" in up.stderr
-    assert set(exported) == {"BIGTABLE_EMULATOR_HOST", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ACCESS_KEY_ID",
-                             "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_REGION"}
+    assert set(exported) == {"BIGTABLE_EMULATOR_HOST", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
+                             "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
+                             "AWS_REGION"}
+    assert "unset AWS_IGNORE_CONFIGURED_ENDPOINT_URLS" in up.stdout.splitlines()
     assert "table Videos: 9 items" in up.stderr and "ddb2bt init --template single-table" in up.stderr
     state = local.status(folder)
     assert state is not None and all(local.alive(pid) for pid in pids(state))
@@ -132,3 +134,61 @@ def test_unknown_dynamodb_server_is_a_usage_error(invoke, tmp_path):
     assert result.stderr.startswith("error: Invalid value for '--dynamodb': 'dynamodb-local' is not one of 'moto', "
                                     "'dynalite'.")
     assert not (tmp_path / "state.json").exists()
+
+
+def test_tail_after_local_up_needs_no_other_flag(folder, tmp_path, monkeypatch):
+    """The shell of `eval "$(ddb2bt local up)"` and nothing else: init, migrate, then `tail SPEC --run-dir R` follows
+    the seed table's stream on moto (AWS_ENDPOINT_URL=http://127.0.0.1:9, the tests' net, is not in that shell)."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import boto3
+
+    ddb2bt = str(Path(sys.executable).parent / "ddb2bt")
+    shell = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    up = subprocess.run([ddb2bt, "local", "up", "--dir", str(folder)], env=shell, capture_output=True, text=True,
+                        timeout=180)
+    assert up.returncode == 0, up.stderr
+    exported = apply_exports(up.stdout, monkeypatch)  # this test's own reads and writes go where the shell's do
+    assert exported["AWS_ENDPOINT_URL_DYNAMODB_STREAMS"] == exported["AWS_ENDPOINT_URL_DYNAMODB"] == \
+        exported["AWS_ENDPOINT_URL"]
+    shell.update(exported)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([ddb2bt, *args], env=shell, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    assert run("init", "--template", "single-table", "-o", "videos.yaml").returncode == 0
+    migrated = run("migrate", "videos.yaml", "--run-dir", "run", "--yes")
+    assert migrated.returncode == 0, migrated.stderr
+    spec = load_spec(tmp_path / "videos.yaml")
+    client = boto3.client("dynamodb")  # the exported variables only
+    table = spec.source.table
+
+    def items() -> list[dict]:
+        return [item for page in client.get_paginator("scan").paginate(TableName=table) for item in page["Items"]]
+
+    before = items()
+    key_names = [name for name in (spec.source.partition_key, spec.source.sort_key) if name]
+    client.delete_item(TableName=table, Key={name: before[0][name] for name in key_names})
+    changed = dict(before[1])
+    for name, value in changed.items():
+        if name not in key_names and "S" in value:
+            changed[name] = {"S": value["S"] + " (changed)"}
+    client.put_item(TableName=table, Item=changed)
+    want = expected_cells(spec, items())
+    assert read_cells(spec.target) != want
+
+    tail = subprocess.Popen([ddb2bt, "tail", "videos.yaml", "--run-dir", "run"], env=shell, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while read_cells(spec.target) != want and tail.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert tail.poll() is None, tail.communicate()
+        assert read_cells(spec.target) == want
+    finally:
+        tail.send_signal(signal.SIGINT)  # Ctrl-C: how a tail is stopped
+        out, err = tail.communicate(timeout=60)
+    assert tail.returncode == 130 and "Traceback" not in err, (out, err)  # 130: interrupted

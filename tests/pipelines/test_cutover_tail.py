@@ -19,6 +19,7 @@ from ddb2bt.pipelines.stream_tail import StreamRetentionError
 
 from .cells import expected_cells, read_cells
 from .cutover_workload import make_spec, random_item, random_keys
+from .stream_wire import wire_error
 
 
 def create_streamed_table(endpoint: str, name: str) -> object:
@@ -87,7 +88,8 @@ def test_tail_applies_live_changes_and_a_redelivery_changes_nothing(bigtable_env
 
 
 class ExpiringOnce:
-    """The real streams client, except that the first GetRecords answers ExpiredIteratorException."""
+    """The real streams client, except that the first GetRecords answers ExpiredIteratorException (as the wire
+    carries it, parsed by botocore)."""
 
     def __init__(self, client) -> None:
         self._client, self.expired = client, 0
@@ -98,10 +100,7 @@ class ExpiringOnce:
     def get_records(self, **kwargs):
         if not self.expired:
             self.expired += 1
-            from botocore.exceptions import ClientError
-
-            raise ClientError({"Error": {"Code": "ExpiredIteratorException", "Message": "Iterator expired"}},
-                              "GetRecords")
+            raise wire_error("GetRecords", "ExpiredIteratorException", "Iterator expired")
         return self._client.get_records(**kwargs)
 
 
@@ -137,16 +136,16 @@ class Trimmed:
 
     def __init__(self, client, call: str) -> None:
         self._client, self._call, self.raised = client, call, 0
+        self._operation = "".join(part.title() for part in call.split("_"))
 
     def __getattr__(self, name):
         if name != self._call:
             return getattr(self._client, name)
 
         def trimmed(**kwargs):
-            from botocore.exceptions import ClientError
-
             self.raised += 1
-            raise ClientError({"Error": {"Code": "TrimmedDataAccessException", "Message": "trimmed"}}, name)
+            raise wire_error(self._operation, "TrimmedDataAccessException", "Attempted to access data that has been "
+                             "trimmed")
 
         return trimmed
 

@@ -17,7 +17,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from botocore.exceptions import ClientError
 from hypothesis import given
 from hypothesis import strategies as st
-from moto import mock_aws
+from tests.aws_mock import mock_aws
 
 from ddb2bt.mappers.spec import SourceSpec
 from ddb2bt.mappers.plan import SourceDescription

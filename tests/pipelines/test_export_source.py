@@ -13,7 +13,7 @@ import pytest
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
-from moto import mock_aws
+from tests.aws_mock import mock_aws
 
 from ddb2bt.pipelines.export_source import (
     ExportError,

@@ -4,7 +4,7 @@ import os
 
 import boto3
 from apache_beam.io.filesystems import FileSystems
-from moto import mock_aws
+from tests.aws_mock import mock_aws
 
 from ddb2bt.mappers.spec import SourceSpec
 from ddb2bt.pipelines.sources import read_items
