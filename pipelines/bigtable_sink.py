@@ -27,7 +27,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from ..mappers.results import MappedRow
 from ..mappers.units import duration_text
-from .batches import SegmentDone
+from .batches import Barrier
 from .metrics import NAMESPACE, ReasonCounters, letter_reason
 from .bigtable_entries import to_mutation_entry
 from .progress import reporter
@@ -381,11 +381,12 @@ class _WriteFn(beam.DoFn):
             yield element
             return
         pairs: Iterable[tuple[MappedRow, dict]]
-        if isinstance(element, list) and not isinstance(element, SegmentDone):
+        if isinstance(element, list) and not isinstance(element, Barrier):
             pairs = element
         elif isinstance(element, tuple) and len(element) == 2 and isinstance(element[0], MappedRow):
             pairs = (element,)
-        else:  # a barrier, e.g. a scan segment's "done" marker: passed on once everything before it is stored
+        else:  # a barrier (a scan segment's "done" marker or page savepoint): passed on once everything before it is
+            # stored
             yield from self._close()
             yield element
             return

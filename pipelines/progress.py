@@ -28,7 +28,7 @@ from pathlib import Path
 PROGRESS_DIR = "progress"
 STOP_FILE = "STOP"
 WRITE_SECONDS = 0.5
-FIELDS = ("items_read", "bytes_read", "rows_written", "cells_written", "bytes_written", "dead_lettered", "skipped")
+FIELDS = ("items_read", "pages_read", "bytes_read", "rows_written", "cells_written", "bytes_written", "dead_lettered", "skipped")
 
 
 class RunInterrupted(Exception):
