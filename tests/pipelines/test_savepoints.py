@@ -15,13 +15,18 @@ import time
 import uuid
 from pathlib import Path
 
+import apache_beam as beam
 import boto3
 import pytest
 import yaml
+from apache_beam.testing.util import assert_that, equal_to
 
-from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.mappers.results import Cell, MappedRow
+from ddb2bt.mappers.spec import MappingSpec, TargetSpec
 from ddb2bt.pipelines import checkpoint as ckpt
 from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.batches import Batch, SegmentAt, SegmentDone
+from ddb2bt.pipelines.bigtable_sink import WriteToBigtable, ensure_table
 from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 from ddb2bt.pipelines.dynamodb_scan import scan_pages
 
@@ -139,3 +144,35 @@ def test_an_unreadable_savepoint_counts_as_none(tmp_path):
     ckpt.save_position(str(tmp_path), 5, {"pk": {"S": "a"}, "n": {"N": "12345678901234567890123456789012345678"}})
     assert ckpt.saved_positions(str(tmp_path)) == {
         5: {"pk": {"S": "a"}, "n": {"N": "12345678901234567890123456789012345678"}}}
+
+
+class _StoredWhenSeen(beam.DoFn):
+    """Downstream of the writer: for each savepoint, whether every row of the pages before it is in Bigtable now."""
+
+    def __init__(self, target: TargetSpec, pages: list[list[bytes]]) -> None:
+        self._target, self._pages = target, pages
+
+    def process(self, element):
+        if isinstance(element, SegmentAt):
+            stored = set(read_cells(self._target))
+            upto = int(element.key["sk"]["S"])
+            yield ("at", upto, all(key in stored for page in self._pages[: upto + 1] for key in page))
+        elif isinstance(element, SegmentDone):
+            yield ("done", element.segment, len(read_cells(self._target)))
+
+
+def test_the_writer_passes_a_savepoint_on_only_once_the_pages_before_it_are_stored(bigtable_env):
+    """Pages of rows, each followed by its savepoint, then the segment's end: each savepoint comes out of the writer
+    after its page's rows are stored (and in order), the end after every row."""
+    target = TargetSpec.model_validate({"table": f"w{uuid.uuid4().hex[:12]}", "families": {"d": None}})
+    ensure_table(target)
+    pages = [[f"p{page}-r{row:03d}".encode() for row in range(150)] for page in range(5)]
+    stream = []
+    for number, keys in enumerate(pages):
+        stream.append(Batch([(MappedRow(key, (Cell("d", b"q", 1000, b"v" * 100),), "e"), {}) for key in keys]))
+        stream.append(SegmentAt(0, {"sk": {"S": str(number)}}))
+    stream.append(SegmentDone(0))
+    with beam.Pipeline() as p:
+        out = (p | beam.Create([stream]) | beam.FlatMap(lambda elements: elements)
+               | WriteToBigtable(target) | beam.ParDo(_StoredWhenSeen(target, pages)))
+        assert_that(out, equal_to([("at", n, True) for n in range(5)] + [("done", 0, 750)]))
