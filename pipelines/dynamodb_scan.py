@@ -440,7 +440,7 @@ class _ScanSegmentFn(beam.DoFn):
         for page in read_ahead(pages):
             self._pages.inc()
             if self._progress is not None:
-                self._progress.add({"pages_read": 1}, check_stop=False)
+                self._progress.count({"pages_read": 1})
             self._items.inc(len(page.items))
             if page.retries:
                 self._retries.inc(page.retries)

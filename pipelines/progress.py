@@ -67,6 +67,12 @@ class Reporter:
         if check_stop and self.stopping:
             raise RunInterrupted("stop requested")
 
+    def count(self, counts: dict[str, int]) -> None:
+        """Add ``counts`` without writing: they go out with the next :meth:`add` that writes (e.g. Scan pages, counted
+        just before the map step adds the page's items, which should not wait a write interval for them)."""
+        with self._lock:
+            self.totals.update(counts)
+
     def flush(self) -> None:
         with self._lock:
             self._write()

@@ -16,16 +16,9 @@ from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_
 
 pytestmark = pytest.mark.servers
 
+from ..app.test_errors import SPEC  # a one-family spec for a table on a local endpoint
+
 ITEMS, SAMPLE = 300, 100
-SPEC = """\
-source: {{table: {table}, endpoint_url: "{endpoint}", region: us-east-1}}
-target: {{table: {table}, families: {{f: {{max_versions: 1}}}}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: item
-    row_key: "{{pk}}"
-    columns: [{{attribute: v, family: f}}]
-"""
 
 
 def loaded(endpoint: str, table: str, tmp_path) -> str:
