@@ -73,8 +73,9 @@ def saved_key(run_dir: Path) -> dict | None:
 @pytest.mark.slow
 @pytest.mark.parametrize("beam_args", [
     ("--direct_running_mode=in_memory",),
+    ("--direct_running_mode=multi_threading", "--direct_num_workers=2"),
     ("--direct_running_mode=multi_processing", "--direct_num_workers=2"),
-], ids=["in_memory", "multi_processing"])
+], ids=["in_memory", "multi_threading", "multi_processing"])
 def test_kill_9_at_half_of_a_one_segment_table_then_resume_reads_again_at_most_two_pages(
         bigtable_env, paged_source, tmp_path, beam_args):
     endpoint, table, items, pages = paged_source
