@@ -64,6 +64,8 @@ class PreparedRun:
     expected_from: str = ""
     segments_done: int = 0
     """Segments a resumed run has already stored."""
+    segments_part_way: int = 0
+    """Segments a resumed scan continues from a savepoint (their pages up to it are stored)."""
     found_run_dir: bool = False
     """--resume without --run-dir: ``run_dir`` is the latest run of this spec under runs/."""
 
@@ -205,6 +207,9 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
             from ..pipelines.dynamodb_scan import choose_total_segments
 
             total = choose_total_segments(source.size_bytes if source else 0)
+            if source is not None and not source.size_bytes:
+                assumptions.append(f"{total} scan segments: DescribeTable reports no size yet (it refreshes about "
+                                   "every six hours); pass --total-segments to choose")
     if not run_dir:
         run_dir = runs.latest_run(ckpt.spec_hash(spec))
     dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
@@ -246,9 +251,9 @@ def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResul
     """
     folder = runs.live_folder(prepared)
     runs.reset_live(folder)
-    completed, now_ms, sample = _before_pipeline(prepared, create_table)
+    completed, now_ms, sample, start_keys = _before_pipeline(prepared, create_table)
     try:
-        result = _run(prepared, completed, now_ms, sample, progress_dir=folder)
+        result = _run(prepared, completed, now_ms, sample, progress_dir=folder, start_keys=start_keys)
     except Exception as error:
         if folder is not None and runs.stop_requested(folder):
             return runs.ended_early(prepared, MigrateResult(prepared, INTERRUPTED_STATE), folder)
@@ -274,8 +279,10 @@ def request_stop(prepared: PreparedRun) -> None:
     runs.stop(runs.live_folder(prepared))
 
 
-def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int], int, list[dict] | None]:
-    """The target probed and created, the checkpoint started, a --sample read: (segments done, "now", sample)."""
+def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int], int, list[dict] | None,
+                                                                   dict[int, dict]]:
+    """The target probed and created, the checkpoint started, a --sample read: (segments done, "now", sample,
+    segment -> ExclusiveStartKey of the scan segments a resumed run continues part way)."""
     from ..pipelines import checkpoint as ckpt
     from ..pipelines.bigtable_sink import ensure_table
     from ..pipelines.dead_letters import check_dead_letter_destination
@@ -284,6 +291,7 @@ def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int]
 
     spec, options = p.spec, p.options
     completed: frozenset[int] = frozenset()
+    start_keys: dict[int, dict] = {}
     now_ms = p.now_ms
     if not p.dry_run:
         probe_target(spec.target)  # a dead Bigtable fails here, in seconds
@@ -292,16 +300,18 @@ def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int]
             checkpoint = ckpt.Checkpoint.start(p.run_dir, ckpt.spec_hash(spec), p.total_segments, p.source,
                                                options.resume, now_ms=p.now_ms, export=not p.scanning)
             completed = checkpoint.completed() if options.resume else frozenset()
+            if options.resume and p.scanning:
+                start_keys = ckpt.saved_positions(p.run_dir)
             now_ms = checkpoint.now_ms or now_ms  # a resumed run keeps the first attempt's "now": no second versions
         ensure_table(spec.target, create=create_table)
     sample = None
     if options.sample is not None:  # a trial run: the first N items, no checkpoint
         sample = [] if p.dry_run else read_items(spec.source, options.sample)
-    return completed, now_ms, sample
+    return completed, now_ms, sample, start_keys
 
 
 def _run(p: PreparedRun, completed: frozenset[int], now_ms: int, sample: list[dict] | None, *,
-         progress_dir: str | None) -> MigrateResult:
+         progress_dir: str | None, start_keys: dict[int, dict] | None = None) -> MigrateResult:
     import apache_beam as beam
 
     from ..pipelines.options import concurrent_segments
@@ -313,7 +323,7 @@ def _run(p: PreparedRun, completed: frozenset[int], now_ms: int, sample: list[di
                    total_segments=p.total_segments, completed=completed, flow=options.flow_control(),
                    sample=sample, now_ms=now_ms, max_dead_letters=options.dead_letter_limit(),
                    segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
-                   progress_dir=progress_dir)
+                   progress_dir=progress_dir, start_keys=start_keys)
     if p.dry_run:
         return MigrateResult(p, "DRY_RUN", stages=pipeline_stages(pipeline), staged_package=_staged_package(p.pipeline_options))
     result = pipeline.run()  # a local runner runs the whole pipeline here

@@ -89,4 +89,5 @@ def plan_against_target(spec: MappingSpec | str | Path, sample: int, options: Ru
     ok = not the_plan.has_errors and not diff.blocking
     keyed = with_source_keys(resolved, the_plan.source)
     return TargetPlan(the_plan, diff, reviewed(keyed, the_plan.source, diff, ok=ok,
-                                               estimated_items=the_plan.estimates.items))
+                                               estimated_items=None if the_plan.estimates.lower_bound
+                                               else the_plan.estimates.items))  # never a total it does not know

@@ -51,7 +51,7 @@ def before_run(spec: MappingSpec, options: RunOptions, source: SourceDescription
     """The PreparedRun fields that say what the run will do: the target read (refused if migrate would refuse it),
     the items to expect and the segments (an export's data files) already stored. A dry run reads nothing."""
     from ..pipelines.bigtable_sink import mismatch_error
-    from ..pipelines.checkpoint import Checkpoint, completed_segments, spec_hash
+    from ..pipelines.checkpoint import Checkpoint, completed_segments, saved_positions, spec_hash
     from .target_diff import diff_target
 
     found = {"source_description": source, "found_run_dir": bool(options.resume and not options.run_dir)}
@@ -64,9 +64,11 @@ def before_run(spec: MappingSpec, options: RunOptions, source: SourceDescription
     if diff.blocking:
         raise mismatch_error(spec.target, diff.comparison)
     done = completed_segments(run_dir) if resumable and options.resume else frozenset()
+    scanning = spec.source.export is None and options.sample is None
+    part_way = len(saved_positions(run_dir)) if scanning and resumable and options.resume else 0
     expected, basis = _expected_items(spec, options, source, total_segments, done, pipeline_options)
     return {**found, "target_diff": diff, "expected_items": expected, "expected_from": basis,
-            "segments_done": len(done)}
+            "segments_done": len(done), "segments_part_way": part_way}
 
 
 def _expected_items(spec: MappingSpec, options: RunOptions, source: SourceDescription | None, total: int,
@@ -175,6 +177,13 @@ def segments_done(run_dir: str) -> int:
     return len(completed_segments(run_dir))
 
 
+def segments_part_way(run_dir: str) -> int:
+    """Scan segments not done whose savepoint says where they go on."""
+    from ..pipelines.checkpoint import saved_positions
+
+    return len(saved_positions(run_dir))
+
+
 def ended_early(prepared: PreparedRun, result: MigrateResult, folder: str | None) -> MigrateResult:
     """The result of a local run that ended before its end, stopped on request or failed (``result.error``):
     what was done (the live totals of every process), its dead letters so far joined into one file, the segments
@@ -194,6 +203,10 @@ def ended_early(prepared: PreparedRun, result: MigrateResult, folder: str | None
         result.segments_done = segments_done(prepared.run_dir)
         stored = (f"{result.segments_done} of {prepared.total_segments} "
                   f"{'scan segments' if prepared.scanning else 'export data files'} stored")
+        part_way = segments_part_way(prepared.run_dir) if prepared.scanning else 0
+        if part_way:
+            stored += (f", {part_way} more stored up to a savepoint (--resume goes on from there, reading again at "
+                       "most the pages that were in flight)")
     if result.error is not None:
         result.problems = [result.error.one_line()]
     elif stored:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterable
 from rich.console import Console
 from rich.text import Text
 
-from ..mappers.plan import PREVIEW_CHARS, extrapolation, shorten
+from ..mappers.plan import PREVIEW_CHARS, extrapolation, shorten, source_count_text
 from ..mappers.units import human_duration as _duration, human_size as _size, human_units as _units, plural
 
 if TYPE_CHECKING:
@@ -147,22 +147,25 @@ def estimate_lines(plan: MigrationPlan) -> list[str]:
     """The estimates with their basis: where items and size come from, and whether figures are extrapolated."""
     e, source = plan.estimates, plan.source
     scaled, _ = extrapolation(plan)
+    least = "at least " if e.lower_bound else ""
     if e.table_bytes_from == "DescribeTable":
         size = f"{_size(e.table_bytes)} (DescribeTable)"
+    elif e.lower_bound:
+        size = f"at least {_size(e.table_bytes)} (the sampled items' size)"
     else:
         reported = f"; DescribeTable reports {_size(source.size_bytes)}" if source is not None else ""
         size = f"{_size(e.table_bytes)} (the sample's average item × {e.items:,} items{reported})"
     if e.read_units_per_second is None:
         scan = "an export: no read capacity consumed"
     else:
-        scan = (f"{_units(e.scan_read_units)} RCU at {_units(e.read_units_per_second)} RCU/s, "
-                f"~{_duration(e.scan_seconds)}")
+        scan = (f"{least}{_units(e.scan_read_units)} RCU at {_units(e.read_units_per_second)} RCU/s, "
+                f"{least}~{_duration(e.scan_seconds)}")
     return [
         f"estimates ({scaled}):",
-        f"  source: {e.items:,} items (from {e.items_from}), {size}",
+        f"  source: {source_count_text(plan)}, {size}",
         f"  scan: {scan}",
-        f"  target: ~{e.target_rows:,} rows, {e.target_cells:,} cells, {_size(e.target_bytes)}; "
-        f"{plural(e.suggested_nodes, 'node')} to write in {e.target_write_hours:g} h (bound by {e.node_basis})",
+        f"  target: {least}~{e.target_rows:,} rows, {e.target_cells:,} cells, {_size(e.target_bytes)}; "
+        f"{least}{plural(e.suggested_nodes, 'node')} to write in {e.target_write_hours:g} h (bound by {e.node_basis})",
     ]
 
 

@@ -1,8 +1,9 @@
 """Progress on stderr for the long steps, so stdout stays clean for the results (and `--format json`).
 
 A local migration runs in a thread while this one shows what it has done, read from the run's
-live totals (see :mod:`ddb2bt.pipelines.progress`): items read out of the expected count, rows,
-cells and bytes written, the rate and an ETA, scan segments stored. On a terminal that is a bar;
+live totals (see :mod:`ddb2bt.pipelines.progress`): items read out of the expected count (or, when
+no total is known, just the items and Scan pages read, never a share of a guess), rows, cells and
+bytes written, the rate and an ETA, scan segments stored. On a terminal that is a bar;
 otherwise (CI logs, pipes) a plain line every ``DDB2BT_PROGRESS_SECONDS`` (10 by default).
 
 Ctrl-C asks the run to stop at its next batch and waits for it (the writer flushes and closes);
@@ -149,9 +150,18 @@ class Snapshot:
 
     def text(self) -> str:
         t = self.totals
-        items = f"{t.get('items_read', 0):,}" + (f"/{self.expected:,}" if self.expected else "")
-        parts = [f"{items} items read", f"{t.get('rows_written', 0):,} rows ({t.get('cells_written', 0):,} cells, "
-                 f"{human_size(t.get('bytes_written', 0))}) written"]
+        read = t.get("items_read", 0)
+        if self.expected and read <= self.expected:
+            items = f"{read:,}/{self.expected:,} items read"
+        elif self.expected:  # the expected count was an estimate (DescribeTable's lags): no share of it
+            items = f"{read:,} items read (more than the {self.expected:,} expected)"
+        else:  # no known total: what was read, never a share of a guess
+            items = f"{read:,} items read"
+        parts = [items]
+        if t.get("pages_read"):
+            parts.append(f"{t['pages_read']:,} page{'s' * (t['pages_read'] != 1)}")
+        parts.append(f"{t.get('rows_written', 0):,} rows ({t.get('cells_written', 0):,} cells, "
+                     f"{human_size(t.get('bytes_written', 0))}) written")
         if t.get("dead_lettered"):
             parts.append(f"{t['dead_lettered']:,} dead-lettered")
         parts.append(f"{self.rate:,.0f} items/s" if self.rate is not None else "- items/s")
@@ -350,7 +360,7 @@ class _Board:
 
         snap = self.snap
         items = snap.totals.get("items_read", 0) if snap else 0
-        expected = snap.expected if snap else None
+        expected = snap.expected if snap and snap.expected and items <= snap.expected else None  # else a pulse
         head = Table.grid(padding=(0, 1))
         what = "stopping… (Ctrl-C again: quit now)" if self.stopping else self.label
         share = f"{min(items / expected, 1):.0%}" if expected else ""

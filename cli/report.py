@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from ddb2bt.mappers.folded import FoldedRow
-from ddb2bt.mappers.plan import AttributePreview, ExampleRow, MigrationPlan, extrapolation, shorten
+from ddb2bt.mappers.plan import AttributePreview, ExampleRow, MigrationPlan, extrapolation, shorten, source_count_text
 from ddb2bt.mappers.sample import SizeStats
 from ddb2bt.mappers.units import human_duration, human_size, human_units
 
@@ -177,7 +177,7 @@ def _source(plan: MigrationPlan) -> list[Block]:
     if source:
         rows += [
             ("Key types", ", ".join(f"{k}: {t}" for k, t in source.key_types.items()) or "unknown"),
-            ("Items (approx.)", f"{source.item_count:,}"),
+            ("Items (approx.)", source_count_text(plan) if plan.estimates.lower_bound else f"{source.item_count:,}"),
             ("Size (approx.)", _source_size(plan)),
             ("Billing", source.billing_mode + (f", {source.read_capacity:,} RCU" if source.read_capacity else "")),
             ("Stream", source.stream_view_type or "disabled"),
@@ -207,6 +207,8 @@ def _source_size(plan: MigrationPlan) -> str:
     reported = f"{size(source.size_bytes)} (DescribeTable, refreshed about every 6 h)"
     if source.size_bytes == e.table_bytes:
         return reported
+    if e.lower_bound:
+        return f"{reported}; at least {size(e.table_bytes)}, the sampled items' size"
     return f"{reported}; the estimates use {size(e.table_bytes)}: the sample's average item × {e.items:,} items"
 
 
@@ -310,19 +312,22 @@ def _estimates(plan: MigrationPlan) -> list[Block]:
     scaled, sentence = extrapolation(plan)
     size_basis = ("DescribeTable" if e.table_bytes_from == "DescribeTable" else "the sample's average item × items"
                   if e.items_from == "DescribeTable" else "the sample")
+    least = "at least " if e.lower_bound else ""  # the count is unknown: the sample's figures are lower bounds
     rows = (
-        ("Items", f"{e.items:,}", "DescribeTable (approximate)" if e.items_from == "DescribeTable" else "the sample"),
+        ("Items", f"{least}{e.items:,}", "DescribeTable (approximate)" if e.items_from == "DescribeTable"
+         else "the sample (DescribeTable reports 0)" if e.lower_bound else "the sample"),
         ("Average item size", size(e.average_item_bytes), "table size ÷ items" if size_basis == "DescribeTable"
          else "the sample"),
-        ("Table size", size(e.table_bytes), size_basis),
-        ("Read capacity the scan consumes", f"{units(e.scan_read_units)} RCU", "table size ÷ 4 KiB per read unit"),
+        ("Table size", least + size(e.table_bytes), size_basis),
+        ("Read capacity the scan consumes", f"{least}{units(e.scan_read_units)} RCU", "table size ÷ 4 KiB per read unit"),
         ("Scan rate at the read budget", f"{units(e.read_units_per_second)} RCU/s" if e.read_units_per_second
          else "n/a (export)", "read budget × the table's RCU"),
-        ("Scan duration", duration(e.scan_seconds), "read units ÷ rate"),
-        ("Bigtable rows / mutation entries", f"{e.target_rows:,} / {e.target_writes:,}", scaled),
-        ("Bigtable cells", f"{e.target_cells:,}", scaled),
-        ("Bigtable data", size(e.target_bytes), scaled),
-        (f"Suggested nodes to write in {e.target_write_hours:g} h", str(e.suggested_nodes), f"bound by {e.node_basis}"),
+        ("Scan duration", least + duration(e.scan_seconds), "read units ÷ rate"),
+        ("Bigtable rows / mutation entries", f"{least}{e.target_rows:,} / {e.target_writes:,}", scaled),
+        ("Bigtable cells", f"{least}{e.target_cells:,}", scaled),
+        ("Bigtable data", least + size(e.target_bytes), scaled),
+        (f"Suggested nodes to write in {e.target_write_hours:g} h", least + str(e.suggested_nodes),
+         f"bound by {e.node_basis}"),
     )
     return [Heading(2, "Estimates", "estimates"), Para(sentence), Table(("Figure", "Estimate", "Basis"), rows), Bullets(e.assumptions)]
 

@@ -149,6 +149,10 @@ class Estimates(BaseModel):
     table_bytes: int
     table_bytes_from: Literal["DescribeTable", "sample"] = "sample"
     """DescribeTable's size, or the sample's average item x items (DescribeTable reports 0, or no table)."""
+    lower_bound: bool = False
+    """DescribeTable reports 0 items while the sample found some (its counts lag up to about six hours behind a load):
+    the table's count is unknown, and ``items`` (the sample) and every figure derived from it (size, read units, scan
+    time, target rows, cells, bytes, nodes) are lower bounds."""
     scan_read_units: float
     """Read capacity units the whole scan consumes (0 when reading an export)."""
     read_units_per_second: float | None
@@ -197,8 +201,12 @@ def estimate(
     from_export: bool = False,
     target_write_hours: float = 4.0,
 ) -> Estimates:
-    """Extrapolate the sample to the whole table; `item_count`/`size_bytes` come from DescribeTable when known."""
+    """Extrapolate the sample to the whole table; `item_count`/`size_bytes` come from DescribeTable when known.
+
+    ``item_count`` 0 (DescribeTable was asked and reports none) with a sample that found items: the count is unknown,
+    and the figures are the sample's own, lower bounds (``lower_bound``); None: no table was described (an export)."""
     sampled = len(sample.items) or 1
+    lower_bound = item_count == 0 and bool(sample.items) and not from_export
     items = item_count if item_count else len(sample.items)
     average = (size_bytes / items) if (size_bytes and items) else (sum(sample.item_sizes) / sampled)
     table_bytes = size_bytes if size_bytes else round(average * items)
@@ -206,6 +214,10 @@ def estimate(
     assumptions = [
         "DynamoDB's ItemCount and TableSizeBytes are refreshed about every six hours: approximate."
         if item_count
+        else (f"The table's item count is unknown: DescribeTable reports 0 (its counts are refreshed about every six "
+              f"hours, so a freshly loaded table shows 0). The table holds at least the {len(sample.items):,} sampled "
+              "items, and every figure here is a lower bound.")
+        if lower_bound
         else "No DescribeTable numbers: the sample is taken to be the whole table.",
         f"Target figures extrapolate the {len(sample.items)}-item sample linearly; rows shared by many items "
         "(single-table designs) make the distinct-row figure a lower bound.",
@@ -248,6 +260,7 @@ def estimate(
         average_item_bytes=average,
         table_bytes=table_bytes,
         table_bytes_from="DescribeTable" if size_bytes else "sample",
+        lower_bound=lower_bound,
         scan_read_units=read_units,
         read_units_per_second=rate,
         scan_seconds=seconds,

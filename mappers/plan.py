@@ -145,6 +145,11 @@ class MigrationPlan(_Frozen):
 def extrapolation(plan: MigrationPlan) -> tuple[str, str]:
     """(what the sample-based figures are, one sentence saying so): counted, or extrapolated by how much."""
     e, sampled = plan.estimates, plan.sample.items
+    if e.lower_bound:
+        return "the sample: lower bounds", (
+            f"The table's item count is unknown: DescribeTable reports 0 (its counts are refreshed about every 6 hours, "
+            f"so a freshly loaded table shows 0). The table holds at least the {sampled:,} sampled items; these figures "
+            "are the sample's own, lower bounds.")
     if e.items_from == "sample":
         return "the sample", (f"No DescribeTable numbers (an export, or a table not described): the {sampled} sampled "
                               "items are taken to be the whole table, so these figures are the sample's own.")
@@ -154,6 +159,15 @@ def extrapolation(plan: MigrationPlan) -> tuple[str, str]:
     return f"extrapolated ×{e.items / max(sampled, 1):,.1f}", (
         f"Extrapolated from a sample: the {sampled:,} sampled items are scaled to the {e.items:,} items DescribeTable "
         f"reports (×{e.items / max(sampled, 1):,.1f}). Rows shared by many items make the row count a lower bound.")
+
+
+def source_count_text(plan: MigrationPlan) -> str:
+    """How many items the source holds, as far as anyone knows (the plan's and the report's words)."""
+    e = plan.estimates
+    if e.lower_bound:
+        return (f"at least {e.items:,} items (the sample); DescribeTable's count is unknown (it reports 0, and is "
+                "refreshed about every 6 hours)")
+    return f"{e.items:,} items (from {e.items_from})"
 
 
 def example_row(compiled: CompiledSpec, item: dict) -> ExampleRow:

@@ -28,12 +28,13 @@ class Batch(list):
         self.nbytes = nbytes
 
 
-class SegmentDone(Batch):
-    """The empty batch that follows a scan segment's last batch, in the same stream.
+class Barrier(Batch):
+    """An empty batch that marks a point in the stream: it flows through Map and Write like the data does, and the
+    writer passes it on only once the rows before it are stored, so seeing it downstream of the writer means they are."""
 
-    It flows through Map and Write like the data does, and the writer passes it on only once the
-    rows before it are stored, so seeing it downstream of the writer means the segment is stored.
-    """
+
+class SegmentDone(Barrier):
+    """The barrier that follows a scan segment's last batch, in the same stream."""
 
     def __init__(self, segment: int) -> None:
         super().__init__()
@@ -50,6 +51,28 @@ class SegmentDone(Batch):
 
     def __repr__(self) -> str:
         return f"SegmentDone({self.segment})"
+
+
+class SegmentAt(Barrier):
+    """The barrier that follows each Scan page of a segment (a savepoint): ``key`` is the page's LastEvaluatedKey,
+    where the segment goes on. Seen downstream of the writer, every page up to this one is stored, so a resumed run
+    may start the segment there (``ExclusiveStartKey``)."""
+
+    def __init__(self, segment: int, key: dict[str, Any]) -> None:
+        super().__init__()
+        self.segment, self.key = segment, key
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is SegmentAt and (other.segment, other.key) == (self.segment, self.key)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(("SegmentAt", self.segment))
+
+    def __repr__(self) -> str:
+        return f"SegmentAt({self.segment}, {self.key!r})"
 
 
 class BatchCoder(beam.coders.Coder):

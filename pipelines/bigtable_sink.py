@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass
 from itertools import islice
@@ -26,7 +27,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from ..mappers.results import MappedRow
 from ..mappers.gc import combine, describe_gc
-from .batches import SegmentDone
+from .batches import Barrier, SegmentAt
 from .metrics import NAMESPACE, ReasonCounters, letter_reason
 from .bigtable_entries import to_mutation_entry
 from .progress import reporter
@@ -356,6 +357,9 @@ class _WriteFn(beam.DoFn):
         self._batcher: Any = None
         self._pending: dict[int, tuple[Any, MappedRow, dict]] = {}
         self._recent: dict[bytes, set] = {}  # the last rows' cell coordinates, to see overwrites across batches
+        self._closer: ThreadPoolExecutor | None = None
+        self._closing: tuple[Future, dict[int, tuple[Any, MappedRow, dict]], SegmentAt] | None = None
+        """A batcher closing in the background, its entries, and the savepoint passed on once it is closed."""
         self._progress = reporter(self._progress_dir)
 
     def start_bundle(self) -> None:
@@ -366,11 +370,16 @@ class _WriteFn(beam.DoFn):
             yield element
             return
         pairs: Iterable[tuple[MappedRow, dict]]
-        if isinstance(element, list) and not isinstance(element, SegmentDone):
+        if isinstance(element, list) and not isinstance(element, Barrier):
             pairs = element
         elif isinstance(element, tuple) and len(element) == 2 and isinstance(element[0], MappedRow):
             pairs = (element,)
+        elif isinstance(element, SegmentAt):  # a page's savepoint: passed on once the page is stored, one page later
+            yield from self._settle_closing()
+            yield from self._close_behind(element)
+            return
         else:  # a barrier, e.g. a scan segment's "done" marker: passed on once everything before it is stored
+            yield from self._settle_closing()
             yield from self._close()
             yield element
             return
@@ -389,11 +398,12 @@ class _WriteFn(beam.DoFn):
             pending[id(entry)] = (entry, row, item)
             append(entry)
         if len(pending) >= self._flow.max_pending_entries:
+            yield from self._settle_closing()
             yield from self._close()
 
     def finish_bundle(self) -> Iterator[Any]:
-        for letter in self._close():
-            yield GlobalWindows.windowed_value(letter)
+        for element in [*self._settle_closing(), *self._close()]:
+            yield GlobalWindows.windowed_value(element)
 
     def _close(self) -> Iterator[Any]:
         """Flush everything appended so far; count the successes, dead-letter the refusals."""
@@ -401,7 +411,33 @@ class _WriteFn(beam.DoFn):
         self._batcher, self._pending = None, {}
         if batcher is None:
             return
-        letters = [self._dead_letter(error, pending) for error in close_batcher(batcher)]
+        yield from self._settle(close_batcher(batcher), pending)
+
+    def _close_behind(self, marker: SegmentAt) -> Iterator[Any]:
+        """Close the batcher in the background and hold ``marker`` until it is closed (:meth:`_settle_closing`,
+        at the next barrier): the next page is mapped and appended to a new batcher meanwhile, so a savepoint
+        after every page costs no wait for each page's writes, and lags the stored pages by at most one."""
+        batcher, pending = self._batcher, self._pending
+        self._batcher, self._pending = None, {}
+        if batcher is None:
+            yield marker
+            return
+        if self._closer is None:
+            self._closer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-close")
+        self._closing = (self._closer.submit(close_batcher, batcher), pending, marker)
+
+    def _settle_closing(self) -> Iterator[Any]:
+        """The batcher closing in the background, once closed: its dead letters, then the savepoint it held."""
+        closing, self._closing = self._closing, None
+        if closing is None:
+            return
+        errors, pending, marker = closing[0].result(), closing[1], closing[2]
+        yield from self._settle(errors, pending)
+        yield marker
+
+    def _settle(self, errors: list[Any], pending: dict[int, tuple[Any, MappedRow, dict]]) -> Iterator[Any]:
+        """Count a closed batcher's successes and dead-letter its refusals (``errors``, from :func:`close_batcher`)."""
+        letters = [self._dead_letter(error, pending) for error in errors]
         cells = written_bytes = 0
         for _entry, row, _item in pending.values():
             cells += len(row.cells)
@@ -433,6 +469,17 @@ class _WriteFn(beam.DoFn):
         return DeadLetter(item, "write", f"{REFUSED}: {why}", row.entity, None, row.row_key)
 
     def teardown(self) -> None:
+        closing = getattr(self, "_closing", None)
+        if closing is not None:  # a failed bundle: let the background close end (its savepoint is never passed on)
+            try:
+                closing[0].result()
+            except Exception:  # noqa: BLE001 - the run has already failed with its own error
+                log.debug("closing a batcher after a failed bundle", exc_info=True)
+            self._closing = None
+        closer = getattr(self, "_closer", None)
+        if closer is not None:
+            closer.shutdown(wait=True)
+            self._closer = None
         if getattr(self, "_batcher", None) is not None:  # a failed or interrupted bundle: send what was appended
             try:  # (its segment is not marked done, so --resume writes it again) rather than drop it at exit
                 for _letter in self._close():  # counted in the live totals; the rerun dead-letters them again
@@ -546,6 +593,8 @@ class WriteToBigtable(beam.PTransform):
     Any other input element is a *barrier*: the writer flushes, and passes it on only after every
     row that arrived before it is stored or dead-lettered. The pipeline sends a scan segment's
     done marker this way, so a checkpoint never gets ahead of the data, and never lags behind it.
+    A page's savepoint (:class:`.batches.SegmentAt`) is passed on the same way, but one page later: its batcher
+    closes in the background while the next page is mapped, and the savepoint follows at the next barrier.
     """
 
     def __init__(self, target: TargetSpec | Destination, flow: FlowControl | None = None, *,

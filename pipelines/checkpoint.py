@@ -4,6 +4,7 @@ Layout inside a run directory (local, gs:// or s3://, through Beam's FileSystems
 
     checkpoint.json        {"spec_hash": ..., "total_segments": N, "table": ..., "now_ms": ...}   by the launcher
     segments/<n>.done      one empty marker per completed segment                  written by workers
+    segments/<n>.at        a scan segment's savepoint: where it goes on            written by workers
 
 An export run keeps the same checkpoint: its data files are its segments, numbered by their place
 in the manifest (``total_segments`` is the file count, ``table`` the export's path).
@@ -11,7 +12,15 @@ in the manifest (``total_segments`` is the file count, ``table`` the export's pa
 One file per segment rather than a shared list: workers on different machines mark segments
 concurrently, and object stores have no atomic read-modify-write. A marker is written only
 after every row of the segment is durably in Bigtable *and* its dead letters are in a part
-file (see :mod:`.pipeline`), so ``--resume`` may skip it without losing anything. Re-running a
+file (see :mod:`.pipeline`), so ``--resume`` may skip it without losing anything.
+
+Inside a segment, a savepoint (``<n>.at``) holds the LastEvaluatedKey of the last Scan page whose
+rows (and dead letters) are stored, written the same way after each page; ``--resume`` starts
+that segment there (``ExclusiveStartKey``), so a killed run reads again at most the pages that
+were in flight. The key is kept as DynamoDB JSON with ``B`` values in base64, so binary keys come
+back byte for byte. On a local disk it is replaced atomically; object stores replace whole
+objects, and there it is written at most once a second per segment (Cloud Storage's limit on
+writes to one object). Re-running a
 segment that was partly written is safe: cells carry deterministic timestamps, so the rewrite
 replaces each cell with itself. That needs the same "now" (the default cell timestamp and TTL
 cut-off when the spec sets no ``migration_time``): the run's ``now_ms`` is stored here and a
@@ -20,8 +29,10 @@ resumed run takes it back, or cells the first attempt wrote would get a second v
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 from ..mappers.errors import UsageError
@@ -158,6 +169,60 @@ def completed_segments(run_dir: str) -> frozenset[int]:
 def mark_segment_done(run_dir: str, segment: int) -> None:
     """Record one segment as completely migrated (idempotent)."""
     _write(_join(run_dir, SEGMENTS_DIR, f"{segment}.done"), b"")
+
+
+def key_to_json(key: dict[str, Any]) -> dict[str, Any]:
+    """A DynamoDB key (wire format as botocore parses it: ``B`` as bytes) as JSON-safe DynamoDB JSON, ``B`` in base64."""
+    out: dict[str, Any] = {}
+    for name, value in key.items():
+        (tag, payload), = value.items()
+        if tag == "B":
+            payload = base64.b64encode(payload if isinstance(payload, bytes) else base64.b64decode(payload)).decode()
+        elif tag not in ("S", "N"):
+            raise ValueError(f"key attribute {name!r} has type {tag}; DynamoDB keys are S, N or B")
+        out[name] = {tag: payload}
+    return out
+
+
+def key_from_json(data: dict[str, Any]) -> dict[str, Any]:
+    """:func:`key_to_json` undone: ``B`` back to bytes, as botocore takes an ``ExclusiveStartKey``."""
+    return {name: {tag: base64.b64decode(payload, validate=True) if tag == "B" else payload
+                   for tag, payload in value.items()} for name, value in data.items()}
+
+
+def save_position(run_dir: str, segment: int, key: dict[str, Any]) -> None:
+    """Record where scan segment ``segment`` goes on (the LastEvaluatedKey of its last stored page)."""
+    data = json.dumps({"segment": segment, "ExclusiveStartKey": key_to_json(key)}).encode()
+    path = _join(run_dir, SEGMENTS_DIR, f"{segment}.at")
+    if "://" in run_dir:
+        _write(path, data)
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.tmp"
+    with open(partial, "wb") as handle:
+        handle.write(data)
+    os.replace(partial, path)  # a kill leaves the old savepoint or the new one, never half of one
+
+
+def saved_positions(run_dir: str) -> dict[int, dict[str, Any]]:
+    """Segment -> ExclusiveStartKey for the segments with a savepoint and no done marker (an unreadable savepoint
+    counts as none: that segment is read from its start, which is safe)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    done = completed_segments(run_dir)
+    found: dict[int, dict[str, Any]] = {}
+    for meta in FileSystems.match([_join(run_dir, SEGMENTS_DIR, "*.at")])[0].metadata_list:
+        name = meta.path.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
+        try:
+            segment = int(name[: -len(".at")])
+            if segment in done:
+                continue
+            with FileSystems.open(meta.path) as handle:
+                saved = json.loads(handle.read())
+            found[segment] = key_from_json(saved["ExclusiveStartKey"])
+        except (ValueError, KeyError, TypeError, AttributeError, OSError):
+            continue
+    return found
 
 
 def segment_progress(run_dir: str) -> tuple[int, int | None]:

@@ -27,7 +27,8 @@ from apache_beam.metrics import Metrics
 from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, HTTPClientError
 
 from ..mappers.source import SourceDescription
-from .batches import Batch, SegmentDone
+from .batches import Batch, SegmentAt, SegmentDone
+from . import progress
 from .metrics import NAMESPACE
 from .dynamodb_client import ClientSettings, describe_source, make_client
 from ..mappers.errors import ServiceError
@@ -37,6 +38,17 @@ log = logging.getLogger(__name__)
 
 GIB = 1 << 30
 MAX_AUTO_SEGMENTS = 1000
+PAGE_BYTES = 1 << 20
+"""A Scan page holds up to 1 MB."""
+PAGES_PER_SEGMENT = 4
+"""Below this many pages per segment a table is not split further (each segment costs at least one request)."""
+SMALL_TABLE_SEGMENTS = 8
+"""The fewest segments a table worth splitting gets: parallel reads, and a kill costs at most a segment's pages in
+flight rather than the whole table's."""
+UNKNOWN_SIZE_SEGMENTS = SMALL_TABLE_SEGMENTS
+"""Segments when DescribeTable reports no size (0 for up to six hours after a table is loaded): the table may be
+large, and an empty table pays only one request per segment."""
+
 
 THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 TRANSIENT_CODES = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
@@ -45,7 +57,10 @@ TRANSIENT_CODES = frozenset({"InternalServerError", "ServiceUnavailable", "Inter
 def choose_total_segments(
     size_bytes: int, requested: int | None = None, *, max_segments: int = MAX_AUTO_SEGMENTS
 ) -> int:
-    """About one segment per GiB (as the EMR and Glue connectors do), between 1 and ``max_segments``.
+    """The default: one segment per GiB (as the EMR and Glue connectors do), but at least one per
+    :data:`PAGES_PER_SEGMENT` pages up to :data:`SMALL_TABLE_SEGMENTS`, so a table of more than a
+    few pages is never one segment; :data:`UNKNOWN_SIZE_SEGMENTS` when the size is 0 (unknown).
+    Between 1 and ``max_segments``.
 
     An explicit request wins, up to DynamoDB's limit of 1,000,000 segments.
     """
@@ -55,7 +70,10 @@ def choose_total_segments(
         return requested
     if size_bytes < 0:
         raise ValueError(f"table size cannot be negative: {size_bytes}")
-    return max(1, min(max_segments, math.ceil(size_bytes / GIB)))
+    if size_bytes == 0:
+        return min(max_segments, UNKNOWN_SIZE_SEGMENTS)
+    small = min(SMALL_TABLE_SEGMENTS, math.ceil(size_bytes / (PAGES_PER_SEGMENT * PAGE_BYTES)))
+    return max(1, min(max_segments, max(small, math.ceil(size_bytes / GIB))))
 
 
 def estimate_rcu(response_bytes: int, consistent_read: bool) -> float:
@@ -390,9 +408,12 @@ class _ScanSegmentFn(beam.DoFn):
     """Scans the segment numbers it receives; client and read rate are set up per worker in ``setup``."""
 
     def __init__(self, settings: ClientSettings, table: str, total_segments: int, consistent_read: bool,
-                 budget: BudgetPlan, retry: RetryPolicy, page_limit: int | None) -> None:
+                 budget: BudgetPlan, retry: RetryPolicy, page_limit: int | None, *,
+                 start_keys: dict[int, dict[str, Any]] | None = None, savepoints: bool = False,
+                 progress_dir: str | None = None) -> None:
         self._settings, self._table, self._total = settings, table, total_segments
         self._consistent, self._plan, self._retry, self._limit = consistent_read, budget, retry, page_limit
+        self._start_keys, self._savepoints, self._progress_dir = dict(start_keys or {}), savepoints, progress_dir
         self._rate: float | None = None
         self._items = Metrics.counter(NAMESPACE, "items_read")
         self._pages = Metrics.counter(NAMESPACE, "scan_pages")
@@ -404,16 +425,22 @@ class _ScanSegmentFn(beam.DoFn):
     def setup(self) -> None:
         self._client = scan_client(self._settings, self._retry)
         self._rate = self._plan.resolve(make_client(self._settings), self._table)
+        self._progress = progress.reporter(self._progress_dir)
         log.info("scan %s: %s RCU/s per segment", self._table,
                  "unlimited" if self._rate is None else f"{self._rate:.1f}")
 
     def process(self, segment: int) -> Iterable[Any]:
         budget = ReadBudget(self._rate) if self._rate else None
         spent = 0.0  # counters are integers: carry the half units
+        start = self._start_keys.get(segment)
+        if start is not None:
+            log.info("scan %s segment %d: resumed at its savepoint", self._table, segment)
         pages = scan_pages(self._client, self._table, segment, self._total, consistent_read=self._consistent,
-                           limit=self._limit, budget=budget, retry=self._retry)
+                           start_key=start, limit=self._limit, budget=budget, retry=self._retry)
         for page in read_ahead(pages):
             self._pages.inc()
+            if self._progress is not None:
+                self._progress.count({"pages_read": 1})
             self._items.inc(len(page.items))
             if page.retries:
                 self._retries.inc(page.retries)
@@ -425,6 +452,8 @@ class _ScanSegmentFn(beam.DoFn):
                 spent -= int(spent)
             if page.items:
                 yield Batch(page.items, page.nbytes)  # the page is the batch
+            if self._savepoints and page.last_key is not None:
+                yield SegmentAt(segment, page.last_key)  # the writer passes it on once the page is stored
         if spent > 0:
             self._rcu.inc(math.ceil(spent))
         yield SegmentDone(segment)
@@ -440,7 +469,9 @@ class ScanDynamoDB(beam.PTransform):
     Flatten would cut the fusion, and the runner would then hold the whole scan in between
     (profiled). ``completed_segments`` (from a checkpoint) are left out,
     which is what ``--resume`` relies on: a segment is reported done only after all its items were
-    emitted.
+    emitted. With ``savepoints`` each page is followed by a :class:`~.batches.SegmentAt` holding its
+    LastEvaluatedKey, and ``start_keys`` (segment -> ExclusiveStartKey, from a checkpoint's
+    savepoints) start those segments part way.
 
     Read budget: each segment may consume ``rcu_per_segment`` RCU/s. Left as None it is
     ``source.read_budget × capacity / segments_in_flight`` (see :meth:`ReadBudget.per_segment_rate`),
@@ -455,7 +486,8 @@ class ScanDynamoDB(beam.PTransform):
                  completed_segments: frozenset[int] | set[int] = frozenset(), *, rcu_per_segment: float | None = None,
                  segments_in_flight: int | None = None, table_info: SourceDescription | None = None,
                  retry: RetryPolicy = RetryPolicy(), page_limit: int | None = None,
-                 client_settings: ClientSettings | None = None) -> None:
+                 client_settings: ClientSettings | None = None, start_keys: dict[int, dict[str, Any]] | None = None,
+                 savepoints: bool = False, progress_dir: str | None = None) -> None:
         super().__init__()
         table = getattr(source_settings, "table", None)
         if not table:
@@ -474,6 +506,8 @@ class ScanDynamoDB(beam.PTransform):
             table_info,
         )
         self._retry, self._limit = retry, page_limit
+        self._start_keys = {s: key for s, key in (start_keys or {}).items() if s not in done}
+        self._savepoints, self._progress_dir = savepoints, progress_dir
 
     def rcu_per_segment(self) -> float | None:
         """The per-segment read rate the scan will hold (None: unlimited); may call DescribeTable once."""
@@ -481,7 +515,8 @@ class ScanDynamoDB(beam.PTransform):
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, self._budget, self._retry,
-                            self._limit)
+                            self._limit, start_keys=self._start_keys, savepoints=self._savepoints,
+                            progress_dir=self._progress_dir)
         outputs = (
             pbegin
             | "Segments" >> beam.Create(self._segments)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
+import time
 from collections import Counter
 from typing import Any, Iterator
 
@@ -30,7 +32,7 @@ from apache_beam.metrics import Metrics
 from ..mappers.limits import DeadLetterLimit
 from ..mappers.results import MappedRow, Skipped
 from . import checkpoint as ckpt, progress
-from .batches import BATCH_ITEMS, Batch, SegmentDone
+from .batches import BATCH_ITEMS, Barrier, Batch, SegmentAt, SegmentDone
 from .bigtable_sink import FlowControl, WriteToBigtable
 from .metrics import NAMESPACE, ReasonCounters, letter_reason, skip_reason
 from .dead_letters import DeadLetter, DeadLetterGate, ItemsMapped, write_part
@@ -90,7 +92,7 @@ class MapFn(beam.DoFn):
             progress.flush()
 
     def process(self, batch: Any) -> Iterator[Any]:
-        if isinstance(batch, SegmentDone):
+        if isinstance(batch, Barrier):
             yield batch
             return
         map_item = self._compiled.map_item
@@ -127,11 +129,16 @@ class MapFn(beam.DoFn):
 
 
 class _PersistFn(beam.DoFn):
-    """Writes dead letters to part files, then marks the segments whose done marker arrived.
+    """Writes dead letters to part files, then marks the segments whose done marker arrived, and saves the position
+    of those whose page savepoint (:class:`.batches.SegmentAt`) arrived.
 
     Runs fused right after the writer, so a segment is marked as soon as the writer passes its
     marker on; the dead letters that came before the marker are in a part file by then.
     """
+
+    REMOTE_SAVE_SECONDS = 1.0
+    """On an object store a savepoint object is replaced at most this often per segment (Cloud Storage allows about
+    one write per second to one object); a local savepoint is replaced after every page."""
 
     def __init__(self, dead_letter_path: str, run_dir: str | None, limit: DeadLetterLimit | None = None) -> None:
         self._path, self._run_dir, self._limit = dead_letter_path, run_dir, limit
@@ -140,6 +147,7 @@ class _PersistFn(beam.DoFn):
     def setup(self) -> None:
         self._gate = DeadLetterGate(self._limit, self._path, self._run_dir)  # counts this worker's whole share
         self._stopping = False
+        self._saved_at: dict[int, float] = {}
 
     def start_bundle(self) -> None:
         self._lines: list[str] = []
@@ -154,6 +162,12 @@ class _PersistFn(beam.DoFn):
             self._flush()
             if self._run_dir is not None:
                 ckpt.mark_segment_done(self._run_dir, element.segment)
+        elif isinstance(element, SegmentAt):
+            if self._stopping:
+                self._stop()  # not saved: the pages before it hold dead letters past the limit
+            if self._run_dir is not None and self._due(element.segment):
+                self._flush()  # the dead letters of the stored pages first, then the position past them
+                ckpt.save_position(self._run_dir, element.segment, element.key)
         else:
             self._lines.append(element.to_json())
             if element.item is not None:
@@ -166,6 +180,17 @@ class _PersistFn(beam.DoFn):
         if self._stopping:
             self._stop()
         self._flush()
+
+    def _due(self, segment: int) -> bool:
+        """Whether this segment's savepoint may be replaced now (always on a local disk)."""
+        assert self._run_dir is not None
+        if "://" not in self._run_dir:
+            return True
+        now = time.monotonic()
+        if now - self._saved_at.get(segment, -math.inf) < self.REMOTE_SAVE_SECONDS:
+            return False
+        self._saved_at[segment] = now
+        return True
 
     def _stop(self) -> None:
         """The dead letters so far are kept; the run ends with TooManyDeadLetters (exit 1, reconciled)."""
@@ -189,11 +214,14 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
                    flow: FlowControl | None = None, sample: list[dict] | None = None,
                    now_ms: int | None = None, segments_in_flight: int | None = None,
                    source: beam.PTransform | None = None, progress_dir: str | None = None,
-                   max_dead_letters: DeadLetterLimit | None = None) -> None:
+                   max_dead_letters: DeadLetterLimit | None = None,
+                   start_keys: dict[int, dict[str, Any]] | None = None) -> None:
     """Add the migration to ``p``. ``sample`` (these items) or ``source`` (a transform giving item batches that it
     counts as read, e.g. a dead-letter file's) replaces the spec's source; neither has a checkpoint.
     With ``run_dir`` the run marks what it stored there: scan segments, or an export's data files (numbered by
-    their place in the manifest); ``completed`` (segments or files) are not read again.
+    their place in the manifest); ``completed`` (segments or files) are not read again. A scan also saves each
+    segment's position after every stored page there, and ``start_keys`` (segment -> ExclusiveStartKey, the
+    savepoints a resumed run found) start segments part way.
     ``progress_dir``: where the map and write steps keep live totals (see :mod:`.progress`)."""
     mismatches = None
     if source is not None:
@@ -215,7 +243,8 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
         from .dynamodb_scan import ScanDynamoDB
 
         items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
-                                             segments_in_flight=segments_in_flight)
+                                             segments_in_flight=segments_in_flight, start_keys=start_keys,
+                                             savepoints=run_dir is not None, progress_dir=progress_dir)
     # Output type Batch for BatchCoder's cheap size estimate; the map's dead letters ride in the same stream.
     mapped = (items | "Map" >> beam.ParDo(MapFn(spec.model_dump(by_alias=True), now_ms, progress_dir))
               .with_output_types(Batch))

@@ -28,7 +28,7 @@ from pathlib import Path
 PROGRESS_DIR = "progress"
 STOP_FILE = "STOP"
 WRITE_SECONDS = 0.5
-FIELDS = ("items_read", "bytes_read", "rows_written", "cells_written", "bytes_written", "dead_lettered", "skipped")
+FIELDS = ("items_read", "pages_read", "bytes_read", "rows_written", "cells_written", "bytes_written", "dead_lettered", "skipped")
 
 
 class RunInterrupted(Exception):
@@ -66,6 +66,12 @@ class Reporter:
                 self.stopping = self.stopping or (self.folder / STOP_FILE).exists()
         if check_stop and self.stopping:
             raise RunInterrupted("stop requested")
+
+    def count(self, counts: dict[str, int]) -> None:
+        """Add ``counts`` without writing: they go out with the next :meth:`add` that writes (e.g. Scan pages, counted
+        just before the map step adds the page's items, which should not wait a write interval for them)."""
+        with self._lock:
+            self.totals.update(counts)
 
     def flush(self) -> None:
         with self._lock:

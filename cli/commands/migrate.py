@@ -140,8 +140,10 @@ def summary(p: PreparedRun) -> list[str]:
     if p.found_run_dir:
         lines.append(f"resuming the latest run of this spec under runs/: {p.run_dir}")
     if p.options.resume and p.resumable and not p.dry_run:
+        part_way = (f"; {p.segments_part_way} go on from their savepoint (the pages before it are stored)"
+                    if p.segments_part_way else "")
         lines.append(f"resume: {p.segments_done} of {p.total_segments} "
-                     f"{'segments' if p.scanning else 'export data files'} already stored; the rest are read")
+                     f"{'segments' if p.scanning else 'export data files'} already stored; the rest are read{part_way}")
     lines += [f"assumed: {assumption}" for assumption in p.assumptions]
     source = p.source_description
     if p.expected_items is not None:

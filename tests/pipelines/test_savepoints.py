@@ -1,0 +1,179 @@
+"""Savepoints inside a scan segment: after each stored page the segment's position (the page's LastEvaluatedKey) is
+saved, so a run killed part way through a segment resumes there and reads again at most the pages in flight.
+
+Against the real servers: dynalite (which serves real 1 MB Scan pages and, like DynamoDB right after a load, reports
+ItemCount 0) and the Bigtable emulator, checked cell by cell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import apache_beam as beam
+import boto3
+import pytest
+import yaml
+from apache_beam.testing.util import assert_that, equal_to
+
+from ddb2bt.mappers.results import Cell, MappedRow
+from ddb2bt.mappers.spec import MappingSpec, TargetSpec
+from ddb2bt.pipelines import checkpoint as ckpt
+from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.batches import Batch, SegmentAt, SegmentDone
+from ddb2bt.pipelines.bigtable_sink import WriteToBigtable, ensure_table
+from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.dynamodb_scan import scan_pages
+
+from .cells import expected_cells, read_cells
+from .test_faults import migrate
+
+ITEMS, PADDING = 4_000, 2_400
+"""About 10 MB: ten 1 MB Scan pages in one segment."""
+RATE_RCU = 256
+"""The spec's on_demand_rcu; at read_budget 0.5 the scan reads about one 1 MB page (128 RCU) per second, so that a
+kill lands part way through the segment."""
+
+
+@pytest.fixture(scope="module")
+def paged_source(dynalite):
+    """One table of ITEMS items, about ten Scan pages; the page boundaries as a one-segment scan sees them."""
+    table = f"s{uuid.uuid4().hex[:12]}"
+    items = [{"pk": {"S": f"p{i % 53}"}, "sk": {"S": f"i{i:06d}"}, "n": {"N": str(i)},
+              "text": {"S": f"item {i} " + "y" * PADDING}} for i in range(ITEMS)]
+    with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
+        client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+        create_table(client, table, "pk", "sk")
+        put_items(client, table, items)
+        pages = [(len(page.items), page.last_key) for page in scan_pages(client, table)]
+    return dynalite.endpoint, table, items, pages
+
+
+def one_segment_spec(tmp_path: Path, endpoint: str, table: str) -> tuple[MappingSpec, Path]:
+    spec = MappingSpec.model_validate({
+        "source": {"table": table, "endpoint_url": endpoint, "region": "us-east-1", "partition_key": "pk",
+                   "sort_key": "sk", "read_budget": 0.5, "on_demand_rcu": RATE_RCU},
+        "target": {"table": f"b{uuid.uuid4().hex[:12]}", "families": {"d": None}},
+        "entities": [{"name": "thing", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
+    })
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    return spec, spec_file
+
+
+def saved_key(run_dir: Path) -> dict | None:
+    return ckpt.saved_positions(str(run_dir)).get(0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beam_args", [
+    ("--direct_running_mode=in_memory",),
+    ("--direct_running_mode=multi_threading", "--direct_num_workers=2"),
+    ("--direct_running_mode=multi_processing", "--direct_num_workers=2"),
+], ids=["in_memory", "multi_threading", "multi_processing"])
+def test_kill_9_at_half_of_a_one_segment_table_then_resume_reads_again_at_most_two_pages(
+        bigtable_env, paged_source, tmp_path, beam_args):
+    endpoint, table, items, pages = paged_source
+    assert len(pages) >= 8, f"the table should span several Scan pages, not {len(pages)}"
+    page_items = max(count for count, _ in pages)
+    keys = [key for _, key in pages]
+    spec, spec_file = one_segment_spec(tmp_path, endpoint, table)
+    run_dir = tmp_path / "run"
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    killed = migrate(spec_file, run_dir, "--total-segments", "1", "--", *beam_args, env=env)
+    deadline = time.monotonic() + 180
+    while (key := saved_key(run_dir)) is None or keys.index(key) < len(keys) // 2 - 1:  # half the pages stored
+        assert killed.poll() is None, f"the run ended before half its pages were stored:\n{killed.stdout.read()}"
+        assert time.monotonic() < deadline, "half the pages were not stored in time"
+        time.sleep(0.02)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    saved = saved_key(run_dir)
+    assert saved is not None and not ckpt.completed_segments(str(run_dir))
+    stored_before = len(read_cells(spec.target))  # one row per item
+    upto = sum(count for count, _ in pages[: keys.index(saved) + 1])
+    assert upto <= stored_before < len(items), "the savepoint ran ahead of what Bigtable holds"
+    assert stored_before >= len(items) // 3
+
+    resumed = migrate(spec_file, run_dir, "--resume", "--", *beam_args, env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert "resume: 0 of 1 segments already stored; the rest are read; 1 go on from their savepoint" in output, output
+    read = int(re.search(r"read (\d+) items", output)[1])
+    assert read == len(items) - upto  # it started at the savepoint, not at the segment's start
+    read_again = read - (len(items) - stored_before)  # items already in Bigtable that were read a second time
+    assert 0 <= read_again <= 2 * page_items, f"{read_again} items read again (a page holds up to {page_items})"
+    assert ckpt.completed_segments(str(run_dir)) == {0}
+    now_ms = json.loads((run_dir / ckpt.CHECKPOINT_FILE).read_text())["now_ms"]
+    assert read_cells(spec.target) == expected_cells(spec, items, now_ms=now_ms)  # as one uninterrupted run writes
+
+
+def test_a_binary_key_savepoint_round_trips_byte_for_byte_and_the_scan_goes_on_from_it(dynalite, tmp_path):
+    """LastEvaluatedKey with B values (bytes, as botocore parses them) is stored as DynamoDB JSON with base64 and
+    read back as the same bytes, which DynamoDB takes as ExclusiveStartKey: together the two halves are the table."""
+    table = f"b{uuid.uuid4().hex[:12]}"
+    items = [{"pk": {"B": bytes([i % 7, 0, 255, i])}, "sk": {"B": bytes([255 - i, 0x80, 0])}, "v": {"N": str(i)}}
+             for i in range(60)]
+    with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
+        client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+        create_table(client, table, "pk", "sk", key_type="B")
+        put_items(client, table, items)
+        first = next(scan_pages(client, table, limit=25))
+        assert isinstance(first.last_key["pk"]["B"], bytes)
+        ckpt.save_position(str(tmp_path), 3, first.last_key)
+        on_disk = json.loads((tmp_path / ckpt.SEGMENTS_DIR / "3.at").read_text())["ExclusiveStartKey"]
+        assert set(on_disk["pk"]) == {"B"} and isinstance(on_disk["pk"]["B"], str)  # base64 text
+        back = ckpt.saved_positions(str(tmp_path))[3]
+        assert back == first.last_key
+        rest = [item for page in scan_pages(client, table, start_key=back) for item in page.items]
+    seen = sorted((item["pk"]["B"], item["sk"]["B"]) for item in first.items + rest)
+    assert seen == sorted((item["pk"]["B"], item["sk"]["B"]) for item in items)
+    ckpt.mark_segment_done(str(tmp_path), 3)
+    assert ckpt.saved_positions(str(tmp_path)) == {}  # a segment done needs no savepoint
+
+
+def test_an_unreadable_savepoint_counts_as_none(tmp_path):
+    """A savepoint that is not whole (it never is on a local disk: replaced atomically) starts its segment over."""
+    (tmp_path / ckpt.SEGMENTS_DIR).mkdir()
+    (tmp_path / ckpt.SEGMENTS_DIR / "2.at").write_text('{"segment": 2, "ExclusiveStartKey": {"pk": {"S"')
+    ckpt.save_position(str(tmp_path), 5, {"pk": {"S": "a"}, "n": {"N": "12345678901234567890123456789012345678"}})
+    assert ckpt.saved_positions(str(tmp_path)) == {
+        5: {"pk": {"S": "a"}, "n": {"N": "12345678901234567890123456789012345678"}}}
+
+
+class _StoredWhenSeen(beam.DoFn):
+    """Downstream of the writer: for each savepoint, whether every row of the pages before it is in Bigtable now."""
+
+    def __init__(self, target: TargetSpec, pages: list[list[bytes]]) -> None:
+        self._target, self._pages = target, pages
+
+    def process(self, element):
+        if isinstance(element, SegmentAt):
+            stored = set(read_cells(self._target))
+            upto = int(element.key["sk"]["S"])
+            yield ("at", upto, all(key in stored for page in self._pages[: upto + 1] for key in page))
+        elif isinstance(element, SegmentDone):
+            yield ("done", element.segment, len(read_cells(self._target)))
+
+
+def test_the_writer_passes_a_savepoint_on_only_once_the_pages_before_it_are_stored(bigtable_env):
+    """Pages of rows, each followed by its savepoint, then the segment's end: each savepoint comes out of the writer
+    after its page's rows are stored (and in order), the end after every row."""
+    target = TargetSpec.model_validate({"table": f"w{uuid.uuid4().hex[:12]}", "families": {"d": None}})
+    ensure_table(target)
+    pages = [[f"p{page}-r{row:03d}".encode() for row in range(150)] for page in range(5)]
+    stream = []
+    for number, keys in enumerate(pages):
+        stream.append(Batch([(MappedRow(key, (Cell("d", b"q", 1000, b"v" * 100),), "e"), {}) for key in keys]))
+        stream.append(SegmentAt(0, {"sk": {"S": str(number)}}))
+    stream.append(SegmentDone(0))
+    with beam.Pipeline() as p:
+        out = (p | beam.Create([stream]) | beam.FlatMap(lambda elements: elements)
+               | WriteToBigtable(target) | beam.ParDo(_StoredWhenSeen(target, pages)))
+        assert_that(out, equal_to([("at", n, True) for n in range(5)] + [("done", 0, 750)]))
