@@ -92,7 +92,7 @@ def run(n: int, rounds: int = 3) -> dict[str, Any]:
     from ddb2bt.pipelines.change_sink import ChangeApplier
     from ddb2bt.pipelines.dynamodb_client import put_items
     from ddb2bt.pipelines.stream_tail import TailRun, TailState
-    from tests.pipelines.incremental_fixtures import write_incremental_export
+    from ddb2bt.pipelines.export_writer import write_incremental_export
 
     from . import dataset, load
 

@@ -17,20 +17,10 @@ from ddb2bt.cli.main import app
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.pipelines.bigtable_sink import admin_table, existing_families
 from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+from .specs import SPEC
 
 COMMANDS = ("migrate", "validate", "migrate-plan")
 DEAD = "127.0.0.1:9"  # discard port: nothing listens there
-
-SPEC = """\
-source: {{table: {table}, endpoint_url: "{endpoint}", region: us-east-1}}
-target: {{table: {table}, families: {{f: {{max_versions: 1}}}}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: item
-    row_key: "{{pk}}"
-    columns: [{{attribute: v, family: f}}]
-"""
-
 
 def invoke(*args):
     yes = ["--yes"] if args[0] == "migrate" else []  # migrate asks first; --yes, so that only the error can stop it

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from ddb2bt.cli.main import app
 from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
 
-from .test_errors import SPEC  # one two-column spec for the app tests' small tables
+from .specs import SPEC  # one two-column spec for the app tests' small tables
 
 ITEMS = 12
 

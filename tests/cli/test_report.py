@@ -5,20 +5,18 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 import subprocess
 
 import pytest
 
 from ddb2bt.cli.report import render_html, render_markdown
-from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.plan import SourceDescription, build_plan
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.mappers.units import human_size
 from ddb2bt.templates import catalog
-from tests.golden import SEEDS, seed_items, template_path
+from tests.golden import SEEDS
+from .report_support import CHROMIUM, CHROMIUM_FLAGS, NOW_MS, SOURCE, needs_chromium, seed_plan
 
-NOW_MS = 1_700_000_000_000
 SECTIONS = (
     "Source: DynamoDB schema",
     "Target: Bigtable schema",
@@ -28,16 +26,6 @@ SECTIONS = (
     "Key distribution",
     "Estimates",
 )
-SOURCE = SourceDescription(
-    table="Videos", partition_key="pk", sort_key="sk", item_count=1_000_000, size_bytes=10**9, read_capacity=1000,
-    global_indexes=({"name": "byUser", "kind": "GSI", "partition_key": "user"},),
-)  # fmt: skip
-
-
-def seed_plan(name, source=None):
-    return build_plan(load_spec(template_path(name)), seed_items(name), source, now_ms=NOW_MS)
-
-
 def rest_only_spec(table: str = "T", entity: str = "e") -> MappingSpec:
     """One entity keyed by pk whose attributes all go to the rest family f."""
     return MappingSpec.model_validate({
@@ -160,12 +148,6 @@ def test_report_file_kinds(invoke, tmp_path):
     assert result.exit_code == 2
     assert "report.pdf must end in .html or .md (or be - for Markdown on stdout)" in result.stderr
 
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--hide-scrollbars"]  # fmt: skip
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (tools/setup.sh installs it)")
 
 # Runs in the page after it is laid out and writes what it measured into the DOM, which --dump-dom returns. Test-only:
 # the report itself has no script.

@@ -16,7 +16,7 @@ from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_
 
 pytestmark = pytest.mark.servers
 
-from ..app.test_errors import SPEC  # a one-family spec for a table on a local endpoint
+from ..app.specs import SPEC  # a one-family spec for a table on a local endpoint
 
 ITEMS, SAMPLE = 300, 100
 
@@ -129,7 +129,7 @@ def test_the_terminal_bar_without_a_known_count_shows_items_pages_and_segments(d
 
     from ddb2bt.pipelines import local_servers
 
-    from .test_progress_pty import DDB2BT, Terminal
+    from .terminal import DDB2BT, Terminal
 
     spec = loaded(dynalite.endpoint, unique_name, tmp_path)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BIGTABLE_", "GOOGLE_"))},

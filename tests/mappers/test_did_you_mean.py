@@ -3,7 +3,7 @@
 import pytest
 
 from ddb2bt.mappers.loader import SpecError, did_you_mean, load_spec
-from tests.mappers.test_spec_errors import BASE
+from tests.mappers.spec_texts import BASE
 
 CASES = [
     ("key in an entity", BASE.replace("row_key:", "row_kee:"),

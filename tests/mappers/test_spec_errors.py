@@ -6,22 +6,7 @@ import time
 import pytest
 
 from ddb2bt.mappers.loader import SpecError, load_spec
-
-BASE = """\
-source:
-  table: T
-  partition_key: pk
-  sort_key: sk
-target:
-  table: t
-  families:
-    f: {max_versions: 1}
-entities:
-  - name: a
-    row_key: "{pk}"
-    columns:
-      - {attribute: x, family: f}
-"""
+from .spec_texts import BASE
 
 SECOND_ENTITY = """\
   - name: b

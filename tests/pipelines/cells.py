@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.results import MappedRow
+from ddb2bt.mappers.spec import TargetSpec
 from ddb2bt.mappers.spec import MappingSpec
 
-from .test_bigtable_sink import read_cells
 
 __all__ = ["expected_cells", "read_cells"]
 
@@ -21,3 +21,15 @@ def expected_cells(spec: MappingSpec, items: list[dict], now_ms: int | None = No
             found.setdefault(result.row_key, []).extend(
                 (c.family, c.qualifier, c.timestamp_micros, c.value) for c in result.cells)
     return {key: sorted(cells) for key, cells in found.items()}
+
+
+def read_cells(target: TargetSpec) -> dict[bytes, list[tuple[str, bytes, int, bytes]]]:
+    """Every cell of the table, row by row (the data client honours BIGTABLE_EMULATOR_HOST)."""
+    from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
+
+    with BigtableDataClient(project=target.project) as client:
+        table = client.get_table(target.instance, target.table)
+        return {
+            row.row_key: sorted((c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells)
+            for row in table.read_rows(ReadRowsQuery())
+        }

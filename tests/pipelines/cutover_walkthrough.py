@@ -25,9 +25,9 @@ from ddb2bt.pipelines.timeline import iso_to_us, us_to_iso
 
 from .cutover_workload import make_spec, random_item, random_keys
 from .export_fixtures import write_export
-from .incremental_fixtures import compact, write_incremental_export
-from .test_cutover_property import stream_changes
-from .test_cutover_tail import create_streamed_table, table_items, workload
+from ddb2bt.pipelines.export_writer import compact, write_incremental_export
+from .streams import stream_changes
+from .streams import create_streamed_table, table_items, workload
 
 
 def main(argv: list[str] | None = None) -> None:

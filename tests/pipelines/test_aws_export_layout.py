@@ -17,7 +17,7 @@ from ddb2bt.pipelines.export_source import ExportError, file_problem, iter_expor
 from ddb2bt.pipelines.incremental_export import check_export, read_incremental_manifest
 
 from .export_fixtures import make_items, write_export
-from .incremental_fixtures import write_incremental_export
+from ddb2bt.pipelines.export_writer import write_incremental_export
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "aws_exports"
 REAL = DATA / "livros_por_ler" / "AWSDynamoDB" / "01668227450456-b6733290"

@@ -19,18 +19,7 @@ from ddb2bt.pipelines.bigtable_sink import (
     gc_rule_difference,
     gc_rule_for,
 )
-
-
-def read_cells(target: TargetSpec) -> dict[bytes, list[tuple[str, bytes, int, bytes]]]:
-    """Every cell of the table, row by row (the data client honours BIGTABLE_EMULATOR_HOST)."""
-    from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
-
-    with BigtableDataClient(project=target.project) as client:
-        table = client.get_table(target.instance, target.table)
-        return {
-            row.row_key: sorted((c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells)
-            for row in table.read_rows(ReadRowsQuery())
-        }
+from .cells import read_cells
 
 
 def test_gc_rules_in_words():

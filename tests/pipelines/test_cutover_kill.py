@@ -14,7 +14,7 @@ import time
 from ddb2bt.pipelines import local_servers
 
 from .cells import expected_cells, read_cells
-from .test_cutover_tail import backfill, table_items, workload
+from .streams import backfill, table_items, workload
 
 
 def ddb2bt(*args: str, env: dict) -> list[str]:
@@ -68,7 +68,7 @@ def test_tail_killed_and_resumed_converges_then_status_is_ready(bigtable_env, mo
 def test_catch_up_killed_and_run_again_converges(bigtable_env, unique_name, tmp_path):
     """`ddb2bt catch-up` killed with SIGKILL once it has written part of the export: the timeline has not moved,
     and the same command run again converges."""
-    from .test_cutover_catchup import HOUR, T0, backfill, incremental, simulate
+    from .catchups import HOUR, T0, backfill, incremental, simulate
 
     rng = random.Random(31)
     table: dict = {}

@@ -15,25 +15,23 @@ import threading
 import time
 import uuid
 
-import boto3
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from ddb2bt.app.cutover import catch_up, tail
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.mappers.compiler import compile_spec
-from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.bigtable_sink import Destination
 from ddb2bt.pipelines.change_sink import ChangeApplier
 from ddb2bt.pipelines.incremental_export import parse_record
-from ddb2bt.pipelines.stream_tail import to_change
 from ddb2bt.pipelines.timeline import us_to_iso
 
 from .cells import read_cells
 from .cutover_workload import make_spec, random_item
 from .export_fixtures import write_export
-from .incremental_fixtures import compact, write_incremental_export
-from .test_cutover_tail import create_streamed_table, table_items
+from ddb2bt.pipelines.export_writer import compact, write_incremental_export
+from .streams import create_streamed_table, table_items
+from .streams import fresh_migration, stream_changes
 
 EXAMPLES = 4
 OPS = st.lists(st.tuples(st.sampled_from(["put", "put", "put", "remove", "delete"]), st.integers(0, 4),
@@ -50,35 +48,6 @@ def run_ops(client, name: str, ops) -> None:
                 client.update_item(TableName=name, Key=key, UpdateExpression="REMOVE A, C")
         else:
             client.put_item(TableName=name, Item=random_item(random.Random(seed), f"p{pk_number}", sk))
-
-
-def fresh_migration(spec, tmp_path, items: list[dict]) -> dict:
-    """Migrate the final table (exported) into a new Bigtable table with the same spec; its cells."""
-    data = spec.model_dump(mode="json", by_alias=True)
-    data["target"]["table"] = spec.target.table + "f"
-    data["source"].update(table=None, export={"path": write_export(tmp_path / "final", items, files=1)})
-    fresh = MappingSpec.model_validate(data)
-    result = migrate(fresh, RunOptions(run_dir=str(tmp_path / "fresh")))
-    assert result.ok, result.problems
-    return read_cells(fresh.target)
-
-
-def stream_changes(endpoint: str, name: str) -> list:
-    """Every record of the table's stream, as changes, in order (one shard on moto)."""
-    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
-    streams = boto3.client("dynamodbstreams", endpoint_url=endpoint, region_name="us-east-1")
-    arn = client.describe_table(TableName=name)["Table"]["LatestStreamArn"]
-    changes = []
-    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
-                                              ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-        while iterator:
-            page = streams.get_records(ShardIterator=iterator, Limit=1000)
-            changes += [to_change(record) for record in page["Records"]]
-            if not page["Records"]:
-                break
-            iterator = page.get("NextShardIterator")
-    return changes
 
 
 def now_ms_aligned() -> int:

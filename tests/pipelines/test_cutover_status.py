@@ -20,7 +20,7 @@ from ddb2bt.pipelines import stream_tail
 
 from .cells import expected_cells, read_cells
 from .cutover_workload import make_spec
-from .test_cutover_tail import create_streamed_table, table_items
+from .streams import create_streamed_table, table_items
 
 POSTS = 12
 
@@ -259,7 +259,7 @@ def test_catch_up_dead_letters_redriven_in_order_converge(bigtable_env, moto_ser
     from ddb2bt.app.cutover import catch_up
     from ddb2bt.pipelines import change_letters
 
-    from .test_cutover_catchup import HOUR, T0, backfill, incremental, simulate
+    from .catchups import HOUR, T0, backfill, incremental, simulate
 
     rng = random.Random(41)
     table: dict = {}
@@ -295,7 +295,7 @@ def test_unread_records_are_counted_across_a_shard_split(bigtable_env, moto_serv
     from ddb2bt.pipelines.dynamodb_client import ClientSettings
     from ddb2bt.pipelines.stream_backlog import read_backlog
 
-    from .test_cutover_shard_split import CHILD, PARENT, last_sequence, proxied_backfill
+    from .shard_splits import CHILD, PARENT, last_sequence, proxied_backfill
 
     with proxied_backfill(moto_server, unique_name, tmp_path, random.Random(3), split=False) as (
             client, spec, run_dir, proxy):

@@ -7,57 +7,17 @@ import json
 import random
 import time
 
-import boto3
 import pytest
 
 from ddb2bt.app.cutover import tail
-from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.pipelines import stream_tail
 from ddb2bt.pipelines.dynamodb_client import ClientSettings
 from ddb2bt.pipelines.stream_tail import StreamRetentionError
 
 from .cells import expected_cells, read_cells
-from .cutover_workload import make_spec, random_item, random_keys
 from .stream_wire import wire_error
-
-
-def create_streamed_table(endpoint: str, name: str) -> object:
-    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
-    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                              {"AttributeName": "sk", "AttributeType": "S"}],
-                        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"})
-    return client
-
-
-def workload(client, name: str, rng: random.Random, steps: int, posts: int = 6) -> None:
-    """Puts (new items, changed timestamps and entities), attribute removals and deletes."""
-    for _ in range(steps):
-        pk, sk = random_keys(rng, posts)
-        key = {"pk": {"S": pk}, "sk": {"S": sk}}
-        roll = rng.random()
-        if roll < 0.2:
-            client.delete_item(TableName=name, Key=key)
-        elif roll < 0.35 and sk == "post":
-            if "Item" in client.get_item(TableName=name, Key=key):
-                client.update_item(TableName=name, Key=key, UpdateExpression="REMOVE A, B")
-        else:
-            client.put_item(TableName=name, Item=random_item(rng, pk, sk))
-
-
-def table_items(client, name: str) -> list[dict]:
-    return [item for page in client.get_paginator("scan").paginate(TableName=name) for item in page["Items"]]
-
-
-def backfill(moto_server, name: str, run_dir: str, rng: random.Random):
-    client = create_streamed_table(moto_server.endpoint, name)
-    workload(client, name, rng, 40)
-    spec = make_spec(name, endpoint_url=moto_server.endpoint)
-    result = migrate(spec, RunOptions(run_dir=run_dir, total_segments=2))
-    assert result.counters["items_read"] > 0
-    return client, spec
+from .streams import backfill, table_items, workload
 
 
 def test_tail_applies_live_changes_and_a_redelivery_changes_nothing(bigtable_env, moto_server, unique_name, tmp_path):

@@ -18,7 +18,7 @@ from ddb2bt.pipelines.loopback_proxy import TtlDeleteProxy, serving
 
 from .cells import expected_cells, read_cells
 from .cutover_workload import make_spec, random_item
-from .test_cutover_tail import create_streamed_table, table_items
+from .streams import create_streamed_table, table_items
 
 
 def test_a_ttl_delete_from_the_stream_is_applied_and_counted(bigtable_env, moto_server, unique_name, tmp_path):

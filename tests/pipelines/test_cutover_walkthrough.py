@@ -14,7 +14,7 @@ from ddb2bt.mappers.loader import load_spec
 from ddb2bt.pipelines import local_servers
 
 from .cells import expected_cells, read_cells
-from .test_cutover_tail import table_items
+from .streams import table_items
 
 
 def test_walkthrough(bigtable_env, moto_server, unique_name, tmp_path):

@@ -10,7 +10,6 @@ import re
 import shlex
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -37,40 +36,7 @@ from ddb2bt.pipelines.pipeline import build_pipeline, query_counters
 
 from .cells import expected_cells, read_cells
 from .export_fixtures import make_items, write_export
-
-DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
-KILL_ITEMS, KILL_SEGMENTS = 12_000, 10
-
-
-def kill_spec(table: str, endpoint: str, **extra) -> MappingSpec:
-    return MappingSpec.model_validate({
-        "source": {"table": table, "endpoint_url": endpoint, "region": "us-east-1", "partition_key": "pk",
-                   "sort_key": "sk", "total_segments": KILL_SEGMENTS},
-        "target": {"table": table, "families": {"d": None}},
-        "entities": [{"name": "thing", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
-        **extra,
-    })
-
-
-@pytest.fixture(scope="module")
-def kill_source(dynalite):
-    """One DynamoDB table of KILL_ITEMS items, loaded once for the kill tests."""
-    table = f"k{uuid.uuid4().hex[:12]}"
-    items = [{"pk": {"S": f"p{i % 97}"}, "sk": {"S": f"i{i:06d}"}, "n": {"N": str(i)},
-              "text": {"S": f"item {i} " + "x" * 150}} for i in range(KILL_ITEMS)]
-    with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
-        client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
-        create_table(client, table, "pk", "sk")
-        put_items(client, table, items)
-    return dynalite.endpoint, table, items
-
-
-def migrate(spec_file: Path, run_dir: Path, *args: str, env: dict, **popen) -> subprocess.Popen:
-    """`ddb2bt migrate` in its own process group (so a kill reaches the runner's worker processes too)."""
-    return subprocess.Popen([DDB2BT, "migrate", str(spec_file), "--run-dir", str(run_dir), "--yes", *args], env=env,
-                            cwd=spec_file.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, **popen)
-
+from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec, migrate
 
 def kill_when_done(proc: subprocess.Popen, run_dir: Path, segments: int, timeout: float = 120) -> frozenset[int]:
     """kill -9 the run (its whole process group) once `segments` are marked done; the markers then."""

@@ -13,7 +13,7 @@ from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from tests.golden import SEEDS, expected_cells, group_cells, seed_items, template_path
 
-from .test_pipeline_e2e import load_table
+from .tables import load_table
 
 
 class _Row:

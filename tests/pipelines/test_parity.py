@@ -27,7 +27,7 @@ from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.parity_io import BigtableReader, dynamodb_items
 from tests.golden import SEEDS, seed_items, template_path
 
-from .test_pipeline_e2e import load_table
+from .tables import load_table
 from tests.access_cases import BINARIES, NUMBERS, STRINGS, operand_cases
 
 

@@ -8,12 +8,10 @@ import os
 import stat
 
 import apache_beam as beam
-import boto3
 import pytest
 
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines import checkpoint as ckpt
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.mappers.errors import UsageError
@@ -21,6 +19,7 @@ from ddb2bt.pipelines.export_source import ExportError
 from ddb2bt.pipelines.pipeline import build_pipeline
 
 from .cells import expected_cells, read_cells
+from .tables import load_table
 
 ITEMS = 40
 BAD = {7, 19, 33}  # items without the required Price: map-stage dead letters
@@ -52,12 +51,6 @@ def make_spec(table: str, endpoint: str, **source) -> MappingSpec:
              "rest": {"family": "x"}},
         ],
     })
-
-
-def load_table(endpoint: str, table: str, items: list[dict]) -> None:
-    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
-    create_table(client, table, "pk", "sk")
-    put_items(client, table, items)
 
 
 def dead_letters(path: str) -> list[dict]:

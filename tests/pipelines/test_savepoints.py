@@ -31,7 +31,7 @@ from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 from ddb2bt.pipelines.dynamodb_scan import scan_pages
 
 from .cells import expected_cells, read_cells
-from .test_faults import migrate
+from .tables import migrate
 
 ITEMS, PADDING = 4_000, 2_400
 """About 10 MB: ten 1 MB Scan pages in one segment."""

@@ -22,10 +22,9 @@ from ddb2bt.pipelines import local_servers
 from ddb2bt.pipelines.dynamodb_scan import scan_segment
 from ddb2bt.pipelines.validate_sample import random_sample
 
-from . import test_faults
+from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec
 
-kill_source = test_faults.kill_source  # the same 12,000 items in dynalite as the migration's kill test
-ITEMS, SEGMENTS = test_faults.KILL_ITEMS, test_faults.KILL_SEGMENTS
+ITEMS, SEGMENTS = KILL_ITEMS, KILL_SEGMENTS  # the same 12,000 items in dynalite as the migration's kill test
 
 DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
 PARTITIONS = 97  # kill_source's items: pk p{i % 97}, sk i{i:06d}
@@ -34,7 +33,7 @@ TAMPERED = range(0, ITEMS, ITEMS // 20)  # 20 items spread over the key space
 
 
 def make_spec(endpoint: str, table: str) -> MappingSpec:
-    return test_faults.kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    return kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
 
 
 def validate(spec_file: Path, run_dir: Path, *args: str, env: dict) -> subprocess.Popen:

@@ -1,0 +1,24 @@
+"""Fixtures of the pipeline tests."""
+
+import uuid
+
+import boto3
+import pytest
+
+from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+
+from .tables import KILL_ITEMS
+
+
+@pytest.fixture(scope="module")
+def kill_source(dynalite):
+    """One DynamoDB table of KILL_ITEMS items, loaded once for the kill tests."""
+    table = f"k{uuid.uuid4().hex[:12]}"
+    items = [{"pk": {"S": f"p{i % 97}"}, "sk": {"S": f"i{i:06d}"}, "n": {"N": str(i)},
+              "text": {"S": f"item {i} " + "x" * 150}} for i in range(KILL_ITEMS)]
+    with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
+        client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+        create_table(client, table, "pk", "sk")
+        put_items(client, table, items)
+    return dynalite.endpoint, table, items

@@ -1,0 +1,38 @@
+"""Tables and runs the pipeline tests share: a loaded DynamoDB table, `ddb2bt migrate` in a process of its own, the
+kill tests' spec."""
+
+import boto3
+import subprocess
+import sys
+from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from pathlib import Path
+
+
+def load_table(endpoint: str, table: str, items: list[dict]) -> None:
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    create_table(client, table, "pk", "sk")
+    put_items(client, table, items)
+
+
+DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
+
+
+def migrate(spec_file: Path, run_dir: Path, *args: str, env: dict, **popen) -> subprocess.Popen:
+    """`ddb2bt migrate` in its own process group (so a kill reaches the runner's worker processes too)."""
+    return subprocess.Popen([DDB2BT, "migrate", str(spec_file), "--run-dir", str(run_dir), "--yes", *args], env=env,
+                            cwd=spec_file.parent, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, **popen)
+
+
+KILL_ITEMS, KILL_SEGMENTS = 12_000, 10
+
+
+def kill_spec(table: str, endpoint: str, **extra) -> MappingSpec:
+    return MappingSpec.model_validate({
+        "source": {"table": table, "endpoint_url": endpoint, "region": "us-east-1", "partition_key": "pk",
+                   "sort_key": "sk", "total_segments": KILL_SEGMENTS},
+        "target": {"table": table, "families": {"d": None}},
+        "entities": [{"name": "thing", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
+        **extra,
+    })
