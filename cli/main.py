@@ -15,6 +15,7 @@ from typer.core import TyperCommand
 
 from .commands import demo, infer, init, local, migrate, plan, redrive, report, schema, validate
 from .commands import cutover
+from .commands import rollback
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -189,6 +190,7 @@ app.command("demo")(demo.command)
 app.command("catch-up", **PASS_THROUGH)(cutover.catch_up)
 app.command("tail")(cutover.tail)
 app.command("cutover-status")(cutover.cutover_status)
+app.command("rollback")(rollback.command)
 app.add_typer(local.app, name="local")
 
 

@@ -1,0 +1,127 @@
+"""What a rollback (Bigtable → DynamoDB through the spec's decoder) needs to know, without I/O.
+
+- :func:`verdict`: whether every item can be rebuilt from the table, or which attributes cannot and why
+  (the spec's losses, `mappers.decode.losses`), for `migrate-plan` and `rollback` alike.
+- :func:`latest_only`: whether the decoder reads one cell version per column, so that a row an application
+  rewrote after cutover (a second version of a cell) is read as its newest version.
+- :func:`item_size`: an item's size as DynamoDB counts it for write capacity (1 WCU per started KB).
+- :func:`requests`: items in BatchWriteItem requests of up to 25, no key twice in one request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from .attrvalue import binary, kind_of
+from .decode import Loss, comparable, losses
+from .spec import Layout, MappingSpec
+
+BATCH_WRITE_LIMIT = 25
+"""Put requests in one BatchWriteItem call (DynamoDB's limit)."""
+WRITE_UNIT_BYTES = 1024
+
+
+class Verdict(NamedTuple):
+    """Whether a rollback gives back every item exactly; `losses` says what it cannot give back, and why."""
+
+    losses: tuple[Loss, ...]
+
+    @property
+    def complete(self) -> bool:
+        return not self.losses
+
+    def lines(self) -> list[str]:
+        if self.complete:
+            return ["every item can be rebuilt from Bigtable (ddb2bt rollback gives back each item, types included)"]
+        return [f"cannot be rebuilt: {loss.describe()}" for loss in self.losses]
+
+
+def verdict(spec: MappingSpec) -> Verdict:
+    """Every loss the spec causes (declared or not): what a rollback cannot give back."""
+    return Verdict(losses(spec))
+
+
+def latest_only(spec: MappingSpec) -> bool:
+    """Whether no entity reads several versions of one column (versioning, list layout, items told apart by
+    timestamps): then only each column's newest version is read, and an application's later write of a cell
+    replaces the migrated one as Bigtable readers see it."""
+    for entity in spec.entities:
+        if entity.action != "map":
+            continue
+        if entity.versioning or entity.ttl:
+            return False
+        if entity.timestamp is not None and entity.timestamp.template is not None:
+            return False
+        for column in entity.columns:
+            if column.layout is Layout.list or (column.timestamp is not None and column.timestamp.template is not None):
+                return False
+    return True
+
+
+def _number_size(text: str) -> int:
+    """Significant digits counted in the text itself (a Decimal context would round 38 digits to its precision)."""
+    mantissa = text.lstrip("+-").lower().split("e", 1)[0].replace(".", "")
+    digits = len(mantissa.strip("0")) or 1
+    return (digits + 1) // 2 + 1
+
+
+def value_size(value: dict) -> int:
+    """Bytes of one AttributeValue as DynamoDB's item size counts them (strings UTF-8, numbers about a byte per two
+    significant digits plus one, binaries raw, 3 bytes of overhead per list or map plus one per element)."""
+    tag, payload = kind_of(value)
+    if tag == "S":
+        return len(payload.encode("utf-8"))
+    if tag == "N":
+        return _number_size(payload)
+    if tag == "B":
+        return len(binary(payload))
+    if tag in ("BOOL", "NULL"):
+        return 1
+    if tag == "SS":
+        return sum(len(member.encode("utf-8")) for member in payload)
+    if tag == "NS":
+        return sum(_number_size(member) for member in payload)
+    if tag == "BS":
+        return sum(len(binary(member)) for member in payload)
+    if tag == "L":
+        return 3 + sum(1 + value_size(element) for element in payload)
+    return 3 + sum(1 + len(name.encode("utf-8")) + value_size(element) for name, element in payload.items())
+
+
+def item_size(item: dict) -> int:
+    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
+
+
+def write_units(item: dict) -> int:
+    """Write capacity units a put of this item costs (standard writes: one per started kilobyte)."""
+    return max(1, -(-item_size(item) // WRITE_UNIT_BYTES))
+
+
+def key_of(item: dict, key_names: Sequence[str]) -> tuple | None:
+    """The item's primary key in a comparable form; None when a key attribute is missing."""
+    try:
+        return tuple((name, comparable(item[name])) for name in key_names)
+    except KeyError:
+        return None
+
+
+def requests(items: Iterable[dict], key_names: Sequence[str]) -> list[list[dict]]:
+    """Items in groups of up to 25 where no key repeats (DynamoDB refuses a request naming one key twice); an item
+    whose key repeats goes into a later group, after the one it repeats, so the later item still wins."""
+    groups: list[list[dict]] = []
+    keys: list[set] = []
+    for item in items:
+        key = key_of(item, key_names)
+        place = len(groups)
+        for index in range(len(groups) - 1, -1, -1):  # after the last group holding this key
+            if key in keys[index]:
+                break
+            if len(groups[index]) < BATCH_WRITE_LIMIT:
+                place = index
+        if place == len(groups):
+            groups.append([])
+            keys.append(set())
+        groups[place].append(item)
+        keys[place].add(key)
+    return groups
