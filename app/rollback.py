@@ -21,7 +21,8 @@ kill -9 anywhere leaves a checkpoint whose counters and dead-letter length match
 cuts the dead-letter file back to that length and reads on after each range's committed row.
 
 Reconciliation: rows read = rows decoded + rows dead-lettered + rows empty, and items decoded =
-items written + items refused (dead-lettered).
+items written + items refused + items unkeyed (both dead-lettered: DynamoDB refused the item; the
+spec declares a key attribute lost, e.g. versioning's sort key, so the item's key cannot be rebuilt).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ DEAD_LETTER_FILE = "dead_letters.jsonl"
 DIFFERENCES_FILE = "differences.jsonl"
 ITEMS_PER_COMMIT = 100
 COUNTERS = ("rows_read", "rows_decoded", "rows_dead_lettered", "rows_empty", "items_decoded", "items_written",
-            "items_refused")
+            "items_refused", "items_unkeyed")
 UNSEEN_BY_SINCE = ("rows deleted in Bigtable since then, and cells deleted from rows not written since then, are not "
                    "seen: their items stay in DynamoDB as they were (docs/ROLLBACK.md: Bigtable change streams "
                    "carry deletes)")
@@ -115,7 +116,7 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
              options: RunOptions = RunOptions(), *, progress: Progress | None = None) -> RollbackResult:
     """Roll the Bigtable table back into DynamoDB; RollbackError (nothing written) when it cannot start."""
     from ..mappers.decode import Decoder
-    from ..mappers.rollback import latest_only, verdict
+    from ..mappers.rollback import latest_only, lost_keys, verdict
     from ..pipelines.bigtable_sink import Destination
     from ..pipelines.dynamodb_client import ClientSettings, make_client
     from ..pipelines.dynamodb_sink import DynamoWriter, WriteBudget
@@ -140,7 +141,8 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
     decoder = Decoder(loaded, {**key_types, **request.types})
     writer = DynamoWriter(client, table, key_names, WriteBudget(request.wcu), retry_seconds=request.retry_seconds)
     newest = latest_only(loaded)
-    _write_phase(state, destination, decoder, writer, key_names, request, newest, progress)
+    unkeyed = lost_keys(loaded, key_names)
+    _write_phase(state, destination, decoder, writer, key_names, request, newest, unkeyed, progress)
     dead_lines = state.dead_lines()
     counters = dict(state.counters)
     problems = _reconcile(counters)
@@ -149,7 +151,7 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
     if request.compare:
         differences_file = os.path.join(run_dir, DIFFERENCES_FILE)
         compared, differences, not_compared = _compare(state, destination, decoder, writer, key_names, request.since_us,
-                                                       newest, differences_file, progress)
+                                                       newest, unkeyed, differences_file, progress)
         if differences:
             problems.append(f"{differences} items differ between DynamoDB and Bigtable (see {differences_file})")
     if dead_lines:
@@ -293,8 +295,10 @@ class _Batch:
     letters: list[str] = field(default_factory=list)
 
 
-def _decode(decoder: Any, row_key: bytes, cells: list, key_names: tuple[str, ...], batch: _Batch) -> None:
-    """One row into the batch: its items, or a dead letter naming the row key and why it cannot be decoded."""
+def _decode(decoder: Any, row_key: bytes, cells: list, key_names: tuple[str, ...], batch: _Batch,
+            unkeyed: dict[str, Any]) -> None:
+    """One row into the batch: its items, or a dead letter naming the row key and why it cannot be decoded. Items of
+    an entity whose key is a declared loss (``unkeyed``) are dead letters too: their old key cannot be rebuilt."""
     from ..mappers.attrvalue import AttributeValueError
     from ..mappers.decode import DecodeError
     from ..pipelines.dead_letters import DeadLetter
@@ -302,8 +306,11 @@ def _decode(decoder: Any, row_key: bytes, cells: list, key_names: tuple[str, ...
     batch.counts["rows_read"] += 1
     batch.last_key = row_key
     try:
-        items = decoder.decode_row(row_key, cells)
-        missing = [item for item in items if any(name not in item for name in key_names)]
+        found = decoder.decode_entities(row_key, cells)
+        for entity, item in found:  # an attribute the match fixes comes back from the match, even a dropped one
+            for name, value in decoder.by_name[entity].fixed.items():
+                item.setdefault(name, value)
+        missing = [item for entity, item in found if entity not in unkeyed and any(n not in item for n in key_names)]
         if missing:
             raise DecodeError(f"an item without its key ({', '.join(n for n in key_names if n not in missing[0])} "
                               "missing)")
@@ -311,17 +318,24 @@ def _decode(decoder: Any, row_key: bytes, cells: list, key_names: tuple[str, ...
         batch.counts["rows_dead_lettered"] += 1
         batch.letters.append(DeadLetter(None, "decode", f"cannot be decoded: {err}", row_key=row_key).to_json())
         return
-    if not items:
+    if not found:
         batch.counts["rows_empty"] += 1
         return
     batch.counts["rows_decoded"] += 1
-    batch.counts["items_decoded"] += len(items)
-    batch.items += items
-    batch.origin.update((id(item), row_key) for item in items)
+    batch.counts["items_decoded"] += len(found)
+    for entity, item in found:
+        loss = unkeyed.get(entity)
+        if loss is not None:
+            batch.counts["items_unkeyed"] += 1
+            batch.letters.append(DeadLetter(item, "decode", f"its key cannot be rebuilt: {loss.reason}", entity,
+                                            loss.attribute, row_key).to_json())
+            continue
+        batch.items.append(item)
+        batch.origin[id(item)] = row_key
 
 
 def _write_phase(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, key_names: tuple[str, ...],
-                 request: RollbackRequest, newest: bool, progress: Progress | None) -> None:
+                 request: RollbackRequest, newest: bool, unkeyed: dict[str, Any], progress: Progress | None) -> None:
     """Each unfinished range: read and decode in key order here, write in ``request.writers`` threads, commit in order."""
     from ..pipelines.dead_letters import DeadLetter
     from ..pipelines.rollback_source import RowSource
@@ -347,7 +361,7 @@ def _write_phase(state: _Checkpoint, destination: Any, decoder: Any, writer: Any
             flying: deque[Future] = deque()
             batch = _Batch(index)
             for row_key, cells in source.rows(key_range, state.after.get(index)):
-                _decode(decoder, row_key, cells, key_names, batch)
+                _decode(decoder, row_key, cells, key_names, batch, unkeyed)
                 if len(batch.items) >= ITEMS_PER_COMMIT or len(batch.letters) >= ITEMS_PER_COMMIT:
                     flying.append(pool.submit(write, batch))
                     batch = _Batch(index)
@@ -364,14 +378,15 @@ def _reconcile(c: dict[str, int]) -> list[str]:
     if c["rows_read"] != c["rows_decoded"] + c["rows_dead_lettered"] + c["rows_empty"]:
         problems.append(f"rows read ({c['rows_read']}) ≠ decoded ({c['rows_decoded']}) + dead-lettered "
                         f"({c['rows_dead_lettered']}) + empty ({c['rows_empty']})")
-    if c["items_decoded"] != c["items_written"] + c["items_refused"]:
+    if c["items_decoded"] != c["items_written"] + c["items_refused"] + c["items_unkeyed"]:
         problems.append(f"items decoded ({c['items_decoded']}) ≠ written ({c['items_written']}) + refused "
-                        f"({c['items_refused']})")
+                        f"({c['items_refused']}) + without their key ({c['items_unkeyed']})")
     return problems
 
 
 def _compare(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, key_names: tuple[str, ...],
-             since_us: int | None, newest: bool, path: str, progress: Progress | None) -> tuple[int, int, int]:
+             since_us: int | None, newest: bool, unkeyed: dict[str, Any], path: str,
+             progress: Progress | None) -> tuple[int, int, int]:
     """Every row again: its items against DynamoDB's (BatchGetItem); (items compared, differing, not comparable)."""
     from ..mappers.attrvalue import to_export_json
     from ..mappers.decode import comparable
@@ -403,7 +418,7 @@ def _compare(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, ke
         for key_range in state.ranges:
             for row_key, cells in source.rows(key_range):
                 batch = _Batch(0)
-                _decode(decoder, row_key, cells, key_names, batch)
+                _decode(decoder, row_key, cells, key_names, batch, unkeyed)
                 unreadable += batch.counts["rows_dead_lettered"]
                 pending += batch.items
                 if len(pending) >= 100:

@@ -300,8 +300,12 @@ class Decoder:
 
     def decode_row(self, row_key: bytes, cells: Iterable[Cell]) -> list[Item]:
         """Every item folded into one row: cells grouped per entity by what their qualifiers (or timestamps) reveal."""
+        return [item for _, item in self.decode_entities(row_key, cells)]
+
+    def decode_entities(self, row_key: bytes, cells: Iterable[Cell]) -> list[tuple[str, Item]]:
+        """:meth:`decode_row` with the entity each item was read as."""
         left = list(cells)
-        items: list[Item] = []
+        items: list[tuple[str, Item]] = []
         for decoder in self.entities:
             try:
                 texts = decoder.key_values(row_key)
@@ -321,7 +325,7 @@ class Decoder:
                 group_texts = dict(texts)
                 for _, _, revealed in members:
                     group_texts.update(revealed)
-                items.append(decoder.item(group_texts, [(source, cell) for source, cell, _ in members]))
+                items.append((decoder.name, decoder.item(group_texts, [(source, cell) for source, cell, _ in members])))
             left = rest
         if left:
             raise DecodeError(f"row {row_key!r}: no entity writes {sorted({(c.family, c.qualifier) for c in left})[:3]}")

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from .attrvalue import binary, kind_of
 from .decode import Loss, comparable, losses
-from .spec import Layout, MappingSpec
+from .spec import EntitySpec, Layout, MappingSpec
 
 BATCH_WRITE_LIMIT = 25
 """Put requests in one BatchWriteItem call (DynamoDB's limit)."""
@@ -38,8 +38,26 @@ class Verdict(NamedTuple):
 
 
 def verdict(spec: MappingSpec) -> Verdict:
-    """Every loss the spec causes (declared or not): what a rollback cannot give back."""
-    return Verdict(losses(spec))
+    """Every loss the spec causes (declared or not), but for attributes the entity's match fixes (`sk: Video` with
+    `drop: [sk]`): a rollback puts those back from the match."""
+    fixed = {entity.name: fixed_attributes(entity) for entity in spec.entities}
+    return Verdict(tuple(loss for loss in losses(spec) if loss.attribute not in fixed.get(loss.entity, ())))
+
+
+def fixed_attributes(entity: EntitySpec) -> set[str]:
+    """Attributes every item of the entity has with one value, by its match (`equals`; as the decoder reads them)."""
+    return {name for name, condition in entity.match.items()
+            if condition.equals is not None and not isinstance(condition.equals, bool)}
+
+
+def lost_keys(spec: MappingSpec, key_names: Sequence[str]) -> dict[str, Loss]:
+    """Entity -> the loss of one of its key attributes (a lossy transform in the row key, versioning's sort key):
+    its items cannot be put back under the key they had, so a rollback dead-letters them instead of inventing one."""
+    found: dict[str, Loss] = {}
+    for loss in verdict(spec).losses:
+        if loss.attribute in key_names:
+            found.setdefault(loss.entity, loss)
+    return found
 
 
 def latest_only(spec: MappingSpec) -> bool:

@@ -71,8 +71,9 @@ def command(
         if now - shown[0] >= 2.0:
             shown[0] = now
             if phase == "write":
-                say(f"  rolled back {counters['items_written']} items from {counters['rows_read']} rows "
-                    f"({counters['rows_dead_lettered'] + counters['items_refused']} dead letters)")
+                dead = counters["rows_dead_lettered"] + counters["items_refused"] + counters["items_unkeyed"]
+                say(f"  rolled back {counters['items_written']} items from {counters['rows_read']} rows ({dead} dead "
+                    "letters)")
             else:
                 say(f"  compared {counters['compared']} items ({counters['differing']} differ)")
 
@@ -118,8 +119,8 @@ def render(result: Any) -> list[str]:
     lines = [f"from {result.source} into DynamoDB table {result.table}" + (" (resumed)" if result.resumed else ""),
              f"read {c['rows_read']} rows: {c['rows_decoded']} decoded, {c['rows_dead_lettered']} dead-lettered, "
              f"{c['rows_empty']} empty",
-             f"wrote {c['items_written']} of {c['items_decoded']} items ({c['items_refused']} refused by DynamoDB) in "
-             f"{result.seconds:.1f} s"]
+             f"wrote {c['items_written']} of {c['items_decoded']} items ({c['items_refused']} refused by DynamoDB, "
+             f"{c['items_unkeyed']} whose key the spec does not keep) in {result.seconds:.1f} s"]
     if result.differences_file is not None:
         lines.append(f"compared {result.compared} items with DynamoDB: {result.differences} differ"
                      + (f" ({result.not_compared} rows could not be decoded)" if result.not_compared else ""))
