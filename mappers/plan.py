@@ -23,6 +23,7 @@ from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
 from .folded import FoldedRow, folded_rows as fold_rows
 from .decode import Decoder, Loss, compile_decoder, round_trip
 from .lints import Lint, lint, lint_data, lint_losses
+from .rollback import verdict
 from .results import Cell, ItemError, MappedRow, Skipped
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
 from .source import SourceDescription
@@ -138,6 +139,8 @@ class MigrationPlan(_Frozen):
     estimates: Estimates
     folded_rows: tuple[FoldedRow, ...] = ()
     """Rows several sampled items write into (single-table designs), whole, with their versions explained."""
+    rollback: tuple[str, ...] = ()
+    """Whether `ddb2bt rollback` can rebuild every item from Bigtable, or what it cannot and why (mappers.rollback)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -264,6 +267,15 @@ def _round_trips(decoder: Decoder, sample: Sample) -> list[tuple[str, str]]:
     return found
 
 
+def rollback_lines(spec: MappingSpec, round_trips: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The rollback verdict, with the sampled items that did not read back (data-dependent losses) after it."""
+    lines = verdict(spec).lines()
+    if round_trips:
+        lines = [line for line in lines if not line.startswith("every item")]
+        lines += [f"cannot be rebuilt: a sampled item of entity {entity!r}: {text}" for entity, text in round_trips[:5]]
+    return tuple(lines)
+
+
 def _by_severity(found: tuple[Lint, ...]) -> tuple[Lint, ...]:
     order = {"error": 0, "warning": 1, "info": 2}
     return tuple(sorted(found, key=lambda item: order[item.severity]))
@@ -349,6 +361,7 @@ def build_plan(
         from_export=spec.source.export is not None,
         target_write_hours=target_write_hours,
     )
+    trips = _round_trips(decoder, sample)
     return MigrationPlan(
         source_table=source.table if source else spec.source.table,
         partition_key=spec.source.partition_key,
@@ -377,11 +390,12 @@ def build_plan(
         lints=_by_severity(
             lint(spec, sample, ttl_attribute=source.ttl_active if source else None, hotspots=hotspots)
             + tuple(lint_data(spec, sample, compiled.now_ms * 1000))
-            + tuple(lint_losses(spec, _round_trips(decoder, sample)))
+            + tuple(lint_losses(spec, trips))
             + found
             + _planning(estimates)
         ),
         hotspots=hotspots,
         folded_rows=fold_rows(spec, compiled, sample),
+        rollback=rollback_lines(spec, trips),
         estimates=estimates,
     )
