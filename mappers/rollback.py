@@ -4,7 +4,7 @@
   (the spec's losses, `mappers.decode.losses`), for `migrate-plan` and `rollback` alike.
 - :func:`latest_only`: whether the decoder reads one cell version per column, so that a row an application
   rewrote after cutover (a second version of a cell) is read as its newest version.
-- :func:`item_size`: an item's size as DynamoDB counts it for write capacity (1 WCU per started KB).
+- :func:`write_units`: what a put costs in write capacity (1 WCU per started KB of `sample.item_size`).
 - :func:`requests`: items in BatchWriteItem requests of up to 25, no key twice in one request.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from .attrvalue import binary, kind_of
 from .decode import Loss, comparable, losses
+from .sample import item_size
 from .spec import EntitySpec, Layout, MappingSpec
 
 BATCH_WRITE_LIMIT = 25
@@ -75,40 +75,6 @@ def latest_only(spec: MappingSpec) -> bool:
             if column.layout is Layout.list or (column.timestamp is not None and column.timestamp.template is not None):
                 return False
     return True
-
-
-def _number_size(text: str) -> int:
-    """Significant digits counted in the text itself (a Decimal context would round 38 digits to its precision)."""
-    mantissa = text.lstrip("+-").lower().split("e", 1)[0].replace(".", "")
-    digits = len(mantissa.strip("0")) or 1
-    return (digits + 1) // 2 + 1
-
-
-def value_size(value: dict) -> int:
-    """Bytes of one AttributeValue as DynamoDB's item size counts them (strings UTF-8, numbers about a byte per two
-    significant digits plus one, binaries raw, 3 bytes of overhead per list or map plus one per element)."""
-    tag, payload = kind_of(value)
-    if tag == "S":
-        return len(payload.encode("utf-8"))
-    if tag == "N":
-        return _number_size(payload)
-    if tag == "B":
-        return len(binary(payload))
-    if tag in ("BOOL", "NULL"):
-        return 1
-    if tag == "SS":
-        return sum(len(member.encode("utf-8")) for member in payload)
-    if tag == "NS":
-        return sum(_number_size(member) for member in payload)
-    if tag == "BS":
-        return sum(len(binary(member)) for member in payload)
-    if tag == "L":
-        return 3 + sum(1 + value_size(element) for element in payload)
-    return 3 + sum(1 + len(name.encode("utf-8")) + value_size(element) for name, element in payload.items())
-
-
-def item_size(item: dict) -> int:
-    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
 
 
 def write_units(item: dict) -> int:

@@ -72,23 +72,13 @@ class DynamoWriter:
         return refused
 
     def _batch(self, items: list[dict]) -> list[tuple[dict, str]]:
-        from botocore.exceptions import ClientError
-
         self.budget.take(sum(write_units(item) for item in items))
         pending = [{"PutRequest": {"Item": item}} for item in items]
         backoff = _Backoff(self.retry_seconds, "BatchWriteItem")
         while pending:
-            try:
-                answer = self.client.batch_write_item(RequestItems={self.table: pending})
-            except ClientError as err:
-                code = err.response.get("Error", {}).get("Code", "")
-                if code in RETRYABLE:
-                    self.retries += 1
-                    backoff.wait(code)
-                    continue
-                if code == "ValidationException":  # names no item: find the refused ones one by one
-                    return [found for request in pending for found in self._single(request["PutRequest"]["Item"])]
-                raise
+            answer, refused = self._send(backoff, self.client.batch_write_item, RequestItems={self.table: pending})
+            if refused is not None:  # names no item: find the refused ones one by one
+                return [found for request in pending for found in self._single(request["PutRequest"]["Item"])]
             left = answer.get("UnprocessedItems", {}).get(self.table, [])
             if left:
                 self.retries += 1
@@ -99,13 +89,17 @@ class DynamoWriter:
         return []
 
     def _single(self, item: dict) -> list[tuple[dict, str]]:
+        _, refused = self._send(_Backoff(self.retry_seconds, "PutItem"), self.client.put_item, TableName=self.table,
+                                Item=item)
+        return [] if refused is None else [(item, f"DynamoDB refused the item: {refused}")]
+
+    def _send(self, backoff: _Backoff, call: Any, **request: Any) -> tuple[dict, str | None]:
+        """(answer, None), or ({}, DynamoDB's message) for a ValidationException; throttling and 5xx retried."""
         from botocore.exceptions import ClientError
 
-        backoff = _Backoff(self.retry_seconds, "PutItem")
         while True:
             try:
-                self.client.put_item(TableName=self.table, Item=item)
-                return []
+                return call(**request), None
             except ClientError as err:
                 code = err.response.get("Error", {}).get("Code", "")
                 if code in RETRYABLE:
@@ -113,7 +107,7 @@ class DynamoWriter:
                     backoff.wait(code)
                     continue
                 if code == "ValidationException":
-                    return [(item, f"DynamoDB refused the item: {err.response['Error'].get('Message', code)}")]
+                    return {}, err.response["Error"].get("Message", code)
                 raise
 
     def get(self, keys: list[dict]) -> list[dict]:
