@@ -25,6 +25,10 @@ TYPES = ("S", "N", "B", "BOOL")
     "sample": "a rollback copies every row (narrow it with --start/--end or --since)",
     "no_wait": "a rollback runs here, not on Dataflow",
     "max_dead_letters": "a rollback never stops for dead letters: it reports them, and exits 1",
+}, helps={
+    "run_dir": "Folder of the rollback's checkpoint, dead letters and differences (default "
+               "runs/<table>-rollback-<UTC time>).",
+    "resume": "Continue the rollback in --run-dir (required) after each key range's last row whose items are written.",
 })
 def command(
     spec: SpecArg,
