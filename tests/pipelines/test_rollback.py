@@ -100,19 +100,25 @@ def write_bigtable(spec: MappingSpec, items: list[dict]) -> None:
             table.bulk_mutate_rows([to_mutation_entry(row) for row in rows[start:start + 500]])
 
 
+def migrated(endpoint: str, table: str, count: int, tmp_path: Path) -> tuple[list[dict], object, MappingSpec]:
+    """A DynamoDB table of rich items, migrated into Bigtable by `migrate`: (items, client, spec)."""
+    items = rich_items(count)
+    client = client_for(endpoint)
+    create_table(client, table, "pk", "sk")
+    put_items(client, table, items)
+    spec = make_spec(table, endpoint)
+    result = migrate(spec, RunOptions(run_dir=str(tmp_path / "migrate")))
+    assert result.ok, result.problems
+    return items, client, spec
+
+
 @pytest.fixture(params=["moto_server", "dynalite"])
 def dynamodb(request):
     return request.getfixturevalue(request.param)
 
 
 def test_migrate_then_rollback_gives_the_table_back_type_for_type(bigtable_env, dynamodb, unique_name, tmp_path):
-    items = rich_items(60)
-    client = client_for(dynamodb.endpoint)
-    create_table(client, unique_name, "pk", "sk")
-    put_items(client, unique_name, items)
-    spec = make_spec(unique_name, dynamodb.endpoint)
-    migrated = migrate(spec, RunOptions(run_dir=str(tmp_path / "migrate")))
-    assert migrated.ok, migrated.problems
+    items, client, spec = migrated(dynamodb.endpoint, unique_name, 60, tmp_path)
     create_table(client, unique_name + "back", "pk", "sk")
     seen: list[tuple[str, dict]] = []
     result = rollback(spec, RollbackRequest(to_table=unique_name + "back"), RunOptions(run_dir=str(tmp_path / "rb")),
@@ -233,12 +239,7 @@ def test_since_carries_the_applications_writes_after_cutover_back(bigtable_env, 
     from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
     from google.cloud.bigtable.data.mutations import DeleteAllFromRow
 
-    items = rich_items(20)
-    client = client_for(moto_server.endpoint)
-    create_table(client, unique_name, "pk", "sk")
-    put_items(client, unique_name, items)
-    spec = make_spec(unique_name, moto_server.endpoint)
-    assert migrate(spec, RunOptions(run_dir=str(tmp_path / "migrate"))).ok
+    items, client, spec = migrated(moto_server.endpoint, unique_name, 20, tmp_path)
     time.sleep(0.01)
     cutover_us = int(time.time() * 1_000_000)
     time.sleep(0.01)
