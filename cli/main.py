@@ -16,6 +16,7 @@ from typer.core import TyperCommand
 from .commands import demo, infer, init, local, migrate, plan, redrive, report, schema, validate
 from .commands import cutover
 from .commands import parity
+from .commands import rollback
 from .errors import ErrorHandlingGroup
 
 app = typer.Typer(
@@ -191,6 +192,7 @@ app.command("catch-up", **PASS_THROUGH)(cutover.catch_up)
 app.command("tail")(cutover.tail)
 app.command("cutover-status")(cutover.cutover_status)
 app.command("parity")(parity.command)
+app.command("rollback")(rollback.command)
 app.add_typer(local.app, name="local")
 
 

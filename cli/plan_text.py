@@ -69,6 +69,11 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
         for loss in losses:
             _line(console, f"  {loss}")
 
+    if plan.rollback:
+        console.print("[bold]Rollback (ddb2bt rollback: Bigtable → DynamoDB)[/]")
+        for line in plan.rollback:
+            _line(console, f"  {line}")
+
     if plan.dead_letters.total:
         console.print(f"[bold]Dead letters in the sample: {plan.dead_letters.total}[/]")
         for cause in plan.dead_letters.causes:

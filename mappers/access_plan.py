@@ -209,7 +209,7 @@ def decode_rows(decoder: Decoder, rows: Iterable[tuple[bytes, list[Cell]]]) -> l
     """(entity, item) for every item the rows hold, in row order."""
     items: list[tuple[str, Item]] = []
     for key, cells in rows:
-        items.extend(decoder.decode_row_entities(key, cells))
+        items.extend(decoder.decode_entities(key, cells))
     return items
 
 

@@ -283,10 +283,10 @@ class Decoder:
 
     def decode_row(self, row_key: bytes, cells: Iterable[Cell]) -> list[Item]:
         """Every item folded into one row: cells grouped per entity by what their qualifiers (or timestamps) reveal."""
-        return [item for _, item in self.decode_row_entities(row_key, cells)]
+        return [item for _, item in self.decode_entities(row_key, cells)]
 
-    def decode_row_entities(self, row_key: bytes, cells: Iterable[Cell]) -> list[tuple[str, Item]]:
-        """`decode_row`, each item with the name of the entity that read it."""
+    def decode_entities(self, row_key: bytes, cells: Iterable[Cell]) -> list[tuple[str, Item]]:
+        """:meth:`decode_row` with the entity each item was read as."""
         left = list(cells)
         items: list[tuple[str, Item]] = []
         for decoder in self.entities:

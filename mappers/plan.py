@@ -25,6 +25,7 @@ from .access_plan import PatternPlan, pattern_plans
 from .decode import Decoder, Loss, compile_decoder, round_trip
 from .lints import Lint, lint, lint_data, lint_losses
 from .results import ItemError, MappedRow, Skipped
+from .rollback import verdict
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
 from .source import SourceDescription
 from .previews import PREVIEW_CHARS, AttributePreview, CellPreview, cell_preview, item_preview, shorten  # noqa: F401 - the plan's parts
@@ -130,6 +131,8 @@ class MigrationPlan(_Frozen):
     """Rows several sampled items write into (single-table designs), whole, with their versions explained."""
     access_patterns: tuple[PatternPlan, ...] = ()
     """Each declared access pattern: the Bigtable read serving it (tried on the sample), or why none can."""
+    rollback: tuple[str, ...] = ()
+    """Whether `ddb2bt rollback` can rebuild every item from Bigtable, or what it cannot and why (mappers.rollback)."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -201,6 +204,15 @@ def _round_trips(decoder: Decoder, sample: Sample) -> list[tuple[str, str]]:
         if isinstance(result, MappedRow):
             found += [(result.entity, text) for text in round_trip(decoder, item, result.entity, result.row_key, result.cells)]
     return found
+
+
+def rollback_lines(spec: MappingSpec, round_trips: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The rollback verdict, with the sampled items that did not read back (data-dependent losses) after it."""
+    lines = verdict(spec).lines()
+    if round_trips:
+        lines = [line for line in lines if not line.startswith("every item")]
+        lines += [f"cannot be rebuilt: a sampled item of entity {entity!r}: {text}" for entity, text in round_trips[:5]]
+    return tuple(lines)
 
 
 def _by_severity(found: tuple[Lint, ...]) -> tuple[Lint, ...]:
@@ -307,6 +319,7 @@ def build_plan(
         from_export=spec.source.export is not None,
         target_write_hours=target_write_hours,
     )
+    trips = _round_trips(decoder, sample)
     return MigrationPlan(
         source_table=source.table if source else spec.source.table,
         partition_key=spec.source.partition_key,
@@ -336,7 +349,7 @@ def build_plan(
         lints=_by_severity(
             lint(spec, sample, ttl_attribute=source.ttl_active if source else None, hotspots=hotspots)
             + tuple(lint_data(spec, sample, compiled.now_ms * 1000))
-            + tuple(lint_losses(spec, _round_trips(decoder, sample)))
+            + tuple(lint_losses(spec, trips))
             + found
             + _behind(causes)
             + _planning(estimates)
@@ -345,5 +358,6 @@ def build_plan(
         hotspots=hotspots,
         folded_rows=fold_rows(spec, compiled, sample),
         access_patterns=patterns,
+        rollback=rollback_lines(spec, trips),
         estimates=estimates,
     )

@@ -1,0 +1,314 @@
+"""`ddb2bt rollback` against real servers: moto_server (or dynalite) and the Bigtable emulator.
+
+Bigtable is filled by a real `migrate` (or, for the large kill test, by the spec's own mapper writing through the
+data client, which is what migrate's sink sends), the rollback writes into a second DynamoDB table, and the two
+tables are compared item by item, type for type (a Scan of each, canonical values).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+
+from ddb2bt.app.migrate import migrate
+from ddb2bt.app.options import RunOptions
+from ddb2bt.app.rollback import RollbackError, RollbackRequest, rollback
+from ddb2bt.mappers.compiler import compile_spec
+from ddb2bt.mappers.decode import comparable
+from ddb2bt.mappers.results import MappedRow
+from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
+from ddb2bt.pipelines.bigtable_sink import ensure_table
+from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+
+ROOT = Path(__file__).resolve().parents[2]
+DDB2BT = ROOT / ".venv" / "bin" / "ddb2bt"
+
+
+def rich_items(count: int) -> list[dict]:
+    """Items with every DynamoDB type: 38-digit numbers, sets, binary, empty strings, NULL, nested maps and lists."""
+    items = []
+    for i in range(count):
+        item = {"pk": {"S": f"user{i % 7}"}, "sk": {"S": f"order#{i:05d}"},
+                "Total": {"N": f"{'9' * 37}{i % 10}" if i % 3 else f"-{i + 1}.25E-{100 + i % 20}"},
+                "Name": {"S": "" if i % 5 == 0 else f"name é {i}"},
+                "Img": {"B": bytes([i % 256, 0, 255])},
+                "Tags": {"SS": ["a", f"t{i}"]}, "Sizes": {"NS": ["1", f"{i}.5", "1E+30"]},
+                "Raw": {"BS": [b"\x00", bytes([i % 256 + 1 if i % 256 < 255 else 1])]},
+                "Gone": {"NULL": True}, "Flag": {"BOOL": i % 2 == 0},
+                "Doc": {"M": {"lines": {"L": [{"N": str(i)}, {"S": ""}, {"M": {"deep": {"L": [{"NULL": True}]}}}]},
+                              "bin": {"B": b"\x01\x02"}, "empty": {"M": {}}}}}
+        if i % 4 == 0:
+            del item["Tags"]
+        items.append(item)
+    return items
+
+
+def make_spec(source: str, endpoint: str) -> MappingSpec:
+    return MappingSpec.model_validate({
+        "source": {"table": source, "endpoint_url": endpoint, "region": "us-east-1", "partition_key": "pk",
+                   "sort_key": "sk"},
+        "target": {"table": source, "families": {"o": {"max_versions": 1}, "x": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "order", "row_key": {"template": "{pk}#{sk}", "on_delimiter": "escape"},
+                      "columns": [{"attribute": "Total", "family": "o", "encoding": "decimal"},
+                                  {"attribute": "Tags", "family": "o", "layout": "set", "encoding": "utf8",
+                                   "qualifier": "tag:"},
+                                  {"attribute": "Name", "family": "o", "encoding": "utf8"}],
+                      "rest": {"family": "x", "encoding": "ddb_json"}}],
+    })
+
+
+def client_for(endpoint: str):
+    return boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+
+
+def table_items(endpoint: str, table: str) -> dict:
+    """Every item of a table by key, canonical (numbers, sets, binaries in one spelling)."""
+    paginator = client_for(endpoint).get_paginator("scan")
+    found = {}
+    for page in paginator.paginate(TableName=table, ConsistentRead=True):
+        for item in page["Items"]:
+            found[(item["pk"]["S"], item["sk"]["S"])] = {name: comparable(value) for name, value in item.items()}
+    return found
+
+
+def canonical(items: list[dict]) -> dict:
+    return {(i["pk"]["S"], i["sk"]["S"]): {name: comparable(value) for name, value in i.items()} for i in items}
+
+
+def write_bigtable(spec: MappingSpec, items: list[dict]) -> None:
+    """What migrate's sink writes for these items, through the data client."""
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    ensure_table(spec.target)
+    compiled = compile_spec(spec)
+    rows = [compiled.map_item(item) for item in items]
+    assert all(isinstance(row, MappedRow) for row in rows)
+    with BigtableDataClient(project=spec.target.project) as client:
+        table = client.get_table(spec.target.instance, spec.target.table)
+        for start in range(0, len(rows), 500):
+            table.bulk_mutate_rows([to_mutation_entry(row) for row in rows[start:start + 500]])
+
+
+def migrated(endpoint: str, table: str, count: int, tmp_path: Path) -> tuple[list[dict], object, MappingSpec]:
+    """A DynamoDB table of rich items, migrated into Bigtable by `migrate`: (items, client, spec)."""
+    items = rich_items(count)
+    client = client_for(endpoint)
+    create_table(client, table, "pk", "sk")
+    put_items(client, table, items)
+    spec = make_spec(table, endpoint)
+    result = migrate(spec, RunOptions(run_dir=str(tmp_path / "migrate")))
+    assert result.ok, result.problems
+    return items, client, spec
+
+
+@pytest.fixture(params=["moto_server", "dynalite"])
+def dynamodb(request):
+    return request.getfixturevalue(request.param)
+
+
+def test_migrate_then_rollback_gives_the_table_back_type_for_type(bigtable_env, dynamodb, unique_name, tmp_path):
+    items, client, spec = migrated(dynamodb.endpoint, unique_name, 60, tmp_path)
+    create_table(client, unique_name + "back", "pk", "sk")
+    seen: list[tuple[str, dict]] = []
+    result = rollback(spec, RollbackRequest(to_table=unique_name + "back"), RunOptions(run_dir=str(tmp_path / "rb")),
+                      progress=lambda phase, counters: seen.append((phase, counters)))
+    assert result.ok, result.problems
+    assert table_items(dynamodb.endpoint, unique_name + "back") == table_items(dynamodb.endpoint, unique_name)
+    assert table_items(dynamodb.endpoint, unique_name + "back") == canonical(items)
+    c = result.counters
+    assert (c["rows_read"], c["rows_decoded"], c["items_decoded"], c["items_written"]) == (60, 60, 60, 60)
+    assert (result.compared, result.differences, result.dead_letter_lines) == (60, 0, 0)
+    assert seen and seen[-1][0] == "compare" and any(p == "write" and n["items_written"] == 60 for p, n in seen)
+    assert stat.S_IMODE(os.stat(result.dead_letter).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(result.differences_file).st_mode) == 0o600
+
+
+def test_undecodable_rows_are_dead_letters_and_reconciled(bigtable_env, moto_server, unique_name, tmp_path):
+    from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
+
+    spec = make_spec(unique_name, moto_server.endpoint)
+    items = rich_items(5)
+    write_bigtable(spec, items)
+    with BigtableDataClient(project=spec.target.project) as client:  # rows no reading of the spec explains
+        table = client.get_table(spec.target.instance, spec.target.table)
+        table.bulk_mutate_rows([RowMutationEntry(b"no-delimiter", [SetCell("o", b"Total", b"1", 1000)]),
+                                RowMutationEntry(b"user1#odd", [SetCell("o", b"Total", b"not a number", 1000)])])
+    create_table(client_for(moto_server.endpoint), unique_name, "pk", "sk")
+    result = rollback(spec, RollbackRequest(), RunOptions(run_dir=str(tmp_path / "rb")))
+    assert not result.ok
+    c = result.counters
+    # the row without the key's delimiter cannot be decoded; the other decodes to a number DynamoDB refuses
+    assert (c["rows_read"], c["rows_decoded"], c["rows_dead_lettered"]) == (7, 6, 1)
+    assert (c["items_decoded"], c["items_written"], c["items_refused"]) == (6, 5, 1)
+    with open(result.dead_letter) as handle:
+        decode, write = sorted((json.loads(line) for line in handle), key=lambda letter: letter["stage"])
+    assert (decode["stage"], decode["row_key"], decode["item"]) == ("decode", "no-delimiter", None)
+    assert "cannot be decoded" in decode["reason"] and "no entity writes [('o', b'Total')]" in decode["reason"]
+    assert write["stage"] == "write" and write["item"]["Total"] == {"N": "not a number"}
+    assert write["row_key"] == "user1#odd" and "DynamoDB refused the item" in write["reason"]
+    assert stat.S_IMODE(os.stat(result.dead_letter).st_mode) == 0o600
+    assert any("2 dead letters" in problem for problem in result.problems)
+    assert table_items(moto_server.endpoint, unique_name) == canonical(items)
+
+
+def test_refusals_write_nothing(bigtable_env, moto_server, unique_name, tmp_path):
+    spec = make_spec(unique_name, moto_server.endpoint)
+    write_bigtable(spec, rich_items(3))
+    with pytest.raises(RollbackError, match="does not exist"):
+        rollback(spec, RollbackRequest(to_table=unique_name + "none"), RunOptions(run_dir=str(tmp_path / "a")))
+    client = client_for(moto_server.endpoint)
+    create_table(client, unique_name + "k", "id")
+    with pytest.raises(RollbackError, match="keyed by id"):
+        rollback(spec, RollbackRequest(to_table=unique_name + "k"), RunOptions(run_dir=str(tmp_path / "b")))
+    create_table(client, unique_name, "pk", "sk")
+    assert rollback(spec, RollbackRequest(), RunOptions(run_dir=str(tmp_path / "c"))).ok
+    with pytest.raises(RollbackError, match="already holds a rollback"):
+        rollback(spec, RollbackRequest(), RunOptions(run_dir=str(tmp_path / "c")))
+    with pytest.raises(RollbackError, match="another since"):
+        rollback(spec, RollbackRequest(since_us=5), RunOptions(run_dir=str(tmp_path / "c"), resume=True))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def spec_file(tmp_path: Path, spec: MappingSpec) -> Path:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    return path
+
+
+def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([str(DDB2BT), *args], env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_kill_9_and_resume_equals_an_uninterrupted_rollback(bigtable_env, moto_server, unique_name, tmp_path):
+    items = rich_items(1500)
+    spec = make_spec(unique_name, moto_server.endpoint)
+    write_bigtable(spec, items)
+    client = client_for(moto_server.endpoint)
+    for suffix in ("killed", "whole"):
+        create_table(client, unique_name + suffix, "pk", "sk")
+    path = spec_file(tmp_path, spec)
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+    run_dir = tmp_path / "killed"
+    # a write budget slows the run down enough to kill it in the middle
+    args = [str(path), "--to-table", unique_name + "killed", "--run-dir", str(run_dir), "--wcu", "400", "--writers", "2"]
+    process = subprocess.Popen([str(DDB2BT), "rollback", *args], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    checkpoint = run_dir / "checkpoint.json"
+    deadline = time.monotonic() + 120
+    written = 0
+    while time.monotonic() < deadline and process.poll() is None:
+        if checkpoint.exists():
+            written = json.loads(checkpoint.read_text() or "{}").get("counters", {}).get("items_written", 0)
+            if written >= 300:
+                break
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    saved = json.loads(checkpoint.read_text())
+    key_ranges = json.loads((run_dir / "rollback.json").read_text())["ranges"]
+    assert 300 <= saved["counters"]["items_written"] < 1500 and len(saved["done"]) < len(key_ranges)
+    assert len(table_items(moto_server.endpoint, unique_name + "killed")) < 1500
+
+    resumed = run_cli("rollback", *args[:-4], "--resume", "--format", "json", env=env)
+    assert resumed.returncode == 0, resumed.stderr + resumed.stdout
+    report = json.loads(resumed.stdout)
+    assert report["resumed"] and report["counters"]["items_written"] == 1500
+    assert report["counters"]["rows_read"] == 1500 and report["differences"] == 0 and report["compared"] == 1500
+
+    whole = run_cli("rollback", str(path), "--to-table", unique_name + "whole", "--run-dir", str(tmp_path / "whole"),
+                    env=env)
+    assert whole.returncode == 0, whole.stderr + whole.stdout
+    assert "rollback OK" in whole.stdout
+    killed = table_items(moto_server.endpoint, unique_name + "killed")
+    assert killed == table_items(moto_server.endpoint, unique_name + "whole") == canonical(items)
+
+
+def test_since_carries_the_applications_writes_after_cutover_back(bigtable_env, moto_server, unique_name, tmp_path):
+    from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
+    from google.cloud.bigtable.data.mutations import DeleteAllFromRow
+
+    items, client, spec = migrated(moto_server.endpoint, unique_name, 20, tmp_path)
+    time.sleep(0.01)
+    cutover_us = int(time.time() * 1_000_000)
+    time.sleep(0.01)
+    # After cutover the application writes Bigtable directly, as the spec lays items out: a new item, a changed
+    # total (a second version of one cell), and a row deleted (which --since cannot see).
+    new = {"pk": {"S": "user9"}, "sk": {"S": "order#new"}, "Total": {"N": "12345678901234567890123456789012345678"},
+           "Name": {"S": "after cutover"}, "Doc": {"M": {"x": {"L": [{"N": "1"}]}}}}
+    now_ms = int(time.time() * 1000)
+    # the application stamps its cells with the time it writes them, not the backfill's migration_time
+    row = compile_spec(spec.model_copy(update={"migration_time": None}), now_ms=now_ms).map_item(new)
+    assert isinstance(row, MappedRow)
+    changed_key = "user1#order#00001".encode()
+    gone_key = "user2#order#00002".encode()
+    with BigtableDataClient(project=spec.target.project) as bt:
+        table = bt.get_table(spec.target.instance, spec.target.table)
+        table.bulk_mutate_rows([to_mutation_entry(row),
+                                RowMutationEntry(changed_key, [SetCell("o", b"Total", b"42.5", now_ms * 1000)]),
+                                RowMutationEntry(gone_key, [DeleteAllFromRow()])])
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(cutover_us // 1_000_000)) + f".{cutover_us % 1_000_000:06d}Z"
+    create_table(client, unique_name + "since", "pk", "sk")
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+    done = run_cli("rollback", str(spec_file(tmp_path, spec)), "--to-table", unique_name + "since", "--since", since,
+                   "--run-dir", str(tmp_path / "since"), env=env)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "rows deleted in Bigtable since then" in done.stdout
+    back = table_items(moto_server.endpoint, unique_name + "since")
+    changed = dict(items[1], Total={"N": "42.5"})
+    assert back == canonical([new, changed])
+
+    # and into the source table itself: the two writes land, the other items stay as they were
+    done = run_cli("rollback", str(spec_file(tmp_path, spec)), "--since", since, "--run-dir", str(tmp_path / "src"),
+                   env=env)
+    assert done.returncode == 0, done.stderr + done.stdout
+    expected = canonical(items) | canonical([new, changed])
+    assert table_items(moto_server.endpoint, unique_name) == expected
+
+
+def test_throttling_and_unprocessed_items_are_retried_within_the_budget():
+    """BatchWriteItem answers as DynamoDB gives them (botocore's own parser, through its Stubber)."""
+    import botocore.session
+    from botocore.stub import Stubber
+
+    from ddb2bt.pipelines.dynamodb_sink import DynamoWriter, WriteBudget, WriteStalled
+
+    client = botocore.session.get_session().create_client("dynamodb", region_name="us-east-1")
+    items = [{"pk": {"S": f"p{i}"}, "sk": {"S": "s"}} for i in range(3)]
+    puts = [{"PutRequest": {"Item": item}} for item in items]
+    with Stubber(client) as stub:
+        stub.add_client_error("batch_write_item", "ProvisionedThroughputExceededException", http_status_code=400)
+        stub.add_response("batch_write_item", {"UnprocessedItems": {"T": puts[1:]}}, {"RequestItems": {"T": puts}})
+        stub.add_response("batch_write_item", {"UnprocessedItems": {}}, {"RequestItems": {"T": puts[1:]}})
+        writer = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None))
+        assert writer.write(items) == []
+        stub.assert_no_pending_responses()
+    assert writer.retries == 2
+    with Stubber(client) as stub:  # a request DynamoDB refuses names no item: each is tried alone
+        stub.add_client_error("batch_write_item", "ValidationException", "Item size has exceeded the maximum")
+        stub.add_response("put_item", {})
+        stub.add_client_error("put_item", "ValidationException", "Item size has exceeded the maximum allowed size")
+        stub.add_response("put_item", {})
+        refused = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)).write(items)
+    assert [(item["pk"]["S"], "maximum allowed size" in reason) for item, reason in refused] == [("p1", True)]
+    with Stubber(client) as stub:
+        for _ in range(50):
+            stub.add_client_error("batch_write_item", "ThrottlingException", http_status_code=400)
+        with pytest.raises(WriteStalled, match="--resume"):
+            DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None), retry_seconds=0.2).write(items)
+    budget = WriteBudget(100)
+    began = time.monotonic()
+    for _ in range(6):
+        budget.take(50)
+    assert time.monotonic() - began >= 1.5  # 300 units at 100 a second, the first second's worth at once
