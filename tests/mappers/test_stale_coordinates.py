@@ -22,7 +22,7 @@ from ddb2bt.mappers.changes import Change, ChangeSet, diff
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.results import MappedRow
-from tests.pipelines.test_roundtrip_property import ANY, NOW_MS, REST_NAMES, cases
+from tests.pipelines.roundtrip_cases import ANY, NOW_MS, REST_NAMES, cases
 
 SETTINGS = {"deadline": None, "suppress_health_check": list(HealthCheck)}
 BENCH_ITEMS = list(dataset.generate(60))

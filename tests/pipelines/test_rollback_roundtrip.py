@@ -33,7 +33,7 @@ from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
 from ddb2bt.pipelines.bigtable_sink import ensure_table
 from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 
-from .test_roundtrip_property import NOW_MS, SETTINGS, cases, declared_attributes
+from .roundtrip_cases import NOW_MS, SETTINGS, cases, declared_attributes
 
 TABLES = itertools.count()
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
