@@ -9,6 +9,7 @@ setup:
 
 test: setup
 	$(PY) -m ruff check .
+	$(PY) tools/check_imports.py
 	bash tools/typecheck.sh
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -16,20 +16,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ["mappers", "pipelines", "app", "cli"]  # lowest first
-PACKAGE_DIRS = {f"ddb2bt.{room}": ROOT / room for room in ROOMS + ["templates"]}
 MAPPERS_THIRD_PARTY = {"pydantic", "yaml", "pydantic_core"}
 
 
-def module_name(path: Path) -> str | None:
-    for package, folder in PACKAGE_DIRS.items():
+def module_name(path: Path, root: Path = ROOT) -> str | None:
+    for package, folder in {f"ddb2bt.{room}": root / room for room in ROOMS + ["templates"]}.items():
         if folder in path.parents:
             parts = path.relative_to(folder).with_suffix("").parts
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             return ".".join((package, *parts))
     for top in ("benchmarks", "tests", "tools"):
-        if (ROOT / top) in path.parents:
-            parts = path.relative_to(ROOT).with_suffix("").parts
+        if (root / top) in path.parents:
+            parts = path.relative_to(root).with_suffix("").parts
             return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
     return None
 
@@ -83,12 +82,12 @@ def check(root: Path = ROOT) -> list[str]:
         for path in sorted((root / top).rglob("*.py")):
             if ".venv" in path.parts or "node_modules" in path.parts:
                 continue
-            name = module_name(path)
+            name = module_name(path, root)
             if name:
                 files[name] = path
     known = set(files)
     std = set(sys.stdlib_module_names)
-    problems: list[str] = []
+    problems: set[str] = set()
     graph: dict[str, set[str]] = {name: set() for name in files}
     for name, path in files.items():
         here = room_of(name)
@@ -98,18 +97,18 @@ def check(root: Path = ROOT) -> list[str]:
             where = f"{path.relative_to(root)}:{line}"
             top = target.split(".")[0]
             if here == "mappers" and top != "ddb2bt" and top not in std | MAPPERS_THIRD_PARTY | {"__future__"}:
-                problems.append(f"{where}: mappers/ is pure but imports {target}")
+                problems.add(f"{where}: mappers/ is pure but imports {target}")
             there = room_of(module)
             if here and there and ROOMS.index(there) > ROOMS.index(here):
-                problems.append(f"{where}: {here}/ imports upward from {there}/ ({module})")
+                problems.add(f"{where}: {here}/ imports upward from {there}/ ({module})")
             if name.startswith("benchmarks") and module.startswith("tests"):
-                problems.append(f"{where}: benchmarks import from tests/ ({module})")
+                problems.add(f"{where}: benchmarks import from tests/ ({module})")
             if name.startswith("tests") and module.rpartition(".")[2].startswith("test_") and module != name:
-                problems.append(f"{where}: a test module imports another test module ({module}); move the helper")
+                problems.add(f"{where}: a test module imports another test module ({module}); move the helper")
             if module in known and module != name:
                 graph[name].add(module)
-    problems.extend(f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(graph))
-    return problems
+    problems.update(f"import cycle: {' -> '.join(cycle)}" for cycle in cycles(graph))
+    return sorted(problems)
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
