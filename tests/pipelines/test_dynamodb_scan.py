@@ -163,6 +163,22 @@ def test_scan_spends_no_more_than_its_budget(moto_client):
     assert len(pages) >= 10 and clock.now == pytest.approx((spent - pages[-1].consumed_rcu - 2) / 2)
 
 
+def test_no_page_costs_more_than_the_budget_allows_the_first_included(dynalite):
+    """Each request is sized (Limit) from what the pages so far cost per item, the first a one-item probe: a
+    1 MB first page of every segment went through unpaced (8 segments, 1,024 RCU under a 50 RCU/s budget).
+    dynalite reports ConsumedCapacity as DynamoDB computes it (moto reports 1 per request)."""
+    client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name=REGION)
+    create_table(client, "budgeted", make_items(60, padding=20_000))  # ~20 KB items: 2.5 RCU each, ~125 per 1 MB
+    clock = FakeClock()
+    pages = list(scan_pages(client, "budgeted", budget=ReadBudget(10, burst=10, clock=clock, sleep=clock.sleep)))
+    per_item = max(page.consumed_rcu / page.scanned_count for page in pages if page.scanned_count)
+    assert pages[0].scanned_count == 1
+    assert all(page.consumed_rcu <= 10 + per_item for page in pages), [page.consumed_rcu for page in pages]
+    assert sum(page.scanned_count for page in pages) == 60
+    spent = sum(page.consumed_rcu for page in pages)
+    assert clock.now == pytest.approx((spent - pages[-1].consumed_rcu - 10) / 10)  # held to 10 RCU/s throughout
+
+
 def test_scan_budget_defaults_to_a_share_of_the_table_capacity(moto_client):
     create_table(moto_client, "t", ProvisionedThroughput={"ReadCapacityUnits": 300, "WriteCapacityUnits": 5})
     source = SourceSpec(table="t", region=REGION, read_budget=0.2)
