@@ -2,9 +2,9 @@
 
 Items travel in batches (a Scan page, or up to 1000 export lines) rather than one Beam element
 each: Beam's per-element cost is a few microseconds per step, which was a quarter of the whole
-per-item cost (profiled). Batches have a coder of their own for one reason: Beam samples the
+per-item cost (docs/PERFORMANCE.md). Batches have a coder of their own for one reason: Beam samples the
 byte size of elements for its metrics by *encoding* them, and with few, large elements most of
-them are sampled; encoding every sampled page took a tenth of the run (profiled). ``nbytes``,
+them are sampled; encoding every sampled page took a tenth of the run. ``nbytes``,
 known for free where a batch is read, answers that question instead.
 """
 

@@ -2,14 +2,11 @@
 
 The data client's ``MutationsBatcher`` takes ``RowMutationEntry`` objects and asks each one for
 ``len(entry.mutations)``, ``entry.size()`` (three times per entry) and ``entry._to_pb()``.
-Profiled on the benchmark data (10 cells per item), the client's own classes cost more per item
-than mapping the item does:
-
-* a ``SetCell`` per cell, with its argument checks: ~10 us per item;
-* ``size()`` builds a dict of every mutation each time and returns ``sys.getsizeof`` of the
-  outer dict, which is the same ~180 bytes whatever the row holds, so the batcher's byte limits
-  (``flush_limit_bytes``, ``flow_control_max_bytes``) never bite: ~3 x 3 us per item;
-* ``_to_pb()`` goes through proto-plus per cell: ~100 us per item.
+The client's own classes cost more per item than mapping the item does (docs/PERFORMANCE.md): a
+``SetCell`` per cell with its argument checks; ``size()``, which builds a dict of every mutation
+each time and returns ``sys.getsizeof`` of the outer dict, the same ~180 bytes whatever the row
+holds, so the batcher's byte limits (``flush_limit_bytes``, ``flow_control_max_bytes``) never bite;
+and ``_to_pb()`` through proto-plus per cell.
 
 :class:`CellsEntry` keeps the mapper's cell tuples instead. ``SetCell`` objects are made only
 if something reads ``mutations`` item by item (the error path does); the raw (upb) message is

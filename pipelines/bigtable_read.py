@@ -43,8 +43,8 @@ class RowLookup:
         """The cells of each row that exists among ``row_keys``, in ReadRows requests of up to 1,000 keys.
 
         The client's ``read_rows`` builds a ``Row`` of ``Cell`` objects (labels and all) through a
-        general chunk state machine, and we copied them into our ``Cell``s: about 100 us of CPU per
-        row, a quarter of validate's. Here the responses' raw chunks become our ``Cell``s directly
+        general chunk state machine, and we copied them into our ``Cell``s: a quarter of validate's CPU
+        (docs/PERFORMANCE.md). Here the responses' raw chunks become our ``Cell``s directly
         (:func:`merge_chunks`); a retryable error (the table's own list: unavailable, deadline,
         aborted) asks again for the keys after the last complete row, within the table's read timeout.
         """

@@ -40,7 +40,7 @@ def row_entries(row: RowChange) -> list[Any]:
     Built as the wire message directly (as :mod:`.bigtable_entries` does for the backfill), from the
     diff's own tuples: a ``CellDelete`` (family, qualifier, micros) or a ``Cell`` (family, qualifier,
     micros, value), told apart by length. Through the client's ``DeleteRangeFromColumn``/``SetCell``
-    objects and proto-plus, building the message was 40% of a change's cost (profiled). Byte for byte
+    objects and proto-plus, building the message was 40% of a change's cost (docs/PERFORMANCE.md). Byte for byte
     the same request (tests/pipelines/test_change_sink.py).
     """
     mutations = row.deletes + row.sets

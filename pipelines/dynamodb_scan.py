@@ -317,9 +317,8 @@ def scan_pages(
 def keep_items_raw(client: Any) -> None:
     """Let ``client.scan`` return its ``Items`` as the raw JSON, skipping botocore's per-value parsing.
 
-    Profiled: botocore walks every attribute of every item against the service model, ~65 us of
-    CPU per item, three quarters of the scan's client time; ``json.loads`` of the same page costs
-    ~13 us per item. Items stay in wire format, except that ``B`` values stay base64 text, the
+    botocore walks every attribute of every item against the service model, most of the scan's
+    client time; ``json.loads`` of the same page costs a fifth of that (docs/PERFORMANCE.md). Items stay in wire format, except that ``B`` values stay base64 text, the
     export form the mapper and dead letters already take. The rest of the response (keys, counts,
     consumed capacity) is parsed by botocore as usual.
     """

@@ -52,11 +52,8 @@ def relax_young_gc() -> None:
 
     A Scan page parses into tens of thousands of dicts, so at the default threshold the collector
     runs every few items, and the many items still waiting to be written get promoted and walked
-    again and again. Measured on the benchmark (export, in_memory; items/s, then peak RSS at
-    100,000 -> 1,000,000 items): default 7,100/s, 415 -> 429 MiB; 30,000: ~9,900/s, 447 -> 501;
-    50,000: ~10,200/s, 450 -> 504; 100,000: ~10,400/s, 444 -> 533 (1.20x, near the 1.25x the
-    project allows). The older generations keep their thresholds: raising those too let garbage
-    pile up (690 MiB at 1,000,000). Process-wide, which suits a worker process; a threshold
+    again and again; the older generations keep their thresholds, or garbage piles up (the
+    measurements: docs/PERFORMANCE.md). Process-wide, which suits a worker process; a threshold
     already higher, or a disabled collector, is left as it is.
     """
     young, middle, old = gc.get_threshold()
