@@ -28,7 +28,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from apache_beam.io.filesystems import FileSystems
+
+from ..mappers.attrvalue import to_export_json, to_typed_json
+from ..mappers.changes import Change, item_key
+from ..mappers.compiler import compile_spec
 from ..mappers.errors import UsageError
+from ..pipelines import change_letters
+from ..pipelines import timeline as tl
+from ..pipelines.bigtable_sink import Destination, ensure_table
+from ..pipelines.change_sink import ChangeApplier
+from ..pipelines.checkpoint import spec_data_hash, spec_hash
+from ..pipelines.dead_letter_source import DeadLetterFileError
+from ..pipelines.dead_letters import check_dead_letter_destination, consolidate, write_part
+from ..pipelines.dynamodb_client import ClientSettings, make_client
+from ..pipelines.parity import read_items
+from ..pipelines.stream_tail import load_state, stopped_since
+from ..pipelines.target import describe_target, probe_target
 from .context import load_spec
 from .options import RunOptions
 from .redrive_folder import DEAD_LETTER_FILE, default_redrive_dir, record
@@ -70,7 +86,6 @@ class ChangeRedriveResult:
 
 
 def _canonical(image: dict | None) -> dict | None:
-    from ..mappers.attrvalue import to_typed_json
 
     return None if image is None else {name: to_typed_json(value) for name, value in image.items()}
 
@@ -78,22 +93,7 @@ def _canonical(image: dict | None) -> dict | None:
 def redrive_changes(letters: str, spec: MappingSpec | str | Path | None, options: RunOptions = RunOptions()
                     ) -> ChangeRedriveResult:
     """Re-apply the change dead letters in ``letters`` through ``spec``; UsageError (nothing written) if they cannot."""
-    from apache_beam.io.filesystems import FileSystems
 
-    from ..mappers.attrvalue import to_export_json
-    from ..mappers.changes import Change, item_key
-    from ..mappers.compiler import compile_spec
-    from ..pipelines import change_letters
-    from ..pipelines import timeline as tl
-    from ..pipelines.bigtable_sink import Destination, ensure_table
-    from ..pipelines.change_sink import ChangeApplier
-    from ..pipelines.checkpoint import spec_data_hash, spec_hash
-    from ..pipelines.dead_letter_source import DeadLetterFileError
-    from ..pipelines.dead_letters import check_dead_letter_destination, consolidate, write_part
-    from ..pipelines.dynamodb_client import ClientSettings, make_client
-    from ..pipelines.parity import read_items
-    from ..pipelines.stream_tail import load_state, stopped_since
-    from ..pipelines.target import describe_target, probe_target
 
     folder = FileSystems.split(letters)[0] or "."
     timeline = tl.peek(folder)

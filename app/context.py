@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..mappers.spec import MappingSpec
+from ..pipelines.dead_letters import consolidate
+from ..pipelines.dynamodb_client import ClientSettings, make_client
+from ..pipelines.dynamodb_client import describe_source as describe
+from ..pipelines.pipeline import query_counters
+from ..pipelines.target import TargetOverrides, resolve_target
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -29,8 +35,6 @@ def load_spec(spec: MappingSpec | str | Path, options: RunOptions = RunOptions()
     :func:`ddb2bt.pipelines.target.resolve_target`, strictly when the use case ``writes`` or reads
     Bigtable (a plan reads neither and keeps the spec's names).
     """
-    from ..mappers.spec import MappingSpec
-    from ..pipelines.target import TargetOverrides, resolve_target
 
     if not isinstance(spec, MappingSpec):
         from ..mappers.loader import load_spec as load
@@ -48,7 +52,6 @@ def describe_source(spec: MappingSpec) -> SourceDescription | None:
     """DescribeTable (and TTL) boiled down; None when the spec reads an export."""
     if spec.source.export is not None or spec.source.table is None:  # SourceSpec requires one of the two
         return None
-    from ..pipelines.dynamodb_client import ClientSettings, describe_source as describe, make_client
 
     return describe(make_client(ClientSettings.from_source(spec.source)), spec.source.table)
 
@@ -66,8 +69,6 @@ def wait_for(result: Any, dead_letter: str | None = None) -> tuple[str, dict[str
     The dead letters' part files are joined into ``dead_letter`` whatever happens, so a run that fails or is
     interrupted still leaves the file its error or resume line names.
     """
-    from ..pipelines.dead_letters import consolidate
-    from ..pipelines.pipeline import query_counters
 
     try:
         state = str(result.wait_until_finish())

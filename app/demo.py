@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..mappers.errors import UsageError
+from ..pipelines import local_servers
+from ..pipelines.dynamodb_client import ClientSettings, make_client
+from ..templates import catalog
+from .infer import infer
+from .migrate import migrate
 from .options import RunOptions
+from .plan import plan
+from .seeds import SEEDED, load_seed_table
+from .validate import validate
 
 MARKER = ".ddb2bt-demo"
 
@@ -45,14 +53,6 @@ def run_demo(out: Path, say: Callable[[str], object],
              write_report: Callable[[Any, Path], object]) -> list[ExampleOutcome]:
     """Run every seeded example; ``say`` receives one line per step as it happens, ``write_report(plan, path)``
     renders the schema translation report (HTML or Markdown by the path's suffix)."""
-    from ..pipelines import local_servers
-    from ..pipelines.dynamodb_client import ClientSettings, make_client
-    from ..templates import catalog
-    from .seeds import SEEDED, load_seed_table
-    from .infer import infer
-    from .migrate import migrate
-    from .plan import plan
-    from .validate import validate
 
     prepare_out(out, tuple(template.name for template in SEEDED))
     say("Starting local DynamoDB (moto) and the Bigtable emulator…")

@@ -5,6 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..mappers.infer import infer_spec
+from ..mappers.loader import SpecError, validate_data
+from ..mappers.source import SourceDescription
+from ..mappers.spec_yaml import render_yaml
+from ..pipelines.dynamodb_client import ClientSettings, describe_raw, make_client
+from ..pipelines.dynamodb_scan import sample_items
 from .context import Step, announce
 from .options import RunOptions
 
@@ -22,12 +28,6 @@ class InferResult:
 
 def infer(table: str, sample: int, options: RunOptions = RunOptions(), step: Step | None = None,
           client: Any = None) -> InferResult:
-    from ..mappers.infer import infer_spec
-    from ..mappers.loader import SpecError, validate_data
-    from ..mappers.source import SourceDescription
-    from ..mappers.spec_yaml import render_yaml
-    from ..pipelines.dynamodb_client import ClientSettings, describe_raw, make_client
-    from ..pipelines.dynamodb_scan import sample_items
 
     client = client or make_client(ClientSettings(region=options.aws_region, endpoint_url=options.endpoint_url,
                                                   profile=options.profile))

@@ -11,12 +11,40 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import (
+    GoogleCloudOptions,
+    PipelineOptions,
+    SetupOptions,
+    StandardOptions,
+    TestOptions,
+    WorkerOptions,
+)
+
+from ..mappers.decode import one_item_per_row
 from ..mappers.errors import Ddb2btError, Interrupted, UsageError
+from ..pipelines import checkpoint as ckpt
+from ..pipelines.aws import s3_beam_args
+from ..pipelines.bigtable_sink import ensure_table
+from ..pipelines.dead_letters import check_dead_letter_destination, check_writable, consolidate
+from ..pipelines.metrics import by_reason
+from ..pipelines.options import (
+    check_locations,
+    check_pipeline_options,
+    check_worker_setup,
+    concurrent_segments,
+    is_direct_runner,
+)
+from ..pipelines.pipeline import build_pipeline, reconcile
+from ..pipelines.sources import read_items
+from ..pipelines.target import describe_target, probe_target
 from . import runs
 from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
 from .options import RunOptions
@@ -118,7 +146,6 @@ class MigrateResult:
     def cells_exact(self) -> bool:
         """Whether ``cells_written`` is exactly what the table holds from this run: no two items can write into one
         row. Otherwise it is an upper bound (an item may overwrite another's cell unseen; validate counts them)."""
-        from ..mappers.decode import one_item_per_row
 
         return one_item_per_row(self.prepared.spec)
 
@@ -131,7 +158,6 @@ class MigrateResult:
                        accept_dead_letters: bool = False) -> str:
         """The command that continues this run: the same options, ``--resume --run-dir`` (and ``extra``);
         ``accept_dead_letters``: with ``--max-dead-letters 100%`` instead of the limit that stopped it."""
-        import shlex
 
         dropped = ("resume", "run_dir", "sample") + (("max_dead_letters",) if accept_dead_letters else ())
         args = self.prepared.options.as_args(without=dropped)
@@ -147,15 +173,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     ``where`` is told first, before anything is read, where the writes go. The target is read
     (never written) after the source: a GC rule that differs is refused here, before any question.
     """
-    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
-    from apache_beam.io.filesystems import FileSystems
 
-    from ..pipelines import checkpoint as ckpt
-    from ..pipelines.aws import s3_beam_args
-    from ..pipelines.dead_letters import check_dead_letter_destination
-    from ..pipelines.options import check_locations, check_pipeline_options, check_worker_setup, is_direct_runner
-    from ..pipelines.target import describe_target
 
     if options.resume and options.sample is not None:
         raise UsageError("--resume and --sample do not go together: a --sample run is a trial run that keeps no "
@@ -230,7 +249,6 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
 
 def _check_run_dir(run_dir: str) -> None:
     """A local run folder that cannot be made or written is refused naming --run-dir (its dead letters go there too)."""
-    from ..pipelines.dead_letters import check_writable
 
     try:
         check_writable(os.path.join(run_dir, "checkpoint.json"))
@@ -283,11 +301,6 @@ def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int]
                                                                    dict[int, dict]]:
     """The target probed and created, the checkpoint started, a --sample read: (segments done, "now", sample,
     segment -> ExclusiveStartKey of the scan segments a resumed run continues part way)."""
-    from ..pipelines import checkpoint as ckpt
-    from ..pipelines.bigtable_sink import ensure_table
-    from ..pipelines.dead_letters import check_dead_letter_destination
-    from ..pipelines.sources import read_items
-    from ..pipelines.target import probe_target
 
     spec, options = p.spec, p.options
     completed: frozenset[int] = frozenset()
@@ -312,10 +325,7 @@ def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int]
 
 def _run(p: PreparedRun, completed: frozenset[int], now_ms: int, sample: list[dict] | None, *,
          progress_dir: str | None, start_keys: dict[int, dict] | None = None) -> MigrateResult:
-    import apache_beam as beam
 
-    from ..pipelines.options import concurrent_segments
-    from ..pipelines.pipeline import build_pipeline
 
     spec, options = p.spec, p.options
     pipeline = beam.Pipeline(options=p.pipeline_options)
@@ -344,8 +354,6 @@ class JobStillRunning(Interrupted):
 
 
 def _finish(p: PreparedRun, result: Any, job_id: str | None, console_url: str | None) -> MigrateResult:
-    from ..pipelines.metrics import by_reason
-    from ..pipelines.pipeline import reconcile
 
     try:
         state, counters, lines = wait_for(result, p.dead_letter)
@@ -366,7 +374,6 @@ def _finish(p: PreparedRun, result: Any, job_id: str | None, console_url: str | 
 
 def _keep_dead_letters(path: str) -> None:
     """After a failed run: the dead letters so far, joined into the file the error names (never masking the error)."""
-    from ..pipelines.dead_letters import consolidate
 
     try:
         consolidate(path)
@@ -389,7 +396,6 @@ def pipeline_stages(pipeline: Any) -> tuple[str, ...]:
 
 def _staged_package(options: Any) -> str | None:
     """What the runner would stage for the workers: the setup file's sdist (built with `python -m build`)."""
-    from apache_beam.options.pipeline_options import SetupOptions, WorkerOptions
 
     setup = options.view_as(SetupOptions)
     if setup.setup_file:
@@ -406,13 +412,11 @@ def _staged_package(options: Any) -> str | None:
 
 
 def _region(options: Any) -> str:
-    from apache_beam.options.pipeline_options import GoogleCloudOptions
 
     return options.view_as(GoogleCloudOptions).region or "REGION"
 
 
 def _job(result: Any, options: Any) -> tuple[str | None, str | None]:
-    from apache_beam.options.pipeline_options import GoogleCloudOptions
 
     job_id = result.job_id() if hasattr(result, "job_id") else None
     if not job_id:

@@ -14,6 +14,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..mappers.access import translate
+from ..mappers.access_plan import decode_rows, example_cases
+from ..mappers.attrvalue import to_export_json
+from ..mappers.compiler import compile_spec
+from ..mappers.decode import comparable, compile_decoder
+from ..mappers.plan import _types
+from ..mappers.sample import analyse_sample
+from ..pipelines.dynamodb_client import ClientSettings, make_client
+from ..pipelines.parity_io import BigtableReader, dynamodb_items
+from ..pipelines.sources import read_items
 from .context import Step, announce, describe_source, load_spec, with_source_keys
 from .options import RunOptions
 
@@ -88,15 +98,6 @@ def variants(pattern: Any) -> list[tuple[str, Any, int | None]]:
 def check_parity(spec: MappingSpec | str | Path, sample: int = 200, partitions: int = 3,
                  options: RunOptions = RunOptions(), step: Step | None = None) -> ParityResult:  # fmt: skip
     """Run every declared pattern against both stores; differences are results, never exceptions."""
-    from ..mappers.access import translate
-    from ..mappers.access_plan import decode_rows, example_cases
-    from ..mappers.decode import compile_decoder
-    from ..mappers.sample import analyse_sample
-    from ..mappers.compiler import compile_spec
-    from ..mappers.plan import _types
-    from ..pipelines.dynamodb_client import ClientSettings, make_client
-    from ..pipelines.parity_io import BigtableReader, dynamodb_items
-    from ..pipelines.sources import read_items
 
     started = time.monotonic()
     spec = load_spec(spec, options, writes=False)
@@ -140,7 +141,6 @@ def check_parity(spec: MappingSpec | str | Path, sample: int = 200, partitions: 
 def _same(want: list[dict], got: list[dict], unreturned: frozenset[str] = frozenset()) -> bool:
     """Item for item, in order; an attribute the spec declares it does not return (`unreturned`) is compared only
     where Bigtable's item has it."""
-    from ..mappers.decode import comparable
 
     def same(a: dict, b: dict) -> bool:
         a = {name: value for name, value in a.items() if name in b or name not in unreturned}
@@ -150,7 +150,6 @@ def _same(want: list[dict], got: list[dict], unreturned: frozenset[str] = frozen
 
 
 def _difference(label: str, partition: dict, operands: list[dict], want: list[dict], got: list[dict]) -> dict[str, Any]:
-    from ..mappers.attrvalue import to_export_json
 
     def shown(items: list[dict]) -> list[Any]:
         return [{name: to_export_json(value) for name, value in item.items()} for item in items]

@@ -19,7 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
 from ..mappers.errors import UsageError
+from ..pipelines.bigtable_sink import ensure_table
+from ..pipelines.change_letters import holds_changes
+from ..pipelines.dead_letter_source import ReadDeadLetters, survey
+from ..pipelines.dead_letters import check_dead_letter_destination
+from ..pipelines.metrics import by_reason
+from ..pipelines.options import is_direct_runner
+from ..pipelines.pipeline import build_pipeline, reconcile
+from ..pipelines.target import describe_target, probe_target
 from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
 from .redrive_folder import DEAD_LETTER_FILE, dead_letter_file, default_redrive_dir, record, recorded_now, recorded_spec
@@ -67,18 +79,7 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     Cells that take the run's time get the original run's "now" when its folder records one, else
     ``now_ms``, else the time now. UsageError (nothing written) for a bad file, spec or folder.
     """
-    import apache_beam as beam
-    from apache_beam.io.filesystems import FileSystems
-    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-    from ..pipelines.bigtable_sink import ensure_table
-    from ..pipelines.change_letters import holds_changes
-    from ..pipelines.dead_letter_source import ReadDeadLetters, survey
-    from ..pipelines.dead_letters import check_dead_letter_destination
-    from ..pipelines.options import is_direct_runner
-    from ..pipelines.metrics import by_reason
-    from ..pipelines.pipeline import build_pipeline, reconcile
-    from ..pipelines.target import describe_target, probe_target
 
     letters = dead_letter_file(run_dir)
     if holds_changes(letters):  # the tail's or a catch-up's: change records, re-applied as changes

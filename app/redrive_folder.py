@@ -9,7 +9,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from apache_beam.io.filesystems import FileSystems
+
 from ..mappers.errors import UsageError
+from ..mappers.loader import parse_document, validate_data
+from ..pipelines.checkpoint import CHECKPOINT_FILE
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
@@ -22,7 +26,6 @@ SPEC_FILE = "spec"
 
 def dead_letter_file(run_dir: str) -> str:
     """The dead-letter file of a run folder, or ``run_dir`` itself when it names a file."""
-    from apache_beam.io.filesystems import FileSystems
 
     if run_dir.endswith(".jsonl"):
         return run_dir
@@ -35,7 +38,6 @@ def default_redrive_dir(table: str) -> str:
 
 
 def read_text(path: str) -> str | None:
-    from apache_beam.io.filesystems import FileSystems
 
     if not FileSystems.exists(path):
         return None
@@ -45,9 +47,7 @@ def read_text(path: str) -> str | None:
 
 def recorded_spec(folder: str) -> MappingSpec:
     """The spec a redrive folder keeps; the original migration's spec is not kept, so it must be given."""
-    from apache_beam.io.filesystems import FileSystems
 
-    from ..mappers.loader import parse_document, validate_data
 
     kept = sorted(m.path for m in FileSystems.match([FileSystems.join(folder, SPEC_FILE + ".*")])[0].metadata_list)
     text = read_text(kept[0]) if kept else None
@@ -60,9 +60,7 @@ def recorded_spec(folder: str) -> MappingSpec:
 
 def recorded_now(folder: str) -> int | None:
     """The "now" of the run in ``folder``: a scan's checkpoint.json, or an earlier redrive's redrive.json."""
-    from apache_beam.io.filesystems import FileSystems
 
-    from ..pipelines.checkpoint import CHECKPOINT_FILE
 
     for name in (CHECKPOINT_FILE, RECORD_FILE):
         text = read_text(FileSystems.join(folder, name))
@@ -75,7 +73,6 @@ def recorded_now(folder: str) -> int | None:
 
 def record(folder: str, letters: str, spec_path: Path | None, now_ms: int) -> None:
     """What this redrive read and with which "now" (redrive.json), and a copy of the spec file it was given."""
-    from apache_beam.io.filesystems import FileSystems
 
     record = {"redrive_of": letters, "now_ms": now_ms, "spec": str(spec_path) if spec_path else None}
     files = [(RECORD_FILE, (json.dumps(record, indent=2) + "\n").encode("utf-8"))]

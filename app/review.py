@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
+from ..pipelines.checkpoint import spec_hash
+from ..pipelines.dead_letters import create_private
 from ..pipelines.service_errors import redact
 
 if TYPE_CHECKING:
@@ -47,7 +49,6 @@ class Reviewed:
         data = {"format": FORMAT, "made_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "spec": spec_path,
                 "spec_file": str(Path(spec_path).resolve()), "spec_hash": self.spec_hash, "source": self.source,
                 "target": self.target, "ok": self.ok, "estimated_items": self.estimated_items, "plan": plan}
-        from ..pipelines.dead_letters import create_private  # sample items are user data: 0600, as dead letters
 
         with create_private(str(path)) as handle:
             handle.write((json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8"))
@@ -79,7 +80,6 @@ class Reviewed:
 def reviewed(spec: MappingSpec, source: SourceDescription | None, target: TargetDiff, *, ok: bool = True,
              estimated_items: int | None = None) -> Reviewed:
     """What a plan (or a run about to start) sees: spec, source and target, comparable across processes."""
-    from ..pipelines.checkpoint import spec_hash
 
     return Reviewed(spec_hash(spec), source_state(spec, source), target.state(), ok, estimated_items)
 

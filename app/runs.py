@@ -12,6 +12,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from apache_beam.options.pipeline_options import DirectOptions
+
+from ..mappers.estimates import READ_UNIT_BYTES
+from ..pipelines.bigtable_sink import mismatch_error
+from ..pipelines.checkpoint import (
+    CHECKPOINT_FILE,
+    Checkpoint,
+    ResumeError,
+    completed_segments,
+    saved_positions,
+    spec_hash,
+)
+from ..pipelines.dead_letters import consolidate
+from ..pipelines.metrics import by_reason
+from ..pipelines.options import concurrent_segments
+from ..pipelines.progress import flush_local, progress_dir, read_progress, request_stop, reset
+from ..pipelines.progress import stop_requested as requested
+from .target_diff import diff_target
+
 if TYPE_CHECKING:
     from ..mappers.source import SourceDescription
     from ..mappers.spec import MappingSpec
@@ -29,7 +48,6 @@ def source_name(spec: MappingSpec) -> str:
 
 def latest_run(spec_hash: str, root: str = RUNS_ROOT) -> str:
     """The run folder under ``root`` most recently started with this spec (by its checkpoint); ResumeError if none."""
-    from ..pipelines.checkpoint import CHECKPOINT_FILE, ResumeError
 
     found = []
     for checkpoint in Path(root).glob(f"*/{CHECKPOINT_FILE}"):
@@ -50,9 +68,6 @@ def before_run(spec: MappingSpec, options: RunOptions, source: SourceDescription
                resumable: bool, total_segments: int, dry_run: bool, pipeline_options: Any) -> dict[str, Any]:
     """The PreparedRun fields that say what the run will do: the target read (refused if migrate would refuse it),
     the items to expect and the segments (an export's data files) already stored. A dry run reads nothing."""
-    from ..pipelines.bigtable_sink import mismatch_error
-    from ..pipelines.checkpoint import Checkpoint, completed_segments, saved_positions, spec_hash
-    from .target_diff import diff_target
 
     found = {"source_description": source, "found_run_dir": bool(options.resume and not options.run_dir)}
     if dry_run:
@@ -110,8 +125,6 @@ class ReadPace:
 
 def read_pace(prepared: PreparedRun) -> ReadPace | None:
     """The scan's pace (None for an export, a sample or a dry run, which read no table by capacity)."""
-    from ..mappers.estimates import READ_UNIT_BYTES
-    from ..pipelines.options import concurrent_segments
 
     source, spec = prepared.source_description, prepared.spec.source
     if source is None or not prepared.scanning:
@@ -130,7 +143,6 @@ def read_pace(prepared: PreparedRun) -> ReadPace | None:
 
 def live_folder(prepared: PreparedRun) -> str | None:
     """Where a local run keeps its live totals; None for a dry run or a remote runner."""
-    from ..pipelines.progress import progress_dir
 
     return progress_dir(prepared.run_dir) if prepared.direct and not prepared.dry_run else None
 
@@ -138,7 +150,6 @@ def live_folder(prepared: PreparedRun) -> str | None:
 def worker_log(prepared: PreparedRun) -> str | None:
     """Where the worker processes of a multi-process local run should write their own output (their start-up
     chatter, their tracebacks of a requested stop); None when the run starts no such processes."""
-    from apache_beam.options.pipeline_options import DirectOptions
 
     if live_folder(prepared) is None:
         return None
@@ -148,38 +159,32 @@ def worker_log(prepared: PreparedRun) -> str | None:
 
 
 def reset_live(folder: str | None) -> None:
-    from ..pipelines.progress import reset
 
     reset(folder)
 
 
 def read_live(folder: str | None) -> dict[str, int]:
-    from ..pipelines.progress import read_progress
 
     return read_progress(folder)
 
 
 def stop(folder: str | None) -> None:
-    from ..pipelines.progress import request_stop
 
     request_stop(folder)
 
 
 def stop_requested(folder: str | None) -> bool:
-    from ..pipelines.progress import stop_requested as requested
 
     return requested(folder)
 
 
 def segments_done(run_dir: str) -> int:
-    from ..pipelines.checkpoint import completed_segments
 
     return len(completed_segments(run_dir))
 
 
 def segments_part_way(run_dir: str) -> int:
     """Scan segments not done whose savepoint says where they go on."""
-    from ..pipelines.checkpoint import saved_positions
 
     return len(saved_positions(run_dir))
 
@@ -188,9 +193,6 @@ def ended_early(prepared: PreparedRun, result: MigrateResult, folder: str | None
     """The result of a local run that ended before its end, stopped on request or failed (``result.error``):
     what was done (the live totals of every process), its dead letters so far joined into one file, the segments
     stored, and why it ended as its problem. One reconciliation for both ways of ending early."""
-    from ..pipelines.dead_letters import consolidate
-    from ..pipelines.metrics import by_reason
-    from ..pipelines.progress import flush_local
 
     flush_local(folder)  # this process's steps (in_memory, multi_threading) may hold the last half second
     result.counters, result.reasons = by_reason(read_live(folder))

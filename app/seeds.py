@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..mappers.loader import parse_document, validate_data
+from ..pipelines.dynamodb_client import create_table, put_items
 from ..templates import catalog
 
 SEEDED = tuple(t for t in catalog.TEMPLATES.values() if t.seed)
@@ -11,8 +13,6 @@ SEEDED = tuple(t for t in catalog.TEMPLATES.values() if t.seed)
 
 def seed_spec(template: catalog.StarterTemplate) -> Any:
     """The template's spec, parsed (for the table name and key schema)."""
-    from ..mappers.loader import validate_data
-    from ..mappers.loader import parse_document
 
     data, lines = parse_document(catalog.template_text(template.name), template.file)
     data.pop("$schema", None)
@@ -23,7 +23,6 @@ def load_seed_table(client: Any, template: catalog.StarterTemplate, table: str |
                     stream: bool = False) -> tuple[str, int]:
     """Create the example's table (its key schema from the spec, string keys; a NEW_AND_OLD_IMAGES stream if
     ``stream``) and put its items; (table, items)."""
-    from ..pipelines.dynamodb_client import create_table, put_items
 
     spec = seed_spec(template)
     name = table or spec.source.table

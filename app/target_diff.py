@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import ServiceError
 from ..mappers.gc import gc_text
+from ..pipelines.bigtable_sink import admin_table, compare_families, describe_gc_rule, existing_families
+from ..pipelines.service_errors import as_ddb2bt_error
+from ..pipelines.target import describe_target, emulator_host, holds_rows, probe_target
 
 if TYPE_CHECKING:
     from ..mappers.spec import TargetSpec
@@ -85,9 +88,6 @@ def diff_target(target: TargetSpec, *, not_named: str | None = None, strict: boo
     that cannot be reached (a ServiceError: down, no credentials, permission denied) gives a diff
     that says so; with ``strict`` the error is raised.
     """
-    from ..pipelines.bigtable_sink import admin_table, compare_families, describe_gc_rule, existing_families
-    from ..pipelines.service_errors import as_ddb2bt_error
-    from ..pipelines.target import describe_target, emulator_host, holds_rows, probe_target
 
     where, emulator = describe_target(target), emulator_host() is not None
     if not_named is not None:

@@ -15,11 +15,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
+
 from ..mappers.errors import UsageError
+from ..mappers.lints import uses_default_time
 from ..mappers.validate import times_from_items
+from ..pipelines import checkpoint as ckpt
+from ..pipelines import timeline as tl
+from ..pipelines import validate_files as files
+from ..pipelines.aws import s3_beam_args
+from ..pipelines.bigtable_sink import Destination
+from ..pipelines.dead_letters import check_dead_letter_destination
+from ..pipelines.options import check_locations, concurrent_segments, is_direct_runner
+from ..pipelines.target import describe_target, probe_target
+from ..pipelines.validate_files import discard_unfinished, finished_parts
+from ..pipelines.validate_pipeline import build_compare_pass
+from ..pipelines.validate_rows import LAUNCHER_BYTES, build_rows_pass, candidate_bytes, resolve_here
 from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
-from .migrate import require_shared, pipeline_stages, default_run_dir
-from .options import RunOptions
+from .migrate import default_run_dir, pipeline_stages, require_shared
+from .options import FLOW_NAMES, RUN_OPTIONS, RunOptions
 from .runs import source_name
 
 __all__ = ["PreparedValidation", "ValidateResult", "execute", "prepare", "reconcile", "run_now_ms", "snapshot_time",
@@ -78,14 +94,12 @@ class PreparedValidation:
 
     @property
     def differences(self) -> str:
-        from apache_beam.io.filesystems import FileSystems
 
         return str(FileSystems.join(self.run_dir, DIFFERENCES_FILE))
 
     @property
     def dead_letter(self) -> str:
         """Where the repairs Bigtable refuses go."""
-        from apache_beam.io.filesystems import FileSystems
 
         return self.options.dead_letter or str(FileSystems.join(self.run_dir, "dead_letters.jsonl"))
 
@@ -141,12 +155,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     validated snapshot, an ISO-8601 time or the run folder of the migration (its cutover
     timeline, else its backfill's start); see :func:`snapshot_time`.
     """
-    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
-    from ..pipelines import checkpoint as ckpt
-    from ..pipelines.aws import s3_beam_args
-    from ..pipelines.options import check_locations, is_direct_runner
-    from ..pipelines.target import describe_target, probe_target
 
     spec = load_spec(spec, options)
     announce(where, f"validate {source_name(spec)} against {describe_target(spec.target)}")
@@ -198,7 +207,6 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
             from ..pipelines.dynamodb_scan import choose_total_segments
 
             total = choose_total_segments(source.size_bytes if source else 0)
-    from ..mappers.lints import uses_default_time
 
     now_unknown = now_ms is None and spec.migration_time is None and any(map(uses_default_time, spec.entities))
     return PreparedValidation(
@@ -211,14 +219,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
 
 def execute(prepared: PreparedValidation) -> ValidateResult:
     """Run a prepared validation to its end and reconcile it."""
-    import apache_beam as beam
-    from apache_beam.io.filesystems import FileSystems
 
-    from ..pipelines import checkpoint as ckpt
-    from ..pipelines import validate_files as files
-    from ..pipelines.dead_letters import check_dead_letter_destination
-    from ..pipelines.options import concurrent_segments
-    from ..pipelines.validate_pipeline import build_compare_pass
 
     p, spec, options = prepared, prepared.spec, prepared.options
     completed: frozenset[int] = frozenset()
@@ -272,8 +273,6 @@ def progress(prepared: PreparedValidation) -> dict[str, int]:
     """What the validation has compared so far, from the parts it has finished (all attempts): its figures
     (items_read, items_compared, differences, …) and, for a scan, ``segments_done``. Cheap enough to poll; a
     remote run folder is read the same way. Empty until the first part is finished."""
-    from ..pipelines import checkpoint as ckpt
-    from ..pipelines import validate_files as files
 
     try:
         found = files.totals(prepared.run_dir)
@@ -300,7 +299,6 @@ def snapshot_time(as_of: str, spec: Any) -> tuple[int, str]:
     yet, its backfill's start (a scan's stored "now", an export's exportTime): the newest time up
     to which the target is known to hold the source's changes.
     """
-    from ..pipelines import timeline as tl
 
     if not _is_folder(as_of):
         try:
@@ -320,7 +318,6 @@ def snapshot_time(as_of: str, spec: Any) -> tuple[int, str]:
 def run_now_ms(run_dir: str, spec: Any) -> int:
     """The "now" the migration in ``run_dir`` gave cells without a time of their own (and TTL): its timeline's,
     else its backfill's. Validating ``--as-of`` that run computes the expected cells at it, so that they match."""
-    from ..pipelines import timeline as tl
 
     timeline = tl.peek(run_dir)
     return timeline.now_ms if timeline is not None else tl.find_backfill(run_dir, spec).now_ms
@@ -332,7 +329,6 @@ def _is_folder(as_of: str) -> bool:
 
 def _refuse_writer_options(options: RunOptions) -> None:
     """Without --repair validate writes nothing: the writer's options and --dead-letter would be ignored."""
-    from .options import FLOW_NAMES, RUN_OPTIONS
 
     for option in RUN_OPTIONS:
         if (option.name in FLOW_NAMES or option.name == "dead_letter") and getattr(options, option.name) is not None:
@@ -350,12 +346,7 @@ def _rows_pass(p: PreparedValidation, rows_dir: str) -> tuple[str, dict[str, int
 
     Without the target scan and with few candidates it runs here, not as a Beam job.
     """
-    import apache_beam as beam
-    from apache_beam.io.filesystems import FileSystems
 
-    from ..pipelines.bigtable_sink import Destination
-    from ..pipelines.validate_files import discard_unfinished, finished_parts
-    from ..pipelines.validate_rows import LAUNCHER_BYTES, build_rows_pass, candidate_bytes, resolve_here
 
     discard_unfinished(rows_dir, frozenset())
     stale = [path for folder in ("differences", "stats") for path in finished_parts(rows_dir, folder)]

@@ -128,8 +128,11 @@ class ReadBudget:
         self._refill()
         return -self._tokens / self.rate if self._tokens < 0 else 0.0
 
-    def page_items(self, rcu_per_item: float | None) -> int:
-        """Items the next page may hold so that it costs at most a burst (1 before any cost is known)."""
+    def page_items(self, rcu_per_item: float | None, page_rcu_max: float) -> int | None:
+        """Items the next page may hold so that it costs at most a burst (1 before any cost is known); None when
+        even the largest page (``page_rcu_max``: 1 MB) fits in a burst."""
+        if self.burst >= page_rcu_max:
+            return None
         if rcu_per_item is None:
             return 1
         return max(1, int(self.burst / max(rcu_per_item, 1e-9)))
@@ -266,11 +269,12 @@ def scan_pages(
         request["Limit"] = limit
     key = start_key
     scanned, spent = 0, 0.0  # what the pages so far held and cost, to size the next under the budget
+    page_rcu_max = estimate_rcu(PAGE_BYTES, consistent_read)  # a full 1 MB page
     while True:
         if key is not None:
             request["ExclusiveStartKey"] = key
-        if budget is not None:
-            affordable = budget.page_items(spent / scanned if scanned else None)
+        affordable = budget.page_items(spent / scanned if scanned else None, page_rcu_max) if budget else None
+        if affordable is not None:
             request["Limit"] = min(limit, affordable) if limit is not None else affordable
         attempt, inner, throttled, started = 0, 0, False, time.monotonic()
         while True:

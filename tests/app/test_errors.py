@@ -177,7 +177,7 @@ def test_a_run_stopped_by_its_dead_letter_limit_keeps_every_dead_letter_it_count
     spec = tmp_path / "spec.yaml"
     spec.write_text(SPEC.format(table=unique_name, endpoint=moto_server.endpoint).replace('"{pk}"', '"{pk}#{v}"'))
     result = CliRunner().invoke(app, ["migrate", str(spec), "--yes", "--run-dir", str(tmp_path / "run"),
-                                      "--max-dead-letters", "2"])
+                                      "--max-dead-letters", "2", "--total-segments", "1"])  # one segment: one batch
     check(result.exit_code, result.stderr, 1, "migration stopped: 7 items were dead-lettered, more than "
           "--max-dead-letters 2 allows")
     assert "7 dead-lettered" in result.stdout and "(7 lines; holds user data)" in result.stdout, result.stdout

@@ -62,7 +62,7 @@ def migrate(spec, tmp_path, *flags):
 
 
 def test_defaults_send_the_page_in_one_request(spec, tmp_path, batchers):
-    migrate(spec, tmp_path)
+    migrate(spec, tmp_path, "--total-segments", "1")  # one segment, one page (a page's batcher is its own)
     assert [b["kwargs"]["flush_limit_mutation_count"] for b in batchers] == [10_000]
     assert [n for b in batchers for n in b["requests"]] == [ITEMS]
 
