@@ -61,6 +61,8 @@ def command(
     reconcile, then read every item back and compare. Exit 1 on dead letters, differences or counts that do not add up.
 
     Resumable: after a kill, `--resume --run-dir FOLDER` continues after the last row whose items are written.
+
+    Example: ddb2bt rollback videos.yaml --to-table Videos-restored --since 2026-11-26T12:00:00Z
     """
     from ...app.rollback import RollbackRequest, rollback
     from ..progress import say
