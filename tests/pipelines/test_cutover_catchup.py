@@ -15,7 +15,7 @@ from ddb2bt.pipelines.export_source import ExportError
 from ddb2bt.pipelines.timeline import TimelineError
 
 from .cells import expected_cells, read_cells
-from .cutover_workload import make_spec
+from ddb2bt.pipelines.cutover_workload import make_spec
 from .export_fixtures import write_export
 from ddb2bt.pipelines.export_writer import compact, write_incremental_export
 from .catchups import HOUR, T0, backfill, incremental, simulate
