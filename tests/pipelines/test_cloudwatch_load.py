@@ -110,3 +110,37 @@ def test_rows_from_units_on_known_inputs():
                         write_units_average=1, write_units_peak=100, datapoints=2)
     assert rows_from_units(load, 900) == (200, 100)  # under 1 KB: 2 reads a read unit, 1 write a write unit
     assert rows_from_units(load, 5000) == (100, 20)  # 5,000 B: 2 read units a read (÷ 2 × 2), 5 write units a write
+
+
+def test_no_permission_is_said_with_the_permission_to_give():
+    """CloudWatch's answer to a caller without cloudwatch:GetMetricStatistics (403, ``__type`` and ``message``) in the
+    protocol botocore's client speaks to it (AWS JSON 1.0 with this botocore), parsed by botocore's own parser."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    client = boto3.client("cloudwatch", region_name="us-east-1", endpoint_url="http://127.0.0.1:9")
+    assert client.meta.service_model.resolved_protocol == "json"  # the answer below is in that protocol
+    body = json.dumps({"__type": "AccessDenied", "message": "User: arn:aws:iam::123456789012:user/planner is not "
+                       "authorized to perform: cloudwatch:GetMetricStatistics"}).encode()
+
+    class Refuse(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(403)
+            for name, value in (("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-RequestId", "refused"),
+                                ("Content-Length", str(len(body)))):
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(LoadUnavailable, match=r"CloudWatch refused GetMetricStatistics \(give the plan's role "
+                                                  r"cloudwatch:GetMetricStatistics\)"):
+            consumed_capacity("t", region="us-east-1", endpoint_url=f"http://127.0.0.1:{server.server_port}")
+    finally:
+        server.shutdown()
