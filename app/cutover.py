@@ -20,6 +20,8 @@ from ..pipelines.parity import Parity
 from .options import RunOptions
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..mappers.spec import MappingSpec
     from ..pipelines.export_source import SourceTable
     from ..pipelines.timeline import Timeline
@@ -79,8 +81,33 @@ def check_window(timeline: Timeline, from_us: int, to_us: int, where: str) -> No
                         "than what Bigtable holds", f"export from exactly {us_to_iso(end)}")
 
 
-def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = RunOptions()) -> CatchUpResult:
-    """Apply one incremental export as a batch Beam job, then advance the timeline (only if it reconciled)."""
+CATCH_UP_PROGRESS = "catch-up"
+"""The folder of a catch-up's live totals, in the run folder's progress folder (migrate's own totals stay apart)."""
+
+
+def catch_up_live_folder(run_dir: str) -> str | None:
+    """Where a catch-up on this machine keeps its live totals (``changes_read``); None for a run folder elsewhere."""
+    from ..pipelines.progress import progress_dir
+
+    folder = progress_dir(run_dir)
+    return str(Path(folder) / CATCH_UP_PROGRESS) if folder else None
+
+
+def catch_up_progress(run_dir: str) -> dict[str, int]:
+    """What the catch-up in ``run_dir`` has read so far (``changes_read``), from every process's totals; cheap."""
+    from ..pipelines.progress import read_progress
+
+    folder = catch_up_live_folder(run_dir)
+    return {"changes_read": read_progress(folder).get("changes_read", 0)} if folder else {}
+
+
+def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = RunOptions(),
+             started: Callable[[int | None], None] | None = None) -> CatchUpResult:
+    """Apply one incremental export as a batch Beam job, then advance the timeline (only if it reconciled).
+
+    ``started`` is called with the export's item count (None when its manifest gives none) once the export is
+    checked, just before the job starts; :func:`catch_up_progress` then says how far it got.
+    """
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -91,6 +118,8 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     from ..pipelines.dead_letters import DeadLetter, check_dead_letter_destination, write_part
     from ..pipelines.export_source import ExportError, file_problem, use_options
     from ..pipelines.incremental_export import ReadIncrementalExport, check_export, read_incremental_manifest
+    from ..pipelines.options import is_direct_runner
+    from ..pipelines.progress import Tally, reset
     from ..pipelines.target import probe_target
 
     run_dir = _need_run_dir(options)
@@ -120,10 +149,17 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     dead_letter = options.dead_letter or tl.join(run_dir, f"catch-up-{manifest.export_id}.dead_letters.jsonl")
     check_dead_letter_destination(dead_letter, resume=True)  # a catch-up run again continues its own file
 
-    started = time.monotonic()
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    live = catch_up_live_folder(run_dir) if is_direct_runner(pipeline_options.view_as(StandardOptions).runner) else None
+    reset(live)
+    if started is not None:
+        started(manifest.item_count)
+    began = time.monotonic()
     pipeline = beam.Pipeline(options=pipeline_options)
     read = pipeline | "ReadIncrementalExport" >> ReadIncrementalExport(manifest)
-    _ = read["batches"] | "Apply" >> beam.ParDo(ApplyChangesFn(
+    batches = read["batches"] if live is None else read["batches"] | "Tally" >> beam.Map(Tally(live, "changes_read"))
+    _ = batches | "Apply" >> beam.ParDo(ApplyChangesFn(
         Destination.from_target(spec.target), spec.model_dump(by_alias=True), timeline.now_ms, dead_letter,
         options.flow_control()))
     _ = (read["count_mismatch"]
@@ -134,7 +170,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
                             {k: counters.get(k, 0) for k in (
                                 "changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped",
                                 "cells_set", "cells_deleted", "export_count_mismatch")},
-                            dead_letter, lines, seconds=time.monotonic() - started)
+                            dead_letter, lines, seconds=time.monotonic() - began)
     outcome.problems = unfinished(state) + reconcile_changes(outcome.counters, manifest.item_count)
     if outcome.ok:
         timeline.phases.append(tl.Phase(manifest.export_id, manifest.from_us, manifest.to_us, outcome.counters,

@@ -13,6 +13,7 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from ddb2bt.mappers.costs import Costs, cost_rows
 from ddb2bt.mappers.folded import FoldedRow
 from ddb2bt.mappers.plan import AttributePreview, ExampleRow, MigrationPlan, extrapolation, shorten, source_count_text
 from ddb2bt.mappers.sample import SizeStats
@@ -332,6 +333,19 @@ def _estimates(plan: MigrationPlan) -> list[Block]:
     return [Heading(2, "Estimates", "estimates"), Para(sentence), Table(("Figure", "Estimate", "Basis"), rows), Bullets(e.assumptions)]
 
 
+def _costs(costs: Costs | None) -> list[Block]:
+    """What the migration costs and what the target needs (what `migrate-plan` prints), with the prices assumed."""
+    if costs is None:
+        return []
+    rows = tuple((what[0].upper() + what[1:], dollars, basis) for what, dollars, basis in cost_rows(costs))
+    return [Heading(2, "Cost and size", "costs"),
+            Para("List prices assumed (change them with `ddb2bt migrate-plan SPEC --price NAME=VALUE`): "
+                 + "; ".join(f"{name} ${value:g} ({costs.price_sources[name]})"
+                             for name, value in costs.prices.model_dump().items()) + "."),
+            Table(("Figure", "Dollars", "Basis"), rows),
+            Bullets((f"Per node: {costs.per_node}.", *costs.notes))]
+
+
 def _folded(plan: MigrationPlan) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Folded rows: several items, one row", "folded")]
     if not plan.folded_rows:
@@ -364,12 +378,12 @@ def _folded_row(row: FoldedRow) -> list[Block]:
     return blocks
 
 
-def report_blocks(plan: MigrationPlan) -> list[Block]:
+def report_blocks(plan: MigrationPlan, costs: Costs | None = None) -> list[Block]:
     """The summary and the losses first (they decide whether to run), then the findings, the keys, the translation,
-    the numbers; a table of contents after the summary."""
+    the numbers and, when given, the costs; a table of contents after the summary."""
     sections = (_losses, _lints, _keys, _source, _target, _mapping, _folded, _reads, _distribution, _estimates)
     summary = _summary(plan)
-    body = _telling(block for section in sections for block in section(plan))
+    body = _telling([*(block for section in sections for block in section(plan)), *_costs(costs)])
     contents = Contents(tuple((block.anchor, block.text) for block in [*summary, *body]
                               if isinstance(block, Heading) and block.anchor))
     return [*summary, contents, *body]
@@ -520,10 +534,10 @@ table{{width:auto}}
 """
 
 
-def render_html(plan: MigrationPlan) -> str:
+def render_html(plan: MigrationPlan, costs: Costs | None = None) -> str:
     """The report as one self-contained HTML page (inline CSS and SVG, no scripts, no external resources), readable
     from a 420 px phone to a wide screen."""
-    body = "\n".join(_html_block(block) for block in report_blocks(plan))
+    body = "\n".join(_html_block(block) for block in report_blocks(plan, costs))
     title = html.escape(f"ddb2bt report: {plan.source_table or 'export'} → {plan.target_table}")
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -570,9 +584,9 @@ def _md_block(block: Block) -> str:
     return _md_table(block.left) + "\n\n→\n\n" + _md_table(block.right)
 
 
-def render_markdown(plan: MigrationPlan) -> str:
+def render_markdown(plan: MigrationPlan, costs: Costs | None = None) -> str:
     """The same report as Markdown (charts become text bars)."""
-    return "\n\n".join(_md_block(block) for block in report_blocks(plan)) + "\n"
+    return "\n\n".join(_md_block(block) for block in report_blocks(plan, costs)) + "\n"
 
 
 # --------------------------------------------------------------------------- files
@@ -580,14 +594,14 @@ def render_markdown(plan: MigrationPlan) -> str:
 KINDS = {"html": "html", "htm": "html", "md": "md", "markdown": "md"}
 
 
-def render(plan: MigrationPlan, kind: str) -> str:
+def render(plan: MigrationPlan, kind: str, costs: Costs | None = None) -> str:
     """The report as ``kind`` (html or md)."""
-    return render_html(plan) if kind == "html" else render_markdown(plan)
+    return render_html(plan, costs) if kind == "html" else render_markdown(plan, costs)
 
 
-def write_report(plan: MigrationPlan, output: Path) -> None:
+def write_report(plan: MigrationPlan, output: Path, costs: Costs | None = None) -> None:
     """The report for ``plan`` as HTML or Markdown, by ``output``'s suffix (one of KINDS)."""
     from ..pipelines.dead_letters import create_private  # the report shows sample items (user data): 0600
 
     with create_private(str(output)) as handle:
-        handle.write(render(plan, KINDS[output.suffix.lower().lstrip(".")]).encode("utf-8"))
+        handle.write(render(plan, KINDS[output.suffix.lower().lstrip(".")], costs).encode("utf-8"))

@@ -39,8 +39,9 @@ def write_export(
     export_id: str = "01714564800000-1a2b3c4d",
     prefix: str = "",
     table: str = "Table",
+    export_time: str = EXPORT_TIME,
 ) -> str:
-    """Write ``items`` (wire format; ``B`` bytes become base64) as an export under ``root``.
+    """Write ``items`` (wire format; ``B`` bytes become base64) as an export under ``root``, taken at ``export_time``.
 
     Returns the export folder (the one holding manifest-summary.json) as a string path.
     """
@@ -54,11 +55,11 @@ def write_export(
     summary = {
         "version": "2020-06-30",
         "exportArn": f"{table_arn}/export/{export_id}",
-        "startTime": EXPORT_TIME,
-        "endTime": EXPORT_TIME,
+        "startTime": export_time,
+        "endTime": export_time,
         "tableArn": table_arn,
         "tableId": "00000000-0000-0000-0000-000000000000",
-        "exportTime": EXPORT_TIME,
+        "exportTime": export_time,
         "s3Bucket": "export-bucket",
         "s3Prefix": prefix.strip("/") or None,
         "s3SseAlgorithm": "AES256",

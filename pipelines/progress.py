@@ -146,3 +146,17 @@ def request_stop(folder: str | None) -> None:
 
 def stop_requested(folder: str | None) -> bool:
     return folder is not None and (Path(folder) / STOP_FILE).exists()
+
+
+class Tally:
+    """A Beam ``Map`` function that adds each batch's length to this process's live totals under ``field`` and passes
+    the batch on (for runs whose steps keep no totals of their own, e.g. a catch-up's changes read)."""
+
+    def __init__(self, folder: str, field: str) -> None:
+        self.folder, self.field = folder, field
+
+    def __call__(self, batch: list) -> list:
+        found = reporter(self.folder)
+        if found is not None:
+            found.add({self.field: len(batch)}, check_stop=False)
+        return batch

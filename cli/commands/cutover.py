@@ -43,9 +43,21 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
     Example: ddb2bt catch-up videos.yaml --run-dir RUN --export s3://bucket/AWSDynamoDB/01234-abcd
     """
     from ...app import cutover
-
-    result = cutover.catch_up(spec, export, dataclasses.replace(options, run_dir=run_dir))
     from ...pipelines.timeline import us_to_iso
+    from ..progress import watching
+
+    live: dict[str, int | None] = {}
+
+    def figures() -> str:
+        if "total" not in live:
+            return "checking the export"
+        read = live["done"] if "done" in live else cutover.catch_up_progress(run_dir).get("changes_read", 0)
+        return changes_text(read or 0, live["total"])
+
+    with watching(f"catch-up of export {export.rstrip('/').rsplit('/', 1)[-1]}", figures):
+        result = cutover.catch_up(spec, export, dataclasses.replace(options, run_dir=run_dir),
+                                  started=lambda total: live.update(total=total))
+        live["done"] = result.counters["changes_read"]
 
     _echo([f"catch-up {result.export_id}: {us_to_iso(result.from_us)} .. {us_to_iso(result.to_us)} "
            f"in {result.seconds:.1f} s",
@@ -56,6 +68,15 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
              "catch-up FAILED: the timeline did not advance; run the same export again once fixed"])
     if not result.ok:
         raise typer.Exit(1)
+
+
+def changes_text(read: int, total: int | None) -> str:
+    """`1,200/3,000 changes read`, or `1,200 changes read (total unknown)`; never a share of more than the total."""
+    if total is None:
+        return f"{read:,} changes read (total unknown)"
+    if read > total:
+        return f"{read:,} changes read (more than the {total:,} the export lists)"
+    return f"{read:,}/{total:,} changes read"
 
 
 @run_options("aws", "google", "writer")

@@ -111,3 +111,38 @@ def status(dir: Dir = DEFAULT) -> None:
     _show(state)
     for line in state.exports():
         typer.echo(line)
+
+
+class Step(str, Enum):
+    create = "create"
+    full_export = "full-export"
+    changes = "changes"
+    incremental_export = "incremental-export"
+
+
+@app.command("walkthrough")
+def walkthrough(
+    step: Annotated[Step, typer.Argument(help="create, full-export, changes or incremental-export (in that order).")],
+    table: Annotated[str, typer.Option("--table", help="The walkthrough's DynamoDB table.")] = "posts",
+    dir: Annotated[Path, typer.Option("--dir", help="Folder for the exports and spec.json.")] = Path("out/cutover"),
+) -> None:
+    """The DynamoDB side of docs/CUTOVER.md's worked example, on the local servers: create the table (60 items, a
+    stream), write a full export and its spec, make changes, write the incremental export of what changed since.
+
+    Example: ddb2bt local walkthrough create --table posts --dir out/cutover
+    """
+    from ...app.walkthrough import run_step
+    from ...mappers.units import micros_to_iso, plural
+
+    done = run_step(step.value, table, dir)
+    if step is Step.create:
+        typer.echo(f"table {done.table}: {plural(done.items, 'item')}, stream NEW_AND_OLD_IMAGES")
+    elif step is Step.full_export:
+        typer.echo(f"full export of {plural(done.items, 'item')} at {micros_to_iso(done.start_us or 0)}: "
+                   f"{done.export_dir}")
+        typer.echo(f"spec: {done.spec}")
+    elif step is Step.changes:
+        typer.echo(f"{plural(done.records or 0, 'change')}; the table now holds {plural(done.items, 'item')}")
+    else:
+        typer.echo(f"incremental export {micros_to_iso(done.start_us or 0)} .. {micros_to_iso(done.end_us or 0)}: "
+                   f"{plural(done.records or 0, 'changed item')}: {done.export_dir}")

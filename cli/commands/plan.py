@@ -32,7 +32,9 @@ def migrate_plan(
                      "for the cost estimate instead of the assumed list price (repeatable): read_request_units_per_"
                      "million, export_per_gb, node_hour, storage_gb_month.", show_default=False)] = None,
     load_reads: Annotated[Optional[float], typer.Option("--load-reads", metavar="N", min=0, help="Rows/s the table "
-                          "serves now (reads), to size the Bigtable nodes for today's load.", show_default=False)] = None,
+                          "serves now (reads), to size the Bigtable nodes for today's load (default: the table's "
+                          "consumed capacity in CloudWatch over the last 7 days, when it can be read).",
+                          show_default=False)] = None,
     load_writes: Annotated[Optional[float], typer.Option("--load-writes", metavar="N", min=0, help="Rows/s the table "
                            "takes now (writes), as --load-reads.", show_default=False)] = None,
     *,
@@ -47,18 +49,19 @@ def migrate_plan(
 
     Example: ddb2bt migrate-plan videos.yaml --sample 1000 --out plan.json
     """
+    from ...app.costs import plan_costs
     from ...app.plan import plan_against_target
-    from ...mappers.costs import cost_lines, estimate_costs, parse_prices
+    from ...mappers.costs import cost_lines, parse_prices
     from ..progress import say, spinner
 
     check_output(out, "--out")
     prices = parse_prices(price or [])
     with spinner() as step:
         result = plan_against_target(spec, sample, options, step=step, where=say)
-    source = result.plan.source
-    costs = estimate_costs(result.plan.estimates, prices, from_export=result.plan.estimates.read_units_per_second is None,
-                           provisioned=source is not None and source.billing_mode == "PROVISIONED",
-                           reads_per_second=load_reads, writes_per_second=load_writes)
+        if load_reads is None and load_writes is None:
+            step("reading the table's consumed capacity from CloudWatch…")
+        costs = plan_costs(result.plan, spec, options, prices, reads_per_second=load_reads,
+                           writes_per_second=load_writes)
     if format is OutputFormat.json:
         typer.echo(json.dumps({**result.to_json(), "costs": costs.model_dump(mode="json")}, indent=2))
     else:

@@ -27,6 +27,7 @@ def command(
 
     Example: ddb2bt report videos.yaml -o report.html
     """
+    from ...app.costs import plan_costs
     from ...app.plan import plan
     from .. import report as renderers
     from ..progress import spinner
@@ -37,8 +38,10 @@ def command(
     check_output(None if output == STDOUT else output, "--output")
     with spinner() as step:
         the_plan = plan(spec, sample, options, step=step)
+        step("reading the table's consumed capacity from CloudWatch…")
+        costs = plan_costs(the_plan, spec, options)
     if output == STDOUT:
-        typer.echo(renderers.render(the_plan, "md"), nl=False)
+        typer.echo(renderers.render(the_plan, "md", costs), nl=False)
         return
-    renderers.write_report(the_plan, output)
+    renderers.write_report(the_plan, output, costs)
     typer.echo(f"Wrote {output}", err=True)

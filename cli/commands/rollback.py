@@ -6,7 +6,6 @@ Progress and notes go to stderr, the result (or `--format json`) to stdout.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict
 from typing import Annotated, Any, Optional
 
@@ -14,6 +13,7 @@ import typer
 
 from ...app.options import RunOptions
 from ...mappers.errors import UsageError
+from ...mappers.units import plural
 from ..options import OutputFormat, SpecArg, run_options
 
 TYPES = ("S", "N", "B", "BOOL")
@@ -65,26 +65,20 @@ def command(
     Example: ddb2bt rollback videos.yaml --to-table Videos-restored --since 2026-11-26T12:00:00Z
     """
     from ...app.rollback import RollbackRequest, rollback
-    from ..progress import say
+    from ..progress import say, watching
 
     request = RollbackRequest(to_table=to_table, start=(start or "").encode(), end=(end or "").encode(),
                               since_us=parse_since(since) if since else None, wcu=wcu, writers=writers,
                               compare=not no_compare, types=parse_types(type_ or []))
-    shown = [0.0]
+    seen: dict[str, Any] = {"phase": "", "counters": {}}
 
     def progress(phase: str, counters: dict[str, int]) -> None:
-        now = time.monotonic()
-        if now - shown[0] >= 2.0:
-            shown[0] = now
-            if phase == "write":
-                dead = counters["rows_dead_lettered"] + counters["items_refused"] + counters["items_unkeyed"]
-                say(f"  rolled back {counters['items_written']} items from {counters['rows_read']} rows ({dead} dead "
-                    "letters)")
-            else:
-                say(f"  compared {counters['compared']} items ({counters['differing']} differ)")
+        seen.update(phase=phase, counters=counters)  # one assignment: the progress thread reads either whole
 
-    say(f"rollback {spec} → DynamoDB {to_table or '(the spec’s source table)'}")
-    result = rollback(spec, request, options, progress=progress)
+    target = to_table or "(the spec’s source table)"
+    say(f"rollback {spec} → DynamoDB {target}")
+    with watching(f"rollback into {target}", lambda: progress_text(seen["phase"], seen["counters"])):
+        result = rollback(spec, request, options, progress=progress)
     if format is OutputFormat.json:
         typer.echo(json.dumps({**asdict(result), "ok": result.ok}, indent=2, sort_keys=True))
     else:
@@ -92,6 +86,19 @@ def command(
             typer.echo(line)
     if not result.ok:
         raise typer.Exit(1)
+
+
+def progress_text(phase: str, counters: dict[str, int]) -> str:
+    """What the rollback has done so far; how many rows Bigtable holds is not known before they are read."""
+    c = counters
+    if phase == "write":
+        dead = c.get("rows_dead_lettered", 0) + c.get("items_refused", 0) + c.get("items_unkeyed", 0)
+        return (f"{c.get('rows_read', 0):,} rows read (total unknown) · {plural(c.get('items_written', 0), 'item')} "
+                f"written · {plural(dead, 'dead letter')}")
+    if phase == "compare":
+        return (f"{plural(c.get('compared', 0), 'item')} compared with DynamoDB (total unknown) · "
+                f"{c.get('differing', 0):,} differ")
+    return "reading Bigtable (total unknown)"
 
 
 def parse_since(text: str) -> int:

@@ -62,3 +62,20 @@ def test_storage_sets_the_floor_of_serving_nodes():
 def test_a_bad_price_is_one_line_naming_it(pair):
     with pytest.raises(UsageError, match="--price"):
         parse_prices([pair])
+
+
+def test_todays_load_from_cloudwatchs_busiest_period_or_why_there_is_none():
+    from ddb2bt.mappers.costs import MeasuredLoad
+
+    measured = MeasuredLoad(table="t", days=7, period_seconds=300, read_units_average=2_000, read_units_peak=10_000,
+                            write_units_average=500, write_units_peak=8_000, datapoints=4032)
+    costs = estimate_costs(estimates(), Prices(), from_export=False, provisioned=False, measured=measured)
+    # 1,073.7 B items: one read unit reads two (eventually consistent), a write takes two write units (1 KB each):
+    # 20,000 reads/s + 4,000 writes/s at ~10,000 a node = 2.4 node-loads, so 3 nodes
+    assert costs.load_from == "cloudwatch" and costs.serving_nodes == 3
+    assert costs.serving_basis.startswith("20,000 reads/s and 4,000 writes/s (CloudWatch, table t, last 7 days: "
+                                          "2,000.0 read units/s on average, 10,000.0 in the busiest 5 minutes")
+    missing = estimate_costs(estimates(), Prices(), from_export=False, provisioned=False, unmeasured="CloudWatch "
+                             "refused GetMetricStatistics")
+    assert missing.load_from == "none" and missing.serving_nodes is None
+    assert "no load given and CloudWatch refused GetMetricStatistics: pass --load-reads" in "\n".join(cost_lines(missing))

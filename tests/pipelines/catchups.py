@@ -1,7 +1,7 @@
 """A backfill and incremental exports over a simulated change log: what the catch-up tests share."""
 
 import random
-from .cutover_workload import make_spec, random_item, random_keys
+from ddb2bt.pipelines.cutover_workload import make_spec, random_item, random_keys
 from .export_fixtures import EXPORT_TIME, write_export
 from ddb2bt.pipelines.export_writer import compact, write_incremental_export
 from ddb2bt.app.migrate import migrate

@@ -2,7 +2,7 @@
 
 import boto3
 import random
-from .cutover_workload import make_spec
+from ddb2bt.pipelines.cutover_workload import make_spec
 from .streams import create_streamed_table, workload
 from contextlib import contextmanager
 from ddb2bt.app.migrate import migrate

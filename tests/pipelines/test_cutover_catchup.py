@@ -4,7 +4,9 @@ equals a fresh migration of the final table, cell by cell; gaps, overlaps and NE
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
 
 import pytest
 
@@ -15,7 +17,7 @@ from ddb2bt.pipelines.export_source import ExportError
 from ddb2bt.pipelines.timeline import TimelineError
 
 from .cells import expected_cells, read_cells
-from .cutover_workload import make_spec
+from ddb2bt.pipelines.cutover_workload import make_spec
 from .export_fixtures import write_export
 from ddb2bt.pipelines.export_writer import compact, write_incremental_export
 from .catchups import HOUR, T0, backfill, incremental, simulate
@@ -89,3 +91,38 @@ def test_a_timeline_refuses_another_spec_than_the_one_its_phases_applied(tmp_pat
         tl.load(run, type(spec).model_validate(moved))
     with pytest.raises(TimelineError, match="the spec differs"):
         tl.load(run, make_spec("another_table"))
+
+
+def test_catch_up_without_a_terminal_prints_progress_lines(bigtable_env, unique_name, tmp_path, monkeypatch):
+    """CI logs: `progress: catch-up …: N/TOTAL changes read · elapsed` every DDB2BT_PROGRESS_SECONDS and at the end,
+    the total from the export's manifest; the result on stdout stays clean."""
+    from typer.testing import CliRunner
+
+    from ddb2bt.cli.main import app
+
+    rng = random.Random(11)
+    table: dict = {}
+    simulate(rng, table, 40, T0 - HOUR, T0)
+    spec = backfill(tmp_path, unique_name, list(table.values()))
+    export = incremental(tmp_path, simulate(rng, table, 300, T0, T0 + HOUR, posts=40), T0, T0 + HOUR, unique_name)
+    total = json.loads(open(f"{export}/manifest-summary.json").read())["itemCount"]
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
+    monkeypatch.setenv("DDB2BT_PROGRESS_SECONDS", "0.05")
+    done = CliRunner().invoke(app, ["catch-up", str(spec_file), "--run-dir", str(tmp_path / "run"), "--export", export])
+    assert done.exit_code == 0, done.output
+    lines = [line for line in done.stderr.splitlines() if line.startswith("progress: ")]
+    assert len(lines) >= 2, done.stderr
+    figures = rf"(checking the export|[\d,]+/{total:,} changes read)"
+    assert all(re.fullmatch(rf"progress: catch-up of export {os.path.basename(export)}: {figures} · \d:\d\d:\d\d elapsed", line)
+               for line in lines), lines
+    assert f": {total:,}/{total:,} changes read · " in lines[-1]  # the last line: the whole export
+    assert "progress:" not in done.stdout and "timeline applied up to" in done.stdout
+
+
+def test_changes_text_says_an_unknown_total_is_unknown():
+    from ddb2bt.cli.commands.cutover import changes_text
+
+    assert changes_text(1200, None) == "1,200 changes read (total unknown)"
+    assert changes_text(1200, 3000) == "1,200/3,000 changes read"
+    assert changes_text(3001, 3000) == "3,001 changes read (more than the 3,000 the export lists)"

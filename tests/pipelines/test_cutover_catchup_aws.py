@@ -25,7 +25,7 @@ from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.export_source import ExportError
 
 from .cells import expected_cells, read_cells
-from .cutover_workload import make_spec
+from ddb2bt.pipelines.cutover_workload import make_spec
 
 DOCUMENTED = Path(__file__).resolve().parents[1] / "data" / "aws_exports" / "documented"
 EXPORTS = "ddb/posts/AWSDynamoDB"

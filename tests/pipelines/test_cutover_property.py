@@ -27,7 +27,7 @@ from ddb2bt.pipelines.incremental_export import parse_record
 from ddb2bt.pipelines.timeline import us_to_iso
 
 from .cells import read_cells
-from .cutover_workload import make_spec, random_item
+from ddb2bt.pipelines.cutover_workload import make_spec, random_item
 from .export_fixtures import write_export
 from ddb2bt.pipelines.export_writer import compact, write_incremental_export
 from .streams import create_streamed_table, table_items

@@ -19,7 +19,7 @@ from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines import stream_tail
 
 from .cells import expected_cells, read_cells
-from .cutover_workload import make_spec
+from ddb2bt.pipelines.cutover_workload import make_spec
 from .streams import create_streamed_table, table_items
 
 POSTS = 12

@@ -17,7 +17,7 @@ from ddb2bt.app.options import RunOptions
 from ddb2bt.pipelines.loopback_proxy import TtlDeleteProxy, serving
 
 from .cells import expected_cells, read_cells
-from .cutover_workload import make_spec, random_item
+from ddb2bt.pipelines.cutover_workload import make_spec, random_item
 from .streams import create_streamed_table, table_items
 
 

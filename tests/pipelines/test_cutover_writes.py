@@ -10,7 +10,7 @@ from ddb2bt.pipelines.bigtable_sink import Destination, ensure_table
 from ddb2bt.pipelines.change_sink import ChangeApplier, OverlappedWrites
 
 from .cells import expected_cells, read_cells
-from .cutover_workload import make_spec
+from ddb2bt.pipelines.cutover_workload import make_spec
 
 NOW_MS = 1_700_000_000_000
 
