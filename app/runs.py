@@ -7,14 +7,13 @@ Used by :mod:`.migrate`; nothing here prints.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apache_beam.options.pipeline_options import DirectOptions
 
-from ..mappers.estimates import READ_UNIT_BYTES
+from ..mappers.estimates import read_units
 from ..pipelines.bigtable_sink import mismatch_error
 from ..pipelines.checkpoint import (
     CHECKPOINT_FILE,
@@ -132,7 +131,7 @@ def read_pace(prepared: PreparedRun) -> ReadPace | None:
     capacity = source.capacity_rcu(spec.on_demand_rcu)
     in_flight = min(concurrent_segments(prepared.pipeline_options, prepared.total_segments), prepared.total_segments)
     left = (prepared.total_segments - prepared.segments_done) / prepared.total_segments
-    units = math.ceil(source.size_bytes * left / READ_UNIT_BYTES) * (1.0 if spec.consistent_read else 0.5)
+    units = read_units(source.size_bytes * left, spec.consistent_read)
     rate = spec.read_budget * capacity
     return ReadPace(spec.read_budget, capacity, bool(source.read_capacity), max(1, in_flight),
                     units / rate if source.size_bytes and rate else None)

@@ -33,6 +33,12 @@ SSD_BYTES_PER_NODE = 5 * 1024**4
 READ_UNIT_BYTES = 4096
 
 
+def read_units(nbytes: float, consistent_read: bool) -> float:
+    """DynamoDB's read-unit rule: one unit per 4 KB read, rounded up; half of that for an eventually consistent
+    read. The one statement of it (estimates, the ETA, a Scan page whose capacity the server did not report)."""
+    return math.ceil(nbytes / READ_UNIT_BYTES) * (1.0 if consistent_read else 0.5)
+
+
 class PrefixShare(BaseModel):
     model_config = ConfigDict(frozen=True)
     prefix: str
@@ -223,13 +229,13 @@ def estimate(
         "(single-table designs) make the distinct-row figure a lower bound.",
     ]
     if from_export:
-        read_units, rate, seconds = 0.0, None, None
+        units, rate, seconds = 0.0, None, None
         assumptions.append("Reading an S3 export consumes no read capacity.")
     else:
-        read_units = math.ceil(table_bytes / READ_UNIT_BYTES) * (1.0 if consistent_read else 0.5)
+        units = read_units(table_bytes, consistent_read)
         capacity = provisioned_rcu or on_demand_rcu
         rate = read_budget * capacity
-        seconds = read_units / rate if rate else None
+        seconds = units / rate if rate else None
         if seconds is not None and seconds > STREAM_RETENTION_S:
             assumptions.append(f"WARNING: {retention_warning(seconds)}.")
         assumptions.append(
@@ -261,7 +267,7 @@ def estimate(
         table_bytes=table_bytes,
         table_bytes_from="DescribeTable" if size_bytes else "sample",
         lower_bound=lower_bound,
-        scan_read_units=read_units,
+        scan_read_units=units,
         read_units_per_second=rate,
         scan_seconds=seconds,
         target_rows=round(len(sample.row_sizes) * factor),

@@ -32,6 +32,7 @@ from . import progress
 from .metrics import NAMESPACE
 from .dynamodb_client import ClientSettings, describe_source, make_client
 from ..mappers.errors import ServiceError
+from ..mappers.estimates import READ_UNIT_BYTES, read_units
 from ..mappers.limits import SCAN_SEGMENTS_MAX
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,7 @@ def choose_total_segments(
 
 def estimate_rcu(response_bytes: int, consistent_read: bool) -> float:
     """Read units for a Scan page when the server reports none: 1 per 4 KB strongly consistent, half eventually."""
-    units = math.ceil(response_bytes / 4096) if response_bytes > 0 else 1
-    return float(units) if consistent_read else units / 2
+    return read_units(max(response_bytes, 1), consistent_read)
 
 
 class ReadBudget:
@@ -233,8 +233,8 @@ def _page_rcu(response: dict[str, Any], nbytes: int, consistent_read: bool) -> f
     consumed = response.get("ConsumedCapacity")
     if consumed and "CapacityUnits" in consumed:
         return float(consumed["CapacityUnits"])
-    if not nbytes:  # size unknown; rough size from the item count (4 KB reads assumed)
-        return estimate_rcu(4096 * response.get("ScannedCount", 0), consistent_read)
+    if not nbytes:  # size unknown; rough size from the item count (4 KB items assumed)
+        return estimate_rcu(READ_UNIT_BYTES * response.get("ScannedCount", 0), consistent_read)
     return estimate_rcu(nbytes, consistent_read)
 
 

@@ -56,3 +56,11 @@ def test_iso_refuses_other_text_and_says_past_year_9999():
     with pytest.raises(ValueError):
         iso_to_micros("yesterday")
     assert micros_to_iso(10**20) == "100000000000000000000 us since 1970"
+
+
+def test_the_read_unit_rule():
+    """One statement of DynamoDB's rule, used by the estimates, the run's ETA and the scan's page costs."""
+    from ddb2bt.mappers.estimates import read_units
+
+    assert [read_units(n, True) for n in (1, 4096, 4097, 1 << 20)] == [1, 1, 2, 256]
+    assert [read_units(n, False) for n in (1, 4096, 4097, 1 << 20)] == [0.5, 0.5, 1, 128]
