@@ -8,7 +8,9 @@ cd "$ROOT"
 TREE=.cache/typecheck/ddb2bt
 mkdir -p "$TREE"
 : >"$TREE/__init__.py"
-for package in mappers pipelines app cli templates; do
+# The package folders as pyproject.toml maps them (its [tool.setuptools.package-dir]: the one list of them).
+FOLDERS=$(.venv/bin/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"].values())')
+for package in $FOLDERS; do
   ln -sfn "../../../$package" "$TREE/$package"
 done
 MYPYPATH=.cache/typecheck exec .venv/bin/python -m mypy -p ddb2bt "$@"
