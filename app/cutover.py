@@ -114,7 +114,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     from ..pipelines import timeline as tl
     from ..pipelines.aws import s3_beam_args
     from ..pipelines.bigtable_sink import Destination
-    from ..pipelines.change_sink import ApplyChangesFn
+    from ..pipelines.change_sink import CHANGE_COUNTERS, ApplyChangesFn
     from ..pipelines.dead_letters import DeadLetter, check_dead_letter_destination, write_part
     from ..pipelines.export_source import ExportError, file_problem, use_options
     from ..pipelines.incremental_export import ReadIncrementalExport, check_export, read_incremental_manifest
@@ -167,9 +167,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
          | "PersistMismatches" >> beam.Map(lambda line: write_part(dead_letter, [line])))
     state, counters, lines = wait_for(pipeline.run(), dead_letter)
     outcome = CatchUpResult(run_dir, manifest.export_id, manifest.from_us, manifest.to_us, state,
-                            {k: counters.get(k, 0) for k in (
-                                "changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped",
-                                "cells_set", "cells_deleted", "export_count_mismatch")},
+                            {k: counters.get(k, 0) for k in (*CHANGE_COUNTERS, "export_count_mismatch")},
                             dead_letter, lines, seconds=time.monotonic() - began)
     outcome.problems = unfinished(state) + reconcile_changes(outcome.counters, manifest.item_count)
     if outcome.ok:
