@@ -388,6 +388,26 @@ def _check_run_dir(run_dir: str) -> Timeline:
     return timeline
 
 
+def _access_patterns(spec: MappingSpec, options: RunOptions) -> Condition:
+    """The application's reads: each declared access pattern run on DynamoDB and, translated, on Bigtable
+    (`ddb2bt parity`); READY needs every one served and returning the same items."""
+    from .parity import check_parity
+
+    found = check_parity(spec, options=options)
+    served = [p for p in found.patterns if p.status == "served"]
+    different = [p.name for p in served if not p.ok]
+    unserved = [p.name for p in found.patterns if p.status != "served"]
+    detail = (f"{len(served)} of {len(found.patterns)} pattern(s) compared, {found.cases} case(s): "
+              f"{sum(p.same for p in served)} same, {sum(p.different for p in served)} different")
+    if unserved:
+        detail += f"; not served by Bigtable: {', '.join(unserved)}"
+    if different:
+        detail += f"; different: {', '.join(different)} (`ddb2bt parity SPEC` shows the items)"
+    return Condition("access patterns", found.ok, detail,
+                     {"patterns": len(found.patterns), "served": len(served), "cases": found.cases,
+                      "different": sum(p.different for p in served)})
+
+
 def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: int = PARITY_SAMPLE,
            options: RunOptions = RunOptions(), retry_s: float = 1.0) -> CutoverStatus:
     """READY only when every condition holds, each checked against the source itself (docs/CUTOVER.md):
@@ -396,7 +416,8 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
       tail's checkpoint: the records after it are counted, with the age of the oldest);
     * dead letters: no change dead letter of the tail or a catch-up left unresolved;
     * tail: alive (a heartbeat saved with every page, within ``lag_threshold_s``), or stopped with nothing unread;
-    * parity: random keys across the whole table and every key changed since the last check compare equal.
+    * parity: random keys across the whole table and every key changed since the last check compare equal;
+    * access patterns (when the spec declares them): each returns the same items from Bigtable as from DynamoDB.
     """
     from ..mappers.compiler import compile_spec
     from ..mappers.spec import MappingSpec
@@ -495,6 +516,8 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
             tl.write_json(tl.join(run_dir, STATUS_FILE), {"stream_arn": state.stream_arn, "checked": {
                 lag.shard: lag.checked_to for lag in backlog.shards if lag.checked_to}})
 
+    if spec is not None and spec.access_patterns:
+        conditions.append(_access_patterns(spec, options))
     reasons = [f"{c.name}: {c.detail}" for c in conditions if not c.holds]
     return CutoverStatus(run_dir, phases, shards, _dead_letter_counts(run_dir), parity, not reasons, reasons,
                          lag_threshold_s, conditions, unresolved, notes)

@@ -319,3 +319,41 @@ def test_unread_records_are_counted_across_a_shard_split(bigtable_env, moto_serv
         backlog = read_backlog(streams, stream_tail.load_state(run_dir), {})
         assert backlog.unread == 0 and backlog.complete
         assert {shard.shard: shard.tail_done for shard in backlog.shards} == {PARENT: True, CHILD: False}
+
+
+def with_patterns(table: str, endpoint: str, patterns: list[dict]) -> MappingSpec:
+    """One row per item ({pk}#{sk}), every attribute kept: the items a pattern returns read back whole."""
+    return MappingSpec.model_validate({
+        "source": {"table": table, "partition_key": "pk", "sort_key": "sk", "region": "us-east-1",
+                   "endpoint_url": endpoint},
+        "target": {"table": table, "families": {"d": {"max_versions": 1}, "x": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": kind, "match": {"kind": kind}, "row_key": "{pk}#{sk}", "rest": {"family": "x"},
+                      "columns": [{"attribute": "Title", "family": "d"}] if kind == "post" else []}
+                     for kind in ("post", "comment")],
+        "access_patterns": patterns,
+    })
+
+
+def test_declared_access_patterns_are_part_of_ready(bigtable_env, moto_server, unique_name, tmp_path):
+    """When the spec declares the application's reads, READY also needs each to return from Bigtable what it returns
+    from DynamoDB (issue 22); a pattern Bigtable cannot serve (here a GSI without index rows) is NOT READY."""
+    comments = {"name": "comments_of_post", "sort_key": {"operator": "begins_with", "values": ["c#"]}}
+    spec = with_patterns(unique_name, moto_server.endpoint, [comments])
+    client, spec, run_dir = ready_run(moto_server, unique_name, tmp_path, spec)
+    checks = conditions(status(run_dir)[1])
+    assert checks["access patterns"]["holds"] and checks["access patterns"]["counts"]["served"] == 1
+    assert checks["access patterns"]["counts"]["cases"] > 0 and checks["access patterns"]["counts"]["different"] == 0
+
+    by_text = {"name": "by_text", "operation": "query",
+               "index": {"name": "ByText", "type": "global", "partition_key": "Text"}}
+    timeline_file = Path(run_dir) / "cutover.json"
+    timeline = json.loads(timeline_file.read_text())
+    timeline["spec"] = with_patterns(unique_name, moto_server.endpoint, [comments, by_text]).model_dump(
+        mode="json", by_alias=True)
+    timeline_file.write_text(json.dumps(timeline))
+    code, found = status(run_dir)
+    checks = conditions(found)
+    assert code == 1 and not checks["access patterns"]["holds"], found
+    assert "not served by Bigtable: by_text" in checks["access patterns"]["detail"]
+    assert [c for c in found["conditions"] if not c["holds"]] == [checks["access patterns"]]
