@@ -6,6 +6,7 @@ to DynamoDB as N."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import struct
@@ -320,3 +321,116 @@ def test_aggregate_family_shape_errors(family, message):
         MappingSpec.model_validate({
             "source": {"table": "t"}, "target": {"table": "t", "families": {"stats": family}},
             "entities": [{"name": "e", "row_key": "{pk}", "rest": {"family": "stats"}}]})
+
+
+def test_catch_up_writes_counters_whole_and_a_replayed_export_adds_nothing(bigtable_env, unique_name, tmp_path):
+    """catch-up through its Beam step: a full export backfilled, then an incremental export of DynamoDB increments,
+    a removed counter and a deleted item; the same records applied again (a bundle retried, an export replayed by
+    hand into a fresh timeline) leave every counter as it is."""
+    from ddb2bt.app.cutover import catch_up
+    from ddb2bt.pipelines.export_writer import compact, write_export, write_incremental_export
+
+    from .catchups import HOUR, T0
+
+    table = {(i["pk"]["S"], i["sk"]["S"]): i for i in ITEMS}
+    data = counter_spec(unique_name, "http://127.0.0.1:9").model_dump(mode="json", by_alias=True)
+    data["source"] = {"export": {"path": write_export(tmp_path / "full", ITEMS, files=1, table=unique_name)},
+                      "partition_key": "pk", "sort_key": "sk"}
+    spec = MappingSpec.model_validate(data)
+    assert migrate(spec, RunOptions(run_dir=str(tmp_path / "run"))).ok
+    after = dict(table)
+    after[("v1", "VideoStatsLikes")] = {**table[("v1", "VideoStatsLikes")], "Count": {"N": "8"}}
+    after[("v2", "VideoStatsViews")] = {**table[("v2", "VideoStatsViews")], "Count": {"N": "-1"}}
+    after[("v1", "VideoStatsViews")] = {"pk": {"S": "v1"}, "sk": {"S": "VideoStatsViews"}}
+    del after[("v3", "VideoStatsLikes")]
+    log = changes_of(table, after, T0 + 1000)
+    export = write_incremental_export(tmp_path / "inc", compact(log, T0, T0 + HOUR, ("pk", "sk")), T0, T0 + HOUR,
+                                      table=unique_name)
+    want = {(b"v1", b"Likes"): [(MIGRATION_US, 8)], (b"v2", b"Likes"): [(MIGRATION_US, 0)],
+            (b"v2", b"Views"): [(MIGRATION_US, -1)]}
+    result = catch_up(spec, export, RunOptions(run_dir=str(tmp_path / "run")))
+    assert result.ok, result.problems
+    assert counters(read_cells(spec.target)) == want
+    assert read_cells(spec.target) == expected_cells(spec, list(after.values()))
+
+    shutil.copytree(tmp_path / "run", tmp_path / "replay")  # the same export once more, on a copy of the timeline
+    timeline = tmp_path / "replay" / "cutover.json"
+    state = json.loads(timeline.read_text())
+    state["applied_to_us"], state["phases"] = T0, state["phases"][:-1]
+    timeline.write_text(json.dumps(state))
+    replayed = catch_up(spec, export, RunOptions(run_dir=str(tmp_path / "replay")))
+    assert replayed.ok, replayed.problems
+    assert replayed.counters["changes_applied"] == result.counters["changes_applied"] > 0
+    assert counters(read_cells(spec.target)) == want
+
+
+def test_validate_finds_a_counter_off_and_repair_rewrites_it_whole(bigtable_env, moto_server, unique_name, tmp_path):
+    from ddb2bt.app.validate import validate
+
+    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    create_table(client, unique_name, "pk", "sk")
+    put_items(client, unique_name, ITEMS)
+    spec = counter_spec(unique_name, moto_server.endpoint)
+    assert migrate(spec, RunOptions(run_dir=str(tmp_path / "run"))).ok
+    clean = validate(spec, RunOptions(run_dir=str(tmp_path / "clean")), target_scan=True)
+    assert clean.ok and clean.counts == {}, clean.first  # an aggregate cell reads back as the int64 written
+
+    add_to_cell(spec, [(b"v1", b"Likes", 10, MIGRATION_US), (b"v2", b"Views", 1, MIGRATION_US + 7000)])
+    looked = validate(spec, RunOptions(run_dir=str(tmp_path / "look")), target_scan=True)
+    # v1's cell now holds 15 (and its item reads back so); v2's increment at another time is a second cell, an
+    # extra version of that item's counter column
+    assert looked.counts == {"different_value": 1, "extra_version": 1, "different_attribute": 1}, looked.first
+    kinds = {(record["kind"], record["row_key"]) for record in looked.first}
+    assert kinds == {("different_value", "v1"), ("different_attribute", "v1"), ("extra_version", "v2")}
+    repaired = validate(spec, RunOptions(run_dir=str(tmp_path / "repair")), repair=True, target_scan=True)
+    assert repaired.problems == [], repaired.problems
+    assert read_cells(spec.target) == expected_cells(spec, ITEMS)  # 5 again, not 5 + 15
+    again = validate(spec, RunOptions(run_dir=str(tmp_path / "again")), target_scan=True)
+    assert again.ok and again.counts == {}, again.first
+
+
+class LostResponse:
+    """The data client's MutateRows transport, except that the first request is applied by Bigtable and then answered
+    UNAVAILABLE (the response lost): the client retries the entries that say they are idempotent."""
+
+    def __init__(self, real) -> None:
+        self.real, self.calls = real, 0
+
+    def __call__(self, *args, **kwargs):
+        from google.api_core.exceptions import ServiceUnavailable
+
+        self.calls += 1
+        answers = list(self.real(*args, **kwargs))
+        if self.calls == 1:
+            raise ServiceUnavailable("response lost after the write was applied")
+        return iter(answers)
+
+
+def test_a_batch_retried_after_a_lost_response_leaves_the_same_counter(bigtable_env, moto_server, unique_name):
+    """Pins the client's retry rule our entries rely on (it retries an entry only if ``is_idempotent()``, and the
+    client's own AddToCell says it is not): a batch applied, its answer lost, sent again: each counter once."""
+    from google.cloud.bigtable.data import AddToCell, BigtableDataClient, DeleteRangeFromColumn, RowMutationEntry
+    from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
+
+    from ddb2bt.mappers.compiler import compile_spec
+    from ddb2bt.pipelines.bigtable_sink import ensure_table
+
+    spec = counter_spec(unique_name, moto_server.endpoint)
+    ensure_table(spec.target)
+    compiled = compile_spec(spec)
+    rows = [compiled.map_item(item) for item in ITEMS]
+    with BigtableDataClient(project=spec.target.project) as client:
+        table = client.get_table(spec.target.instance, spec.target.table)
+        lost = LostResponse(client._gapic_client.mutate_rows)
+        client._gapic_client.mutate_rows = lost  # the transport the client's MutateRows operation calls
+        table.bulk_mutate_rows([to_mutation_entry(row, frozenset({"stats"})) for row in rows])
+        assert lost.calls == 2  # applied twice
+        assert read_cells(spec.target) == expected_cells(spec, ITEMS)
+
+        # The client's own objects: the same entry is not retried (AddToCell is never idempotent to the client).
+        lost.calls = 0
+        plain = RowMutationEntry(b"v1", [DeleteRangeFromColumn("stats", b"Likes"), AddToCell("stats", b"Likes", 5,
+                                                                                              MIGRATION_US)])
+        with pytest.raises(MutationsExceptionGroup):
+            table.bulk_mutate_rows([plain])
+        assert lost.calls == 1
