@@ -5,8 +5,9 @@ the changes of many items, each item's changes in order, and get back how many w
 and dead-lettered. The tail waits for each page (:meth:`ChangeApplier.apply`: it saves its position
 after); the catch-up overlaps mapping and writing through the client's batcher
 (:class:`OverlappedWrites`), and waits at the end of each bundle. Every cell has an explicit timestamp and every
-delete names one cell's millisecond, so a write retried or a change applied twice replaces each
-cell with itself: entries are idempotent and the client may retry them.
+delete names one cell's millisecond (a counter's, its whole column, then the new value added, in one entry), so a
+write retried or a change applied twice replaces each cell with itself: entries are idempotent and the client may
+retry them.
 
 A change whose new image does not map still deletes the old image's cells (the item is then
 absent from Bigtable, as the backfill would have left it) and is dead-lettered with its record.
