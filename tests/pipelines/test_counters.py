@@ -163,6 +163,20 @@ def test_counters_migrate_twice_then_application_increments(bigtable_env, moto_s
     assert rolled[("v2", "VideoStatsViews")]["Count"] == {"N": str(2**62)}
     assert rolled[("v1", "Video")] == ITEMS[0]
 
+    # --since the cutover: only the rows an application incremented since then (at the current time) come back, into
+    # the source table, which still holds the values of the cutover.
+    more = ITEMS + video("v4", "Untouched", 1, 1)
+    put_items(client, unique_name, more[len(ITEMS):])
+    add_to_cell(spec, [(b"v4", b"Likes", 100, MIGRATION_US)])  # at an old time: --since cannot see it (COUNTERS.md)
+    since = rollback(spec, RollbackRequest(since_us=now_us - 1000), RunOptions(run_dir=str(tmp_path / "since")))
+    assert since.ok, since.problems
+    source = {(i["pk"]["S"], i["sk"]["S"]): i for i in table_items(client, unique_name)}
+    assert source[("v1", "VideoStatsLikes")]["Count"] == {"N": "10"} and source[("v3", "VideoStatsViews")]["Count"] == {
+        "N": "7"}
+    assert source[("v2", "VideoStatsLikes")]["Count"] == {"N": "-1"}
+    assert source[("v4", "VideoStatsLikes")]["Count"] == {"N": "1"}  # its row has no cell since then: not read
+    assert since.counters["rows_read"] == 3  # v1, v2, v3: the rows incremented since
+
 
 def test_a_retried_counter_entry_leaves_the_same_counter(bigtable_env, moto_server, unique_name, tmp_path):
     """The client retries only entries that say they are idempotent, and counts an AddToCell as never idempotent;
