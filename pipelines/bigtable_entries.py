@@ -16,6 +16,9 @@ if something reads ``mutations`` item by item (the error path does); the raw (up
 filled directly, once, when the batcher first asks for the size, and ``size()`` is its serialized
 size. What goes on the wire is byte for byte what the client's classes send
 (tests/pipelines/test_bigtable_entries.py).
+
+Counters (cells of aggregate families) are written whole, ``DeleteFromColumn`` then ``AddToCell``, by
+:class:`MutationsEntry` (:func:`mutations_entry_class`), which the change sink uses for its deletes and sets too.
 """
 
 from __future__ import annotations
