@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import ServiceError
-from ..mappers.gc import gc_text
-from ..pipelines.bigtable_sink import admin_table, compare_families, describe_gc_rule, existing_families
+from ..mappers.gc import family_text
+from ..pipelines.bigtable_sink import admin_table, compare_families, existing_families
 from ..pipelines.service_errors import as_ddb2bt_error
 from ..pipelines.target import describe_target, emulator_host, holds_rows, probe_target
 
@@ -102,20 +102,26 @@ def diff_target(target: TargetSpec, *, not_named: str | None = None, strict: boo
             raise
         return TargetDiff(where, emulator, read=False, note=f"target not read: {found.one_line()}")
     comparison = compare_families(target, existing)
-    wanted = {name: gc_text(policy) for name, policy in target.families.items()}
+    wanted = {name: family_text(policy) for name, policy in target.families.items()}
     changes: list[TargetChange] = []
     if not comparison.exists:
         changes.append(TargetChange("+", f"table {target.table}: does not exist; migrate creates it"))
     for name in comparison.missing:
         changes.append(TargetChange("+", f"family {name}: {wanted[name]} (migrate creates it)", name, wanted[name]))
     for difference in comparison.different:
+        if difference.kind == "type":
+            changes.append(TargetChange(
+                "!", f"family {difference.family}: table has '{difference.found}', spec wants '{difference.wanted}' "
+                     "(migrate refuses the table: a family's type cannot be changed; name another family in the spec, "
+                     "or write to a new table)", difference.family, difference.wanted, difference.found))
+            continue
         changes.append(TargetChange(
             "!", f"family {difference.family}: GC rule differs: table has '{difference.found}', spec wants "
                  f"'{difference.wanted}' (migrate refuses the table)",
             difference.family, difference.wanted, difference.found))
     for name in comparison.same:
         changes.append(TargetChange("=", f"family {name}: {wanted[name]}", name, wanted[name], wanted[name]))
-    described = {name: describe_gc_rule(rule) for name, rule in (existing or {}).items()}
+    described = {name: family.words() for name, family in (existing or {}).items()}
     for name in comparison.extra:
         changes.append(TargetChange("·", f"family {name}: {described[name]} (not in the spec; left alone)", name,
                                     None, described[name]))

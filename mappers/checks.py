@@ -15,7 +15,7 @@ from typing import NamedTuple
 from .causes import group_causes
 from .decode import undeclared
 from .results import ItemError, MapResult
-from .spec import Condition, EntitySpec, Layout, MappingSpec
+from .spec import Condition, Encoding, EntitySpec, Layout, MappingSpec
 from .spelling import did_you_mean
 from .templates import Placeholder, parse_template
 
@@ -44,6 +44,7 @@ def check_spec(spec: MappingSpec) -> list[Problem]:
         problems += _delimited(entity, at)
         problems += _ttl(spec, entity, at)
         problems += _duplicate_columns(entity, at)
+        problems += _counters(spec, entity, at)
         if entity.versioning and not (entity.versioning.attribute or spec.source.sort_key):
             problems.append((at + ("versioning", "attribute"), "name the versioned attribute: the table has no sort key declared"))
     return problems + undeclared(spec)
@@ -173,6 +174,7 @@ def _ttl(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Problem]:
         )
         for family in sorted(families)
         if family in spec.target.families and spec.target.families[family].max_age is None
+        and not spec.target.families[family].aggregate  # said by _counters
     ]
 
 
@@ -189,6 +191,40 @@ def _duplicate_columns(entity: EntitySpec, at: tuple) -> list[Problem]:
                 (at + ("columns", j), f"{column.family}:{qualifier} is already written by columns[{seen[target]}]; pick another qualifier")
             )
         seen.setdefault(target, j)
+    return problems
+
+
+def _counters(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Problem]:
+    """An aggregate family takes only counters: Bigtable adds whatever is written there (a SetCell too), so each of
+    its cells must be one item's Int64, rewritten whole (DeleteFromColumn + AddToCell) by every writer."""
+    aggregate = {name for name, policy in spec.target.families.items() if policy.aggregate}
+    if not aggregate:
+        return []
+    problems = []
+    if entity.rest and entity.rest.family in aggregate:
+        problems.append((at + ("rest", "family"), f"family {entity.rest.family!r} is an aggregate (counters only): "
+                                                  "rest cannot write there; give rest a plain family"))
+    counters = [(j, column) for j, column in enumerate(entity.columns) if column.family in aggregate]
+    for j, column in counters:
+        where = at + ("columns", j)
+        if column.encoding is not Encoding.int64:
+            problems.append((where + ("encoding",), f"{column.attribute!r} is in aggregate family {column.family!r}: "
+                                                    "a counter is encoding: int64"))
+        elif column.layout is not Layout.cell:
+            problems.append((where + ("layout",), f"{column.attribute!r} is in aggregate family {column.family!r}: "
+                                                  "a counter is one cell (layout: cell)"))
+        elif column.timestamp is not None and column.timestamp.template is not None:
+            problems.append((where + ("timestamp",), "a counter cannot take its timestamp from a template: writing it "
+                                                     "replaces every cell of its column"))
+    if counters and entity.ttl:
+        problems.append((at + ("ttl",), "ttl expires cells by a max_age GC rule, which an aggregate family cannot "
+                                        "have: give the counters an entity without ttl"))
+    elif counters and entity.versioning:
+        problems.append((at + ("versioning",), "versioning keeps one cell per version, and a counter is rewritten "
+                                               "whole: give the counters an entity without versioning"))
+    elif counters and entity.timestamp is not None and entity.timestamp.template is not None:
+        problems.append((at + ("timestamp",), "items told apart by timestamp templates share columns, and a counter "
+                                              "is rewritten whole: take the timestamp from an attribute or leave it"))
     return problems
 
 

@@ -121,6 +121,12 @@ class TemplateReader:
         return values
 
 
+def _int64(value: bytes) -> bytes:
+    if len(value) != 8:
+        raise DecodeError(f"a counter cell holds {len(value)} bytes, not an 8-byte Int64")
+    return value
+
+
 def typed(text: str, dynamodb_type: str) -> dict:
     """A value rendered as key text (`key_text`) back in its type."""
     if dynamodb_type == "N":
@@ -136,8 +142,8 @@ def typed(text: str, dynamodb_type: str) -> dict:
 
 
 class _ColumnReader:
-    def __init__(self, spec: ColumnSpec):
-        self.spec = spec
+    def __init__(self, spec: ColumnSpec, counter: bool = False):
+        self.spec, self.counter = spec, counter
         self.family, self.layout = spec.family, spec.layout
         self.encoding = Encoding.json if spec.layout is Layout.json else spec.encoding
         prefixed = spec.layout in (Layout.set, Layout.map)
@@ -176,6 +182,9 @@ class _ColumnReader:
             if len(ordered) == 1 and ordered[0].value == b"" and encoding not in (Encoding.utf8, Encoding.bytes):
                 return {"L": []}
             return {"L": [decode(cell.value, encoding) for cell in ordered]}
+        if self.counter:  # Bigtable keeps one Int64 per timestamp: the counter is their sum (the migrated value and
+            # the increments an application added at other times)
+            return {"N": str(sum(int.from_bytes(_int64(cell.value), "big", signed=True) for cell in cells))}
         if len(cells) != 1:
             raise DecodeError(f"{len(cells)} cells for one {self.spec.attribute!r} value: items of one row cannot be told apart")
         return decode(cells[0].value, encoding)
@@ -185,7 +194,8 @@ class EntityDecoder:
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, types: Mapping[str, str]):
         self.spec, self.name, self.types = spec, spec.name, types
         self.key = TemplateReader(spec.key)
-        self.columns = [_ColumnReader(column) for column in spec.columns]
+        counters = {name for name, policy in mapping.target.families.items() if policy.aggregate}
+        self.columns = [_ColumnReader(column, column.family in counters) for column in spec.columns]
         self.rest = spec.rest
         self.ignore = set(spec.drop) | set(spec.lossy)
         self.fixed = {

@@ -53,3 +53,14 @@ def describe_gc(canonical: Any) -> str:
 def gc_text(policy: GcPolicy | None) -> str:
     """A spec policy in words."""
     return describe_gc(canonical_policy(policy))
+
+
+AGGREGATE_TEXT = {"sum": "Int64 sum aggregate"}
+"""A family's value type in words, by the spec's `aggregate` (the target diff and the plan say it so)."""
+
+
+def family_text(policy: GcPolicy | None) -> str:
+    """A spec family in words: its value type when it is an aggregate (which keeps no GC rule), else its GC."""
+    if policy is not None and policy.aggregate:
+        return AGGREGATE_TEXT[policy.aggregate]
+    return gc_text(policy)

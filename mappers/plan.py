@@ -19,7 +19,7 @@ from .causes import Cause, group_causes, hidden_errors
 from .checks import sample_findings
 from .compiler import CompiledSpec, compile_spec
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
-from .gc import gc_text
+from .gc import family_text
 from .folded import FoldedRow, folded_rows as fold_rows
 from .access_plan import PatternPlan, pattern_plans
 from .decode import Decoder, Loss, compile_decoder, round_trip
@@ -328,7 +328,7 @@ def build_plan(
         target_table=spec.target.table,
         target_instance=spec.target.instance,
         families=tuple(
-            FamilyPlan(name=name, gc=gc_text(policy), max_versions=policy.max_versions,
+            FamilyPlan(name=name, gc=family_text(policy), max_versions=policy.max_versions,
                        max_age_seconds=policy.max_age.total_seconds() if policy.max_age else None)
             for name, policy in spec.target.families.items()
         ),  # fmt: skip

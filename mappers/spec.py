@@ -126,6 +126,16 @@ class GcPolicy(StrictModel):
     """Drop cells whose timestamp is older than this ('30d', '12h', ...)."""
     combine: Literal["union", "intersection"] = "union"
     """With both rules: union drops a cell when either says so, intersection only when both do."""
+    aggregate: Literal["sum"] | None = None
+    """sum: an aggregate family of Int64 counters (Bigtable sums what `AddToCell` adds), for columns of encoding
+    int64 only; the application then increments with `AddToCell` instead of DynamoDB's `UpdateItem ... ADD`."""
+
+    @model_validator(mode="after")
+    def _counters_keep_versions(self) -> GcPolicy:
+        if self.aggregate and (self.max_versions is not None or self.max_age is not None):
+            raise ValueError("an aggregate family keeps no GC rule: a counter is the sum of its cells, and GC would "
+                             "drop increments (remove max_versions and max_age)")
+        return self
 
     @field_validator("max_age")
     @classmethod

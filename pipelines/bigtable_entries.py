@@ -13,6 +13,9 @@ if something reads ``mutations`` item by item (the error path does); the raw (up
 filled directly, once, when the batcher first asks for the size, and ``size()`` is its serialized
 size. What goes on the wire is byte for byte what the client's classes send
 (tests/pipelines/test_bigtable_entries.py).
+
+Counters (cells of aggregate families) are written whole, ``DeleteFromColumn`` then ``AddToCell``, by
+:class:`MutationsEntry` (:func:`mutations_entry_class`), which the change sink uses for its deletes and sets too.
 """
 
 from __future__ import annotations
@@ -25,9 +28,38 @@ from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from ..mappers.results import MappedRow
 
 
-def to_mutation_entry(row: MappedRow) -> Any:
-    """The ``RowMutationEntry`` that writes one mapped row (hot path: no checks beyond the mapper's)."""
+def to_mutation_entry(row: MappedRow, counters: frozenset[str] = frozenset()) -> Any:
+    """The ``RowMutationEntry`` that writes one mapped row (hot path: no checks beyond the mapper's).
+
+    A cell of an aggregate family (``counters``) is written whole: ``DeleteFromColumn`` (every version) then
+    ``AddToCell`` of its value, in the row's one mutation, which Bigtable applies atomically. Run twice (a
+    retried batch, a resumed segment, a re-run) it leaves the same counter; a ``SetCell`` there would add.
+    """
+    if counters and any(cell[0] in counters for cell in row[1]):
+        return mutations_entry_class()(row[0], with_counters(row[1], counters))
     return _cells_entry_class()(row[0], row[1])
+
+
+ADD = "add"
+"""The last field of an ``AddToCell`` tuple: ``(family, qualifier, micros, int value, ADD)``."""
+
+
+def whole_counter(cell: tuple) -> tuple[tuple, tuple]:
+    """A counter cell ``(family, qualifier, micros, 8-byte int64)`` as the two mutations that set it whatever the
+    column held: delete every version, add the value."""
+    family, qualifier, micros, value = cell
+    return (family, qualifier), (family, qualifier, micros, int.from_bytes(value, "big", signed=True), ADD)
+
+
+def with_counters(cells: tuple, counters: frozenset[str]) -> tuple:
+    """Mutation tuples for cells, those of aggregate families (``counters``) as :func:`whole_counter`."""
+    found: list[tuple] = []
+    for cell in cells:
+        if cell[0] in counters:
+            found += whole_counter(cell)
+        else:
+            found.append(cell)
+    return tuple(found)
 
 
 class LazyMutations(Sequence):
@@ -122,3 +154,66 @@ def _cells_entry_class() -> type:
                 cell.value = value
 
     return CellsEntry
+
+
+def client_mutation(mutation: tuple) -> Any:
+    """One mutation tuple as the client's own object, told apart by length: ``(family, qualifier)`` deletes the
+    column (``DeleteRangeFromColumn`` over all time), ``(family, qualifier, micros)`` one millisecond of it,
+    ``(family, qualifier, micros, value)`` is a ``SetCell``, ``(family, qualifier, micros, int, ADD)`` an
+    ``AddToCell``."""
+    from google.cloud.bigtable.data import AddToCell, DeleteRangeFromColumn, SetCell
+
+    if len(mutation) == 2:
+        return DeleteRangeFromColumn(*mutation)
+    if len(mutation) == 3:
+        family, qualifier, micros = mutation
+        return DeleteRangeFromColumn(family, qualifier, micros, micros + 1000)
+    if len(mutation) == 5:
+        family, qualifier, micros, number, _ = mutation
+        return AddToCell(family, qualifier, number, micros)
+    family, qualifier, micros, value = mutation
+    return SetCell(family, qualifier, value, micros)
+
+
+@functools.cache
+def mutations_entry_class() -> type:
+    class MutationsEntry(prebuilt_entry_class()):  # type: ignore[misc]
+        """Any of :func:`client_mutation`'s tuples: deletes (whole column or one millisecond), sets and adds."""
+
+        _client_mutation = staticmethod(client_mutation)
+
+        def is_idempotent(self) -> bool:
+            # Explicit timestamps, exact ranges, and adds only after a delete of their whole column in the same
+            # entry: applied twice, the row ends the same. (The client counts an AddToCell as never idempotent,
+            # so it would not retry the entry; ours are idempotent by construction.)
+            return True
+
+        def _fill(self, add: Any) -> None:
+            for mutation in self.tuples:
+                size = len(mutation)
+                if size == 4:
+                    family, qualifier, micros, value = mutation
+                    cell = add().set_cell
+                    cell.family_name = family
+                    cell.column_qualifier = qualifier
+                    cell.timestamp_micros = micros
+                    cell.value = value
+                elif size == 3:
+                    family, qualifier, micros = mutation
+                    delete = add().delete_from_column
+                    delete.family_name = family
+                    delete.column_qualifier = qualifier
+                    delete.time_range.start_timestamp_micros = micros
+                    delete.time_range.end_timestamp_micros = micros + 1000
+                elif size == 2:
+                    delete = add().delete_from_column
+                    delete.family_name, delete.column_qualifier = mutation
+                else:
+                    family, qualifier, micros, number, _ = mutation
+                    counter = add().add_to_cell
+                    counter.family_name = family
+                    counter.column_qualifier.raw_value = qualifier
+                    counter.timestamp.raw_timestamp_micros = micros
+                    counter.input.int_value = number
+
+    return MutationsEntry

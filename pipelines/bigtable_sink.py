@@ -26,7 +26,7 @@ import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 from ..mappers.results import MappedRow
-from ..mappers.gc import combine, describe_gc
+from ..mappers.gc import AGGREGATE_TEXT, combine, describe_gc
 from .batches import Barrier, SegmentAt
 from .metrics import NAMESPACE, ReasonCounters, letter_reason
 from .bigtable_entries import to_mutation_entry
@@ -46,7 +46,7 @@ class BigtableSetupError(UsageError):
 
 
 class SchemaMismatchError(BigtableSetupError):
-    """An existing table's column family has a different GC rule than the spec declares."""
+    """An existing table's column family has a different GC rule (or value type) than the spec declares."""
 
 
 class TableMissingError(BigtableSetupError):
@@ -109,6 +109,57 @@ def gc_rule_difference(expected: Any, found: Any) -> str | None:
     return f"expected {describe_gc_rule(expected)}, found {describe_gc_rule(found)}"
 
 
+# --------------------------------------------------------------------------- value types (aggregate families)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A column family as the spec wants it or the table has it: its GC rule and, for an aggregate family, its
+    aggregation (``"sum"``: Int64 sum, the spec's ``aggregate: sum``; another aggregate is named in words)."""
+
+    rule: Any = None
+    aggregate: str | None = None
+
+    def words(self) -> str:
+        if self.aggregate is None:
+            return describe_gc_rule(self.rule)
+        kind = AGGREGATE_TEXT.get(self.aggregate, self.aggregate)
+        return kind if self.rule is None else f"{kind}, {describe_gc_rule(self.rule)}"
+
+    def difference(self, found: Family) -> str | None:
+        """``"type"`` when one is an aggregate and the other not (or another aggregate), ``"gc"`` when the GC rules
+        differ, None when they are the same family."""
+        if self.aggregate != found.aggregate:
+            return "type"
+        return "gc" if gc_rule_difference(self.rule, found.rule) else None
+
+
+def family_for(policy: GcPolicy | None) -> Family:
+    """What the spec's family declaration asks of the table."""
+    return Family(gc_rule_for(policy), policy.aggregate if policy is not None else None)
+
+
+def aggregate_of(value_type: Any) -> str | None:
+    """A family's value type (``bigtable_admin_v2.types.Type``) as :attr:`Family.aggregate`: None for a plain family,
+    ``"sum"`` for an Int64 sum aggregate, else the aggregate in words."""
+    raw = getattr(value_type, "_pb", value_type)
+    if raw is None or raw.WhichOneof("kind") != "aggregate_type":
+        return None
+    aggregate = raw.aggregate_type
+    aggregator, input_kind = aggregate.WhichOneof("aggregator"), aggregate.input_type.WhichOneof("kind")
+    if (aggregator, input_kind) == ("sum", "int64_type"):
+        return "sum"
+    return f"{(input_kind or '?').removesuffix('_type').capitalize()} {aggregator} aggregate"
+
+
+def _value_type(aggregate: str) -> Any:
+    from google.cloud.bigtable_admin_v2.types import Type
+
+    if aggregate != "sum":
+        raise ValueError(f"no value type for aggregate {aggregate!r}")
+    return Type(aggregate_type=Type.Aggregate(input_type=Type(int64_type=Type.Int64()), sum=Type.Aggregate.Sum()))
+
+
 # --------------------------------------------------------------------------- table setup
 
 
@@ -125,9 +176,11 @@ class TableSetup:
 class FamilyDifference:
     family: str
     wanted: str
-    """The spec's GC rule, in words."""
+    """The spec's GC rule (or value type), in words."""
     found: str
     """The table's, in words."""
+    kind: str = "gc"
+    """``gc``: the GC rules differ (a rule can be changed); ``type``: plain against aggregate (a family's type cannot)."""
 
     def words(self) -> str:
         return f"family {self.family!r}: expected {self.wanted}, found {self.found}"
@@ -141,7 +194,7 @@ class TableComparison:
     missing: tuple[str, ...]
     """Families to create: all of them when the table does not exist."""
     different: tuple[FamilyDifference, ...]
-    """Families whose GC rule differs: ensure_table refuses the table (SchemaMismatchError)."""
+    """Families whose GC rule or value type differs: ensure_table refuses the table (SchemaMismatchError)."""
     same: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
     """Families in the table that the spec does not declare (left alone)."""
@@ -174,8 +227,9 @@ class AdminTable:
         transient = retry.if_exception_type(core.ServiceUnavailable, core.DeadlineExceeded)
         return retry.Retry(predicate=transient, initial=0.25, maximum=5.0, multiplier=2.0, timeout=self.deadline)
 
-    def families(self) -> dict[str, Any] | None:
-        """Family name -> GC rule (``column_family`` objects), or None when the table does not exist."""
+    def families(self) -> dict[str, Family] | None:
+        """Family name -> its GC rule (``column_family`` objects) and value type, or None when the table does not
+        exist."""
         from google.api_core.exceptions import NotFound
         from google.cloud.bigtable.column_family import _gc_rule_from_pb  # the client's own reading of a rule
 
@@ -184,26 +238,30 @@ class AdminTable:
                                           timeout=min(ADMIN_ATTEMPT, self.deadline))
         except NotFound:
             return None
-        return {name: _gc_rule_from_pb(family.gc_rule) for name, family in found.column_families.items()}
+        return {name: Family(_gc_rule_from_pb(family.gc_rule), aggregate_of(family.value_type))
+                for name, family in found.column_families.items()}
 
-    def create(self, families: dict[str, Any]) -> None:
+    def create(self, families: dict[str, Family]) -> None:
         self.client.create_table(
             request={"parent": self.instance, "table_id": self.table_id,
-                     "table": {"column_families": {name: _family_pb(rule) for name, rule in families.items()}}},
+                     "table": {"column_families": {name: _family_pb(family) for name, family in families.items()}}},
             timeout=self.deadline,
         )
 
-    def add_family(self, name: str, rule: Any) -> None:
+    def add_family(self, name: str, family: Family) -> None:
         self.client.modify_column_families(
-            request={"name": self.name, "modifications": [{"id": name, "create": _family_pb(rule)}]},
+            request={"name": self.name, "modifications": [{"id": name, "create": _family_pb(family)}]},
             timeout=self.deadline,
         )
 
 
-def _family_pb(rule: Any) -> Any:
+def _family_pb(family: Family) -> Any:
     from google.cloud.bigtable.column_family import ColumnFamily
 
-    return ColumnFamily("", None, rule).to_pb()
+    found = ColumnFamily("", None, family.rule).to_pb()
+    if family.aggregate is not None:
+        found.value_type = _value_type(family.aggregate)
+    return found
 
 
 def admin_table(target: TargetSpec, deadline: float = ADMIN_DEADLINE) -> AdminTable:
@@ -213,19 +271,21 @@ def admin_table(target: TargetSpec, deadline: float = ADMIN_DEADLINE) -> AdminTa
     return AdminTable(client.table_admin_client, client.instance(target.instance).name, target.table, deadline)
 
 
-def existing_families(table: AdminTable) -> dict[str, Any] | None:
-    """An admin table's families and GC rules, or None when the table does not exist. Reads only, bounded."""
+def existing_families(table: AdminTable) -> dict[str, Family] | None:
+    """An admin table's families, GC rules and value types, or None when the table does not exist. Reads only,
+    bounded."""
     return table.families()
 
 
-def compare_families(target: TargetSpec, existing: dict[str, Any] | None) -> TableComparison:
-    """The spec's families against ``existing`` (from :func:`existing_families`): the one GC comparison."""
-    wanted = {name: gc_rule_for(policy) for name, policy in target.families.items()}
+def compare_families(target: TargetSpec, existing: dict[str, Family] | None) -> TableComparison:
+    """The spec's families against ``existing`` (from :func:`existing_families`): the one comparison of GC rules and
+    value types."""
+    wanted = {name: family_for(policy) for name, policy in target.families.items()}
     if existing is None:
         return TableComparison(False, tuple(sorted(wanted)), ())
-    different = tuple(FamilyDifference(name, describe_gc_rule(rule), describe_gc_rule(existing[name]))
-                      for name, rule in sorted(wanted.items())
-                      if name in existing and gc_rule_difference(rule, existing[name]))
+    kinds = {name: family.difference(existing[name]) for name, family in wanted.items() if name in existing}
+    different = tuple(FamilyDifference(name, family.words(), existing[name].words(), kinds[name] or "gc")
+                      for name, family in sorted(wanted.items()) if kinds.get(name))
     return TableComparison(
         True, tuple(sorted(name for name in wanted if name not in existing)), different,
         same=tuple(sorted(n for n in wanted if n in existing and n not in {d.family for d in different})),
@@ -234,6 +294,13 @@ def compare_families(target: TargetSpec, existing: dict[str, Any] | None) -> Tab
 
 
 def mismatch_error(target: TargetSpec, comparison: TableComparison) -> SchemaMismatchError:
+    typed = [difference for difference in comparison.different if difference.kind == "type"]
+    if typed:
+        return SchemaMismatchError(
+            f"Bigtable table {target.table!r} already exists with {'; '.join(d.words() for d in typed)}. Nothing was "
+            f"written. A family's type cannot be changed (a plain family takes SetCell, an aggregate family only "
+            f"AddToCell): give the family another name in the spec (migrate creates it), or write to a new table."
+        )
     return SchemaMismatchError(
         f"Bigtable table {target.table!r} already exists with different garbage collection than the spec "
         f"declares: {'; '.join(d.words() for d in comparison.different)}. Nothing was written. Either change "
@@ -250,7 +317,7 @@ def ensure_table(target: TargetSpec, create: bool = True, *, deadline: float = A
     within ``deadline`` seconds (the client's error, e.g. RetryError or DeadlineExceeded, if not).
     """
     table = admin_table(target, deadline)
-    wanted = {name: gc_rule_for(policy) for name, policy in target.families.items()}
+    wanted = {name: family_for(policy) for name, policy in target.families.items()}
     comparison = compare_families(target, existing_families(table))
     if not comparison.exists:
         if not create:
@@ -310,10 +377,14 @@ class Destination:
     instance: str
     table: str
     app_profile: str | None = None
+    counters: frozenset[str] = frozenset()
+    """The aggregate families: every writer rewrites a cell there whole (DeleteFromColumn + AddToCell), since
+    Bigtable adds whatever is written to them, a SetCell too."""
 
     @classmethod
     def from_target(cls, target: TargetSpec) -> Destination:
-        return cls(target.project, target.instance, target.table, target.app_profile)
+        counters = frozenset(name for name, policy in target.families.items() if policy.aggregate)
+        return cls(target.project, target.instance, target.table, target.app_profile, counters)
 
 
 def open_batcher(table: Any, flow: FlowControl) -> Any:
@@ -385,10 +456,10 @@ class _WriteFn(beam.DoFn):
             return
         if self._batcher is None:
             self._batcher = open_batcher(self._table, self._flow)
-        append, pending = self._batcher.append, self._pending
+        append, pending, counters = self._batcher.append, self._pending, self._destination.counters
         for row, item in pairs:
             try:
-                entry = to_mutation_entry(row)
+                entry = to_mutation_entry(row, counters)
                 entry.size()  # builds the message: a value Bigtable cannot hold fails here, not inside append
             except Exception as err:  # noqa: BLE001 - whatever one row's entry does, it is that row's dead letter
                 self._count_letters(Counter({letter_reason("write", row.entity, what=UNBUILDABLE): 1}))

@@ -5,8 +5,9 @@ the changes of many items, each item's changes in order, and get back how many w
 and dead-lettered. The tail waits for each page (:meth:`ChangeApplier.apply`: it saves its position
 after); the catch-up overlaps mapping and writing through the client's batcher
 (:class:`OverlappedWrites`), and waits at the end of each bundle. Every cell has an explicit timestamp and every
-delete names one cell's millisecond, so a write retried or a change applied twice replaces each
-cell with itself: entries are idempotent and the client may retry them.
+delete names one cell's millisecond (a counter's, its whole column, then the new value added, in one entry), so a
+write retried or a change applied twice replaces each cell with itself: entries are idempotent and the client may
+retry them.
 
 A change whose new image does not map still deletes the old image's cells (the item is then
 absent from Bigtable, as the backfill would have left it) and is dead-lettered with its record.
@@ -16,7 +17,6 @@ transient failure raises :class:`BigtableWriteError`, so nothing is checkpointed
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -25,7 +25,7 @@ import apache_beam as beam
 
 from ..mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
 from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
-from .bigtable_entries import prebuilt_entry_class
+from .bigtable_entries import mutations_entry_class, with_counters
 from .bigtable_sink import (BigtableWriteError, Destination, FlowControl, close_batcher, open_batcher,
                            refused_for_good)
 from .dead_letters import DeadLetter
@@ -34,7 +34,7 @@ CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "
                    "cells_deleted", "ttl_deletes")
 
 
-def row_entries(row: RowChange) -> list[Any]:
+def row_entries(row: RowChange, counters: frozenset[str] = frozenset()) -> list[Any]:
     """The ``RowMutationEntry`` objects for one row: exact one-millisecond deletes, then the new cells.
 
     Built as the wire message directly (as :mod:`.bigtable_entries` does for the backfill), from the
@@ -42,54 +42,36 @@ def row_entries(row: RowChange) -> list[Any]:
     micros, value), told apart by length. Through the client's ``DeleteRangeFromColumn``/``SetCell``
     objects and proto-plus, building the message was 40% of a change's cost (docs/PERFORMANCE.md). Byte for byte
     the same request (tests/pipelines/test_change_sink.py).
+
+    Counters (cells of the aggregate families, ``counters``) converge on the new image's value, never by a delta
+    that a replay would add twice: a counter the new image has is its whole column deleted and the value added
+    (:func:`.bigtable_entries.whole_counter`, the two kept in one entry); one it no longer has, its whole column
+    deleted (an application's increments included).
     """
-    mutations = row.deletes + row.sets
-    entry = _change_entry_class()
+    mutations = counter_changes(row, counters) if counters else row.deletes + row.sets
+    entry = mutations_entry_class()
     if len(mutations) <= MUTATIONS_PER_ENTRY_MAX:
         return [entry(row.row_key, mutations)]
-    return [entry(row.row_key, mutations[start:start + MUTATIONS_PER_ENTRY_MAX])
-            for start in range(0, len(mutations), MUTATIONS_PER_ENTRY_MAX)]
+    entries, start = [], 0
+    while start < len(mutations):
+        end = min(start + MUTATIONS_PER_ENTRY_MAX, len(mutations))
+        if end < len(mutations) and len(mutations[end]) == 5:  # never part a counter's delete from its add
+            end -= 1
+        entries.append(entry(row.row_key, mutations[start:end]))
+        start = end
+    return entries
 
 
-def client_mutation(mutation: tuple) -> Any:
-    """One mutation as the client's own object (``DeleteRangeFromColumn`` over one ms, or ``SetCell``)."""
-    from google.cloud.bigtable.data import DeleteRangeFromColumn, SetCell
-
-    if len(mutation) == 3:
-        family, qualifier, micros = mutation
-        return DeleteRangeFromColumn(family, qualifier, micros, micros + 1000)
-    family, qualifier, micros, value = mutation
-    return SetCell(family, qualifier, value, micros)
-
-
-@functools.cache
-def _change_entry_class() -> type:
-    class ChangeEntry(prebuilt_entry_class()):  # type: ignore[misc]
-        """A row's deletes (``CellDelete``: 3 fields) and sets (``Cell``: 4 fields), as the diff gives them."""
-
-        _client_mutation = staticmethod(client_mutation)
-
-        def is_idempotent(self) -> bool:
-            return True  # explicit timestamps and exact ranges only
-
-        def _fill(self, add: Any) -> None:
-            for mutation in self.tuples:
-                if len(mutation) == 3:
-                    family, qualifier, micros = mutation
-                    cell = add().delete_from_column
-                    cell.family_name = family
-                    cell.column_qualifier = qualifier
-                    cell.time_range.start_timestamp_micros = micros
-                    cell.time_range.end_timestamp_micros = micros + 1000
-                else:
-                    family, qualifier, micros, value = mutation
-                    cell = add().set_cell
-                    cell.family_name = family
-                    cell.column_qualifier = qualifier
-                    cell.timestamp_micros = micros
-                    cell.value = value
-
-    return ChangeEntry
+def counter_changes(row: RowChange, counters: frozenset[str]) -> tuple:
+    """A row's mutations with its counters rewritten whole: see :func:`row_entries`."""
+    counted = {cell[:2] for cell in row.sets if cell[0] in counters}
+    deletes: dict[tuple, None] = {}
+    for delete in row.deletes:
+        if delete[0] not in counters:
+            deletes[delete] = None
+        elif delete[:2] not in counted:  # a column the sets rewrite anyway is deleted by them, in their entry
+            deletes[delete[:2]] = None
+    return tuple(deletes) + with_counters(row.sets, counters)
 
 
 @dataclass
@@ -172,6 +154,7 @@ class ChangeApplier:
         from google.cloud.bigtable.data import BigtableDataClient
 
         self._compiled = compiled
+        self._counters = destination.counters
         self.flow = flow or FlowControl()
         self._client = BigtableDataClient(project=destination.project)
         self.table = self._client.get_table(destination.instance, destination.table,
@@ -197,7 +180,7 @@ class ChangeApplier:
                 outcome.skipped += len(changes)
                 continue
             for row in result.rows:
-                for entry in row_entries(row):
+                for entry in row_entries(row, self._counters):
                     entries.append(entry)
                     owners.append(len(pending))
             rows = result.rows

@@ -37,6 +37,9 @@ class RowSource:
     def __init__(self, destination: Destination, *, since_us: int | None = None, latest_only: bool = False):
         self._lookup = RowLookup(destination)
         self.since_us, self.latest_only = since_us, latest_only
+        # A counter is the sum of its column's cells (one per timestamp): read whole, and the newest version
+        # of other columns picked here (no ReadRows filter says "one version, but not in these families").
+        self._counters = destination.counters if latest_only else frozenset()
 
     def rows(self, key_range: tuple[bytes, bytes], after: bytes | None = None) -> Iterator[tuple[bytes, list[Cell]]]:
         """(row key, cells) of the range in key order, from just after ``after`` (None: from the range's start)."""
@@ -65,7 +68,7 @@ class RowSource:
             yield key, found[key]
 
     def _newest_filter(self) -> Any:
-        if not self.latest_only:
+        if not self.latest_only or self._counters:
             return None
         from google.cloud.bigtable.data.row_filters import CellsColumnLimitFilter
 
@@ -75,7 +78,7 @@ class RowSource:
         from google.cloud.bigtable.data import ReadRowsQuery
 
         for row in self._lookup.table.read_rows_stream(ReadRowsQuery(row_keys=list[str | bytes](keys), row_filter=self._newest_filter())):
-            yield row.row_key, _cells(row)
+            yield row.row_key, self._cells(row)
 
     def _read(self, key_range: tuple[bytes, bytes], after: bytes | None, row_filter: Any) -> Iterator[tuple[bytes, list[Cell]]]:
         from google.cloud.bigtable.data import ReadRowsQuery, RowRange
@@ -86,7 +89,7 @@ class RowSource:
         else:
             span = RowRange(start_key=start or None, end_key=end or None)
         for row in self._lookup.table.read_rows_stream(ReadRowsQuery(row_ranges=span, row_filter=row_filter)):
-            yield row.row_key, _cells(row)
+            yield row.row_key, self._cells(row)
 
     def close(self) -> None:
         self._lookup.close()
@@ -97,9 +100,17 @@ class RowSource:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-
-def _cells(row: Any) -> list[Cell]:
-    return [Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells]
+    def _cells(self, row: Any) -> list[Cell]:
+        cells = [Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells]
+        if not self._counters:
+            return cells
+        seen: set[tuple[str, bytes]] = set()
+        newest = []
+        for cell in sorted(cells, key=lambda c: (c.family, c.qualifier, -c.timestamp_micros)):
+            if cell.family in self._counters or (cell.family, cell.qualifier) not in seen:
+                newest.append(cell)
+                seen.add((cell.family, cell.qualifier))
+        return newest
 
 
 def _datetime(micros: int) -> Any:

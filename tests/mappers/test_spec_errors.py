@@ -6,7 +6,7 @@ import time
 import pytest
 
 from ddb2bt.mappers.loader import SpecError, load_spec
-from .spec_texts import BASE
+from .spec_texts import BASE, COUNTER_CASES
 
 SECOND_ENTITY = """\
   - name: b
@@ -52,6 +52,7 @@ CASES = [
      "entities[1].name: entity name 'a' is already used by entities[0]"),
     ("neither table nor export", BASE.replace("  table: T\n", ""),
      ":1: source: give source.table (a live table) or source.export"),
+    *COUNTER_CASES,
 ]
 
 
