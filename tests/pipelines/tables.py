@@ -1,6 +1,7 @@
 """Tables and runs the pipeline tests share: a loaded DynamoDB table, `ddb2bt migrate` in a process of its own, the
 kill tests' spec."""
 
+import re
 import boto3
 import subprocess
 import sys
@@ -36,3 +37,10 @@ def kill_spec(table: str, endpoint: str, **extra) -> MappingSpec:
         "entities": [{"name": "thing", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
         **extra,
     })
+
+
+def numbers(pattern: str, text: str) -> tuple[int, ...]:
+    """The numbers ``pattern``'s groups find in ``text``, thousands separators and all (`read 8,400 items`)."""
+    found = re.search(pattern.replace(r"(\d+)", r"([\d,]+)"), text)
+    assert found, f"{pattern!r} not in:\n{text}"
+    return tuple(int(group.replace(",", "")) for group in found.groups())

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -36,7 +35,7 @@ from ddb2bt.pipelines.pipeline import build_pipeline, query_counters
 
 from .cells import expected_cells, read_cells
 from .export_fixtures import make_items, write_export
-from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec, migrate
+from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec, migrate, numbers
 
 def kill_when_done(proc: subprocess.Popen, run_dir: Path, segments: int, timeout: float = 120) -> frozenset[int]:
     """kill -9 the run (its whole process group) once `segments` are marked done; the markers then."""
@@ -83,7 +82,7 @@ def test_kill_9_at_40_percent_then_resume_rereads_only_unfinished_segments(
     resumed = migrate(spec_file, run_dir, "--resume", "--", *beam_args, env=env)
     output = resumed.communicate(timeout=300)[0]
     assert resumed.returncode == 0, output
-    read = int(re.search(r"read (\d+) items", output)[1])
+    (read,) = numbers(r"read (\d+) items", output)
     client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     left_over = sum(1 for s in range(KILL_SEGMENTS) if s not in done for _ in scan_segment(client, table, s,
                                                                                               KILL_SEGMENTS))
@@ -126,7 +125,7 @@ def test_kill_9_of_an_export_run_then_resume_rereads_only_unfinished_files_at_th
     assert resumed.returncode == 0, output
     assert f"resume: {len(done)} of {EXPORT_FILES} export data files already stored" in output, output
     left_over = sum(f.item_count for number, f in enumerate(read_manifest(export_dir).files) if number not in done)
-    assert int(re.search(r"read (\d+) items", output)[1]) == left_over < len(items)  # only the files not stored
+    assert numbers(r"read (\d+) items", output)[0] == left_over < len(items)  # only the files not stored
     assert ckpt.completed_segments(str(run_dir)) == set(range(EXPORT_FILES))
     assert json.loads((run_dir / ckpt.CHECKPOINT_FILE).read_text())["now_ms"] == first_now
     assert read_cells(spec.target) == expected_cells(spec, items, now_ms=first_now)
@@ -178,9 +177,9 @@ def assert_reconciled_failure(output: str, run_dir: Path, spec_file: Path, sizes
     """The CLI's end after a dependency died: the reconciliation (consistent with the segments stored, given the
     items per segment), then one error line with the exact resume command; no traceback."""
     assert "Traceback" not in output and "[while running" not in output, output
-    read, written, dead, skipped = map(int, re.search(
-        r"read (\d+) items so far: (\d+) written \(\d+ cells, \d+ bytes\), (\d+) dead-lettered, (\d+) skipped",
-        output).groups())
+    read, written, dead, skipped = numbers(
+        r"read (\d+) items so far: (\d+) written \([\d,]+ cells, [\d,]+ bytes\), (\d+) dead-lettered, (\d+) skipped",
+        output)
     stored = ckpt.completed_segments(str(run_dir))
     assert f"segments: {len(stored)} of {KILL_SEGMENTS} stored" in output, output
     assert 1 <= len(stored) < KILL_SEGMENTS
@@ -436,7 +435,7 @@ def test_a_run_that_dead_letters_everything_stops_early_and_keeps_its_dead_lette
     assert error.endswith(f"resume with --max-dead-letters 100%: {accept}"), error  # the exact command, not SPEC
     assert "Traceback" not in output and "[while running" not in error, output  # one line, not Beam's log
     letters = (run_dir / "dead_letters.jsonl").read_text().splitlines()
-    dead, read = map(int, re.search(r"stopped: (\d+) of (\d+) items read", error).groups())
+    dead, read = numbers(r"stopped: (\d+) of (\d+) items read", error)
     assert len(letters) == dead and 1000 <= read < len(items) / 2  # stopped early, every dead letter so far kept
     assert (run_dir / "dead_letters.jsonl").stat().st_mode & 0o777 == 0o600
 

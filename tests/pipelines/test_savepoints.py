@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import time
 import uuid
@@ -31,7 +30,7 @@ from ddb2bt.pipelines.dynamodb_client import create_table, put_items
 from ddb2bt.pipelines.dynamodb_scan import scan_pages
 
 from .cells import expected_cells, read_cells
-from .tables import migrate
+from .tables import migrate, numbers
 
 ITEMS, PADDING = 4_000, 2_400
 """About 10 MB: ten 1 MB Scan pages in one segment."""
@@ -105,7 +104,7 @@ def test_kill_9_at_half_of_a_one_segment_table_then_resume_reads_again_at_most_t
     output = resumed.communicate(timeout=300)[0]
     assert resumed.returncode == 0, output
     assert "resume: 0 of 1 segments already stored; the rest are read; 1 go on from their savepoint" in output, output
-    read = int(re.search(r"read (\d+) items", output)[1])
+    (read,) = numbers(r"read (\d+) items", output)
     assert read == len(items) - upto  # it started at the savepoint, not at the segment's start
     read_again = read - (len(items) - stored_before)  # items already in Bigtable that were read a second time
     assert 0 <= read_again <= 2 * page_items, f"{read_again} items read again (a page holds up to {page_items})"
