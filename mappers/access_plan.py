@@ -19,8 +19,9 @@ from .access import BigtableRead, Translation, key_order, operand_value, transla
 from .attrvalue import binary, key_text
 from .decode import DecodeError, Decoder
 from .lints import Lint, Severity
-from .results import Cell, MappedRow
-from .spec import MappingSpec
+from .index_rows import decode_index_row
+from .results import Cell, IndexRow, MappedRow
+from .spec import IndexRowsSpec, MappingSpec
 
 Item = dict
 
@@ -200,13 +201,18 @@ def sample_rows(results: Iterable[object]) -> dict[bytes, list[Cell]]:
     merged: dict[bytes, dict[tuple, Cell]] = defaultdict(dict)
     for result in results:
         if isinstance(result, MappedRow):
-            for cell in result.cells:
-                merged[result.row_key][(cell.family, cell.qualifier, cell.timestamp_micros)] = cell
+            rows: tuple[MappedRow | IndexRow, ...] = (result, *result.index_rows)
+            for row in rows:
+                for cell in row.cells:
+                    merged[row.row_key][(cell.family, cell.qualifier, cell.timestamp_micros)] = cell
     return {key: list(cells.values()) for key, cells in merged.items()}
 
 
-def decode_rows(decoder: Decoder, rows: Iterable[tuple[bytes, list[Cell]]]) -> list[tuple[str, Item]]:
-    """(entity, item) for every item the rows hold, in row order."""
+def decode_rows(decoder: Decoder, rows: Iterable[tuple[bytes, list[Cell]]],
+                index: IndexRowsSpec | None = None) -> list[tuple[str, Item]]:  # fmt: skip
+    """(entity, item) for every item the rows hold, in row order; with `index`, rows of that index (one item each)."""
+    if index is not None:
+        return [(f"index {index.name}", decode_index_row(index.family, cells)) for _key, cells in rows]
     items: list[tuple[str, Item]] = []
     for key, cells in rows:
         items.extend(decoder.decode_entities(key, cells))
@@ -246,7 +252,7 @@ def pattern_plans(spec: MappingSpec, items: list[Item], results: Sequence[object
             continue
         touched = run_read(read, rows)
         try:
-            returned = translation.finish(decode_rows(decoder, touched), partition, operands)
+            returned = translation.finish(decode_rows(decoder, touched, translation.index_rows), partition, operands)
         except (DecodeError, ValueError):
             returned = []
         shown = f"{translation.partition_key}={key_text(partition)!r}" + "".join(

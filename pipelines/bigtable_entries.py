@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
-from ..mappers.results import MappedRow
+from ..mappers.results import IndexRow, MappedRow
 
 
-def to_mutation_entry(row: MappedRow) -> Any:
+def to_mutation_entry(row: MappedRow | IndexRow) -> Any:
     """The ``RowMutationEntry`` that writes one mapped row (hot path: no checks beyond the mapper's)."""
     return _cells_entry_class()(row[0], row[1])
 
