@@ -16,10 +16,21 @@ MIGRATION_TIME = "2024-01-01T00:00:00Z"
 FAMILIES: dict[str, Any] = {"d": None, "c": None, "x": None}
 
 
-def make_spec(table: str, **source: Any) -> MappingSpec:
+INDEXES: list[dict[str, Any]] = [
+    # sparse GSIs on the posts' and drafts' optional attributes: puts move their index rows, REMOVE drops them
+    {"name": "by_a", "type": "global", "partition_key": "A", "sort_key": "C", "target": {"prefix": "~a#"},
+     "projection": {"type": "INCLUDE", "non_key_attributes": ["Title", "kind"]}, "family": "i"},
+    {"name": "by_b", "type": "global", "partition_key": "B", "target": {"prefix": "~b#"},
+     "projection": {"type": "ALL"}, "family": "i"},
+]
+
+
+def make_spec(table: str, indexes: bool = False, **source: Any) -> MappingSpec:
+    """The workload's spec; with `indexes`, two sparse GSIs carried as index rows (INDEXES)."""
     return MappingSpec.model_validate({
         "source": {"table": table, "partition_key": "pk", "sort_key": "sk", "region": "us-east-1", **source},
-        "target": {"table": table, "families": FAMILIES},
+        "target": {"table": table, "families": {**FAMILIES, "i": None} if indexes else FAMILIES},
+        "indexes": INDEXES if indexes else [],
         "migration_time": MIGRATION_TIME,
         "entities": [
             {"name": "meta", "match": {"kind": "meta"}, "action": "skip"},
