@@ -18,7 +18,7 @@ from __future__ import annotations
 from .attrvalue import binary, kind_of, number_text
 from .encodings import EncodingError, decode, encoder_for
 from .numbers import sortable_text
-from .results import Cell
+from .results import Cell, MappedRow
 from .spec import Encoding, IndexRowsSpec
 
 Item = dict
@@ -111,6 +111,30 @@ def decode_index_row(family: str, cells: list[Cell]) -> Item:
         newest[cell.qualifier] = cell.timestamp_micros
         item[cell.qualifier.decode()] = decode(cell.value, Encoding.ddb_json)
     return item
+
+
+INDEX_ENTITY = "index:"
+"""How an index row is named where a row names its entity (validate's row groups): `index:<name>`."""
+
+
+def with_index_rows(pairs: list) -> list:
+    """(row, item) pairs with each item's index rows after its row, as rows of their own named `index:<name>`:
+    validate compares them like any other rows."""
+    out = []
+    for pair in pairs:
+        out.append(pair)
+        row, item = pair
+        for index_row in row.index_rows:
+            out.append((MappedRow(index_row.row_key, index_row.cells, INDEX_ENTITY + index_row.index_name), item))
+    return out
+
+
+def projected(spec: IndexRowsSpec, item: Item, partition_key: str | None, sort_key: str | None) -> Item:
+    """What an index row of `item` holds: the projection the index declares."""
+    if spec.projection.type == "ALL":
+        return dict(item)
+    names = [spec.partition_key, spec.sort_key, partition_key, sort_key, *spec.projection.non_key_attributes]
+    return {name: item[name] for name in names if name and name in item}
 
 
 def compile_indexes(indexes: list[IndexRowsSpec], partition_key: str | None, sort_key: str | None,

@@ -11,6 +11,7 @@ import boto3
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.app.parity import check_parity
+from ddb2bt.app.validate import validate
 from ddb2bt.mappers.spec import MappingSpec
 
 from .cells import expected_cells, read_cells
@@ -91,3 +92,38 @@ def test_migrate_writes_index_rows_and_index_patterns_have_parity(bigtable_env, 
     assert parity.ok, [(p["name"], p.get("cases"), p.get("same"), [(d["case"] if "case" in d else d.get("variant"), [i.get("sk") for i in d["dynamodb"]], [i.get("sk") for i in d["bigtable"]]) for d in p.get("differences", [])][:2]) for p in report["patterns"] if p.get("differences")]
     assert report["reconciliation"]["patterns_compared"] == len(spec.access_patterns)
     assert report["reconciliation"]["cases_tried"] == report["reconciliation"]["cases_same"] > 50
+
+
+def test_validate_checks_index_rows_like_any_other_rows(bigtable_env, dynalite, unique_name, tmp_path):
+    from google.cloud.bigtable.data import BigtableDataClient, DeleteAllFromRow, RowMutationEntry, SetCell
+
+    client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+    create_table(client, unique_name)
+    items = single_table_items()
+    for item in items:
+        client.put_item(TableName=unique_name, Item=item)
+    spec = index_spec(unique_name, dynalite.endpoint)
+    assert migrate(spec, RunOptions(run_dir=str(tmp_path / "run"), total_segments=2)).ok
+    clean = validate(spec, RunOptions(run_dir=str(tmp_path / "clean"), total_segments=2))
+    assert clean.ok, (clean.counts, clean.problems, clean.first)
+    assert clean.totals["items_compared"] == len(items)
+    assert clean.totals["index_rows_compared"] == len(items) + sum("status" in item for item in items)
+
+    good = read_cells(spec.target)
+    status_rows = sorted(key for key in good if key.startswith(b"~by_status#"))
+    type_rows = sorted(key for key in good if key.startswith(b"~by_type#"))
+    with BigtableDataClient(project=spec.target.project) as bt:
+        table = bt.get_table(spec.target.instance, spec.target.table)
+        timestamp = good[status_rows[0]][0][2]
+        table.bulk_mutate_rows([
+            RowMutationEntry(status_rows[0], [SetCell("i", b"name", b'{"S":"wrong"}', timestamp)]),  # an extra cell
+            RowMutationEntry(type_rows[0], [DeleteAllFromRow()]),  # an index row missing
+        ])
+    tampered = validate(spec, RunOptions(run_dir=str(tmp_path / "tampered"), total_segments=2), target_scan=True)
+    assert not tampered.ok
+    assert tampered.counts.get("missing_row") == 1, tampered.counts
+    assert sum(tampered.counts.values()) >= 2, tampered.counts
+    repaired = validate(spec, RunOptions(run_dir=str(tmp_path / "repair"), total_segments=2), repair=True,
+                        target_scan=True)
+    assert repaired.finished
+    assert read_cells(spec.target) == good
