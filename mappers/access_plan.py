@@ -48,6 +48,50 @@ class PatternPlan(BaseModel):
     cbt: tuple[str, ...] = ()
 
 
+class IndexPlan(BaseModel):
+    """A secondary index carried as index rows, and what the sample writes for it."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    type: str
+    keys: str
+    """The index row key, in words: prefix, index keys, table keys."""
+    projection: str
+    family: str
+    items_in_index: int = 0
+    """Sampled items with the index's key attributes (the others have no index row: indexes are sparse)."""
+    items_mapped: int = 0
+    cells: int = 0
+    bytes: int = 0
+    """The index rows' cells and bytes (keys, qualifiers, values) on the sample."""
+    example_key: str = ""
+
+
+def index_plans(spec: MappingSpec, results: Sequence[object]) -> tuple[IndexPlan, ...]:
+    """Each declared index: its row key and projection, and its rows on the sample (counted apart from the items')."""
+    plans = []
+    mapped = [result for result in results if isinstance(result, MappedRow)]
+    table_keys = " + ".join(name for name in (spec.source.partition_key, spec.source.sort_key) if name)
+    for index in spec.indexes:
+        rows = [row for result in mapped for row in result.index_rows if row.index_name == index.name]
+        keys = " + ".join(name for name in (index.partition_key, index.sort_key) if name)
+        projection = index.projection.type + (f" ({', '.join(index.projection.non_key_attributes)})"
+                                              if index.projection.non_key_attributes else "")  # fmt: skip
+        plans.append(IndexPlan(
+            name=index.name, type=index.type, projection=projection, family=index.family,
+            keys=f"{index.target.prefix!r} + {keys} + {table_keys} (each order-preserving, ended by \\x00\\x01)",
+            items_in_index=len(rows), items_mapped=len(mapped), cells=sum(len(row.cells) for row in rows),
+            bytes=sum(len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells) for row in rows),
+            example_key=_shown_key(rows[0].row_key) if rows else ""))
+    return tuple(plans)
+
+
+def _shown_key(key: bytes) -> str:
+    """A row key as text, its control bytes (the index rows' part ends) as \\xNN."""
+    text = key.decode("utf-8", "backslashreplace")
+    return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 0x20 else ch for ch in text)
+
+
 def dynamodb_text(spec: MappingSpec, translation: Translation) -> str:
     pattern = translation.spec_pattern
     assert pattern is not None
@@ -155,6 +199,10 @@ def python_snippet(spec: MappingSpec, read: BigtableRead) -> str:
 def cbt_commands(spec: MappingSpec, read: BigtableRead) -> tuple[str, ...]:
     """The equivalent `cbt` commands (one per row key or range)."""
     base = f"cbt -project {shlex.quote(spec.target.project)} -instance {shlex.quote(spec.target.instance)}"
+    bounds = [*read.row_keys, *(key for r in read.ranges for key in (r.start, r.end))]
+    if any(b"\x00" in key for key in bounds):
+        return ("# none: cbt takes row keys as C strings, which cannot hold the NUL bytes index row keys end their "
+                "parts with; use the Python snippet",)  # fmt: skip
     options = []
     if read.cell_filter is not None:
         options.append("columns=" + shlex.quote(f"{read.cell_filter.family}:{_text(read.cell_filter.qualifier)}"))
