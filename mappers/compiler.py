@@ -625,7 +625,8 @@ class CompiledSpec:
             prefix = next(p for p in self._index_prefixes if row.row_key.startswith(p))
             raise ItemFailure(f"the row key starts with {prefix.decode(errors='replace')!r}, an index's prefix: "
                               "it would read as an index row; change the index's target prefix")  # fmt: skip
-        return row._replace(index_rows=self.index_rows(item))
+        rows = self.index_rows(item)
+        return _new_cell(MappedRow, (row[0], row[1], row[2], row[3], rows)) if rows else row
 
     def stale_coordinates(self, earlier: Item, later: Item) -> list[tuple[str, bytes, int]] | None:
         """The coordinates (family, qualifier, timestamp) of the cells `earlier` maps to that may not be `later`'s.

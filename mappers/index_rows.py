@@ -25,6 +25,7 @@ Item = dict
 END = b"\x00\x01"
 """Ends every key part: below any byte a longer value continues with (0x00 itself is written 0x00 0xFF)."""
 _encode = encoder_for(Encoding.ddb_json)
+_new_cell = tuple.__new__  # as the compiler builds cells: a NamedTuple's Python __new__ costs more than the cell
 
 
 def value_bytes(value: dict) -> bytes | None:
@@ -95,7 +96,7 @@ class CompiledIndex:
             value = item.get(name)
             if value is not None:
                 try:
-                    cells.append(Cell(family, name.encode(), timestamp, _encode(value)))
+                    cells.append(_new_cell(Cell, (family, name.encode(), timestamp, _encode(value))))
                 except EncodingError as err:
                     raise EncodingError(f"index {self.name!r}, attribute {name!r}: {err}") from None
         return key, tuple(cells)
