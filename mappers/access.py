@@ -311,14 +311,8 @@ class Translation:
                  if operator else "keep items of this partition"]  # fmt: skip
         if not single:
             steps.append(f"order by {self.sort_key} (DynamoDB's order)")
-        if not pattern.scan_index_forward:
-            steps.append("reverse")
-        if pattern.limit:
-            steps.append(f"first {pattern.limit}")
-        if pattern.projection:
-            steps.append("keep " + ", ".join(pattern.projection))
         return BigtableRead(self.table, tuple(keys), tuple(ranges), cell_filter, rows_limit,
-                            reverse_rows=single and not natural, steps=tuple(steps),
+                            reverse_rows=single and not natural, steps=_last_steps(steps, pattern),
                             keep_rows=pattern.limit if single and not natural and self.alone else None)  # fmt: skip
 
     spec_sort_key: str | None = None
@@ -395,14 +389,9 @@ class Translation:
         steps = ["decode the index rows into items (the index's projection)"]
         if operator is not None:
             steps.append(f"keep items whose {self.sort_key} meets the condition (a mistyped operand meets none)")
-        if not pattern.scan_index_forward:
-            steps.append("reverse")
-        if pattern.limit:
-            steps.append(f"first {pattern.limit}")
-        if pattern.projection:
-            steps.append("keep " + ", ".join(pattern.projection))
         return BigtableRead(self.table, (), (found,) if found else (),
-                            rows_limit=pattern.limit if pattern.scan_index_forward else None, steps=tuple(steps))
+                            rows_limit=pattern.limit if pattern.scan_index_forward else None,
+                            steps=_last_steps(steps, pattern))
 
     def _prefix(self, route: EntityRoute, partition: dict) -> bytes | None:
         out = []
@@ -459,6 +448,17 @@ def _key_range(chain: Chain, prefix: bytes, operator: str, operands: list[dict])
     if end and (start > end or (start == end and not (start_inclusive and end_inclusive))):
         return None
     return RowRange(start, end, start_inclusive, end_inclusive)
+
+
+def _last_steps(steps: list[str], pattern: AccessPattern) -> tuple[str, ...]:
+    """The client's last steps, in words: reverse, cut at the limit, project."""
+    if not pattern.scan_index_forward:
+        steps.append("reverse")
+    if pattern.limit:
+        steps.append(f"first {pattern.limit}")
+    if pattern.projection:
+        steps.append("keep " + ", ".join(pattern.projection))
+    return tuple(steps)
 
 
 def _index_range(prefix: bytes, operator: str | None, operands: list[dict]) -> RowRange | None:
