@@ -20,6 +20,7 @@ from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.decode import compile_decoder
 from ddb2bt.mappers.results import Cell
 from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.pipelines.parity import Parity, compare
 from ddb2bt.pipelines.parity_io import dynamodb_items
 
 from .cells import expected_cells, read_cells
@@ -126,7 +127,7 @@ def test_migrate_writes_index_rows_and_index_patterns_have_parity(bigtable_env, 
 def test_validate_checks_index_rows_like_any_other_rows(bigtable_env, dynalite, unique_name, tmp_path):
     from google.cloud.bigtable.data import BigtableDataClient, DeleteAllFromRow, RowMutationEntry, SetCell
 
-    _client, items, spec, _result = migrated(dynalite, unique_name, tmp_path)
+    client, items, spec, _result = migrated(dynalite, unique_name, tmp_path)
     clean = validate(spec, RunOptions(run_dir=str(tmp_path / "clean"), total_segments=2))
     assert clean.ok, (clean.counts, clean.problems, clean.first)
     assert clean.totals["items_compared"] == len(items)
@@ -142,6 +143,14 @@ def test_validate_checks_index_rows_like_any_other_rows(bigtable_env, dynalite, 
             RowMutationEntry(status_rows[0], [SetCell("i", b"name", b'{"S":"wrong"}', timestamp)]),  # an extra cell
             RowMutationEntry(type_rows[0], [DeleteAllFromRow()]),  # an index row missing
         ])
+    # cutover-status's spot check compares an item's index rows too
+    keyed = spec.with_keys("pk", "sk")
+    keys = [{"pk": item["pk"], "sk": item["sk"]} for item in items]
+    spot = Parity()
+    differing = compare(client, unique_name, compile_spec(keyed), spec.target, keys, spot)
+    assert spot.matching == len(items) - 1 and len(differing) == 1  # the extra cell is no missing one
+    assert differing[0]["missing"] and differing[0]["row_key"] != type_rows[0]  # named by the item's own row
+
     tampered = validate(spec, RunOptions(run_dir=str(tmp_path / "tampered"), total_segments=2), target_scan=True)
     assert not tampered.ok
     assert tampered.counts.get("missing_row") == 1, tampered.counts
