@@ -20,7 +20,7 @@ from .attrvalue import binary, key_text
 from .decode import DecodeError, Decoder
 from .lints import Lint, Severity
 from .index_rows import decode_index_row
-from .results import Cell, IndexRow, MappedRow
+from .results import Cell, MappedRow
 from .spec import IndexRowsSpec, MappingSpec
 
 Item = dict
@@ -249,8 +249,7 @@ def sample_rows(results: Iterable[object]) -> dict[bytes, list[Cell]]:
     merged: dict[bytes, dict[tuple, Cell]] = defaultdict(dict)
     for result in results:
         if isinstance(result, MappedRow):
-            rows: tuple[MappedRow | IndexRow, ...] = (result, *result.index_rows)
-            for row in rows:
+            for row in result.rows():
                 for cell in row.cells:
                     merged[row.row_key][(cell.family, cell.qualifier, cell.timestamp_micros)] = cell
     return {key: list(cells.values()) for key, cells in merged.items()}

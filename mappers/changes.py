@@ -140,7 +140,7 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
         if index == len(changes) - 1:
             last_row = row
         elif row is not None:
-            for also in _rows_of(row):
+            for also in row.rows():
                 produced.setdefault(also.row_key, {}).update(dict.fromkeys(cell[:3] for cell in also.cells))
             entity = row.entity
     # The old images, all of them (a redelivered change may break the chain), found against the last new image:
@@ -161,7 +161,7 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
     written: dict[bytes, tuple[Cell, ...]] = {}
     if last_row is not None:
         entity = last_row.entity
-        written = {row.row_key: row.cells for row in _rows_of(last_row)}
+        written = {row.row_key: row.cells for row in last_row.rows()}
         for row_key in written:
             produced.setdefault(row_key, {})
     rows: list[RowChange] = []
@@ -177,11 +177,6 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
     if not rows and not failures:
         return NothingToDo(skip_reason or "neither image produces cells")
     return ChangeSet(tuple(rows), entity, tuple(failures))
-
-
-def _rows_of(row: MappedRow) -> tuple[MappedRow | IndexRow, ...]:
-    """An item's row and its index rows."""
-    return (row, *row.index_rows)
 
 
 def old_index_rows(compiled: Any, image: Item) -> tuple[IndexRow, ...]:

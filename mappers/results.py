@@ -41,6 +41,10 @@ class MappedRow(NamedTuple):
     index_rows: tuple[IndexRow, ...] = ()
     """The item's rows in the spec's secondary indexes (none for an item without an index's key attributes)."""
 
+    def rows(self) -> tuple[MappedRow | IndexRow, ...]:
+        """This row and the item's index rows: everything the item writes."""
+        return (self, *self.index_rows)
+
 
 class ItemError(NamedTuple):
     """Why an item could not be mapped; the pipeline dead-letters the item with this reason."""
