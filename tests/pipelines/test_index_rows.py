@@ -159,3 +159,33 @@ def test_validate_checks_index_rows_like_any_other_rows(bigtable_env, dynalite, 
                         target_scan=True)
     assert repaired.finished
     assert read_cells(spec.target) == good
+
+
+def test_an_item_whose_index_row_bigtable_refuses_is_one_dead_letter_and_counts_as_no_row(bigtable_env, unique_name,
+                                                                                         tmp_path):
+    import apache_beam as beam
+
+    from ddb2bt.mappers.results import IndexRow, MappedRow
+    from ddb2bt.mappers.spec import TargetSpec
+    from ddb2bt.pipelines.bigtable_sink import WriteToBigtable, ensure_table
+    from ddb2bt.pipelines.pipeline import query_counters
+
+    target = TargetSpec(table=unique_name, families={"f": None})  # no family "nope": Bigtable refuses it for good
+    ensure_table(target)
+
+    def item_rows(name: str, index_family: str) -> tuple:
+        index_row = IndexRow(b"~i#" + name.encode(), (Cell(index_family, b"pk", 1000, b'{"S":"x"}'),), "i")
+        return MappedRow(name.encode(), (Cell("f", b"v", 1000, b"1"),), "thing", (), (index_row,)), {"pk": {"S": name}}
+
+    pairs = [item_rows("a", "f"), item_rows("b", "nope"), item_rows("c", "f")]
+    p = beam.Pipeline()
+    letters = p | beam.Create([pairs]) | WriteToBigtable(target)
+    _ = letters | beam.Map(lambda letter: (letter.item, letter.reason)) | beam.io.WriteToText(str(tmp_path / "letters"))
+    result = p.run()
+    result.wait_until_finish()
+    counters = query_counters(result)
+    assert (counters["rows_written"], counters["index_rows_written"], counters["write_failures"]) == (2, 2, 1)
+    found = [line for path in tmp_path.glob("letters*") for line in path.read_text().splitlines()]
+    assert len(found) == 1 and "{'S': 'b'}" in found[0] and "index" in found[0] and "~i#b" in found[0]
+    cells = read_cells(target)
+    assert b"~i#b" not in cells and {b"a", b"c", b"~i#a", b"~i#c"} <= set(cells)  # b's row: rewritten by a redrive
