@@ -129,7 +129,7 @@ def check_parity(spec: MappingSpec | str | Path, sample: int = 200, partitions: 
                     index_keys = (shape.index.partition_key, shape.index.sort_key) if shape.index else keys
                     want = dynamodb_items(client, spec.source.table or "", shape, index_keys, partition, operands, page)
                     read = shaped.read(partition, operands)
-                    got = shaped.finish(decode_rows(decoder, reader.rows(read)), partition, operands)
+                    got = shaped.finish(decode_rows(decoder, reader.rows(read), shaped.index_rows), partition, operands)
                     found.cases += 1
                     if _same(want, got, translation.unreturned):
                         found.same += 1

@@ -81,6 +81,10 @@ def render_text(plan: MigrationPlan, console: Console, target: TargetDiff | None
 
     for line in estimate_lines(plan):
         _line(console, line)
+    if plan.indexes:
+        console.print("[bold]Secondary indexes[/] (index rows, written with their items)")
+        for line in index_lines(plan):
+            _line(console, line)
     if plan.access_patterns:
         console.print("[bold]Access patterns[/] (the Bigtable read serving each; tried on the sample)")
         for line in pattern_lines(plan):
@@ -172,6 +176,17 @@ def estimate_lines(plan: MigrationPlan) -> list[str]:
         f"  target: {least}~{e.target_rows:,} rows, {e.target_cells:,} cells, {_size(e.target_bytes)}; "
         f"{least}{plural(e.suggested_nodes, 'node')} to write in {e.target_write_hours:g} h (bound by {e.node_basis})",
     ]
+
+
+def index_lines(plan: MigrationPlan) -> list[str]:
+    """Per index carried as index rows: its row key, projection, and its rows on the sample."""
+    lines = []
+    for index in plan.indexes:
+        lines.append(f"  {index.name} ({index.type}, {index.projection}, family {index.family}): rows keyed {index.keys}")
+        lines.append(f"    on the sample: {index.items_in_index} of {index.items_mapped} mapped item(s) in the index "
+                     f"(the others lack its keys), {index.cells} cell(s), {_size(index.bytes)}"
+                     + (f"; e.g. {index.example_key}" if index.example_key else ""))
+    return lines
 
 
 def pattern_lines(plan: MigrationPlan) -> list[str]:

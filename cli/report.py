@@ -172,6 +172,19 @@ def _keys(plan: MigrationPlan) -> list[Block]:
                                                   tuple(rows))]
 
 
+def _indexes(plan: MigrationPlan) -> list[Block]:
+    """Secondary indexes carried as index rows: one table row each, with its rows on the sample."""
+    if not plan.indexes:
+        return []
+    rows = tuple((index.name, index.type, index.keys, index.projection,
+                  f"{index.items_in_index} of {index.items_mapped} items, {index.cells} cells, {size(index.bytes)}")
+                 for index in plan.indexes)  # fmt: skip
+    return [Heading(2, "Secondary indexes", "indexes"),
+            Para("Each index is written as index rows beside the items' rows: one row per item that has the index's "
+                 "key attributes (indexes are sparse), so that a query on the index is one range of rows."),
+            Table(("Index", "Type", "Row key", "Projection", "On the sample"), rows)]
+
+
 def _source(plan: MigrationPlan) -> list[Block]:
     source = plan.source
     rows = [("Partition key", plan.partition_key or "(from DescribeTable)"), ("Sort key", plan.sort_key or "none")]
@@ -381,7 +394,7 @@ def _folded_row(row: FoldedRow) -> list[Block]:
 def report_blocks(plan: MigrationPlan, costs: Costs | None = None) -> list[Block]:
     """The summary and the losses first (they decide whether to run), then the findings, the keys, the translation,
     the numbers and, when given, the costs; a table of contents after the summary."""
-    sections = (_losses, _lints, _keys, _source, _target, _mapping, _folded, _reads, _distribution, _estimates)
+    sections = (_losses, _lints, _keys, _indexes, _source, _target, _mapping, _folded, _reads, _distribution, _estimates)
     summary = _summary(plan)
     body = _telling([*(block for section in sections for block in section(plan)), *_costs(costs)])
     contents = Contents(tuple((block.anchor, block.text) for block in [*summary, *body]

@@ -10,9 +10,10 @@ order them by sort key as DynamoDB does (S as UTF-8 bytes, N numerically, B as u
 
 The row ranges are exact where the sort key is the last part of the row key through an order-preserving encoding
 (no transform on S or B, `strip_prefix` on S, `sortable_number`, `pad` or `reverse_timestamp` on N): a key condition
-is then a byte range of row keys. A partition folded into one row is read as that row. Secondary-index rows are not
-written yet: a pattern on a global index says so (`needs_index`); one on a local index reads the partition and orders
-it by the index's sort key after decoding.
+is then a byte range of row keys. A partition folded into one row is read as that row. A pattern on an index the
+spec carries as index rows (`indexes`) is one byte range of them; on a global index without index rows it says so
+(`needs_index`); on a local one without them it reads the partition and orders it by the index's sort key after
+decoding.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from .attrvalue import binary, kind_of, key_text, number_text
 from .decode import losses
 from .numbers import parse_number
 from .render import escape_delimiter
-from .spec import AccessPattern, EntitySpec, MappingSpec, TypedKey
+from .index_rows import escaped, key_part, value_bytes
+from .spec import AccessPattern, EntitySpec, IndexRowsSpec, MappingSpec, TypedKey
 from .templates import Placeholder, parse_template
 from .transforms import TRANSFORMS, TransformError
 
@@ -271,6 +273,8 @@ class Translation:
         if not self.served or pattern is None:
             raise ValueError(f"access pattern {self.pattern!r} is not served: {self.reason}")
         operator, operands = self.condition(operands)
+        if self.index_rows is not None:
+            return self._index_read(partition, operator, operands)
         table_order = self.sort_key == self.spec_sort_key
         keys: list[bytes] = []
         ranges: list[RowRange] = []
@@ -307,17 +311,13 @@ class Translation:
                  if operator else "keep items of this partition"]  # fmt: skip
         if not single:
             steps.append(f"order by {self.sort_key} (DynamoDB's order)")
-        if not pattern.scan_index_forward:
-            steps.append("reverse")
-        if pattern.limit:
-            steps.append(f"first {pattern.limit}")
-        if pattern.projection:
-            steps.append("keep " + ", ".join(pattern.projection))
         return BigtableRead(self.table, tuple(keys), tuple(ranges), cell_filter, rows_limit,
-                            reverse_rows=single and not natural, steps=tuple(steps),
+                            reverse_rows=single and not natural, steps=_last_steps(steps, pattern),
                             keep_rows=pattern.limit if single and not natural and self.alone else None)  # fmt: skip
 
     spec_sort_key: str | None = None
+    index_rows: IndexRowsSpec | None = None
+    """The pattern's index is carried as index rows: the read is one byte range of them (mappers/index_rows.py)."""
     alone: bool = False
     """The spec has one entity that maps: no other entity's rows can sit in a range and use up a rows limit."""
     lossy: tuple[str, ...] = ()
@@ -379,6 +379,20 @@ class Translation:
             out = [{name: item[name] for name in pattern.projection if name in item} for item in out]
         return out
 
+    def _index_read(self, partition: dict, operator: str | None, operands: list[dict]) -> BigtableRead:
+        """One range of index rows: each row one item, in (index sort key, table key) order."""
+        pattern, index = self.spec_pattern, self.index_rows
+        assert pattern is not None and index is not None
+        part = key_part(partition)
+        prefix = (index.target.prefix or "").encode() + (part or b"")
+        found = None if part is None else _index_range(prefix, operator, operands)
+        steps = ["decode the index rows into items (the index's projection)"]
+        if operator is not None:
+            steps.append(f"keep items whose {self.sort_key} meets the condition (a mistyped operand meets none)")
+        return BigtableRead(self.table, (), (found,) if found else (),
+                            rows_limit=pattern.limit if pattern.scan_index_forward else None,
+                            steps=_last_steps(steps, pattern))
+
     def _prefix(self, route: EntityRoute, partition: dict) -> bytes | None:
         out = []
         last = max(i for i, piece in enumerate(route.prefix) if isinstance(piece, Placeholder))
@@ -436,6 +450,52 @@ def _key_range(chain: Chain, prefix: bytes, operator: str, operands: list[dict])
     return RowRange(start, end, start_inclusive, end_inclusive)
 
 
+def _last_steps(steps: list[str], pattern: AccessPattern) -> tuple[str, ...]:
+    """The client's last steps, in words: reverse, cut at the limit, project."""
+    if not pattern.scan_index_forward:
+        steps.append("reverse")
+    if pattern.limit:
+        steps.append(f"first {pattern.limit}")
+    if pattern.projection:
+        steps.append("keep " + ", ".join(pattern.projection))
+    return tuple(steps)
+
+
+def _index_range(prefix: bytes, operator: str | None, operands: list[dict]) -> RowRange | None:
+    """The index rows (after the partition's `prefix`) whose sort key meets the condition; None: none do."""
+    if operator is None:
+        return RowRange(prefix, prefix_end(prefix))
+    if operator == "begins_with":
+        data = value_bytes(operands[0])
+        return None if data is None else RowRange(prefix + escaped(data), prefix_end(prefix + escaped(data)))
+    parts = [key_part(operand) for operand in operands]
+    if any(part is None for part in parts):
+        return None
+    at = [prefix + part for part in parts if part is not None]
+    if operator == "=":
+        return RowRange(at[0], prefix_end(at[0]))
+    if operator == "<":
+        return RowRange(prefix, at[0])
+    if operator == "<=":
+        return RowRange(prefix, prefix_end(at[0]))
+    if operator == ">":
+        return RowRange(prefix_end(at[0]), prefix_end(prefix))
+    if operator == ">=":
+        return RowRange(at[0], prefix_end(prefix))
+    if key_order(operands[0]) > key_order(operands[1]):  # between: DynamoDB refuses a low bound above the high one
+        return None
+    return RowRange(at[0], prefix_end(at[1]))
+
+
+def _index_translation(spec: MappingSpec, pattern: AccessPattern, index: IndexRowsSpec) -> Translation:
+    prefix = index.target.prefix or ""
+    summary = (f"index rows of {spec.target.table} under {prefix!r}: the partition's {index.partition_key} then "
+               f"{index.sort_key or 'the table key'} in order ({index.projection.type} projection)")
+    return Translation(pattern.name, "served", spec.target.table, partition_key=index.partition_key,
+                       sort_key=index.sort_key, spec_pattern=pattern, summary=summary, spec_sort_key=spec.source.sort_key,
+                       index_rows=index)  # fmt: skip
+
+
 def _unserved(pattern: AccessPattern, table: str, reason: str, suggestion: str, status: Status = "unservable") -> Translation:
     return Translation(pattern.name, status, table, reason=reason, suggestion=suggestion, spec_pattern=pattern)
 
@@ -451,11 +511,14 @@ def translate(spec: MappingSpec, pattern: AccessPattern, types: Mapping[str, str
     index = pattern.index
     order_key = sk
     if index is not None:
+        carried = next((found for found in spec.indexes if found.name == index.name), None)
+        if carried is not None:
+            return _index_translation(spec, pattern, carried)
         if index.type == "global":
-            return _unserved(pattern, table, f"global index {index.name!r} needs index rows, which ddb2bt does not "
-                             "write yet", "serve it from the table's rows only if the index's partition key is the "
-                             "table's, or wait for index rows (docs/ACCESS_PATTERNS.md, planned design)",
-                             "needs_index")  # fmt: skip
+            return _unserved(pattern, table, f"global index {index.name!r} has no index rows",
+                             f"declare it under indexes (name: {index.name}, its keys, projection, "
+                             "target: {prefix: ...}, family) so that migrate writes its rows "
+                             "(docs/ACCESS_PATTERNS.md#index-rows)", "needs_index")  # fmt: skip
         order_key = index.sort_key
     if pattern.operation == "get_item" and sk is None:
         order_key = None

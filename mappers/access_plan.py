@@ -19,8 +19,9 @@ from .access import BigtableRead, Translation, key_order, operand_value, transla
 from .attrvalue import binary, key_text
 from .decode import DecodeError, Decoder
 from .lints import Lint, Severity
+from .index_rows import decode_index_row
 from .results import Cell, MappedRow
-from .spec import MappingSpec
+from .spec import IndexRowsSpec, MappingSpec
 
 Item = dict
 
@@ -45,6 +46,50 @@ class PatternPlan(BaseModel):
     python: str = ""
     """A snippet for google.cloud.bigtable.data: sets `rows` to the rows the pattern reads."""
     cbt: tuple[str, ...] = ()
+
+
+class IndexPlan(BaseModel):
+    """A secondary index carried as index rows, and what the sample writes for it."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    type: str
+    keys: str
+    """The index row key, in words: prefix, index keys, table keys."""
+    projection: str
+    family: str
+    items_in_index: int = 0
+    """Sampled items with the index's key attributes (the others have no index row: indexes are sparse)."""
+    items_mapped: int = 0
+    cells: int = 0
+    bytes: int = 0
+    """The index rows' cells and bytes (keys, qualifiers, values) on the sample."""
+    example_key: str = ""
+
+
+def index_plans(spec: MappingSpec, results: Sequence[object]) -> tuple[IndexPlan, ...]:
+    """Each declared index: its row key and projection, and its rows on the sample (counted apart from the items')."""
+    plans = []
+    mapped = [result for result in results if isinstance(result, MappedRow)]
+    table_keys = " + ".join(name for name in (spec.source.partition_key, spec.source.sort_key) if name)
+    for index in spec.indexes:
+        rows = [row for result in mapped for row in result.index_rows if row.index_name == index.name]
+        keys = " + ".join(name for name in (index.partition_key, index.sort_key) if name)
+        projection = index.projection.type + (f" ({', '.join(index.projection.non_key_attributes)})"
+                                              if index.projection.non_key_attributes else "")  # fmt: skip
+        plans.append(IndexPlan(
+            name=index.name, type=index.type, projection=projection, family=index.family,
+            keys=f"{index.target.prefix!r} + {keys} + {table_keys} (each order-preserving, ended by \\x00\\x01)",
+            items_in_index=len(rows), items_mapped=len(mapped), cells=sum(len(row.cells) for row in rows),
+            bytes=sum(len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells) for row in rows),
+            example_key=_shown_key(rows[0].row_key) if rows else ""))
+    return tuple(plans)
+
+
+def _shown_key(key: bytes) -> str:
+    """A row key as text, its control bytes (the index rows' part ends) as \\xNN."""
+    text = key.decode("utf-8", "backslashreplace")
+    return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 0x20 else ch for ch in text)
 
 
 def dynamodb_text(spec: MappingSpec, translation: Translation) -> str:
@@ -154,6 +199,10 @@ def python_snippet(spec: MappingSpec, read: BigtableRead) -> str:
 def cbt_commands(spec: MappingSpec, read: BigtableRead) -> tuple[str, ...]:
     """The equivalent `cbt` commands (one per row key or range)."""
     base = f"cbt -project {shlex.quote(spec.target.project)} -instance {shlex.quote(spec.target.instance)}"
+    bounds = [*read.row_keys, *(key for r in read.ranges for key in (r.start, r.end))]
+    if any(b"\x00" in key for key in bounds):
+        return ("# none: cbt takes row keys as C strings, which cannot hold the NUL bytes index row keys end their "
+                "parts with; use the Python snippet",)  # fmt: skip
     options = []
     if read.cell_filter is not None:
         options.append("columns=" + shlex.quote(f"{read.cell_filter.family}:{_text(read.cell_filter.qualifier)}"))
@@ -200,13 +249,17 @@ def sample_rows(results: Iterable[object]) -> dict[bytes, list[Cell]]:
     merged: dict[bytes, dict[tuple, Cell]] = defaultdict(dict)
     for result in results:
         if isinstance(result, MappedRow):
-            for cell in result.cells:
-                merged[result.row_key][(cell.family, cell.qualifier, cell.timestamp_micros)] = cell
+            for row in result.rows():
+                for cell in row.cells:
+                    merged[row.row_key][(cell.family, cell.qualifier, cell.timestamp_micros)] = cell
     return {key: list(cells.values()) for key, cells in merged.items()}
 
 
-def decode_rows(decoder: Decoder, rows: Iterable[tuple[bytes, list[Cell]]]) -> list[tuple[str, Item]]:
-    """(entity, item) for every item the rows hold, in row order."""
+def decode_rows(decoder: Decoder, rows: Iterable[tuple[bytes, list[Cell]]],
+                index: IndexRowsSpec | None = None) -> list[tuple[str, Item]]:  # fmt: skip
+    """(entity, item) for every item the rows hold, in row order; with `index`, rows of that index (one item each)."""
+    if index is not None:
+        return [(f"index {index.name}", decode_index_row(index.family, cells)) for _key, cells in rows]
     items: list[tuple[str, Item]] = []
     for key, cells in rows:
         items.extend(decoder.decode_entities(key, cells))
@@ -246,7 +299,7 @@ def pattern_plans(spec: MappingSpec, items: list[Item], results: Sequence[object
             continue
         touched = run_read(read, rows)
         try:
-            returned = translation.finish(decode_rows(decoder, touched), partition, operands)
+            returned = translation.finish(decode_rows(decoder, touched, translation.index_rows), partition, operands)
         except (DecodeError, ValueError):
             returned = []
         shown = f"{translation.partition_key}={key_text(partition)!r}" + "".join(

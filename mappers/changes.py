@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from .results import Cell, ItemError, MappedRow, Skipped
+from .results import Cell, IndexRow, ItemError, MappedRow, Skipped
 
 Item = dict[str, Any]
 
@@ -140,13 +140,16 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
         if index == len(changes) - 1:
             last_row = row
         elif row is not None:
-            produced.setdefault(row.row_key, {}).update(dict.fromkeys(cell[:3] for cell in row.cells))
+            for also in row.rows():
+                produced.setdefault(also.row_key, {}).update(dict.fromkeys(cell[:3] for cell in also.cells))
             entity = row.entity
     # The old images, all of them (a redelivered change may break the chain), found against the last new image:
     # only the attributes that differ are mapped where the row and the timestamps are the same
     # (CompiledSpec.stale_coordinates); otherwise the whole image.
     last = changes[-1].new
     for image in {id(change.old): change.old for change in changes if change.old is not None}.values():
+        for index_row in old_index_rows(compiled, image):  # where the old image's index rows were: moved or gone
+            produced.setdefault(index_row.row_key, {}).update(dict.fromkeys(cell[:3] for cell in index_row.cells))
         stale = compiled.stale_coordinates(image, last) if last_row is not None else None
         if stale is not None:
             produced.setdefault(last_row.row_key, {}).update(dict.fromkeys(stale))  # type: ignore[union-attr]
@@ -155,14 +158,16 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
         if row is not None:
             produced.setdefault(row.row_key, {}).update(dict.fromkeys(cell[:3] for cell in row.cells))
             entity = row.entity
+    written: dict[bytes, tuple[Cell, ...]] = {}
     if last_row is not None:
         entity = last_row.entity
-        produced.setdefault(last_row.row_key, {})
+        written = {row.row_key: row.cells for row in last_row.rows()}
+        for row_key in written:
+            produced.setdefault(row_key, {})
     rows: list[RowChange] = []
     for row_key, coordinates in produced.items():
-        sets: tuple[Cell, ...] = ()
-        if last_row is not None and row_key == last_row.row_key:
-            sets = last_row.cells
+        sets: tuple[Cell, ...] = written.get(row_key, ())
+        if sets:
             if coordinates:
                 kept = {cell[:3] for cell in sets}
                 coordinates = {c: None for c in coordinates if c not in kept}
@@ -172,6 +177,17 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
     if not rows and not failures:
         return NothingToDo(skip_reason or "neither image produces cells")
     return ChangeSet(tuple(rows), entity, tuple(failures))
+
+
+def old_index_rows(compiled: Any, image: Item) -> tuple[IndexRow, ...]:
+    """The index rows an old image had (an index row holds one item, so its cells are exactly the image's projection:
+    deleting them removes the row). An image the backfill could not map wrote none; deleting them is a no-op."""
+    if not getattr(compiled, "indexes", ()):
+        return ()
+    try:
+        return compiled.index_rows(image)
+    except Exception:  # noqa: BLE001 - a key too long for Bigtable: the row was never written
+        return ()
 
 
 def group_by_item(changes: Iterable[Change], key_attributes: Sequence[str]) -> dict[tuple, list[Change]]:

@@ -17,7 +17,8 @@ from . import limits
 from .limits import LimitError
 from .attrvalue import AttributeValueError, key_text, kind_of, member_bytes
 from .encodings import SET_TYPES, EncodingError, encoder_for
-from .results import Cell, ItemError, MappedRow, MapResult, Skipped
+from .index_rows import compile_indexes
+from .results import Cell, IndexRow, ItemError, MappedRow, MapResult, Skipped
 from .spec import ColumnSpec, Encoding, EntitySpec, Layout, MappingSpec
 from .render import ItemFailure, compile_template, salt_prefix
 from .templates import parse_template
@@ -313,7 +314,7 @@ class _Entity:
                 _duplicates(cells, spans)
         if expiry_us is not None:
             cells = self._expire(cells, expiry_us)
-        return _new_cell(MappedRow, (key, tuple(cells), self.name, limits.check_cells(cells)))
+        return _new_cell(MappedRow, (key, tuple(cells), self.name, limits.check_cells(cells), ()))
 
     def stale(self, earlier: Item, later: Item) -> list[tuple[str, bytes, int]]:
         """What :meth:`CompiledSpec.stale_coordinates` says, once it has found that the shortcut holds.
@@ -566,6 +567,11 @@ class CompiledSpec:
         self.entities = tuple(_Entity(entity, spec, self.now_ms, migration_ms) for entity in spec.entities)
         self.unmatched = spec.unmatched
         self._dispatch = _dispatch_table(spec, self.entities)
+        self.indexes = compile_indexes(spec.indexes, spec.source.partition_key, spec.source.sort_key,
+                                       migration_ms * 1000) if spec.source.partition_key else ()  # fmt: skip
+        self._index_problem = (f"index {spec.indexes[0].name!r} needs the table's key schema (source.partition_key)"
+                               if spec.indexes and not self.indexes else None)  # fmt: skip
+        self._index_prefixes = tuple(index.prefix for index in self.indexes)
 
     def entity_for(self, item: Item) -> _Entity | None:
         if self._dispatch is not None:
@@ -587,7 +593,12 @@ class CompiledSpec:
                 return ItemError("no entity matches this item", stage="unmatched")
             if entity.skip:
                 return Skipped("entity action is skip", entity.name)
-            return entity.map(item)
+            if self._index_problem is not None:
+                raise ItemFailure(self._index_problem)
+            result = entity.map(item)
+            if self.indexes and result.__class__ is MappedRow:
+                return self._with_index_rows(result, item)
+            return result
         except ItemFailure as failure:
             return ItemError(failure.reason, entity.name if entity else None, failure.attribute)
         except TimestampError as err:
@@ -596,6 +607,26 @@ class CompiledSpec:
             return ItemError(str(err), entity.name if entity else None)
         except Exception as err:  # noqa: BLE001 - one odd item must never kill a batch; it is dead-lettered
             return ItemError(f"unexpected {type(err).__name__}: {err}", entity.name if entity else None)
+
+    def index_rows(self, item: Item) -> tuple[IndexRow, ...]:
+        """The item's index rows (one per index whose key attributes it has); raises ItemFailure for a key too long."""
+        rows = []
+        for index in self.indexes:
+            found = index.row(item)
+            if found is not None:
+                if len(found[0]) > limits.ROW_KEY_MAX_BYTES:
+                    raise ItemFailure(f"index {index.name!r}: its row key is {len(found[0])} bytes; Bigtable allows "
+                                      f"{limits.ROW_KEY_MAX_BYTES}")  # fmt: skip
+                rows.append(IndexRow(found[0], found[1], index.name))
+        return tuple(rows)
+
+    def _with_index_rows(self, row: MappedRow, item: Item) -> MappedRow:
+        if row.row_key.startswith(self._index_prefixes):
+            prefix = next(p for p in self._index_prefixes if row.row_key.startswith(p))
+            raise ItemFailure(f"the row key starts with {prefix.decode(errors='replace')!r}, an index's prefix: "
+                              "it would read as an index row; change the index's target prefix")  # fmt: skip
+        rows = self.index_rows(item)
+        return _new_cell(MappedRow, (row[0], row[1], row[2], row[3], rows)) if rows else row
 
     def stale_coordinates(self, earlier: Item, later: Item) -> list[tuple[str, bytes, int]] | None:
         """The coordinates (family, qualifier, timestamp) of the cells `earlier` maps to that may not be `later`'s.

@@ -276,6 +276,8 @@ class Decoder:
         self.entities = [EntityDecoder(e, spec, types or {}) for e in spec.entities if e.action == "map"]
         self.by_name = {entity.name: entity for entity in self.entities}
         self.losses = losses(spec)
+        self.index_prefixes = tuple((index.target.prefix or "").encode() for index in spec.indexes)
+        """Index rows (spec.indexes) hold no entity's item: decode_entities reads none from them."""
 
     def decode_item(self, entity: str, row_key: bytes, cells: Iterable[Cell]) -> Item:
         """The item that wrote exactly these cells (one MappedRow) through `entity`."""
@@ -296,7 +298,9 @@ class Decoder:
         return [item for _, item in self.decode_entities(row_key, cells)]
 
     def decode_entities(self, row_key: bytes, cells: Iterable[Cell]) -> list[tuple[str, Item]]:
-        """:meth:`decode_row` with the entity each item was read as."""
+        """:meth:`decode_row` with the entity each item was read as (none from an index row: it repeats an item)."""
+        if self.index_prefixes and row_key.startswith(self.index_prefixes):
+            return []
         left = list(cells)
         items: list[tuple[str, Item]] = []
         for decoder in self.entities:

@@ -21,7 +21,7 @@ from .compiler import CompiledSpec, compile_spec
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
 from .gc import family_text
 from .folded import FoldedRow, folded_rows as fold_rows
-from .access_plan import PatternPlan, pattern_plans
+from .access_plan import IndexPlan, PatternPlan, index_plans, pattern_plans
 from .decode import Decoder, Loss, compile_decoder, round_trip
 from .lints import Lint, lint, lint_data, lint_losses
 from .results import ItemError, MappedRow, Skipped
@@ -131,6 +131,8 @@ class MigrationPlan(_Frozen):
     """Rows several sampled items write into (single-table designs), whole, with their versions explained."""
     access_patterns: tuple[PatternPlan, ...] = ()
     """Each declared access pattern: the Bigtable read serving it (tried on the sample), or why none can."""
+    indexes: tuple[IndexPlan, ...] = ()
+    """Each secondary index carried as index rows (spec.indexes), with its rows on the sample."""
     rollback: tuple[str, ...] = ()
     """Whether `ddb2bt rollback` can rebuild every item from Bigtable, or what it cannot and why (mappers.rollback)."""
 
@@ -358,6 +360,7 @@ def build_plan(
         hotspots=hotspots,
         folded_rows=fold_rows(spec, compiled, sample),
         access_patterns=patterns,
+        indexes=index_plans(spec, results),
         rollback=rollback_lines(spec, trips),
         estimates=estimates,
     )

@@ -23,6 +23,14 @@ class Cell(NamedTuple):
     value: bytes
 
 
+class IndexRow(NamedTuple):
+    """An item's row in one secondary index (see mappers/index_rows.py): its own row, one item per row."""
+
+    row_key: bytes
+    cells: tuple[Cell, ...]
+    index_name: str
+
+
 class MappedRow(NamedTuple):
     """The mutations one item contributes to one Bigtable row (several items may share a row key)."""
 
@@ -30,6 +38,12 @@ class MappedRow(NamedTuple):
     cells: tuple[Cell, ...]
     entity: str
     warnings: tuple[str, ...] = ()
+    index_rows: tuple[IndexRow, ...] = ()
+    """The item's rows in the spec's secondary indexes (none for an item without an index's key attributes)."""
+
+    def rows(self) -> tuple[MappedRow | IndexRow, ...]:
+        """This row and the item's index rows: everything the item writes."""
+        return (self, *self.index_rows)
 
 
 class ItemError(NamedTuple):

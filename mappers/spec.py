@@ -552,6 +552,70 @@ class IndexSpec(StrictModel):
     """The index's sort key attribute, if it has one."""
 
 
+class IndexProjection(StrictModel):
+    """The attributes an index carries, as the index declares them (DescribeTable's Projection)."""
+
+    type: Literal["KEYS_ONLY", "INCLUDE", "ALL"]
+    """KEYS_ONLY: the table's and the index's keys; INCLUDE: those and `non_key_attributes`; ALL: the whole item."""
+    non_key_attributes: list[str] = []
+    """With INCLUDE: the other attributes the index carries (NonKeyAttributes)."""
+
+    @model_validator(mode="after")
+    def _include(self) -> IndexProjection:
+        if self.type == "INCLUDE" and not self.non_key_attributes:
+            raise ValueError("projection INCLUDE names its non_key_attributes (or use KEYS_ONLY)")
+        if self.type != "INCLUDE" and self.non_key_attributes:
+            raise ValueError(f"non_key_attributes apply to projection INCLUDE only, not {self.type}")
+        return self
+
+
+class IndexTarget(StrictModel):
+    """Where an index's rows go: under a key prefix of the main table."""
+
+    prefix: Annotated[str, Field(min_length=1)] | None = None
+    """Index rows are the main table's rows whose key starts with this prefix (e.g. `gsi1#`); no item's own row key
+    may start with it (such an item is dead-lettered)."""
+    table: str | None = None
+    """A table of their own: not written yet (use prefix)."""
+
+    @model_validator(mode="after")
+    def _one(self) -> IndexTarget:
+        if self.table is not None:
+            raise ValueError("index rows in a table of their own are not written yet: use target: {prefix: ...} "
+                             "(rows under a key prefix of the main table)")  # fmt: skip
+        if self.prefix is None:
+            raise ValueError("say where the index rows go: target: {prefix: 'gsi1#'}")
+        return self
+
+
+class IndexRowsSpec(StrictModel):
+    """A global or local secondary index carried to Bigtable as index rows: one row per item that has the index's
+    key attributes (indexes are sparse), keyed by the index's keys then the table's, in an order-preserving
+    encoding so that an index query is a byte range of rows (docs/ACCESS_PATTERNS.md#index-rows)."""
+
+    name: str
+    """The index name (IndexName), as access patterns name it."""
+    type: Literal["global", "local"]
+    """global (GSI) or local (LSI: the table's partition key, its own sort key)."""
+    partition_key: str
+    """The index's partition key attribute."""
+    sort_key: str | None = None
+    """The index's sort key attribute, if it has one (an LSI always has one)."""
+    projection: IndexProjection
+    """The attributes the index carries."""
+    target: IndexTarget
+    """Where the index rows go."""
+    family: str
+    """The column family of the index rows' cells (one cell per projected attribute, DynamoDB JSON); declared in
+    target.families."""
+
+    @model_validator(mode="after")
+    def _local(self) -> IndexRowsSpec:
+        if self.type == "local" and self.sort_key is None:
+            raise ValueError(f"local index {self.name!r} needs its sort_key (an LSI always has one)")
+        return self
+
+
 class AccessPattern(StrictModel):
     """One read the application makes: a GetItem, or a Query on the table or one of its indexes.
 
@@ -603,6 +667,9 @@ class MappingSpec(StrictModel):
     """Items no entity matches: dead-letter (default), skip (counted) or fail the run."""
     entities: Annotated[list[EntitySpec], Field(min_length=1)]
     """Ordered rules; the first whose match holds takes the item."""
+    indexes: list[IndexRowsSpec] = []
+    """Secondary indexes carried to Bigtable as index rows: `migrate` writes them, `catch-up` and `tail` keep them
+    exact, `validate` checks them, and access patterns on them read them."""
     access_patterns: list[AccessPattern] = []
     """The application's reads (GetItem, Query on the table or an index): migrate-plan shows the Bigtable read serving
     each, and `parity` proves both return the same items."""
@@ -620,12 +687,42 @@ class MappingSpec(StrictModel):
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise ValueError(f"access pattern {twice[0]!r} is declared twice; give each pattern its own name")
+        self._index_rows()
         for pattern in self.access_patterns:
             index = pattern.index
             if index and index.type == "local" and self.source.partition_key not in (None, index.partition_key):
                 raise ValueError(f"access pattern {pattern.name!r}: a local index shares the table's partition key "
                                  f"{self.source.partition_key!r}, not {index.partition_key!r}")  # fmt: skip
         return self
+
+    def _index_rows(self) -> None:
+        names = [index.name for index in self.indexes]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"index {twice[0]!r} is declared twice under indexes; declare each index once")
+        prefixes = [(index.name, index.target.prefix or "") for index in self.indexes]
+        for name, prefix in prefixes:
+            index = next(index for index in self.indexes if index.name == name)
+            if index.family not in self.target.families:
+                raise ValueError(f"index {name!r}: family {index.family!r} is not declared in target.families; "
+                                 f"add it (e.g. {index.family}: {{max_versions: 1}})")  # fmt: skip
+            if index.type == "local" and self.source.partition_key not in (None, index.partition_key):
+                raise ValueError(f"index {name!r}: a local index shares the table's partition key "
+                                 f"{self.source.partition_key!r}, not {index.partition_key!r}")  # fmt: skip
+            for other, theirs in prefixes:
+                if other != name and theirs.startswith(prefix):
+                    raise ValueError(f"index {other!r}'s prefix {theirs!r} starts with index {name!r}'s {prefix!r}: "
+                                     "their rows would mix; give each index a prefix no other starts with")  # fmt: skip
+        declared = {index.name: index for index in self.indexes}
+        for pattern in self.access_patterns:
+            found = declared.get(pattern.index.name) if pattern.index else None
+            if found is None or pattern.index is None:
+                continue
+            asked = (pattern.index.type, pattern.index.partition_key, pattern.index.sort_key)
+            ours = (found.type, found.partition_key, found.sort_key)
+            if asked != ours:
+                raise ValueError(f"access pattern {pattern.name!r}: its index {found.name!r} is {asked} but indexes "
+                                 f"declares it {ours} (type, partition_key, sort_key); make them agree")  # fmt: skip
 
     def with_keys(self, partition_key: str, sort_key: str | None) -> MappingSpec:
         """The same spec with key names filled in (from DescribeTable)."""

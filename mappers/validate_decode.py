@@ -9,6 +9,7 @@ from typing import Any
 
 from .attrvalue import AttributeValueError, to_export_json
 from .decode import Decoder, DecodeError, ignored_by_construct, comparable
+from .index_rows import INDEX_ENTITY, decode_index_row, projected
 from .results import Cell
 from .spec import Layout, MappingSpec
 
@@ -56,6 +57,15 @@ class DecoderCache:
             found = self._decoders[types] = Decoder(self.spec, dict(types))
         return found
 
+    def _index_differences(self, name: str, item: Item, cells: list[Cell]) -> list[tuple[Any, Any, Any]]:
+        """An index row read back against the projection of its item."""
+        index = next(found for found in self.spec.indexes if found.name == name)
+        want = projected(index, item, self.spec.source.partition_key, self.spec.source.sort_key)
+        back = decode_index_row(index.family, cells)
+        return [(attribute, _json_or_none(want.get(attribute)), _json_or_none(back.get(attribute)))
+                for attribute in sorted(set(want) | set(back))
+                if attribute not in want or attribute not in back or not _same_value(want[attribute], back[attribute])]
+
     def differences(self, item: Item, entity: str, row_key: bytes, cells: list[Cell]) -> list[tuple[Any, Any, Any]] | None:
         """(attribute, source value, value read back) per attribute that differs, DynamoDB JSON; declared losses aside.
 
@@ -66,6 +76,8 @@ class DecoderCache:
         """
         if entity in self.unreadable:
             return None
+        if entity.startswith(INDEX_ENTITY):
+            return self._index_differences(entity[len(INDEX_ENTITY):], item, cells)
         decoder = self.decoder(item)
         ignore = self._ignored.get(entity, set())
         skip = self._skipped.get(entity)

@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..mappers.limits import MUTATIONS_PER_ENTRY_MAX
-from ..mappers.results import MappedRow
+from ..mappers.results import IndexRow, MappedRow
 
 
-def to_mutation_entry(row: MappedRow, counters: frozenset[str] = frozenset()) -> Any:
+def to_mutation_entry(row: MappedRow | IndexRow, counters: frozenset[str] = frozenset()) -> Any:
     """The ``RowMutationEntry`` that writes one mapped row (hot path: no checks beyond the mapper's).
 
     A cell of an aggregate family (``counters``) is written whole: ``DeleteFromColumn`` (every version) then

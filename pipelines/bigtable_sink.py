@@ -412,6 +412,7 @@ class _WriteFn(beam.DoFn):
         self._flow = flow
         self._progress_dir = progress_dir
         self._rows = beam.metrics.Metrics.counter(NAMESPACE, "rows_written")
+        self._index_rows = beam.metrics.Metrics.counter(NAMESPACE, "index_rows_written")
         self._cells = beam.metrics.Metrics.counter(NAMESPACE, "cells_written")
         self._bytes = beam.metrics.Metrics.counter(NAMESPACE, "bytes_written")
         self._failures = beam.metrics.Metrics.counter(NAMESPACE, "write_failures")
@@ -426,10 +427,10 @@ class _WriteFn(beam.DoFn):
             self._destination.instance, self._destination.table, app_profile_id=self._destination.app_profile
         )
         self._batcher: Any = None
-        self._pending: dict[int, tuple[Any, MappedRow, dict]] = {}
+        self._pending: dict[int, tuple[Any, Any, dict]] = {}
         self._recent: dict[bytes, set] = {}  # the last rows' cell coordinates, to see overwrites across batches
         self._closer: ThreadPoolExecutor | None = None
-        self._closing: tuple[Future, dict[int, tuple[Any, MappedRow, dict]], SegmentAt] | None = None
+        self._closing: tuple[Future, dict[int, tuple[Any, Any, dict]], SegmentAt] | None = None
         """A batcher closing in the background, its entries, and the savepoint passed on once it is closed."""
         self._progress = reporter(self._progress_dir)
 
@@ -468,6 +469,10 @@ class _WriteFn(beam.DoFn):
                 continue
             pending[id(entry)] = (entry, row, item)
             append(entry)
+            for index_row in row.index_rows:  # rows of their own, counted apart (index_rows_written)
+                index_entry = to_mutation_entry(index_row)
+                pending[id(index_entry)] = (index_entry, index_row, item)
+                append(index_entry)
         if len(pending) >= self._flow.max_pending_entries:
             yield from self._settle_closing()
             yield from self._close()
@@ -506,20 +511,22 @@ class _WriteFn(beam.DoFn):
         yield from self._settle(errors, pending)
         yield marker
 
-    def _settle(self, errors: list[Any], pending: dict[int, tuple[Any, MappedRow, dict]]) -> Iterator[Any]:
+    def _settle(self, errors: list[Any], pending: dict[int, tuple[Any, Any, dict]]) -> Iterator[Any]:
         """Count a closed batcher's successes and dead-letter its refusals (``errors``, from :func:`close_batcher`)."""
-        letters = [self._dead_letter(error, pending) for error in errors]
-        cells = written_bytes = 0
+        letters = self._letters(errors, pending)
+        cells = written_bytes = index_rows = 0
         for _entry, row, _item in pending.values():
             cells += len(row.cells)
             written_bytes += len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells)
+            index_rows += row.__class__ is not MappedRow
         overwritten = _overwritten((row for _entry, row, _item in pending.values()), self._recent)
-        self._rows.inc(len(pending))
+        self._rows.inc(len(pending) - index_rows)
+        self._index_rows.inc(index_rows)
         self._cells.inc(cells - overwritten)
         self._overwritten.inc(overwritten)
         self._bytes.inc(written_bytes)
         if self._progress is not None:  # live totals (a stop is noticed by the map step, so this segment's marker
-            self._progress.add({"rows_written": len(pending), "cells_written": cells - overwritten,  # still goes through)
+            self._progress.add({"rows_written": len(pending) - index_rows, "cells_written": cells - overwritten,  # still goes through)
                                 "bytes_written": written_bytes}, check_stop=False)
         if letters:
             self._count_letters(Counter(letter_reason("write", letter.entity, what=REFUSED) for letter in letters))
@@ -533,11 +540,25 @@ class _WriteFn(beam.DoFn):
         if self._progress is not None:
             self._progress.add({"dead_lettered": count, **named}, check_stop=False)
 
-    def _dead_letter(self, error: Any, pending: dict[int, tuple[Any, MappedRow, dict]]) -> DeadLetter:
-        why = refused_for_good(error, self._flow, "writes",
-                               "check that Bigtable (or the emulator) is up and reachable, then resume the run (--resume)")
-        _entry, row, item = pending.pop(id(error.entry))
-        return DeadLetter(item, "write", f"{REFUSED}: {why}", row.entity, None, row.row_key)
+    def _letters(self, errors: list[Any], pending: dict[int, tuple[Any, Any, dict]]) -> list[DeadLetter]:
+        """One dead letter per item with a refused entry (its row or one of its index rows); the item's other
+        entries are taken out of ``pending`` too, so an item is either written (row and index rows) or dead-lettered,
+        and a redrive writes all of it again."""
+        letters: dict[int, DeadLetter] = {}
+        for error in errors:
+            _entry, row, item = pending.pop(id(error.entry))
+            if id(item) in letters:
+                continue
+            why = refused_for_good(error, self._flow, "writes",
+                                   "check that Bigtable (or the emulator) is up and reachable, then resume the run (--resume)")
+            if row.__class__ is not MappedRow:
+                why = f"index {row.index_name!r}'s row {row.row_key!r}: {why}"
+            letters[id(item)] = DeadLetter(item, "write", f"{REFUSED}: {why}", getattr(row, "entity", None), None,
+                                           row.row_key)  # fmt: skip
+        if letters:
+            for key in [key for key, (_entry, _row, item) in pending.items() if id(item) in letters]:
+                del pending[key]
+        return list(letters.values())
 
     def teardown(self) -> None:
         closing = getattr(self, "_closing", None)

@@ -23,10 +23,21 @@ SORT_KEYS = ("post", "c#0", "c#1", "c#2")
 """A post's own item and its comments' sort keys: each post id has at most these four items."""
 
 
-def make_spec(table: str, **source: Any) -> MappingSpec:
+INDEXES: list[dict[str, Any]] = [
+    # sparse GSIs on the posts' and drafts' optional attributes: puts move their index rows, REMOVE drops them
+    {"name": "by_a", "type": "global", "partition_key": "A", "sort_key": "C", "target": {"prefix": "~a#"},
+     "projection": {"type": "INCLUDE", "non_key_attributes": ["Title", "kind"]}, "family": "i"},
+    {"name": "by_b", "type": "global", "partition_key": "B", "target": {"prefix": "~b#"},
+     "projection": {"type": "ALL"}, "family": "i"},
+]
+
+
+def make_spec(table: str, indexes: bool = False, **source: Any) -> MappingSpec:
+    """The workload's spec; with `indexes`, two sparse GSIs carried as index rows (INDEXES)."""
     return MappingSpec.model_validate({
         "source": {"table": table, "partition_key": "pk", "sort_key": "sk", "region": REGION, **source},
-        "target": {"table": table, "families": FAMILIES},
+        "target": {"table": table, "families": {**FAMILIES, "i": None} if indexes else FAMILIES},
+        "indexes": INDEXES if indexes else [],
         "migration_time": MIGRATION_TIME,
         "entities": [
             {"name": "meta", "match": {"kind": "meta"}, "action": "skip"},

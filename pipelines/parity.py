@@ -113,12 +113,14 @@ def compare(client: Any, table: str, compiled: Any, target: Any, keys: list[dict
             expected.append((key, result))
         else:
             parity.unmapped += 1
+    # an item's index rows (spec.indexes) are its rows too: a stale or missing one is a difference
+    wanted = sorted({row.row_key for _key, mapped in expected for row in mapped.rows()})
     rows = {row_key: {(c.family, c.qualifier, c.timestamp_micros): c.value for c in cells}
-            for row_key, cells in read_cells(target, sorted({mapped.row_key for _key, mapped in expected}))}
+            for row_key, cells in read_cells(target, wanted)}
     differing = []
     for key, mapped in expected:
-        found = rows.get(mapped.row_key, {})
-        missing = [c for c in mapped.cells if found.get((c.family, c.qualifier, c.timestamp_micros)) != c.value]
+        missing = [c for row in mapped.rows() for c in row.cells
+                   if rows.get(row.row_key, {}).get((c.family, c.qualifier, c.timestamp_micros)) != c.value]
         if missing:
             differing.append((key, mapped, missing))
         else:

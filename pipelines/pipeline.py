@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 COUNTERS = ("items_read", "items_mapped", "rows_written", "cells_written", "bytes_written", "dead_lettered",
             "skipped", "unmatched", "write_failures", "export_count_mismatch", "scan_retries", "throttled_pages",
-            "cells_overwritten")
+            "cells_overwritten", "index_rows_written")
 
 
 YOUNG_GC_THRESHOLD = 50_000

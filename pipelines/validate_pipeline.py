@@ -31,6 +31,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
+from ..mappers.index_rows import INDEX_ENTITY, with_index_rows
 from ..mappers.results import MappedRow
 from . import checkpoint as ckpt
 from .batches import BATCH_ITEMS, Batch, SegmentDone
@@ -95,13 +96,14 @@ class _CompareFn(beam.DoFn):
         self._scan_order = scan_order
         self._counters = {name: Metrics.counter(NAMESPACE, name) for name in (
             "items_compared", "rows_compared", "rows_found", "cells_expected", "cells_matched", "differences",
-            "after_snapshot", "repair_rows", "repair_cells")}
+            "after_snapshot", "repair_rows", "repair_cells", "index_rows_compared")}
 
     def setup(self) -> None:
         from ..mappers.spec import MappingSpec
         from ..mappers.validate import Comparer
 
         spec = MappingSpec.model_validate(self._spec)
+        self._indexes = bool(spec.indexes)
         keys = tuple(name for name in (spec.source.partition_key, spec.source.sort_key) if name)
         self._comparer = Comparer(spec, now_us=self._now_ms * 1000, key_names=keys,
                                   decode_every=self._decode_every, after_us=self._after_us)
@@ -127,6 +129,8 @@ class _CompareFn(beam.DoFn):
         elif isinstance(element, DeadLetter):  # an item the spec cannot map: nothing in Bigtable to compare
             self._stats["not_mapped"] += 1
         elif isinstance(element, list) and element:
+            if self._indexes:  # an item's index rows are rows to compare too
+                element = with_index_rows(element)
             groups: dict[bytes, list] = {}
             if self._carry is not None:
                 groups[self._carry[0]] = self._carry[1]
@@ -169,7 +173,9 @@ class _CompareFn(beam.DoFn):
         for row_key, members in groups.items():
             result = compare(row_key, members, actual.get(row_key), extras=self._extras,
                              scan_order=self._scan_order and row_key not in self._split, missing_claims=self._repair)
-            figures["items_compared"] += len(members)
+            indexed = sum(row.entity.startswith(INDEX_ENTITY) for row, _item in members)
+            figures["items_compared"] += len(members) - indexed
+            figures["index_rows_compared"] += indexed
             figures["cells_expected"] += result.cells_expected
             figures["cells_matched"] += result.cells_matched
             figures["rows_found"] += result.row_found

@@ -154,3 +154,38 @@ def test_a_suffix_replayed_in_order_converges_from_any_version(compiled, version
         for index in range(0, len(pending), batch):
             apply(state, diff_many(compiled, pending[index:index + batch]))
     assert state == cells_of(compiled, versions[-1])
+
+
+def _index_rows_after(compiled, changes, before: dict) -> dict:
+    """Rows (key -> {coordinate: value}) after applying a ChangeSet to `before`, as Bigtable would."""
+    rows = {key: dict(cells) for key, cells in before.items()}
+    result = diff_many(compiled, changes)
+    for row in result.rows if isinstance(result, ChangeSet) else ():
+        cells = rows.setdefault(row.row_key, {})
+        for delete in row.deletes:
+            cells.pop(tuple(delete), None)
+        for cell in row.sets:
+            cells[cell[:3]] = cell.value
+    return {key: cells for key, cells in rows.items() if cells and key.startswith(b"~")}
+
+
+def _written(compiled, item) -> dict:
+    mapped = compiled.map_item(item)
+    return {row.row_key: {cell[:3]: cell.value for cell in row.cells} for row in (mapped, *mapped.index_rows)}
+
+
+@pytest.mark.parametrize("old_attributes, new_attributes", [
+    ({"A": "1", "B": "x"}, {"A": "2", "B": "x"}),   # by_a's key moves; by_b's row keeps its key, its cells change
+    ({"A": "1", "B": "x"}, {"B": "y"}),             # by_a's key removed (sparse: the row goes); by_b's key changes
+    ({"A": "1"}, {"A": "1", "B": "x"}),             # by_b's key appears
+    ({"A": "1", "B": "x"}, None),                   # a delete removes both
+])  # fmt: skip
+def test_index_rows_follow_their_item_moved_removed_and_deleted(old_attributes, new_attributes):
+    compiled = compile_spec(make_spec("T", indexes=True), now_ms=NOW_MS)
+    old = {**post(**old_attributes), "C": {"N": "-1.5"}}  # by_a's sort key
+    new = None if new_attributes is None else {**post(**new_attributes), "C": {"N": "7"}}
+    before = _written(compiled, old)
+    assert any(key.startswith(b"~a#") for key in before)
+    after = _index_rows_after(compiled, [change(old, new)], before)
+    expected = {} if new is None else {k: v for k, v in _written(compiled, new).items() if k.startswith(b"~")}
+    assert after == expected  # exactly the new image's index rows: none left behind where the old key was

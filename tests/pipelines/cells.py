@@ -18,8 +18,9 @@ def expected_cells(spec: MappingSpec, items: list[dict], now_ms: int | None = No
     for item in items:
         result = compiled.map_item(item)
         if isinstance(result, MappedRow):
-            found.setdefault(result.row_key, []).extend(
-                (c.family, c.qualifier, c.timestamp_micros, c.value) for c in result.cells)
+            for row in (result, *result.index_rows):  # an item's index rows are written with it
+                found.setdefault(row.row_key, []).extend(
+                    (c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells)
     return {key: sorted(cells) for key, cells in found.items()}
 
 

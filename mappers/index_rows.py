@@ -1,0 +1,143 @@
+"""Secondary indexes as index rows: one row per item that has the index's key attributes.
+
+Pure. An index row's key is the index's prefix, then the index's partition key, its sort key (if any), the table's
+partition key and the table's sort key (if any), each through `key_part`: S as its UTF-8 bytes, N as
+`sortable_text` (numbers order by value), B as its bytes; every 0x00 byte written 0x00 0xFF and the part ended
+by 0x00 0x01. That ending sorts below every byte a value can continue with, and no part is a prefix of another's,
+so comparing two keys byte by byte compares the tuples (index pk, index sk, table pk, table sk) as DynamoDB
+compares the values (S as UTF-8 bytes, N numerically, B as unsigned bytes): an index query is one byte range of
+rows, and several items with one index key stay distinct rows in the table key's order. A plain delimiter could not
+do that (`a#` sorts after `a!x`).
+
+The row's cells are the index's projection, one cell per attribute in the index's family, qualifier the attribute
+name, value its DynamoDB JSON (lossless for every type), at the migration time.
+"""
+
+from __future__ import annotations
+
+from .attrvalue import binary, kind_of, number_text
+from .encodings import EncodingError, decode, encoder_for
+from .numbers import sortable_text
+from .results import Cell, MappedRow
+from .spec import Encoding, IndexRowsSpec
+
+Item = dict
+END = b"\x00\x01"
+"""Ends every key part: below any byte a longer value continues with (0x00 itself is written 0x00 0xFF)."""
+_encode = encoder_for(Encoding.ddb_json)
+_new_cell = tuple.__new__  # as the compiler builds cells: a NamedTuple's Python __new__ costs more than the cell
+
+
+def value_bytes(value: dict) -> bytes | None:
+    """A key value's bytes in DynamoDB's order for its type (S, N, B); None for a value that cannot be a key."""
+    if value.__class__ is not dict or len(value) != 1:
+        return None
+    tag, payload = kind_of(value)
+    if tag == "S":
+        return payload.encode("utf-8")
+    if tag == "N":
+        return sortable_text(number_text(payload)).encode()
+    if tag == "B":
+        return binary(payload)
+    return None
+
+
+def escaped(data: bytes) -> bytes:
+    """0x00 written as 0x00 0xFF, so that END marks where a part ends."""
+    return data.replace(b"\x00", b"\x00\xff") if b"\x00" in data else data
+
+
+def key_part(value: dict) -> bytes | None:
+    """One part of an index row key: the value's bytes, escaped, then END (None: not a key value)."""
+    data = value_bytes(value)
+    return None if data is None else escaped(data) + END
+
+
+class CompiledIndex:
+    """One index, compiled: `row(item)` is its index row, or None when the item is not in the index."""
+
+    __slots__ = ("spec", "name", "prefix", "family", "keys", "attributes", "all", "timestamp_us")
+
+    def __init__(self, spec: IndexRowsSpec, partition_key: str | None, sort_key: str | None, timestamp_us: int):
+        self.spec = spec
+        self.name = spec.name
+        self.prefix = (spec.target.prefix or "").encode()
+        self.family = spec.family
+        table_keys = tuple(name for name in (partition_key, sort_key) if name)
+        self.keys = tuple(name for name in (spec.partition_key, spec.sort_key) if name) + table_keys
+        projected = list(dict.fromkeys(self.keys + tuple(spec.projection.non_key_attributes)))
+        self.attributes = tuple(projected)
+        self.all = spec.projection.type == "ALL"
+        self.timestamp_us = timestamp_us
+        if partition_key is None:
+            raise ValueError(f"index {spec.name!r}: the table's key schema is unknown (set source.partition_key)")
+
+    def key(self, item: Item) -> bytes | None:
+        """The index row key of `item`, None when it lacks an index key attribute (sparse) or holds a non-key type."""
+        out = [self.prefix]
+        for name in self.keys:
+            value = item.get(name)
+            if value is None:
+                return None
+            part = key_part(value)
+            if part is None:
+                return None
+            out.append(part)
+        return b"".join(out)
+
+    def row(self, item: Item) -> tuple[bytes, tuple[Cell, ...]] | None:
+        """(row key, cells) of `item`'s index row, or None (not in the index)."""
+        key = self.key(item)
+        if key is None:
+            return None
+        names = item if self.all else self.attributes
+        family, timestamp, cells = self.family, self.timestamp_us, []
+        for name in names:
+            value = item.get(name)
+            if value is not None:
+                try:
+                    cells.append(_new_cell(Cell, (family, name.encode(), timestamp, _encode(value))))
+                except EncodingError as err:
+                    raise EncodingError(f"index {self.name!r}, attribute {name!r}: {err}") from None
+        return key, tuple(cells)
+
+def decode_index_row(family: str, cells: list[Cell]) -> Item:
+    """The item an index row holds, as a query on the index returns it (the projected attributes; the newest cell of
+    each, should an older version be kept)."""
+    item: Item = {}
+    newest: dict[bytes, int] = {}
+    for cell in cells:
+        if cell.family != family or newest.get(cell.qualifier, -1) >= cell.timestamp_micros:
+            continue
+        newest[cell.qualifier] = cell.timestamp_micros
+        item[cell.qualifier.decode()] = decode(cell.value, Encoding.ddb_json)
+    return item
+
+
+INDEX_ENTITY = "index:"
+"""How an index row is named where a row names its entity (validate's row groups): `index:<name>`."""
+
+
+def with_index_rows(pairs: list) -> list:
+    """(row, item) pairs with each item's index rows after its row, as rows of their own named `index:<name>`:
+    validate compares them like any other rows."""
+    out = []
+    for pair in pairs:
+        out.append(pair)
+        row, item = pair
+        for index_row in row.index_rows:
+            out.append((MappedRow(index_row.row_key, index_row.cells, INDEX_ENTITY + index_row.index_name), item))
+    return out
+
+
+def projected(spec: IndexRowsSpec, item: Item, partition_key: str | None, sort_key: str | None) -> Item:
+    """What an index row of `item` holds: the projection the index declares."""
+    if spec.projection.type == "ALL":
+        return dict(item)
+    names = [spec.partition_key, spec.sort_key, partition_key, sort_key, *spec.projection.non_key_attributes]
+    return {name: item[name] for name in names if name and name in item}
+
+
+def compile_indexes(indexes: list[IndexRowsSpec], partition_key: str | None, sort_key: str | None,
+                    timestamp_us: int) -> tuple[CompiledIndex, ...]:  # fmt: skip
+    return tuple(CompiledIndex(index, partition_key, sort_key, timestamp_us) for index in indexes)

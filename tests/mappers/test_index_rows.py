@@ -1,0 +1,116 @@
+"""Index rows, pure: their keys sort as DynamoDB sorts (index pk, index sk, table key) so that an index query is one
+byte range; sparse indexes; the three projections; what the spec refuses; index rows read back (decode)."""
+
+from __future__ import annotations
+
+import base64
+import random
+
+import pytest
+from pydantic import ValidationError
+
+from ddb2bt.mappers.access import holds, key_order, translate
+from ddb2bt.mappers.compiler import compile_spec
+from ddb2bt.mappers.decode import compile_decoder
+from ddb2bt.mappers.index_rows import decode_index_row, key_part
+from ddb2bt.mappers.results import ItemError, MappedRow
+from ddb2bt.mappers.spec import MappingSpec
+from tests.access_cases import BINARIES, NUMBERS, STRINGS
+
+
+def spec_with(index: dict | None = None, **extra) -> MappingSpec:
+    gsi = {"name": "g", "type": "global", "partition_key": "gpk", "sort_key": "gsk", "family": "i",
+           "projection": {"type": "KEYS_ONLY"}, "target": {"prefix": "~g#"}}
+    return MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+        "target": {"table": "t", "families": {"d": {}, "i": {}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "item", "row_key": {"template": "{pk}#{sk}", "on_delimiter": "escape"},
+                      "rest": {"family": "d"}}],
+        "indexes": [{**gsi, **(index or {})}], **extra})
+
+
+def typed(kind: str, value) -> dict:
+    return {kind: base64.b64encode(value).decode() if kind == "B" else value}
+
+
+@pytest.mark.parametrize("kind, values", [("S", STRINGS), ("N", NUMBERS), ("B", BINARIES)])
+def test_index_row_keys_sort_as_dynamodb_sorts_the_key_tuples(kind, values):
+    rng = random.Random(7)
+    typed_values = [typed(kind, v) for v in values]
+    tuples = [(rng.choice(typed_values[:3]), rng.choice(typed_values), {"S": rng.choice(["a", "a\x00", "ab", ""])[:2] or "z"},
+               {"S": str(i)}) for i in range(300)]  # fmt: skip
+    by_key = sorted(tuples, key=lambda t: b"".join(key_part(v) for v in t))  # type: ignore[misc]
+    by_dynamodb = sorted(tuples, key=lambda t: tuple(key_order(v) for v in t))
+    assert [tuple(key_order(v) for v in t) for t in by_key] == [tuple(key_order(v) for v in t) for t in by_dynamodb]
+
+
+@pytest.mark.parametrize("operator", ["=", "<", "<=", ">", ">=", "between", "begins_with"])
+def test_an_index_condition_is_exactly_the_rows_of_its_byte_range(operator):
+    spec = spec_with(access_patterns=[{"name": "q", "index": {"name": "g", "type": "global", "partition_key": "gpk",
+                                                              "sort_key": "gsk"}, "sort_key": {"operator": operator}}])
+    compiled = compile_spec(spec)
+    items = [{"pk": {"S": f"p{i}"}, "sk": {"S": "x"}, "gpk": {"S": ["a", "a\x00", "ab"][i % 3]},
+              "gsk": {"S": STRINGS[i % len(STRINGS)]}} for i in range(120)]
+    rows = [row for item in items for row in compiled.map_item(item).index_rows]
+    translation = translate(spec, spec.access_patterns[0], {"gsk": "S", "pk": "S", "sk": "S"})
+    for operands in ([{"S": "b"}], [{"S": "é"}], [{"S": ""}], [{"S": "a"}, {"S": "中"}], [{"S": "z"}, {"S": "a"}]):
+        operands = operands[:2] if operator == "between" else operands[:1]
+        if operator == "between" and len(operands) < 2:
+            continue
+        read = translation.read({"S": "a"}, operands)
+        touched = {row.row_key for row in rows if read.touches(row.row_key)}
+        meets = {row.row_key for row, item in zip(rows, [i for i in items if "gpk" in i])
+                 if item["gpk"] == {"S": "a"} and holds(operator, operands, item["gsk"])}
+        assert touched == meets, (operator, operands)
+
+
+def test_sparse_items_have_no_index_row_and_projections_carry_what_the_index_declares():
+    item = {"pk": {"S": "p"}, "sk": {"S": "s"}, "gpk": {"S": "g"}, "gsk": {"N": "-1.5"}, "a": {"N": "1"},
+            "b": {"SS": ["x"]}}
+    for projection, expected in [({"type": "KEYS_ONLY"}, {"pk", "sk", "gpk", "gsk"}),
+                                 ({"type": "INCLUDE", "non_key_attributes": ["b", "absent"]}, {"pk", "sk", "gpk", "gsk", "b"}),
+                                 ({"type": "ALL"}, set(item))]:  # fmt: skip
+        compiled = compile_spec(spec_with({"projection": projection}))
+        (index_row,) = compiled.map_item(item).index_rows
+        back = decode_index_row("i", list(index_row.cells))
+        assert set(back) == expected and all(back[name] == item[name] for name in expected)
+        sparse = compiled.map_item({name: value for name, value in item.items() if name != "gsk"})
+        assert isinstance(sparse, MappedRow) and sparse.index_rows == ()
+        wrong_type = compiled.map_item({**item, "gpk": {"BOOL": True}})  # not a key value: not in the index
+        assert isinstance(wrong_type, MappedRow) and wrong_type.index_rows == ()
+
+
+def test_an_items_row_key_under_an_index_prefix_is_a_dead_letter_and_decoders_skip_index_rows():
+    compiled = compile_spec(spec_with())
+    result = compiled.map_item({"pk": {"S": "~g"}, "sk": {"S": "s"}, "v": {"S": "x"}})
+    assert isinstance(result, ItemError) and "index's prefix" in result.reason
+    row = compiled.map_item({"pk": {"S": "p"}, "sk": {"S": "s"}, "gpk": {"S": "g"}, "gsk": {"S": "x"}})
+    index_row = row.index_rows[0]
+    assert compile_decoder(spec_with()).decode_entities(index_row.row_key, list(index_row.cells)) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"projection": {"type": "INCLUDE"}}, "names its non_key_attributes"),
+    ({"projection": {"type": "ALL", "non_key_attributes": ["a"]}}, "apply to projection INCLUDE only"),
+    ({"target": {"table": "other"}}, "not written yet"),
+    ({"target": {}}, "say where the index rows go"),
+    ({"family": "nope"}, "not declared in target.families"),
+    ({"type": "local", "partition_key": "other"}, "shares the table's partition key"),
+    ({"type": "local", "partition_key": "pk", "sort_key": None}, "needs its sort_key"),
+])  # fmt: skip
+def test_the_spec_refuses_an_index_it_cannot_write(change, message):
+    with pytest.raises(ValidationError, match=message):
+        spec_with(change)
+
+
+def test_the_spec_refuses_nested_prefixes_twins_and_a_pattern_that_disagrees():
+    twice = {"name": "g", "type": "global", "partition_key": "x", "family": "i", "projection": {"type": "ALL"},
+             "target": {"prefix": "~g#x"}}
+    base = spec_with().model_dump(by_alias=True)
+    with pytest.raises(ValidationError, match="declared twice"):
+        MappingSpec.model_validate({**base, "indexes": [base["indexes"][0], twice]})
+    with pytest.raises(ValidationError, match="starts with index 'g'"):
+        MappingSpec.model_validate({**base, "indexes": [base["indexes"][0], {**twice, "name": "h"}]})
+    with pytest.raises(ValidationError, match="make them agree"):
+        spec_with(access_patterns=[{"name": "q", "index": {"name": "g", "type": "global", "partition_key": "gpk"}}])
