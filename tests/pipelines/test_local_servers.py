@@ -42,6 +42,8 @@ def test_dynamodb_server_put_and_scan(server, request, unique_name):
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
+    # dynalite turns a table ACTIVE on a 0 ms timer: a loaded machine can answer DescribeTable before it fires
+    ddb.get_waiter("table_exists").wait(TableName=unique_name, WaiterConfig={"Delay": 0.1, "MaxAttempts": 50})
     assert ddb.describe_table(TableName=unique_name)["Table"]["TableStatus"] == "ACTIVE"
     item = {"pk": {"S": "hats"}, "Price": {"N": "30"}, "Img": {"B": b"\x00\xff"}}
     ddb.put_item(TableName=unique_name, Item=item)
