@@ -120,7 +120,7 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
     from ..mappers.decode import Decoder
     from ..mappers.rollback import latest_only, lost_keys, verdict
     from ..pipelines.bigtable_sink import Destination
-    from ..pipelines.dynamodb_client import ClientSettings, make_client
+    from ..pipelines.dynamodb_client import ClientSettings, keep_field_raw, make_client
     from ..pipelines.dynamodb_sink import DynamoWriter, WriteBudget, send_requests_raw
     from ..pipelines.checkpoint import spec_hash
     from ..pipelines.rollback_source import ranges
@@ -133,6 +133,7 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
         raise RollbackError("the spec reads an export and names no DynamoDB table", "name one: --to-table TABLE")
     client = make_client(ClientSettings.from_source(loaded.source))
     send_requests_raw(client)
+    keep_field_raw(client, "BatchGetItem", "Responses")  # the comparison reads B as bytes or base64 alike
     key_names, key_types = _table_keys(client, table, loaded)
     probe_target(loaded.target, must_exist=True)
     destination = Destination.from_target(loaded.target)
