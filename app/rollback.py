@@ -275,7 +275,7 @@ class _Checkpoint:
 def _replace(path: str, data: dict) -> None:
     temporary = path + ".tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=1)
+        handle.write(json.dumps(data))  # json.dump with indent would encode in Python, after every batch
     os.replace(temporary, path)
 
 

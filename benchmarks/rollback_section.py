@@ -17,6 +17,7 @@ numbers, is what the shared cores allow to read.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -24,11 +25,13 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "rollback_spec.yaml"
 GOAL = 0.8
+ABLATIONS = ("rollback_write_botocore_requests", "rollback_write_every_sampled_range")
 
 
 def log(message: str) -> None:
@@ -37,7 +40,7 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def measure(items: int, writers: int, rounds: int, workdir: str) -> dict[str, Any]:
+def measure(items: int, writers: int, rounds: int, ablation: bool, workdir: str) -> dict[str, Any]:
     from ddb2bt.app.migrate import migrate
     from ddb2bt.app.options import RunOptions
     from ddb2bt.app.rollback import RollbackRequest, rollback
@@ -77,14 +80,18 @@ def measure(items: int, writers: int, rounds: int, workdir: str) -> dict[str, An
             assert migrated.ok and migrated.counters["items_read"] == items, migrated.problems
             figures["migrate"] = {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before}
             log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
-            for label, compare in (("rollback_write", False), ("rollback_whole", True)):
+            variants = [("rollback_write", False, None), ("rollback_whole", True, None)]
+            if ablation:
+                variants[1:1] = [(name, False, name) for name in ABLATIONS]
+            for label, compare, undo in variants:
                 table = f"rb{label}{number}"
                 create_table(client, table, "pk", "sk")
                 log(f"round {number + 1}: {label}")
                 load_before = os.getloadavg()[0]
                 began = time.perf_counter()
-                result = rollback(spec, RollbackRequest(to_table=table, writers=writers, compare=compare),
-                                  RunOptions(run_dir=f"{workdir}/{label}{number}"))
+                with _undone(undo):
+                    result = rollback(spec, RollbackRequest(to_table=table, writers=writers, compare=compare),
+                                      RunOptions(run_dir=f"{workdir}/{label}{number}"))
                 seconds = time.perf_counter() - began
                 assert result.ok and result.counters["items_written"] == items, result.problems
                 assert not compare or (result.compared == items and result.differences == 0)
@@ -97,9 +104,26 @@ def measure(items: int, writers: int, rounds: int, workdir: str) -> dict[str, An
                 "plain_load": {"seconds": load_s, "items_per_s": items / load_s},
                 "summary": {name: _spread([run[name] if name.startswith("ratio") else run[name]["items_per_s"]
                                            for run in runs])
-                            for name in ("migrate", "rollback_write", "rollback_whole", "ratio_write",
-                                         "ratio_whole")},
+                            for name in ("migrate", "rollback_write", "rollback_whole", "ratio_write", "ratio_whole",
+                                         *(ABLATIONS if ablation else ()))},
                 "goal": GOAL}
+
+
+@contextlib.contextmanager
+def _undone(ablation: str | None) -> Iterator[None]:
+    """The rollback with one of its speed-ups taken back (None: as it is), to measure what it buys."""
+    from unittest import mock
+
+    if ablation is None:
+        yield
+    elif ablation == "rollback_write_botocore_requests":  # botocore validates and serialises every value again
+        with mock.patch("ddb2bt.pipelines.dynamodb_sink.send_requests_raw", lambda client: None):
+            yield
+    elif ablation == "rollback_write_every_sampled_range":  # one ReadRows per key Bigtable samples
+        with mock.patch("ddb2bt.pipelines.rollback_source.MAX_RANGES", 10 ** 9):
+            yield
+    else:
+        raise ValueError(ablation)
 
 
 def _spread(values: list[float]) -> dict[str, float]:
@@ -111,19 +135,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ablation", action="store_true",
+                        help="also roll back with each speed-up taken back, in every round (what each one buys)")
     parser.add_argument("--output", default=str(HERE / "results" / "rollback.json"))
     args = parser.parse_args(argv)
     import warnings
 
     warnings.filterwarnings("ignore", message="Connecting to Bigtable emulator")  # deliberate, here
     with tempfile.TemporaryDirectory() as workdir:
-        figures = measure(args.items, args.writers, args.rounds, workdir)
+        figures = measure(args.items, args.writers, args.rounds, args.ablation, workdir)
     summary = figures["summary"]
     figures["meets_goal"] = summary["ratio_write"]["median"] >= GOAL
     figures.update(date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), python=platform.python_version(),
                    machine=f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs",
                    load_average_after=os.getloadavg())
-    Path(args.output).write_text(json.dumps(figures, indent=2) + "\n")
+    output = Path(args.output)
+    if output.exists():  # the hand-written account of each change (and what did not pay) stays
+        figures["changes"] = json.loads(output.read_text()).get("changes", [])
+    output.write_text(json.dumps(figures, indent=2) + "\n")
 
     def line(name: str, unit: str = "items/s") -> str:
         got = summary[name]
@@ -136,6 +165,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"rollback (whole) {line('rollback_whole')}\n"
           f"ratio (write)    {line('ratio_write', 'x')}  goal >= {GOAL}\n"
           f"ratio (whole)    {line('ratio_whole', 'x')}")
+    for name in ABLATIONS:
+        if name in summary:
+            print(f"{name.removeprefix('rollback_write_'):<32} {line(name)}")
     return figures
 
 
