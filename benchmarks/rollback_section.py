@@ -1,17 +1,20 @@
 """The rollback section: items/s of `rollback` (Bigtable → DynamoDB) against `migrate` on the same data.
 
-``python -m benchmarks.rollback_section [--items N] [--writers W]`` starts its own dynalite and Bigtable emulator,
-loads the benchmark dataset (benchmarks/dataset.py: customers, orders, lines, products, reviews, every DynamoDB
-type, a few 100-300 KB items) into a table, migrates it with ``ddb2bt.app.migrate.migrate`` (DirectRunner,
-in_memory, 4 segments, as the other sections run it), then rolls the Bigtable table back into an empty DynamoDB
-table with ``ddb2bt.app.rollback.rollback``: once without the comparison (the write path alone, what the ratio
-uses) and once whole (write and compare). Both directions map with one lossless spec
-(benchmarks/rollback_spec.yaml: one row per item, every attribute in a ``ddb_json`` rest family), so both move
-the same items; the whole rollback must compare every item equal. Goal: rollback items/s >= 0.8 x migrate's.
-Also timed: loading the items with plain BatchWriteItem from 4 threads (benchmarks/load.py), the pace the DynamoDB
-server itself allows, which bounds any rollback.
-Figures go to ``benchmarks/results/rollback.json``. Sequential, in one process: the ratio, not the absolute
-numbers, is what the shared cores allow to read.
+``python -m benchmarks.rollback_section [--items N] [--writers W] [--rounds R] [--ablation]`` starts its own
+dynalite and Bigtable emulator, loads the benchmark dataset (benchmarks/dataset.py: customers, orders, lines,
+products, reviews, every DynamoDB type, a few 100-300 KB items) into a table, then runs R rounds, each: migrate it
+with ``ddb2bt.app.migrate.migrate`` (DirectRunner, in_memory, 4 segments, as the other sections run it) into the
+round's own Bigtable table, and roll that table back into empty DynamoDB tables with ``ddb2bt.app.rollback.rollback``:
+once without the comparison (the write path alone, what the ratio uses) and once whole (write and compare). The
+rounds alternate the two directions so that both see the machine's load as it comes and goes; each round's ratio
+and the load average before each run are kept, and the median, minimum and maximum are reported. With
+``--ablation`` every round also rolls back with each speed-up taken back (``ABLATIONS``), which is what each buys.
+Both directions map with one lossless spec (benchmarks/rollback_spec.yaml: one row per item, every attribute in a
+``ddb_json`` rest family), so both move the same items; the whole rollback must compare every item equal. Goal:
+rollback items/s >= 0.8 x migrate's. Also timed in every round: loading the items with plain BatchWriteItem from 4 threads
+(benchmarks/load.py), the pace the DynamoDB server itself allows at that moment, which bounds any rollback.
+Figures go to ``benchmarks/results/rollback.json`` (its hand-written ``changes`` list is kept). In one process:
+the ratio, not the absolute numbers, is what the shared cores allow to read.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def measure(items: int, writers: int, rounds: int, ablation: bool, workdir: str) -> dict[str, Any]:
+def measure(items: int, writers: int, rounds: int, ablation: bool, also_writers: list[int], workdir: str) -> dict[str, Any]:
     from ddb2bt.app.migrate import migrate
     from ddb2bt.app.options import RunOptions
     from ddb2bt.app.rollback import RollbackRequest, rollback
@@ -59,7 +62,6 @@ def measure(items: int, writers: int, rounds: int, ablation: bool, workdir: str)
         began = time.perf_counter()
         load_table(dynamo.endpoint, "rbsource", generated)
         load_s = time.perf_counter() - began
-        del generated
         client = make_client(ClientSettings(endpoint_url=dynamo.endpoint, region="us-east-1"))
         runs: list[dict[str, Any]] = []
         for number in range(rounds):
@@ -80,17 +82,26 @@ def measure(items: int, writers: int, rounds: int, ablation: bool, workdir: str)
             assert migrated.ok and migrated.counters["items_read"] == items, migrated.problems
             figures["migrate"] = {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before}
             log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
-            variants = [("rollback_write", False, None), ("rollback_whole", True, None)]
+            log(f"round {number + 1}: plain load")  # the DynamoDB server's pace at this moment: a rollback's ceiling
+            load_before = os.getloadavg()[0]
+            began = time.perf_counter()
+            load_table(dynamo.endpoint, f"plain{number}", generated)
+            seconds = time.perf_counter() - began
+            figures["plain_load"] = {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before}
+            log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
+            variants: list[tuple[str, bool, str | None, int]] = [("rollback_write", False, None, writers),
+                                                                 ("rollback_whole", True, None, writers)]
             if ablation:
-                variants[1:1] = [(name, False, name) for name in ABLATIONS]
-            for label, compare, undo in variants:
+                variants[1:1] = [(name, False, name, writers) for name in ABLATIONS]
+            variants[1:1] = [(f"rollback_write_{more}_writers", False, None, more) for more in also_writers]
+            for label, compare, undo, threads in variants:
                 table = f"rb{label}{number}"
                 create_table(client, table, "pk", "sk")
                 log(f"round {number + 1}: {label}")
                 load_before = os.getloadavg()[0]
                 began = time.perf_counter()
                 with _undone(undo):
-                    result = rollback(spec, RollbackRequest(to_table=table, writers=writers, compare=compare),
+                    result = rollback(spec, RollbackRequest(to_table=table, writers=threads, compare=compare),
                                       RunOptions(run_dir=f"{workdir}/{label}{number}"))
                 seconds = time.perf_counter() - began
                 assert result.ok and result.counters["items_written"] == items, result.problems
@@ -99,13 +110,17 @@ def measure(items: int, writers: int, rounds: int, ablation: bool, workdir: str)
                 log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
             figures["ratio_write"] = figures["rollback_write"]["items_per_s"] / figures["migrate"]["items_per_s"]
             figures["ratio_whole"] = figures["rollback_whole"]["items_per_s"] / figures["migrate"]["items_per_s"]
+            figures["ratio_write_vs_plain_load"] = (figures["rollback_write"]["items_per_s"]
+                                                    / figures["plain_load"]["items_per_s"])
             runs.append(figures)
         return {"items": items, "writers": writers, "rounds": runs,
-                "plain_load": {"seconds": load_s, "items_per_s": items / load_s},
+                "first_load": {"seconds": load_s, "items_per_s": items / load_s},
                 "summary": {name: _spread([run[name] if name.startswith("ratio") else run[name]["items_per_s"]
                                            for run in runs])
-                            for name in ("migrate", "rollback_write", "rollback_whole", "ratio_write", "ratio_whole",
-                                         *(ABLATIONS if ablation else ()))},
+                            for name in ("migrate", "plain_load", "rollback_write", "rollback_whole", "ratio_write",
+                                         "ratio_whole", "ratio_write_vs_plain_load",
+                                         *(ABLATIONS if ablation else ()),
+                                         *(f"rollback_write_{more}_writers" for more in also_writers))},
                 "goal": GOAL}
 
 
@@ -137,13 +152,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ablation", action="store_true",
                         help="also roll back with each speed-up taken back, in every round (what each one buys)")
+    parser.add_argument("--also-writers", type=int, action="append", default=[],
+                        help="also roll back (write path) with this many writer threads, in every round")
     parser.add_argument("--output", default=str(HERE / "results" / "rollback.json"))
     args = parser.parse_args(argv)
     import warnings
 
     warnings.filterwarnings("ignore", message="Connecting to Bigtable emulator")  # deliberate, here
     with tempfile.TemporaryDirectory() as workdir:
-        figures = measure(args.items, args.writers, args.rounds, args.ablation, workdir)
+        figures = measure(args.items, args.writers, args.rounds, args.ablation, args.also_writers, workdir)
     summary = figures["summary"]
     figures["meets_goal"] = summary["ratio_write"]["median"] >= GOAL
     figures.update(date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), python=platform.python_version(),
@@ -159,14 +176,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return f"{got['median']:9,.2f} {unit} (min {got['min']:,.2f}, max {got['max']:,.2f})"
 
     print(f"{len(figures['rounds'])} alternating rounds of {figures['items']:,} items; median (min, max)\n"
-          f"plain load       {figures['plain_load']['items_per_s']:9,.2f} items/s  (BatchWriteItem, 4 threads)\n"
+          f"plain load       {line('plain_load')}  (BatchWriteItem, 4 threads: the server's pace)\n"
           f"migrate          {line('migrate')}\n"
           f"rollback (write) {line('rollback_write')}\n"
           f"rollback (whole) {line('rollback_whole')}\n"
           f"ratio (write)    {line('ratio_write', 'x')}  goal >= {GOAL}\n"
-          f"ratio (whole)    {line('ratio_whole', 'x')}")
-    for name in ABLATIONS:
-        if name in summary:
+          f"ratio (whole)    {line('ratio_whole', 'x')}\n"
+          f"write/plain load {line('ratio_write_vs_plain_load', 'x')}")
+    for name in summary:
+        if name.startswith("rollback_write_"):
             print(f"{name.removeprefix('rollback_write_'):<32} {line(name)}")
     return figures
 
