@@ -9,7 +9,7 @@ exactly one timestamp, never a row delete that would take other items' cells wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
@@ -55,16 +55,6 @@ class RowLookup:
         return found
 
     def _read_keys(self, keys: list[bytes], found: dict[bytes, list[Cell]]) -> None:
-        def left(last: bytes | None) -> dict | None:
-            pending = keys if last is None else [key for key in keys if key > last]
-            return {"row_keys": pending} if pending else None  # no keys at all would read the whole table
-
-        found.update(self.read(left))
-
-    def read(self, rows: Callable[[bytes | None], dict | None], row_filter: Any = None) -> Iterator[tuple[bytes, list[Cell]]]:
-        """(row key, cells) of the rows ``rows(None)`` names (a ReadRows ``RowSet`` as a dict), merged from the raw
-        chunks; a retryable error (the table's own list: unavailable, deadline, aborted) asks again for
-        ``rows(last complete row key)`` (None: nothing left), within the table's read timeout."""
         import time
 
         from google.cloud.bigtable_v2.types import ReadRowsRequest
@@ -73,14 +63,15 @@ class RowLookup:
         retryable = tuple(table.default_read_rows_retryable_errors)
         deadline = time.monotonic() + table.default_read_rows_operation_timeout
         attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
-        last, pause = None, 0.01
-        while (row_set := rows(last)) is not None:
+        pending, pause = keys, 0.01
+        while pending:
             request = ReadRowsRequest(table_name=table.table_name, app_profile_id=table.app_profile_id,
-                                      rows=row_set, filter=row_filter)
+                                      rows={"row_keys": pending})
+            last = None
             try:
                 stream = self.raw_read_rows(request, min(attempt_timeout, max(deadline - time.monotonic(), 0.001)))
                 for row_key, cells in merge_chunks(stream):
-                    yield row_key, cells
+                    found[row_key] = cells
                     last = row_key
                 return
             except retryable:
@@ -88,6 +79,8 @@ class RowLookup:
                     raise
                 time.sleep(pause)
                 pause = min(pause * 2, 10.0)
+                if last is not None:
+                    pending = [key for key in pending if key > last]
 
     def raw_read_rows(self, request: Any, timeout: float) -> Iterable[Any]:
         """One ReadRows call's responses as they come, for :func:`merge_chunks`; no retry (the caller's)."""
