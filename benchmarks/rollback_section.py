@@ -34,7 +34,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "rollback_spec.yaml"
 GOAL = 0.8
-ABLATIONS = ("rollback_write_botocore_requests", "rollback_write_every_sampled_range", "rollback_write_client_rows")
+ABLATIONS = ("rollback_write_botocore_requests", "rollback_write_every_sampled_range")
 
 
 def log(message: str) -> None:
@@ -137,26 +137,8 @@ def _undone(ablation: str | None) -> Iterator[None]:
     elif ablation == "rollback_write_every_sampled_range":  # one ReadRows per key Bigtable samples
         with mock.patch("ddb2bt.pipelines.rollback_source.MAX_RANGES", 10 ** 9):
             yield
-    elif ablation == "rollback_write_client_rows":  # the rows through the data client's Row objects
-        with mock.patch("ddb2bt.pipelines.rollback_source.RowSource._read", _client_rows):
-            yield
     else:
         raise ValueError(ablation)
-
-
-def _client_rows(source: Any, key_range: tuple[bytes, bytes], after: bytes | None, row_filter: Any) -> Iterator[Any]:
-    """RowSource._read as it was before it merged the raw chunks itself."""
-    from google.cloud.bigtable.data import ReadRowsQuery, RowRange
-
-    from ddb2bt.mappers.results import Cell
-
-    start, end = key_range
-    if after is not None:
-        span = RowRange(start_key=after, end_key=end or None, start_is_inclusive=False)
-    else:
-        span = RowRange(start_key=start or None, end_key=end or None)
-    for row in source._lookup.table.read_rows_stream(ReadRowsQuery(row_ranges=span, row_filter=row_filter)):
-        yield row.row_key, [Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells]
 
 
 def _spread(values: list[float]) -> dict[str, float]:

@@ -69,7 +69,8 @@ class RowLookup:
                                       rows={"row_keys": pending})
             last = None
             try:
-                stream = self.raw_read_rows(request, min(attempt_timeout, max(deadline - time.monotonic(), 0.001)))
+                stream = self._client._gapic_client.read_rows(  # noqa: SLF001 - the client's own transport
+                    request, timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)), retry=None)
                 for row_key, cells in merge_chunks(stream):
                     found[row_key] = cells
                     last = row_key
@@ -81,10 +82,6 @@ class RowLookup:
                 pause = min(pause * 2, 10.0)
                 if last is not None:
                     pending = [key for key in pending if key > last]
-
-    def raw_read_rows(self, request: Any, timeout: float) -> Iterable[Any]:
-        """One ReadRows call's responses as they come, for :func:`merge_chunks`; no retry (the caller's)."""
-        return self._client._gapic_client.read_rows(request, timeout=timeout, retry=None)  # noqa: SLF001
 
     def close(self) -> None:
         self._client.close()

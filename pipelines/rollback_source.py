@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.results import Cell
-from .bigtable_read import RowLookup, merge_chunks
+from .bigtable_read import RowLookup
 
 if TYPE_CHECKING:
     from .bigtable_sink import Destination
@@ -85,39 +85,15 @@ class RowSource:
             yield row.row_key, _cells(row)
 
     def _read(self, key_range: tuple[bytes, bytes], after: bytes | None, row_filter: Any) -> Iterator[tuple[bytes, list[Cell]]]:
-        """The range's rows from its raw ReadRows chunks (`bigtable_read.merge_chunks`, not the client's `Row`s); a
-        retryable error (the table's own list) asks again from just after the last complete row, within the table's
-        read timeout, as the client's own reader does."""
-        import time
+        from google.cloud.bigtable.data import ReadRowsQuery, RowRange
 
-        from google.cloud.bigtable_v2.types import ReadRowsRequest
-
-        table = self._lookup.table
-        retryable = tuple(table.default_read_rows_retryable_errors)
-        deadline = time.monotonic() + table.default_read_rows_operation_timeout
-        attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
         start, end = key_range
-        pause = 0.01
-        while True:
-            span: dict[str, bytes] = {"start_key_open": after} if after is not None else (
-                {"start_key_closed": start} if start else {})
-            if end:
-                span["end_key_open"] = end
-            request = ReadRowsRequest(table_name=table.table_name, app_profile_id=table.app_profile_id,
-                                      rows={"row_ranges": [span]},
-                                      filter=None if row_filter is None else row_filter._to_pb())  # noqa: SLF001
-            try:
-                stream = self._lookup.raw_read_rows(request, min(attempt_timeout,
-                                                                 max(deadline - time.monotonic(), 0.001)))
-                for row_key, cells in merge_chunks(stream):
-                    yield row_key, cells
-                    after = row_key
-                return
-            except retryable:
-                if time.monotonic() + pause > deadline:
-                    raise
-                time.sleep(pause)
-                pause = min(pause * 2, 10.0)
+        if after is not None:
+            span = RowRange(start_key=after, end_key=end or None, start_is_inclusive=False)
+        else:
+            span = RowRange(start_key=start or None, end_key=end or None)
+        for row in self._lookup.table.read_rows_stream(ReadRowsQuery(row_ranges=span, row_filter=row_filter)):
+            yield row.row_key, _cells(row)
 
     def close(self) -> None:
         self._lookup.close()
