@@ -30,7 +30,7 @@ GET_LIMIT = 100
 
 
 _RAW_BODY = "ddb2bt_raw_body"
-_PLACEHOLDER = [{"DeleteRequest": {"Key": {}}}]
+_PLACEHOLDER: list[dict[str, Any]] = [{"DeleteRequest": {"Key": {}}}]
 
 
 def send_requests_raw(client: Any) -> None:
