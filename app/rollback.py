@@ -51,6 +51,8 @@ CHECKPOINT_FILE = "checkpoint.json"
 DEAD_LETTER_FILE = "dead_letters.jsonl"
 DIFFERENCES_FILE = "differences.jsonl"
 ITEMS_PER_COMMIT = 100
+GET_BATCH = 100
+"""Items compared per BatchGetItem (its limit)."""
 COUNTERS = ("rows_read", "rows_decoded", "rows_dead_lettered", "rows_empty", "items_decoded", "items_written",
             "items_refused", "items_unkeyed")
 UNSEEN_BY_SINCE = ("rows deleted in Bigtable since then, and cells deleted from rows not written since then, are not "
@@ -118,8 +120,8 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
     from ..mappers.decode import Decoder
     from ..mappers.rollback import latest_only, lost_keys, verdict
     from ..pipelines.bigtable_sink import Destination
-    from ..pipelines.dynamodb_client import ClientSettings, make_client
-    from ..pipelines.dynamodb_sink import DynamoWriter, WriteBudget
+    from ..pipelines.dynamodb_client import ClientSettings, keep_field_raw, make_client
+    from ..pipelines.dynamodb_sink import DynamoWriter, WriteBudget, send_requests_raw
     from ..pipelines.checkpoint import spec_hash
     from ..pipelines.rollback_source import ranges
     from ..pipelines.target import describe_target, probe_target
@@ -130,6 +132,8 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
     if not table:
         raise RollbackError("the spec reads an export and names no DynamoDB table", "name one: --to-table TABLE")
     client = make_client(ClientSettings.from_source(loaded.source))
+    send_requests_raw(client)
+    keep_field_raw(client, "BatchGetItem", "Responses")  # the comparison reads B as bytes or base64 alike
     key_names, key_types = _table_keys(client, table, loaded)
     probe_target(loaded.target, must_exist=True)
     destination = Destination.from_target(loaded.target)
@@ -151,7 +155,8 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
     if request.compare:
         differences_file = os.path.join(run_dir, DIFFERENCES_FILE)
         compared, differences, not_compared = _compare(state, destination, decoder, writer, key_names, request.since_us,
-                                                       newest, unkeyed, differences_file, progress)
+                                                       newest, unkeyed, differences_file, request.writers,
+                                                       progress)
         if differences:
             problems.append(f"{differences} items differ between DynamoDB and Bigtable (see {differences_file})")
     if dead_lines:
@@ -270,7 +275,7 @@ class _Checkpoint:
 def _replace(path: str, data: dict) -> None:
     temporary = path + ".tmp"
     with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=1)
+        handle.write(json.dumps(data))  # json.dump with indent would encode in Python, after every batch
     os.replace(temporary, path)
 
 
@@ -385,34 +390,47 @@ def _reconcile(c: dict[str, int]) -> list[str]:
 
 
 def _compare(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, key_names: tuple[str, ...],
-             since_us: int | None, newest: bool, unkeyed: dict[str, Any], path: str,
+             since_us: int | None, newest: bool, unkeyed: dict[str, Any], path: str, threads: int,
              progress: Progress | None) -> tuple[int, int, int]:
-    """Every row again: its items against DynamoDB's (BatchGetItem); (items compared, differing, not comparable)."""
+    """Every row again: its items against DynamoDB's (BatchGetItem of 100 keys, ``threads`` calls in flight while
+    the rows are read on); (items compared, differing, not comparable)."""
     from ..mappers.attrvalue import to_export_json
     from ..mappers.decode import comparable
     from ..mappers.rollback import key_of
     from ..pipelines.dead_letters import create_private
     from ..pipelines.rollback_source import RowSource
 
-    compared = differing = unreadable = 0
-    with RowSource(destination, since_us=since_us, latest_only=newest) as source, create_private(path) as out:
-        def check(items: list[dict]) -> None:
-            nonlocal compared, differing
-            wanted = {key_of(item, key_names): item for item in items}  # a later item of one key wins, as written
-            got = {key_of(item, key_names): item for item in writer.get([{n: i[n] for n in key_names}
-                                                                          for i in wanted.values()])}
-            for key, item in wanted.items():
-                compared += 1
-                found = got.get(key)
-                if found is None or _canonical(found) != _canonical(item):
-                    differing += 1
-                    out.write((json.dumps({"key": to_export_json({n: item[n] for n in key_names}),
-                                           "bigtable": to_export_json(item),
-                                           "dynamodb": None if found is None else to_export_json(found)},
-                                          sort_keys=True) + "\n").encode("utf-8"))
+    def canonical(item: dict) -> dict:
+        return {name: comparable(value) for name, value in item.items()}
 
-        def _canonical(item: dict) -> dict:
-            return {name: comparable(value) for name, value in item.items()}
+    def check(items: list[dict]) -> tuple[int, list[str]]:
+        """(items compared, a differences.jsonl line per item that differs)."""
+        wanted = {key_of(item, key_names): item for item in items}  # a later item of one key wins, as written
+        got = {key_of(item, key_names): item for item in writer.get([{n: i[n] for n in key_names}
+                                                                      for i in wanted.values()])}
+        lines = []
+        for key, item in wanted.items():
+            found = got.get(key)
+            if found is None or canonical(found) != canonical(item):
+                lines.append(json.dumps({"key": to_export_json({n: item[n] for n in key_names}),
+                                         "bigtable": to_export_json(item),
+                                         "dynamodb": None if found is None else to_export_json(found)},
+                                        sort_keys=True) + "\n")
+        return len(wanted), lines
+
+    compared = differing = unreadable = 0
+    with RowSource(destination, since_us=since_us, latest_only=newest) as source, create_private(path) as out, \
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rollback-compare") as pool:
+        flying: deque[Future] = deque()
+
+        def collect(future: Future) -> None:
+            nonlocal compared, differing
+            count, lines = future.result()
+            compared += count
+            differing += len(lines)
+            out.write("".join(lines).encode("utf-8"))
+            if progress is not None:
+                progress("compare", {"compared": compared, "differing": differing})
 
         pending: list[dict] = []
         for key_range in state.ranges:
@@ -421,12 +439,14 @@ def _compare(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, ke
                 _decode(decoder, row_key, cells, key_names, batch, unkeyed)
                 unreadable += batch.counts["rows_dead_lettered"]
                 pending += batch.items
-                if len(pending) >= 100:
-                    check(pending)
+                if len(pending) >= GET_BATCH:
+                    flying.append(pool.submit(check, pending))
                     pending = []
-                    if progress is not None:
-                        progress("compare", {"compared": compared, "differing": differing})
-        check(pending)
+                    while flying and (flying[0].done() or len(flying) > 2 * threads):
+                        collect(flying.popleft())
+        flying.append(pool.submit(check, pending))
+        while flying:
+            collect(flying.popleft())
     if progress is not None:
         progress("compare", {"compared": compared, "differing": differing})
     return compared, differing, unreadable

@@ -1,32 +1,40 @@
 """The rollback section: items/s of `rollback` (Bigtable → DynamoDB) against `migrate` on the same data.
 
-``python -m benchmarks.rollback_section [--items N] [--writers W]`` starts its own dynalite and Bigtable emulator,
-loads the benchmark dataset (benchmarks/dataset.py: customers, orders, lines, products, reviews, every DynamoDB
-type, a few 100-300 KB items) into a table, migrates it with ``ddb2bt.app.migrate.migrate`` (DirectRunner,
-in_memory, 4 segments, as the other sections run it), then rolls the Bigtable table back into an empty DynamoDB
-table with ``ddb2bt.app.rollback.rollback``: once without the comparison (the write path alone, what the ratio
-uses) and once whole (write and compare). Both directions map with one lossless spec
-(benchmarks/rollback_spec.yaml: one row per item, every attribute in a ``ddb_json`` rest family), so both move
-the same items; the whole rollback must compare every item equal. Goal: rollback items/s >= 0.8 x migrate's.
-Also timed: loading the items with plain BatchWriteItem from 4 threads (benchmarks/load.py), the pace the DynamoDB
-server itself allows, which bounds any rollback.
-Figures go to ``benchmarks/results/rollback.json``. Sequential, in one process: the ratio, not the absolute
-numbers, is what the shared cores allow to read.
+``python -m benchmarks.rollback_section [--items N] [--writers W] [--rounds R] [--ablation]`` starts its own
+dynalite and Bigtable emulator, loads the benchmark dataset (benchmarks/dataset.py: customers, orders, lines,
+products, reviews, every DynamoDB type, a few 100-300 KB items) into a table, then runs R rounds, each: migrate it
+with ``ddb2bt.app.migrate.migrate`` (DirectRunner, in_memory, 4 segments, as the other sections run it) into the
+round's own Bigtable table, and roll that table back into empty DynamoDB tables with ``ddb2bt.app.rollback.rollback``:
+once without the comparison (the write path alone, what the ratio uses) and once whole (write and compare). The
+rounds alternate the two directions so that both see the machine's load as it comes and goes; each round's ratio
+and the load average before each run are kept, and the median, minimum and maximum are reported. With
+``--ablation`` every round also rolls back with each speed-up taken back (``ABLATIONS``), which is what each buys.
+Both directions map with one lossless spec (benchmarks/rollback_spec.yaml: one row per item, every attribute in a
+``ddb_json`` rest family), so both move the same items; the whole rollback must compare every item equal. Goal:
+rollback items/s >= 0.8 x migrate's. Also timed in every round: loading the items with plain BatchWriteItem from 4 threads
+(benchmarks/load.py), the pace the DynamoDB server itself allows at that moment, which bounds any rollback.
+Figures go to ``benchmarks/results/rollback.json`` (its hand-written ``changes`` list is kept). In one process:
+the ratio, not the absolute numbers, is what the shared cores allow to read.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import platform
+import statistics
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "rollback_spec.yaml"
 GOAL = 0.8
+ABLATIONS = ("rollback_write_botocore_requests", "rollback_write_every_sampled_range")
 
 
 def log(message: str) -> None:
@@ -35,11 +43,12 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def measure(items: int, writers: int, workdir: str) -> dict[str, Any]:
+def measure(items: int, writers: int, rounds: int, ablation: bool, also_writers: list[int], workdir: str) -> dict[str, Any]:
     from ddb2bt.app.migrate import migrate
     from ddb2bt.app.options import RunOptions
     from ddb2bt.app.rollback import RollbackRequest, rollback
     from ddb2bt.mappers.loader import load_spec
+    from ddb2bt.mappers.spec import MappingSpec
     from ddb2bt.pipelines import local_servers
     from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client
 
@@ -53,62 +62,130 @@ def measure(items: int, writers: int, workdir: str) -> dict[str, Any]:
         began = time.perf_counter()
         load_table(dynamo.endpoint, "rbsource", generated)
         load_s = time.perf_counter() - began
-        del generated
-        data = load_spec(SPEC).model_dump(by_alias=True, exclude_none=True)
-        data["source"].update(table="rbsource", endpoint_url=dynamo.endpoint)
-        from ddb2bt.mappers.spec import MappingSpec
-
-        spec = MappingSpec.model_validate(data)
-        options = RunOptions(run_dir=f"{workdir}/migrate", total_segments=4,
-                             beam_args=("--direct_running_mode=in_memory", "--direct_num_workers=1"))
-        log("migrate")
-        began = time.perf_counter()
-        migrated = migrate(spec, options)
-        migrate_s = time.perf_counter() - began
-        assert migrated.ok and migrated.counters["items_read"] == items, migrated.problems
         client = make_client(ClientSettings(endpoint_url=dynamo.endpoint, region="us-east-1"))
-        figures: dict[str, Any] = {"items": items, "writers": writers,
-                                   "migrate": {"seconds": migrate_s, "items_per_s": items / migrate_s},
-                                   "plain_load": {"seconds": load_s, "items_per_s": items / load_s}}
-        for label, compare in (("rollback_write", False), ("rollback_whole", True)):
-            create_table(client, f"rb{label}", "pk", "sk")
-            log(label)
+        runs: list[dict[str, Any]] = []
+        for number in range(rounds):
+            # Each round migrates into its own Bigtable table and rolls back into fresh DynamoDB tables, so the
+            # rounds do the same work; interleaving them exposes both sides to the same load.
+            data = load_spec(SPEC).model_dump(by_alias=True, exclude_none=True)
+            data["source"].update(table="rbsource", endpoint_url=dynamo.endpoint)
+            data["target"]["table"] = f"rb{number}"
+            spec = MappingSpec.model_validate(data)
+            figures: dict[str, Any] = {"round": number + 1}
+            log(f"round {number + 1}: migrate")
+            load_before = os.getloadavg()[0]
             began = time.perf_counter()
-            result = rollback(spec, RollbackRequest(to_table=f"rb{label}", writers=writers, compare=compare),
-                              RunOptions(run_dir=f"{workdir}/{label}"))
+            migrated = migrate(spec, RunOptions(run_dir=f"{workdir}/migrate{number}", total_segments=4,
+                                                beam_args=("--direct_running_mode=in_memory",
+                                                           "--direct_num_workers=1")))
             seconds = time.perf_counter() - began
-            assert result.ok and result.counters["items_written"] == items, result.problems
-            assert not compare or (result.compared == items and result.differences == 0)
-            figures[label] = {"seconds": seconds, "items_per_s": items / seconds}
+            assert migrated.ok and migrated.counters["items_read"] == items, migrated.problems
+            figures["migrate"] = {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before}
             log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
-        figures["ratio_write"] = figures["rollback_write"]["items_per_s"] / figures["migrate"]["items_per_s"]
-        figures["ratio_whole"] = figures["rollback_whole"]["items_per_s"] / figures["migrate"]["items_per_s"]
-        figures["ratio_write_vs_plain_load"] = figures["rollback_write"]["items_per_s"] / (items / load_s)
-        figures["goal"] = GOAL
-        figures["meets_goal"] = figures["ratio_write"] >= GOAL
-        return figures
+            log(f"round {number + 1}: plain load")  # the DynamoDB server's pace at this moment: a rollback's ceiling
+            load_before = os.getloadavg()[0]
+            began = time.perf_counter()
+            load_table(dynamo.endpoint, f"plain{number}", generated)
+            seconds = time.perf_counter() - began
+            figures["plain_load"] = {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before}
+            log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
+            variants: list[tuple[str, bool, str | None, int]] = [("rollback_write", False, None, writers),
+                                                                 ("rollback_whole", True, None, writers)]
+            if ablation:
+                variants[1:1] = [(name, False, name, writers) for name in ABLATIONS]
+            variants[1:1] = [(f"rollback_write_{more}_writers", False, None, more) for more in also_writers]
+            for label, compare, undo, threads in variants:
+                table = f"rb{label}{number}"
+                create_table(client, table, "pk", "sk")
+                log(f"round {number + 1}: {label}")
+                load_before = os.getloadavg()[0]
+                began = time.perf_counter()
+                with _undone(undo):
+                    result = rollback(spec, RollbackRequest(to_table=table, writers=threads, compare=compare),
+                                      RunOptions(run_dir=f"{workdir}/{label}{number}"))
+                seconds = time.perf_counter() - began
+                assert result.ok and result.counters["items_written"] == items, result.problems
+                assert not compare or (result.compared == items and result.differences == 0)
+                figures[label] = {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before}
+                log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
+            figures["ratio_write"] = figures["rollback_write"]["items_per_s"] / figures["migrate"]["items_per_s"]
+            figures["ratio_whole"] = figures["rollback_whole"]["items_per_s"] / figures["migrate"]["items_per_s"]
+            figures["ratio_write_vs_plain_load"] = (figures["rollback_write"]["items_per_s"]
+                                                    / figures["plain_load"]["items_per_s"])
+            runs.append(figures)
+        return {"items": items, "writers": writers, "rounds": runs,
+                "first_load": {"seconds": load_s, "items_per_s": items / load_s},
+                "summary": {name: _spread([run[name] if name.startswith("ratio") else run[name]["items_per_s"]
+                                           for run in runs])
+                            for name in ("migrate", "plain_load", "rollback_write", "rollback_whole", "ratio_write",
+                                         "ratio_whole", "ratio_write_vs_plain_load",
+                                         *(ABLATIONS if ablation else ()),
+                                         *(f"rollback_write_{more}_writers" for more in also_writers))},
+                "goal": GOAL}
+
+
+@contextlib.contextmanager
+def _undone(ablation: str | None) -> Iterator[None]:
+    """The rollback with one of its speed-ups taken back (None: as it is), to measure what it buys."""
+    from unittest import mock
+
+    if ablation is None:
+        yield
+    elif ablation == "rollback_write_botocore_requests":  # botocore validates and serialises every value again
+        with mock.patch("ddb2bt.pipelines.dynamodb_sink.send_requests_raw", lambda client: None):
+            yield
+    elif ablation == "rollback_write_every_sampled_range":  # one ReadRows per key Bigtable samples
+        with mock.patch("ddb2bt.pipelines.rollback_source.MAX_RANGES", 10 ** 9):
+            yield
+    else:
+        raise ValueError(ablation)
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ablation", action="store_true",
+                        help="also roll back with each speed-up taken back, in every round (what each one buys)")
+    parser.add_argument("--also-writers", type=int, action="append", default=[],
+                        help="also roll back (write path) with this many writer threads, in every round")
     parser.add_argument("--output", default=str(HERE / "results" / "rollback.json"))
     args = parser.parse_args(argv)
     import warnings
 
     warnings.filterwarnings("ignore", message="Connecting to Bigtable emulator")  # deliberate, here
     with tempfile.TemporaryDirectory() as workdir:
-        figures = measure(args.items, args.writers, workdir)
+        figures = measure(args.items, args.writers, args.rounds, args.ablation, args.also_writers, workdir)
+    summary = figures["summary"]
+    figures["meets_goal"] = summary["ratio_write"]["median"] >= GOAL
     figures.update(date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), python=platform.python_version(),
-                   machine=platform.processor() or platform.machine())
-    Path(args.output).write_text(json.dumps(figures, indent=2) + "\n")
-    m, w, a = figures["migrate"], figures["rollback_write"], figures["rollback_whole"]
-    print(f"plain load       {figures['plain_load']['items_per_s']:8,.0f} items/s  (BatchWriteItem, 4 threads: "
-          "the DynamoDB server's pace)\n"
-          f"migrate          {m['items_per_s']:8,.0f} items/s\n"
-          f"rollback (write) {w['items_per_s']:8,.0f} items/s  {figures['ratio_write']:.2f}x migrate (goal >= {GOAL})\n"
-          f"rollback (whole) {a['items_per_s']:8,.0f} items/s  {figures['ratio_whole']:.2f}x migrate (write + compare)")
+                   machine=f"{platform.machine()}, {os.cpu_count()} cores shared with other jobs",
+                   load_average_after=os.getloadavg())
+    output = Path(args.output)
+    if output.exists():  # the hand-written account of each change (and what did not pay) stays
+        figures["changes"] = json.loads(output.read_text()).get("changes", [])
+    output.write_text(json.dumps(figures, indent=2) + "\n")
+
+    def line(name: str, unit: str = "items/s") -> str:
+        got = summary[name]
+        return f"{got['median']:9,.2f} {unit} (min {got['min']:,.2f}, max {got['max']:,.2f})"
+
+    print(f"{len(figures['rounds'])} alternating rounds of {figures['items']:,} items; median (min, max)\n"
+          f"plain load       {line('plain_load')}  (BatchWriteItem, 4 threads: the server's pace)\n"
+          f"migrate          {line('migrate')}\n"
+          f"rollback (write) {line('rollback_write')}\n"
+          f"rollback (whole) {line('rollback_whole')}\n"
+          f"ratio (write)    {line('ratio_write', 'x')}  goal >= {GOAL}\n"
+          f"ratio (whole)    {line('ratio_whole', 'x')}\n"
+          f"write/plain load {line('ratio_write_vs_plain_load', 'x')}")
+    for name in summary:
+        if name.startswith("rollback_write_"):
+            print(f"{name.removeprefix('rollback_write_'):<32} {line(name)}")
     return figures
 
 

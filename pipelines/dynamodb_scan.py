@@ -13,7 +13,6 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import random
@@ -30,7 +29,7 @@ from ..mappers.source import SourceDescription
 from .batches import Batch, SegmentAt, SegmentDone
 from . import progress
 from .metrics import NAMESPACE
-from .dynamodb_client import ClientSettings, describe_source, make_client
+from .dynamodb_client import ClientSettings, describe_source, keep_field_raw, make_client
 from ..mappers.errors import ServiceError
 from ..mappers.estimates import READ_UNIT_BYTES, read_units
 from ..mappers.limits import SCAN_SEGMENTS_MAX
@@ -326,7 +325,7 @@ def keep_items_raw(client: Any) -> None:
     export form the mapper and dead letters already take. The rest of the response (keys, counts,
     consumed capacity) is parsed by botocore as usual.
     """
-    client.meta.events.register("before-parse.dynamodb.Scan", _raw_items, unique_id="ddb2bt-raw-scan-items")
+    keep_field_raw(client, "Scan", "Items")
 
 
 def scan_client(settings: ClientSettings, retry: RetryPolicy = RetryPolicy()) -> Any:
@@ -335,21 +334,6 @@ def scan_client(settings: ClientSettings, retry: RetryPolicy = RetryPolicy()) ->
     client = make_client(replace(settings, max_attempts=retry.botocore_attempts))
     keep_items_raw(client)
     return client
-
-
-def _raw_items(response_dict: dict, customized_response_dict: dict, **_: Any) -> None:
-    if response_dict.get("status_code") != 200 or not response_dict.get("body"):
-        return
-    try:
-        data = json.loads(response_dict["body"])
-    except ValueError:  # cut short or corrupt: left to botocore, whose CRC32 check retries it (and scan_pages after)
-        return
-    if not isinstance(data, dict):
-        return
-    items = data.pop("Items", None)
-    if items is not None:
-        customized_response_dict["Items"] = items
-        response_dict["body"] = json.dumps(data).encode()
 
 
 T = TypeVar("T")

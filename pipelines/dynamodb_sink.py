@@ -7,10 +7,14 @@ same way until `retry_seconds` have passed without progress, then `WriteStalled`
 `--resume` continues. The budget (`WriteBudget`) is a token bucket of write capacity units per
 second shared by the writer threads: each put costs its item's units (1 per started KB).
 `DynamoWriter.get` reads items back by key with BatchGetItem (strongly consistent, 100 keys a call).
+`send_requests_raw` lets a client's BatchWriteItem requests skip botocore's per-value validation and
+serialisation: the body is one `json.dumps` of the items as they are (the wire format).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 import threading
 import time
@@ -23,6 +27,54 @@ from ..mappers.rollback import requests, write_units
 RETRYABLE = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
              "InternalServerError", "ServiceUnavailable", "LimitExceededException"}
 GET_LIMIT = 100
+
+
+_RAW_BODY = "ddb2bt_raw_body"
+_PLACEHOLDER: list[dict[str, Any]] = [{"DeleteRequest": {"Key": {}}}]
+
+
+def send_requests_raw(client: Any) -> None:
+    """Let ``client.batch_write_item`` send its ``RequestItems`` as one ``json.dumps`` of the items.
+
+    Profiled: botocore validates and serialises every attribute value against the service model, in
+    Python, about as much of a writer thread's time as the request's round trip. The items come from
+    the decoder in wire format (B as bytes, which become base64 text, as botocore writes them), so the
+    body is the same JSON botocore would send. botocore still builds the request around it (target
+    header, signature, retries of the same body); it is only handed a one-request placeholder to
+    serialise (`provide-client-params`), whose body is then replaced (`before-call`). The answer is
+    parsed by botocore as usual.
+    """
+    client.meta.events.register("provide-client-params.dynamodb.BatchWriteItem", _stash_body,
+                                unique_id="ddb2bt-raw-batch-write-params")
+    client.meta.events.register("before-call.dynamodb.BatchWriteItem", _swap_body,
+                                unique_id="ddb2bt-raw-batch-write-body")
+
+
+def request_body(params: dict) -> bytes:
+    """The JSON body of a DynamoDB request whose AttributeValues are in wire format (bytes become base64)."""
+    return json.dumps(params, default=_wire_json).encode("utf-8")
+
+
+def _wire_json(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not a DynamoDB wire value")
+
+
+def _stash_body(params: dict, context: dict, **_: Any) -> dict | None:
+    requests = params.get("RequestItems")
+    if not isinstance(requests, dict) or len(requests) != 1:
+        return None
+    context[_RAW_BODY] = request_body(params)
+    return {**params, "RequestItems": {table: _PLACEHOLDER for table in requests}}
+
+
+def _swap_body(params: dict, context: dict, **_: Any) -> None:
+    body = context.pop(_RAW_BODY, None)
+    if body is not None:
+        params["body"] = body
 
 
 class WriteStalled(ServiceError):

@@ -20,13 +20,20 @@ if TYPE_CHECKING:
     from .bigtable_sink import Destination
 
 KEYS_PER_LOOKUP = 500
+MAX_RANGES = 32
+"""At most this many ranges: each is one ReadRows call begun (and one entry of the checkpoint), and Bigtable (the
+emulator even more) samples keys far more often than a rollback needs places to resume from."""
 
 
 def ranges(destination: Destination, start: bytes = b"", end: bytes = b"") -> list[tuple[bytes, bytes]]:
-    """[start, end) split at the table's sampled keys (b"" open-ended), in key order."""
+    """[start, end) split at the table's sampled keys (b"" open-ended; at most MAX_RANGES, evenly picked among
+    them), in key order."""
     with RowLookup(destination) as lookup:
         splits = sorted({key for key, _offset in lookup.table.sample_row_keys() if key})
     inside = [key for key in splits if key > start and (not end or key < end)]
+    if len(inside) >= MAX_RANGES:
+        step = len(inside) / MAX_RANGES
+        inside = [inside[int(step * (number + 1))] for number in range(MAX_RANGES - 1)]
     bounds = [start, *inside, end]
     return list(zip(bounds[:-1], bounds[1:]))
 
