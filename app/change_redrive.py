@@ -1,7 +1,7 @@
 """Redrive of change dead letters (the tail's, a catch-up's): re-apply the changes through the fixed spec.
 
 A change dead letter carries a whole change record (keys, old and new image, time, sequence
-number): it is applied again as the tail applies changes (:class:`ddb2bt.pipelines.change_sink.ChangeApplier`:
+number): it is applied again as the tail applies changes (:class:`ddb2bt.pipelines.cutover.change_sink.ChangeApplier`:
 the new image's cells set, the old images' cells it no longer produces deleted by exact coordinates),
 never as an item. Per item, the letters are applied in stream order (sequence numbers; an export's
 write time), folded as the tail folds a page.
@@ -15,7 +15,7 @@ Such letters are *superseded*, and resolved. A redrive and a running tail could 
 order, so the tail must be stopped (its heartbeat older than the status threshold, or stopped cleanly).
 
 The letters resolved (applied, superseded, or now skipped by the spec) are recorded beside the file
-(:mod:`ddb2bt.pipelines.change_letters`), so ``cutover-status`` stops counting them; those that still
+(:mod:`ddb2bt.pipelines.cutover.letters`), so ``cutover-status`` stops counting them; those that still
 fail go to this redrive's own dead-letter file and stay unresolved. The fixed spec becomes the
 cutover's spec (saved in ``cutover.json``): start the tail again with it.
 """
@@ -34,17 +34,17 @@ from ..mappers.attrvalue import to_export_json, to_typed_json
 from ..mappers.changes import Change, item_key
 from ..mappers.compiler import compile_spec
 from ..mappers.errors import UsageError
-from ..pipelines import change_letters
-from ..pipelines import timeline as tl
-from ..pipelines.bigtable_sink import Destination, ensure_table
-from ..pipelines.change_sink import ChangeApplier
-from ..pipelines.checkpoint import spec_data_hash, spec_hash
-from ..pipelines.dead_letter_source import DeadLetterFileError
-from ..pipelines.dead_letters import check_dead_letter_destination, consolidate, write_part
-from ..pipelines.dynamodb_client import ClientSettings, make_client
-from ..pipelines.parity import read_items
-from ..pipelines.stream_tail import load_state, stopped_since
-from ..pipelines.target import describe_target, probe_target
+from ..pipelines.cutover import letters as change_letters
+from ..pipelines.cutover import timeline as tl
+from ..pipelines.bigtable.sink import Destination, ensure_table
+from ..pipelines.cutover.change_sink import ChangeApplier
+from ..pipelines.run.checkpoint import spec_data_hash, spec_hash
+from ..pipelines.run.dead_letter_source import DeadLetterFileError
+from ..pipelines.run.dead_letters import check_dead_letter_destination, consolidate, write_part
+from ..pipelines.dynamodb.client import ClientSettings, make_client
+from ..pipelines.cutover.parity import read_items
+from ..pipelines.cutover.tail import load_state, stopped_since
+from ..pipelines.bigtable.target import describe_target, probe_target
 from .context import load_spec
 from .options import RunOptions
 from .redrive_folder import DEAD_LETTER_FILE, default_redrive_dir, record

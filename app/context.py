@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..mappers.spec import MappingSpec
-from ..pipelines.dead_letters import consolidate
-from ..pipelines.dynamodb_client import ClientSettings, make_client
-from ..pipelines.dynamodb_client import describe_source as describe
+from ..pipelines.run.dead_letters import consolidate
+from ..pipelines.dynamodb.client import ClientSettings, make_client
+from ..pipelines.dynamodb.client import describe_source as describe
 from ..pipelines.pipeline import query_counters
-from ..pipelines.target import TargetOverrides, resolve_target
+from ..pipelines.bigtable.target import TargetOverrides, resolve_target
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def load_spec(spec: MappingSpec | str | Path, options: RunOptions = RunOptions()
 
     AWS: ``--endpoint-url``, ``--aws-region``, ``--profile`` override the spec (with no region
     anywhere, the client reads ``AWS_REGION``). The Google target is settled by
-    :func:`ddb2bt.pipelines.target.resolve_target`, strictly when the use case ``writes`` or reads
+    :func:`ddb2bt.pipelines.bigtable.target.resolve_target`, strictly when the use case ``writes`` or reads
     Bigtable (a plan reads neither and keeps the spec's names).
     """
 

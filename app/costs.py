@@ -1,6 +1,6 @@
 """What the migration costs and what the target needs, for `migrate-plan` and the report: the plan's estimates, the
 prices, and today's load — the rates the user gave, else the table's consumed capacity in CloudWatch, else none (and
-why). The arithmetic is :mod:`ddb2bt.mappers.costs`; CloudWatch is read by :mod:`ddb2bt.pipelines.cloudwatch`."""
+why). The arithmetic is :mod:`ddb2bt.mappers.analysis.costs`; CloudWatch is read by :mod:`ddb2bt.pipelines.dynamodb.cloudwatch`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from .context import load_spec
 from .options import RunOptions
 
 if TYPE_CHECKING:
-    from ..mappers.costs import Costs, MeasuredLoad, Prices
-    from ..mappers.plan import MigrationPlan
+    from ..mappers.analysis.costs import Costs, MeasuredLoad, Prices
+    from ..mappers.analysis.plan import MigrationPlan
     from ..mappers.spec import MappingSpec
 
 
@@ -20,7 +20,7 @@ def plan_costs(plan: MigrationPlan, spec: MappingSpec | str | Path, options: Run
                prices: Prices | None = None, *, reads_per_second: float | None = None,
                writes_per_second: float | None = None) -> Costs:
     """The cost and size estimate of ``plan``; CloudWatch is asked only when no rate is given."""
-    from ..mappers.costs import Prices, estimate_costs
+    from ..mappers.analysis.costs import Prices, estimate_costs
 
     measured: MeasuredLoad | None = None
     unmeasured = None
@@ -36,7 +36,7 @@ def plan_costs(plan: MigrationPlan, spec: MappingSpec | str | Path, options: Run
 def measure_load(spec: MappingSpec | str | Path, options: RunOptions = RunOptions()
                  ) -> tuple[MeasuredLoad | None, str | None]:
     """(CloudWatch's figures for the spec's table, None) or (None, why there are none)."""
-    from ..pipelines.cloudwatch import LoadUnavailable, consumed_capacity
+    from ..pipelines.dynamodb.cloudwatch import LoadUnavailable, consumed_capacity
 
     source = load_spec(spec, options, writes=False).source
     if not source.table:

@@ -1,7 +1,7 @@
 """The cutover use cases: catch up from incremental exports, tail the stream, tell when the target is ready.
 
 All three work on the run folder of the backfill (``ddb2bt migrate --run-dir R``), which holds one
-timeline (:mod:`ddb2bt.pipelines.timeline`). The phases run one after the other: backfill → any
+timeline (:mod:`ddb2bt.pipelines.cutover.timeline`). The phases run one after the other: backfill → any
 number of catch-up exports, each starting exactly where the timeline ends → the stream tail, from
 where the timeline ends, until the user cuts over. docs/CUTOVER.md explains why the result is the
 spec applied to the table's final state. Nothing here prints; results are typed.
@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
 from .context import load_spec, unfinished, wait_for
-from ..pipelines.parity import Parity
+from ..pipelines.cutover.parity import Parity
 from .options import RunOptions
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ..mappers.spec import MappingSpec
-    from ..pipelines.export_source import SourceTable
-    from ..pipelines.timeline import Timeline
+    from ..pipelines.dynamodb.export import SourceTable
+    from ..pipelines.cutover.timeline import Timeline
 
 SCAN_AND_EXPORTS = (
     "the backfill in {run_dir} was a scan, which is no point-in-time snapshot: an incremental export gives each item's "
@@ -65,7 +65,7 @@ class CatchUpResult:
 
 def check_window(timeline: Timeline, from_us: int, to_us: int, where: str) -> None:
     """A catch-up export must start exactly where the applied timeline ends."""
-    from ..pipelines.timeline import TimelineError, us_to_iso
+    from ..pipelines.cutover.timeline import TimelineError, us_to_iso
 
     end = timeline.applied_to_us
     if from_us == end:
@@ -87,7 +87,7 @@ CATCH_UP_PROGRESS = "catch-up"
 
 def catch_up_live_folder(run_dir: str) -> str | None:
     """Where a catch-up on this machine keeps its live totals (``changes_read``); None for a run folder elsewhere."""
-    from ..pipelines.progress import progress_dir
+    from ..pipelines.run.progress import progress_dir
 
     folder = progress_dir(run_dir)
     return str(Path(folder) / CATCH_UP_PROGRESS) if folder else None
@@ -95,7 +95,7 @@ def catch_up_live_folder(run_dir: str) -> str | None:
 
 def catch_up_progress(run_dir: str) -> dict[str, int]:
     """What the catch-up in ``run_dir`` has read so far (``changes_read``), from every process's totals; cheap."""
-    from ..pipelines.progress import read_progress
+    from ..pipelines.run.progress import read_progress
 
     folder = catch_up_live_folder(run_dir)
     return {"changes_read": read_progress(folder).get("changes_read", 0)} if folder else {}
@@ -111,16 +111,16 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from ..pipelines import timeline as tl
-    from ..pipelines.aws import s3_beam_args
-    from ..pipelines.bigtable_sink import Destination
-    from ..pipelines.change_sink import CHANGE_COUNTERS, ApplyChangesFn
-    from ..pipelines.dead_letters import DeadLetter, check_dead_letter_destination, write_part
-    from ..pipelines.export_source import ExportError, file_problem, use_options
-    from ..pipelines.incremental_export import ReadIncrementalExport, check_export, read_incremental_manifest
-    from ..pipelines.options import is_direct_runner
-    from ..pipelines.progress import Tally, reset
-    from ..pipelines.target import probe_target
+    from ..pipelines.cutover import timeline as tl
+    from ..pipelines.dynamodb.aws import s3_beam_args
+    from ..pipelines.bigtable.sink import Destination
+    from ..pipelines.cutover.change_sink import CHANGE_COUNTERS, ApplyChangesFn
+    from ..pipelines.run.dead_letters import DeadLetter, check_dead_letter_destination, write_part
+    from ..pipelines.dynamodb.export import ExportError, file_problem, use_options
+    from ..pipelines.dynamodb.incremental_export import ReadIncrementalExport, check_export, read_incremental_manifest
+    from ..pipelines.run.options import is_direct_runner
+    from ..pipelines.run.progress import Tally, reset
+    from ..pipelines.bigtable.target import probe_target
 
     run_dir = _need_run_dir(options)
     spec = load_spec(spec, options)
@@ -184,8 +184,8 @@ def check_export_table(table: SourceTable | None, spec: MappingSpec, timeline: T
                        where: str) -> dict[str, Any]:
     """An incremental export must be of the cutover's source table: the one the backfill's full export is of
     (recorded in the timeline, or read from source.export) and the spec's source.table. Returns it as recorded."""
-    from ..pipelines.export_source import ExportError, SourceTable, read_manifest
-    from ..pipelines.timeline import us_to_iso
+    from ..pipelines.dynamodb.export import ExportError, SourceTable, read_manifest
+    from ..pipelines.cutover.timeline import us_to_iso
 
     if table is None:
         raise ExportError(f"{where} names no tableArn in its manifest-summary.json, so the table it is of cannot be "
@@ -223,7 +223,7 @@ def reconcile_changes(counters: dict[str, int], expected: int | None = None) -> 
 
 
 def describe_timeline(timeline: Timeline) -> list[str]:
-    from ..pipelines.timeline import us_to_iso
+    from ..pipelines.cutover.timeline import us_to_iso
 
     lines = [f"backfill ({timeline.backfill}) from {us_to_iso(timeline.start_us)}"]
     lines += [f"catch-up {phase.export}: {us_to_iso(phase.from_us)} .. {us_to_iso(phase.to_us)}"
@@ -253,13 +253,13 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
          max_seconds: float | None = None, poll_s: float = 1.0) -> TailResult:
     """Follow the table's stream from where the timeline ends until stopped (Ctrl-C, or the given limits)."""
     from ..mappers.compiler import compile_spec
-    from ..pipelines import timeline as tl
-    from ..pipelines.bigtable_sink import Destination
-    from ..pipelines.change_sink import ChangeApplier
-    from ..pipelines.dead_letters import consolidate
-    from ..pipelines.dynamodb_client import ClientSettings, make_client
-    from ..pipelines.stream_tail import TailRun, make_streams_client, record_stop
-    from ..pipelines.target import probe_target
+    from ..pipelines.cutover import timeline as tl
+    from ..pipelines.bigtable.sink import Destination
+    from ..pipelines.cutover.change_sink import ChangeApplier
+    from ..pipelines.run.dead_letters import consolidate
+    from ..pipelines.dynamodb.client import ClientSettings, make_client
+    from ..pipelines.cutover.tail import TailRun, make_streams_client, record_stop
+    from ..pipelines.bigtable.target import probe_target
 
     run_dir = _need_run_dir(options)
     spec = load_spec(spec, options)
@@ -361,7 +361,7 @@ def _count_lines(path: str) -> int:
 def _dead_letter_counts(run_dir: str) -> dict[str, int]:
     from apache_beam.io.filesystems import FileSystems
 
-    from ..pipelines.timeline import join
+    from ..pipelines.cutover.timeline import join
 
     found = FileSystems.match([join(run_dir, "*dead_letters.jsonl")])[0].metadata_list
     return {meta.path.rsplit("/", 1)[-1]: _count_lines(meta.path) for meta in sorted(found, key=lambda m: m.path)}
@@ -373,7 +373,7 @@ def _check_run_dir(run_dir: str) -> Timeline:
 
     from apache_beam.io.filesystems import FileSystems
 
-    from ..pipelines import timeline as tl
+    from ..pipelines.cutover import timeline as tl
 
     exists = os.path.isdir(run_dir) if "://" not in run_dir else \
         bool(FileSystems.match([tl.join(run_dir, "*")])[0].metadata_list)
@@ -421,12 +421,12 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     """
     from ..mappers.compiler import compile_spec
     from ..mappers.spec import MappingSpec
-    from ..pipelines import change_letters
-    from ..pipelines import timeline as tl
-    from ..pipelines.dynamodb_client import ClientSettings, make_client
-    from ..pipelines.parity import check, sample_keys
-    from ..pipelines.stream_backlog import read_backlog
-    from ..pipelines.stream_tail import load_state, make_streams_client, stopped_since
+    from ..pipelines.cutover import letters as change_letters
+    from ..pipelines.cutover import timeline as tl
+    from ..pipelines.dynamodb.client import ClientSettings, make_client
+    from ..pipelines.cutover.parity import check, sample_keys
+    from ..pipelines.cutover.backlog import read_backlog
+    from ..pipelines.cutover.tail import load_state, make_streams_client, stopped_since
 
     timeline = _check_run_dir(run_dir)
     now_us = int(time.time() * 1_000_000)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..mappers.errors import UsageError
-from ..pipelines import local_servers
-from ..pipelines.dynamodb_client import ClientSettings, make_client
+from ..pipelines.local import servers as local_servers
+from ..pipelines.dynamodb.client import ClientSettings, make_client
 from ..templates import catalog
 from .infer import infer
 from .migrate import migrate

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..mappers.infer import infer_spec
+from ..mappers.analysis.infer import infer_spec
 from ..mappers.loader import SpecError, validate_data
 from ..mappers.source import SourceDescription
 from ..mappers.spec_yaml import render_yaml
-from ..pipelines.dynamodb_client import ClientSettings, describe_raw, make_client
-from ..pipelines.dynamodb_scan import sample_items
+from ..pipelines.dynamodb.client import ClientSettings, describe_raw, make_client
+from ..pipelines.dynamodb.scan import sample_items
 from .context import Step, announce
 from .options import RunOptions
 

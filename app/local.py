@@ -2,7 +2,7 @@
 
 ``up`` starts a small supervisor process (``python -m ddb2bt.app.local serve DIR``) in a session of
 its own. The supervisor starts DynamoDB (moto_server, or dynalite) and the Bigtable emulator through
-:mod:`ddb2bt.pipelines.local_servers` (free loopback ports, process groups), loads the seed tables
+:mod:`ddb2bt.pipelines.local.servers` (free loopback ports, process groups), loads the seed tables
 of the worked examples, writes ``DIR/state.json`` (pids, endpoints, tables) and waits. ``down``
 sends it SIGTERM, and the servers stop the way they stop after the demo or a test session. Safe to
 re-run: ``up`` with a live state says so and starts nothing; a stale state (its supervisor gone)
@@ -69,7 +69,7 @@ class LocalState:
         every other AWS service (S3, STS, ...) by ``AWS_ENDPOINT_URL``, to the same server: nothing run in this
         shell reaches AWS (dynalite, which has no Streams or S3, answers such calls with an error).
         """
-        from ..pipelines.local_servers import emulator_env
+        from ..pipelines.local.servers import emulator_env
 
         endpoint = self.dynamodb.endpoint
         return {**emulator_env(self.bigtable.endpoint), "AWS_REGION": REGION, "AWS_ENDPOINT_URL": endpoint,
@@ -325,8 +325,8 @@ def _log_tail(folder: Path, limit: int = 1500) -> str:
 
 def serve(folder: Path, dynamodb: str = "moto") -> None:
     """The supervisor's body: start the servers, load the seeds, record them, wait for SIGTERM, stop them."""
-    from ..pipelines import local_servers
-    from ..pipelines.dynamodb_client import ClientSettings, make_client
+    from ..pipelines.local import servers as local_servers
+    from ..pipelines.dynamodb.client import ClientSettings, make_client
     from .seeds import SEEDED, load_seed_table
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds the servers' context managers

@@ -30,12 +30,12 @@ from apache_beam.options.pipeline_options import (
 
 from ..mappers.decode import one_item_per_row
 from ..mappers.errors import Ddb2btError, Interrupted, UsageError
-from ..pipelines import checkpoint as ckpt
-from ..pipelines.aws import s3_beam_args
-from ..pipelines.bigtable_sink import ensure_table
-from ..pipelines.dead_letters import check_dead_letter_destination, check_writable, consolidate
-from ..pipelines.metrics import by_reason
-from ..pipelines.options import (
+from ..pipelines.run import checkpoint as ckpt
+from ..pipelines.dynamodb.aws import s3_beam_args
+from ..pipelines.bigtable.sink import ensure_table
+from ..pipelines.run.dead_letters import check_dead_letter_destination, check_writable, consolidate
+from ..pipelines.run.metrics import by_reason
+from ..pipelines.run.options import (
     check_locations,
     check_pipeline_options,
     check_worker_setup,
@@ -44,7 +44,7 @@ from ..pipelines.options import (
 )
 from ..pipelines.pipeline import build_pipeline, reconcile
 from ..pipelines.sources import read_items
-from ..pipelines.target import describe_target, probe_target
+from ..pipelines.bigtable.target import describe_target, probe_target
 from . import runs
 from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
 from .options import RunOptions
@@ -214,7 +214,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         source = describe_source(spec)  # the source is checked before the target is touched
         spec = with_source_keys(spec, source)
         if spec.source.export is not None:
-            from ..pipelines.export_source import verify_export
+            from ..pipelines.dynamodb.export import verify_export
 
             manifest = verify_export(spec.source.export.path, pipeline_options)  # damaged files: before writing
             total = len(manifest.files)  # an export's data files are its resumable units
@@ -223,7 +223,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         if scanning and total is None and options.resume:
             total = ckpt.Checkpoint.saved_total_segments(run_dir)
         if scanning and total is None:
-            from ..pipelines.dynamodb_scan import choose_total_segments
+            from ..pipelines.dynamodb.scan import choose_total_segments
 
             total = choose_total_segments(source.size_bytes if source else 0)
             if source is not None and not source.size_bytes:
@@ -275,7 +275,7 @@ def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResul
     except Exception as error:
         if folder is not None and runs.stop_requested(folder):
             return runs.ended_early(prepared, MigrateResult(prepared, INTERRUPTED_STATE), folder)
-        from ..pipelines.service_errors import as_ddb2bt_error
+        from ..pipelines.run.service_errors import as_ddb2bt_error
 
         failure = as_ddb2bt_error(error)
         if folder is None or failure is None:  # a remote run, or a bug: the error as it is

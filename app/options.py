@@ -130,7 +130,7 @@ class RunOptions:
 
     def flow_control(self) -> Any:
         """The writer's FlowControl: the defaults, with what was given on the command line."""
-        from ..pipelines.bigtable_sink import FlowControl
+        from ..pipelines.bigtable.sink import FlowControl
 
         given = {name: getattr(self, name) for name in FLOW_NAMES if getattr(self, name) is not None}
         return replace(FlowControl(), **given)

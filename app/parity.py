@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.access import translate
-from ..mappers.access_plan import decode_rows, example_cases
+from ..mappers.analysis.access_plan import decode_rows, example_cases
 from ..mappers.attrvalue import to_export_json
 from ..mappers.compiler import compile_spec
 from ..mappers.decode import comparable, compile_decoder
-from ..mappers.plan import _types
-from ..mappers.sample import analyse_sample
-from ..pipelines.dynamodb_client import ClientSettings, make_client
-from ..pipelines.parity_io import BigtableReader, dynamodb_items
+from ..mappers.analysis.plan import _types
+from ..mappers.analysis.sample import analyse_sample
+from ..pipelines.dynamodb.client import ClientSettings, make_client
+from ..pipelines.access.reads import BigtableReader, dynamodb_items
 from ..pipelines.sources import read_items
 from .context import Step, announce, describe_source, load_spec, with_source_keys
 from .options import RunOptions

@@ -14,7 +14,7 @@ from .context import Step, announce, describe_source, load_spec
 from .options import RunOptions
 
 if TYPE_CHECKING:
-    from ..mappers.plan import MigrationPlan
+    from ..mappers.analysis.plan import MigrationPlan
     from ..mappers.spec import MappingSpec
     from .review import Reviewed
     from .target_diff import TargetDiff
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def plan(spec: MappingSpec | str | Path, sample: int, options: RunOptions = RunOptions(),
          step: Step | None = None) -> MigrationPlan:
     """The dry run that migrate-plan prints and the report renders."""
-    from ..mappers.plan import build_plan
+    from ..mappers.analysis.plan import build_plan
     from ..pipelines.sources import read_items
 
     spec = load_spec(spec, options, writes=False)
@@ -69,7 +69,7 @@ def plan_against_target(spec: MappingSpec | str | Path, sample: int, options: Ru
     from ..mappers.errors import UsageError
     from ..mappers.loader import load_spec as load_file
     from ..mappers.spec import MappingSpec
-    from ..pipelines.target import describe_target
+    from ..pipelines.bigtable.target import describe_target
     from .context import with_source_keys
     from .review import reviewed
     from .runs import source_name

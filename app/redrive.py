@@ -24,14 +24,14 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from ..mappers.errors import UsageError
-from ..pipelines.bigtable_sink import ensure_table
-from ..pipelines.change_letters import holds_changes
-from ..pipelines.dead_letter_source import ReadDeadLetters, survey
-from ..pipelines.dead_letters import check_dead_letter_destination
-from ..pipelines.metrics import by_reason
-from ..pipelines.options import is_direct_runner
+from ..pipelines.bigtable.sink import ensure_table
+from ..pipelines.cutover.letters import holds_changes
+from ..pipelines.run.dead_letter_source import ReadDeadLetters, survey
+from ..pipelines.run.dead_letters import check_dead_letter_destination
+from ..pipelines.run.metrics import by_reason
+from ..pipelines.run.options import is_direct_runner
 from ..pipelines.pipeline import build_pipeline, reconcile
-from ..pipelines.target import describe_target, probe_target
+from ..pipelines.bigtable.target import describe_target, probe_target
 from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
 from .redrive_folder import DEAD_LETTER_FILE, dead_letter_file, default_redrive_dir, record, recorded_now, recorded_spec

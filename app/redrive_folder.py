@@ -13,7 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from ..mappers.errors import UsageError
 from ..mappers.loader import parse_document, validate_data
-from ..pipelines.checkpoint import CHECKPOINT_FILE
+from ..pipelines.run.checkpoint import CHECKPOINT_FILE
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import UsageError
-from ..pipelines.checkpoint import spec_hash
-from ..pipelines.dead_letters import create_private
-from ..pipelines.service_errors import redact
+from ..pipelines.run.checkpoint import spec_hash
+from ..pipelines.run.dead_letters import create_private
+from ..pipelines.run.service_errors import redact
 
 if TYPE_CHECKING:
     from ..mappers.source import SourceDescription
@@ -88,8 +88,8 @@ def source_state(spec: MappingSpec, source: SourceDescription | None) -> dict[st
     if spec.source.export is not None:
         from apache_beam.options.pipeline_options import PipelineOptions
 
-        from ..pipelines.aws import s3_beam_args
-        from ..pipelines.export_source import read_manifest
+        from ..pipelines.dynamodb.aws import s3_beam_args
+        from ..pipelines.dynamodb.export import read_manifest
 
         manifest = read_manifest(spec.source.export.path, PipelineOptions(s3_beam_args([], spec.source)))
         return {"export": spec.source.export.path, "export_id": manifest.export_id, "item_count": manifest.item_count,

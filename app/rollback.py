@@ -119,12 +119,12 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
     """Roll the Bigtable table back into DynamoDB; RollbackError (nothing written) when it cannot start."""
     from ..mappers.decode import Decoder
     from ..mappers.rollback import latest_only, lost_keys, verdict
-    from ..pipelines.bigtable_sink import Destination
-    from ..pipelines.dynamodb_client import ClientSettings, keep_field_raw, make_client
-    from ..pipelines.dynamodb_sink import DynamoWriter, WriteBudget, send_requests_raw
-    from ..pipelines.checkpoint import spec_hash
-    from ..pipelines.rollback_source import ranges
-    from ..pipelines.target import describe_target, probe_target
+    from ..pipelines.bigtable.sink import Destination
+    from ..pipelines.dynamodb.client import ClientSettings, keep_field_raw, make_client
+    from ..pipelines.dynamodb.sink import DynamoWriter, WriteBudget, send_requests_raw
+    from ..pipelines.run.checkpoint import spec_hash
+    from ..pipelines.bigtable.rows import ranges
+    from ..pipelines.bigtable.target import describe_target, probe_target
 
     began = time.monotonic()
     loaded = load_spec(spec, options)
@@ -216,7 +216,7 @@ class _Checkpoint:
 
     @classmethod
     def open(cls, run_dir: str, record: dict, resume: bool, split: Callable[[], list[tuple[bytes, bytes]]]) -> _Checkpoint:
-        from ..pipelines.dead_letters import create_private
+        from ..pipelines.run.dead_letters import create_private
 
         record_path, checkpoint = os.path.join(run_dir, RECORD_FILE), os.path.join(run_dir, CHECKPOINT_FILE)
         if resume:
@@ -280,7 +280,7 @@ def _replace(path: str, data: dict) -> None:
 
 
 def _truncate(path: str, size: int) -> None:
-    from ..pipelines.dead_letters import create_private
+    from ..pipelines.run.dead_letters import create_private
 
     if not os.path.exists(path):
         with create_private(path):
@@ -306,7 +306,7 @@ def _decode(decoder: Any, row_key: bytes, cells: list, key_names: tuple[str, ...
     an entity whose key is a declared loss (``unkeyed``) are dead letters too: their old key cannot be rebuilt."""
     from ..mappers.attrvalue import AttributeValueError
     from ..mappers.decode import DecodeError
-    from ..pipelines.dead_letters import DeadLetter
+    from ..pipelines.run.dead_letters import DeadLetter
 
     batch.counts["rows_read"] += 1
     batch.last_key = row_key
@@ -342,8 +342,8 @@ def _decode(decoder: Any, row_key: bytes, cells: list, key_names: tuple[str, ...
 def _write_phase(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, key_names: tuple[str, ...],
                  request: RollbackRequest, newest: bool, unkeyed: dict[str, Any], progress: Progress | None) -> None:
     """Each unfinished range: read and decode in key order here, write in ``request.writers`` threads, commit in order."""
-    from ..pipelines.dead_letters import DeadLetter
-    from ..pipelines.rollback_source import RowSource
+    from ..pipelines.run.dead_letters import DeadLetter
+    from ..pipelines.bigtable.rows import RowSource
 
     def write(batch: _Batch) -> _Batch:
         for item, reason in writer.write(batch.items):
@@ -397,8 +397,8 @@ def _compare(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, ke
     from ..mappers.attrvalue import to_export_json
     from ..mappers.decode import comparable
     from ..mappers.rollback import key_of
-    from ..pipelines.dead_letters import create_private
-    from ..pipelines.rollback_source import RowSource
+    from ..pipelines.run.dead_letters import create_private
+    from ..pipelines.bigtable.rows import RowSource
 
     def canonical(item: dict) -> dict:
         return {name: comparable(value) for name, value in item.items()}

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from apache_beam.options.pipeline_options import DirectOptions
 
-from ..mappers.estimates import read_units
-from ..pipelines.bigtable_sink import mismatch_error
-from ..pipelines.checkpoint import (
+from ..mappers.analysis.estimates import read_units
+from ..pipelines.bigtable.sink import mismatch_error
+from ..pipelines.run.checkpoint import (
     CHECKPOINT_FILE,
     Checkpoint,
     ResumeError,
@@ -23,11 +23,11 @@ from ..pipelines.checkpoint import (
     saved_positions,
     spec_hash,
 )
-from ..pipelines.dead_letters import consolidate
-from ..pipelines.metrics import by_reason
-from ..pipelines.options import concurrent_segments
-from ..pipelines.progress import flush_local, progress_dir, read_progress, request_stop, reset
-from ..pipelines.progress import stop_requested as requested
+from ..pipelines.run.dead_letters import consolidate
+from ..pipelines.run.metrics import by_reason
+from ..pipelines.run.options import concurrent_segments
+from ..pipelines.run.progress import flush_local, progress_dir, read_progress, request_stop, reset
+from ..pipelines.run.progress import stop_requested as requested
 from .target_diff import diff_target
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def _expected_items(spec: MappingSpec, options: RunOptions, source: SourceDescri
     if options.sample is not None:
         return options.sample, "--sample"
     if spec.source.export is not None:
-        from ..pipelines.export_source import read_manifest
+        from ..pipelines.dynamodb.export import read_manifest
 
         files = read_manifest(spec.source.export.path, pipeline_options).files
         return sum(f.item_count for number, f in enumerate(files) if number not in done), "the export's manifest"

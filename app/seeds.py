@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..mappers.loader import parse_document, validate_data
-from ..pipelines.dynamodb_client import create_table, put_items
+from ..pipelines.dynamodb.client import create_table, put_items
 from ..templates import catalog
 
 SEEDED = tuple(t for t in catalog.TEMPLATES.values() if t.seed)

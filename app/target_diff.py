@@ -2,7 +2,7 @@
 
 ``diff_target`` probes the target (bounded deadline), reads the table's families and GC rules
 through the admin API and whether it holds a row, and compares the families with the spec by
-:func:`ddb2bt.pipelines.bigtable_sink.compare_families`, the comparison ``ensure_table`` applies
+:func:`ddb2bt.pipelines.bigtable.sink.compare_families`, the comparison ``ensure_table`` applies
 before a run writes. Each change carries a symbol: ``+`` created by migrate, ``!`` migrate refuses
 (a GC rule that differs), ``~`` worth knowing (the table already holds rows), ``=`` as the spec
 declares, ``·`` in the table only (left alone).
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import ServiceError
 from ..mappers.gc import family_text
-from ..pipelines.bigtable_sink import admin_table, compare_families, existing_families
-from ..pipelines.service_errors import as_ddb2bt_error
-from ..pipelines.target import describe_target, emulator_host, holds_rows, probe_target
+from ..pipelines.bigtable.sink import admin_table, compare_families, existing_families
+from ..pipelines.run.service_errors import as_ddb2bt_error
+from ..pipelines.bigtable.target import describe_target, emulator_host, holds_rows, probe_target
 
 if TYPE_CHECKING:
     from ..mappers.spec import TargetSpec

@@ -20,19 +20,19 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
 from ..mappers.errors import UsageError
-from ..mappers.lints import uses_default_time
-from ..mappers.validate import times_from_items
-from ..pipelines import checkpoint as ckpt
-from ..pipelines import timeline as tl
-from ..pipelines import validate_files as files
-from ..pipelines.aws import s3_beam_args
-from ..pipelines.bigtable_sink import Destination
-from ..pipelines.dead_letters import check_dead_letter_destination
-from ..pipelines.options import check_locations, concurrent_segments, is_direct_runner
-from ..pipelines.target import describe_target, probe_target
-from ..pipelines.validate_files import discard_unfinished, finished_parts
-from ..pipelines.validate_pipeline import build_compare_pass
-from ..pipelines.validate_rows import LAUNCHER_BYTES, build_rows_pass, candidate_bytes, resolve_here
+from ..mappers.analysis.lints import uses_default_time
+from ..mappers.validate.compare import times_from_items
+from ..pipelines.run import checkpoint as ckpt
+from ..pipelines.cutover import timeline as tl
+from ..pipelines.validate import files
+from ..pipelines.dynamodb.aws import s3_beam_args
+from ..pipelines.bigtable.sink import Destination
+from ..pipelines.run.dead_letters import check_dead_letter_destination
+from ..pipelines.run.options import check_locations, concurrent_segments, is_direct_runner
+from ..pipelines.bigtable.target import describe_target, probe_target
+from ..pipelines.validate.files import discard_unfinished, finished_parts
+from ..pipelines.validate.pipeline import build_compare_pass
+from ..pipelines.validate.rows import LAUNCHER_BYTES, build_rows_pass, candidate_bytes, resolve_here
 from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
 from .migrate import default_run_dir, pipeline_stages, require_shared
 from .options import FLOW_NAMES, RUN_OPTIONS, RunOptions
@@ -197,14 +197,14 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
                 now_ms = run_now_ms(as_of, spec)
         item_count = source.item_count if source else 0
         if spec.source.export is not None:
-            from ..pipelines.export_source import verify_export
+            from ..pipelines.dynamodb.export import verify_export
 
             verify_export(spec.source.export.path, pipeline_options)
         probe_target(spec.target, must_exist=True)  # a dead Bigtable or a missing table fails here, in seconds
         if scanning and total is None and options.resume:
             total = ckpt.Checkpoint.saved_total_segments(run_dir)
         if scanning and total is None:
-            from ..pipelines.dynamodb_scan import choose_total_segments
+            from ..pipelines.dynamodb.scan import choose_total_segments
 
             total = choose_total_segments(source.size_bytes if source else 0)
 
@@ -237,7 +237,7 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
             check_dead_letter_destination(p.dead_letter, resume=options.resume)
     sample = None
     if options.sample is not None:
-        from ..pipelines.validate_sample import random_sample
+        from ..pipelines.validate.sample import random_sample
 
         sample = [] if p.dry_run else random_sample(spec.source, options.sample, item_count=p.item_count)
     before = files.totals(p.run_dir) if options.resume else {}
@@ -260,7 +260,7 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
     for name, value in files.totals(rows_dir).items():
         totals[name] = totals.get(name, 0) + value
     if p.repair:
-        from ..pipelines.dead_letters import consolidate
+        from ..pipelines.run.dead_letters import consolidate
 
         consolidate(p.dead_letter)
     attempt = {name: totals.get(name, 0) - before.get(name, 0) for name in totals}

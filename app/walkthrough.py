@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..mappers.errors import UsageError
 from ..mappers.units import iso_to_micros, micros_to_iso
-from ..pipelines import cutover_workload as workload
+from ..pipelines.cutover import workload
 
 POSTS = 15
 """Post ids of the walkthrough's table: 15 × (the post and 3 comments) = 60 items."""
@@ -73,7 +73,7 @@ def local_endpoint() -> str:
     """The DynamoDB endpoint the shell points at (``AWS_ENDPOINT_URL_DYNAMODB``, ...), refused unless it is local."""
     import boto3
 
-    from ..pipelines.aws import dynamodb_endpoint, is_local
+    from ..pipelines.dynamodb.aws import dynamodb_endpoint, is_local
 
     endpoint = dynamodb_endpoint(boto3.session.Session(region_name=workload.REGION), None)
     if not is_local(endpoint):
@@ -124,7 +124,7 @@ def _now_ms_us() -> int:
 
 
 def _full_export(client, table: str, folder: Path) -> StepResult:
-    from ..pipelines.export_writer import write_export
+    from ..pipelines.dynamodb.export_writer import write_export
 
     _empty(folder / "full", "--dir")
     micros = _now_ms_us()
@@ -139,7 +139,7 @@ def _full_export(client, table: str, folder: Path) -> StepResult:
 
 
 def _incremental_export(client, endpoint: str, table: str, folder: Path) -> StepResult:
-    from ..pipelines.export_writer import compact, write_incremental_export
+    from ..pipelines.dynamodb.export_writer import compact, write_incremental_export
 
     summaries = sorted((folder / "full").rglob("manifest-summary.json"))
     if not summaries:

@@ -69,7 +69,7 @@ class Bench:
         """Drop and recreate the Bigtable table, with the spec's families."""
         from google.cloud.bigtable import Client
 
-        from ddb2bt.pipelines.bigtable_sink import ensure_table
+        from ddb2bt.pipelines.bigtable.sink import ensure_table
 
         from .child import bench_spec
 

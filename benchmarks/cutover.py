@@ -87,12 +87,12 @@ def run(n: int, rounds: int = 3) -> dict[str, Any]:
     from ddb2bt.app.cutover import catch_up
     from ddb2bt.app.migrate import migrate
     from ddb2bt.mappers.compiler import compile_spec
-    from ddb2bt.pipelines import local_servers
-    from ddb2bt.pipelines.bigtable_sink import Destination
-    from ddb2bt.pipelines.change_sink import ChangeApplier
-    from ddb2bt.pipelines.dynamodb_client import put_items
-    from ddb2bt.pipelines.stream_tail import TailRun, TailState
-    from ddb2bt.pipelines.export_writer import write_incremental_export
+    from ddb2bt.pipelines.local import servers as local_servers
+    from ddb2bt.pipelines.bigtable.sink import Destination
+    from ddb2bt.pipelines.cutover.change_sink import ChangeApplier
+    from ddb2bt.pipelines.dynamodb.client import put_items
+    from ddb2bt.pipelines.cutover.tail import TailRun, TailState
+    from ddb2bt.pipelines.dynamodb.export_writer import write_incremental_export
 
     from . import dataset, load
 

@@ -46,7 +46,7 @@ def measure(n: int, rounds: int) -> dict[str, Any]:
     from ddb2bt.mappers.loader import load_spec
     from ddb2bt.mappers.results import MappedRow
     from ddb2bt.mappers.spec import MappingSpec
-    from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
+    from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
 
     from . import dataset
 

@@ -1,6 +1,6 @@
 """A loopback TCP proxy that delays every request by a fixed time: network distance on one machine.
 
-The command-line face of :class:`ddb2bt.pipelines.loopback_proxy.DelayProxy` (see there for what it
+The command-line face of :class:`ddb2bt.pipelines.local.proxy.DelayProxy` (see there for what it
 does and its safety limits). Run it as ``python -m benchmarks.latency_proxy --target 127.0.0.1:PORT``;
 it prints ``PORT <n>`` once it listens, and exits after ``--max-seconds`` or when idle for
 ``--idle-seconds``.
@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import sys
 
-from ddb2bt.pipelines.loopback_proxy import DelayProxy, serve
+from ddb2bt.pipelines.local.proxy import DelayProxy, serve
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,6 @@
 """Put the dataset where the runs read it: a DynamoDB table (BatchWriteItem) and an export folder.
 
-The export has the layout of ``ddb2bt.pipelines.export_writer.write_export`` (and of a real
+The export has the layout of ``ddb2bt.pipelines.dynamodb.export_writer.write_export`` (and of a real
 ExportTableToPointInTime): ``AWSDynamoDB/<id>/manifest-summary.json``, ``manifest-files.json`` and
 gzipped JSON-lines data files of uneven sizes. It is written streaming (constant memory, so
 1,000,000 items are fine) and cached under ``benchmarks/.cache`` keyed by the generator's source.
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ddb2bt.mappers.attrvalue import to_export_json
-from ddb2bt.pipelines.dynamodb_client import create_table
+from ddb2bt.pipelines.dynamodb.client import create_table
 
 from . import dataset
 

@@ -49,8 +49,8 @@ def measure(items: int, writers: int, rounds: int, ablation: bool, also_writers:
     from ddb2bt.app.rollback import RollbackRequest, rollback
     from ddb2bt.mappers.loader import load_spec
     from ddb2bt.mappers.spec import MappingSpec
-    from ddb2bt.pipelines import local_servers
-    from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client
+    from ddb2bt.pipelines.local import servers as local_servers
+    from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client
 
     from . import dataset
     from .load import load_table
@@ -132,10 +132,10 @@ def _undone(ablation: str | None) -> Iterator[None]:
     if ablation is None:
         yield
     elif ablation == "rollback_write_botocore_requests":  # botocore validates and serialises every value again
-        with mock.patch("ddb2bt.pipelines.dynamodb_sink.send_requests_raw", lambda client: None):
+        with mock.patch("ddb2bt.pipelines.dynamodb.sink.send_requests_raw", lambda client: None):
             yield
     elif ablation == "rollback_write_every_sampled_range":  # one ReadRows per key Bigtable samples
-        with mock.patch("ddb2bt.pipelines.rollback_source.MAX_RANGES", 10 ** 9):
+        with mock.patch("ddb2bt.pipelines.bigtable.rows.MAX_RANGES", 10 ** 9):
             yield
     else:
         raise ValueError(ablation)

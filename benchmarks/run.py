@@ -50,7 +50,7 @@ def mapper_section(n: int, repeats: int = 7) -> dict[str, Any]:
     from ddb2bt.mappers.compiler import compile_spec
     from ddb2bt.mappers.loader import load_spec
     from ddb2bt.mappers.results import MappedRow
-    from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
+    from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
     from ddb2bt.mappers.attrvalue import to_export_json
 
     from . import baseline, dataset
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def servers_part(args: argparse.Namespace, n: int, memory_n: int) -> dict[str, Any]:
-    from ddb2bt.pipelines import local_servers
+    from ddb2bt.pipelines.local import servers as local_servers
 
     from . import dataset, load
 

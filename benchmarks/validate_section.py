@@ -107,7 +107,7 @@ def render(section: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    from ddb2bt.pipelines import local_servers
+    from ddb2bt.pipelines.local import servers as local_servers
 
     from . import dataset, load
 

@@ -5,7 +5,7 @@ did not reconcile); 2 bad input, nothing started (usage, spec, files, a target t
 with the spec, a missing table); 3 a service could not be reached or refused us (credentials,
 permissions, endpoints, a dead emulator); 130 interrupted. Decided by type only: ddb2bt's
 errors (:mod:`ddb2bt.mappers.errors`) carry their kind, and the libraries' errors are
-translated by :func:`ddb2bt.pipelines.service_errors.as_ddb2bt_error`.
+translated by :func:`ddb2bt.pipelines.run.service_errors.as_ddb2bt_error`.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from ..mappers.errors import INTERRUPTED, Ddb2btError
 
 def classify(error: BaseException) -> Ddb2btError | None:
     """The ddb2bt error for ``error``, or None for a bug (which keeps its traceback under --debug)."""
-    from ..pipelines.service_errors import as_ddb2bt_error  # light: it looks only at libraries already loaded
+    from ..pipelines.run.service_errors import as_ddb2bt_error  # light: it looks only at libraries already loaded
 
     return as_ddb2bt_error(error)
 
 
 def say_error(line: str) -> None:
     """Print `error: line` on stderr, a URL's credentials masked: the one place error lines are printed."""
-    from ..pipelines.service_errors import redact
+    from ..pipelines.run.service_errors import redact
 
     typer.echo(f"error: {redact(line)}", err=True)
 

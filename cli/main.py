@@ -112,7 +112,7 @@ def sparse_warnings(seconds: float = 30.0) -> Any:
 
 def _redact_record(record: Any) -> bool:
     """A log line's URL credentials masked (a logging filter)."""
-    from ..pipelines.service_errors import redact
+    from ..pipelines.run.service_errors import redact
 
     record.msg, record.args = redact(record.getMessage()), None
     return True

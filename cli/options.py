@@ -33,7 +33,7 @@ class OutputFormat(str, Enum):
 
 def check_output(path: Path | None, flag: str) -> None:
     """Before any work, without creating anything: ``path`` can be written; a UsageError naming ``flag`` if not."""
-    from ..pipelines.dead_letters import check_writable
+    from ..pipelines.run.dead_letters import check_writable
 
     if path is None:
         return

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Iterable
 from rich.console import Console
 from rich.text import Text
 
-from ..mappers.plan import PREVIEW_CHARS, extrapolation, shorten, source_count_text
+from ..mappers.analysis.plan import PREVIEW_CHARS, extrapolation, shorten, source_count_text
 from ..mappers.units import human_duration as _duration, human_size as _size, human_units as _units, plural
 
 if TYPE_CHECKING:
     from ..app.target_diff import TargetDiff
-    from ..mappers.folded import FoldedRow
-    from ..mappers.plan import ExampleRow, MigrationPlan
+    from ..mappers.analysis.folded import FoldedRow
+    from ..mappers.analysis.plan import ExampleRow, MigrationPlan
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

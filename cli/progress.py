@@ -1,7 +1,7 @@
 """Progress on stderr for the long steps, so stdout stays clean for the results (and `--format json`).
 
 A local migration runs in a thread while this one shows what it has done, read from the run's
-live totals (see :mod:`ddb2bt.pipelines.progress`): items read out of the expected count (or, when
+live totals (see :mod:`ddb2bt.pipelines.run.progress`): items read out of the expected count (or, when
 no total is known, just the items and Scan pages read, never a share of a guess), rows, cells and
 bytes written, the rate and an ETA, scan segments stored. On a terminal that is a bar;
 otherwise (CI logs, pipes) a plain line every ``DDB2BT_PROGRESS_SECONDS`` (10 by default).

@@ -13,10 +13,10 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ddb2bt.mappers.costs import Costs, cost_rows
-from ddb2bt.mappers.folded import FoldedRow
-from ddb2bt.mappers.plan import AttributePreview, ExampleRow, MigrationPlan, extrapolation, shorten, source_count_text
-from ddb2bt.mappers.sample import SizeStats
+from ddb2bt.mappers.analysis.costs import Costs, cost_rows
+from ddb2bt.mappers.analysis.folded import FoldedRow
+from ddb2bt.mappers.analysis.plan import AttributePreview, ExampleRow, MigrationPlan, extrapolation, shorten, source_count_text
+from ddb2bt.mappers.analysis.sample import SizeStats
 from ddb2bt.mappers.units import human_duration, human_size, human_units
 
 # --------------------------------------------------------------------------- blocks
@@ -614,7 +614,7 @@ def render(plan: MigrationPlan, kind: str, costs: Costs | None = None) -> str:
 
 def write_report(plan: MigrationPlan, output: Path, costs: Costs | None = None) -> None:
     """The report for ``plan`` as HTML or Markdown, by ``output``'s suffix (one of KINDS)."""
-    from ..pipelines.dead_letters import create_private  # the report shows sample items (user data): 0600
+    from ..pipelines.run.dead_letters import create_private  # the report shows sample items (user data): 0600
 
     with create_private(str(output)) as handle:
         handle.write(render(plan, KINDS[output.suffix.lower().lstrip(".")], costs).encode("utf-8"))

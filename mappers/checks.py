@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .causes import group_causes
+from .analysis.causes import group_causes
 from .decode import undeclared
 from .results import ItemError, MapResult
 from .spec import Condition, Encoding, EntitySpec, Layout, MappingSpec

@@ -77,7 +77,7 @@ class Interrupted(Ddb2btError):
     exit_code = INTERRUPTED
 
 
-# "ddb2bt.pipelines.bigtable_sink.BigtableWriteError: message", as a traceback prints an error.
+# "ddb2bt.pipelines.bigtable.sink.BigtableWriteError: message", as a traceback prints an error.
 _QUALIFIED_LINE = re.compile(r"^(?P<qualified>(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*): (?P<message>.*)$", re.MULTILINE)
 _STEP_SUFFIX = re.compile(r" \[while running '[^']*'\]")
 

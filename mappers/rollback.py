@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from .decode import Loss, comparable, losses
-from .sample import item_size
+from .analysis.sample import item_size
 from .spec import EntitySpec, Layout, MappingSpec
 
 BATCH_WRITE_LIMIT = 25

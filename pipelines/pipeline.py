@@ -31,11 +31,12 @@ from apache_beam.metrics import Metrics
 
 from ..mappers.limits import DeadLetterLimit
 from ..mappers.results import MappedRow, Skipped
-from . import checkpoint as ckpt, progress
-from .batches import BATCH_ITEMS, Barrier, Batch, SegmentAt, SegmentDone
-from .bigtable_sink import FlowControl, WriteToBigtable
-from .metrics import NAMESPACE, ReasonCounters, letter_reason, skip_reason
-from .dead_letters import DeadLetter, DeadLetterGate, ItemsMapped, write_part
+from .run import checkpoint as ckpt
+from .run import progress
+from .run.batches import BATCH_ITEMS, Barrier, Batch, SegmentAt, SegmentDone
+from .bigtable.sink import FlowControl, WriteToBigtable
+from .run.metrics import NAMESPACE, ReasonCounters, letter_reason, skip_reason
+from .run.dead_letters import DeadLetter, DeadLetterGate, ItemsMapped, write_part
 
 log = logging.getLogger(__name__)
 
@@ -231,13 +232,13 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
                                                           batch)[1]))
         run_dir = None
     elif spec.source.export is not None:
-        from .export_source import ReadDynamoDBExport
+        from .dynamodb.export import ReadDynamoDBExport
 
         read = p | "ReadExport" >> ReadDynamoDBExport(spec.source.export.path, completed_files=completed,
                                                       mark_done=run_dir is not None)
         items, mismatches = read["batches"], read["count_mismatch"]
     else:
-        from .dynamodb_scan import ScanDynamoDB
+        from .dynamodb.scan import ScanDynamoDB
 
         items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
                                              segments_in_flight=segments_in_flight, start_keys=start_keys,

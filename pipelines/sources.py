@@ -10,14 +10,14 @@ def read_items(source: SourceSpec, limit: int | None = None) -> list[dict]:
     if source.export is not None:
         from apache_beam.options.pipeline_options import PipelineOptions
 
-        from .aws import s3_beam_args
-        from .export_source import iter_export_items
+        from .dynamodb.aws import s3_beam_args
+        from .dynamodb.export import iter_export_items
 
         # Beam's S3 filesystem wants options even outside a pipeline; its endpoint by the project's rule (.aws).
         options = PipelineOptions(s3_beam_args([], source))
         return list(iter_export_items(source.export.path, limit=limit, options=options))
-    from .dynamodb_client import ClientSettings, make_client
-    from .dynamodb_scan import sample_items, scan_segment
+    from .dynamodb.client import ClientSettings, make_client
+    from .dynamodb.scan import sample_items, scan_segment
 
     table = source.table
     assert table is not None, "a spec without an export names its table"  # SourceSpec's own rule

@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.local import servers as local_servers
 
 SERVER_FIXTURES = {"bigtable_emulator", "bigtable_env", "moto_server", "dynalite"}
 

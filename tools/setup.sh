@@ -42,11 +42,11 @@ if ! stamp_fresh .venv/.ddb2bt-stamp pyproject.toml; then
   quiet "pip install" "$VPY" -m pip install --disable-pip-version-check -e ".[test,bench,lint]"
   digest pyproject.toml >.venv/.ddb2bt-stamp
 fi
-"$VPY" pipelines/local_servers.py which moto >/dev/null
+"$VPY" pipelines/local/servers.py which moto >/dev/null
 
 # 2. Bigtable emulator: Google's cbtemulator when installed; else the same in-memory server
 #    (bttest) built from Debian's Go packages, since gcloud components can't be fetched here.
-if ! "$VPY" pipelines/local_servers.py which cbtemulator >/dev/null 2>&1; then
+if ! "$VPY" pipelines/local/servers.py which cbtemulator >/dev/null 2>&1; then
   BTTEST=tools/emulator/bttest-emulator
   if [ ! -x "$BTTEST" ] || [ tools/emulator/main.go -nt "$BTTEST" ]; then
     apt_install golang-go golang-google-cloud-dev
@@ -54,7 +54,7 @@ if ! "$VPY" pipelines/local_servers.py which cbtemulator >/dev/null 2>&1; then
       GOCACHE="${GOCACHE:-$ROOT/.cache/go-build}" go build -o "$BTTEST" tools/emulator/main.go
   fi
 fi
-"$VPY" pipelines/local_servers.py which bigtable >/dev/null
+"$VPY" pipelines/local/servers.py which bigtable >/dev/null
 
 # 3. dynalite (in-memory DynamoDB) from the committed npm lock file.
 command -v npm >/dev/null || { echo "setup: node and npm (Node.js >= 20) are needed for dynalite" >&2; exit 1; }
@@ -63,7 +63,7 @@ if ! stamp_fresh "$NODE_STAMP" tools/node/package.json tools/node/package-lock.j
   quiet "npm ci (tools/node)" npm ci --prefix tools/node --no-audit --no-fund
   digest tools/node/package.json tools/node/package-lock.json >"$NODE_STAMP"
 fi
-"$VPY" pipelines/local_servers.py which dynalite >/dev/null
+"$VPY" pipelines/local/servers.py which dynalite >/dev/null
 
 # 4. Headless Chromium (Debian's package), used by the test that renders the HTML report.
 command -v chromium >/dev/null || apt_install chromium

@@ -43,7 +43,7 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
     Example: ddb2bt catch-up videos.yaml --run-dir RUN --export s3://bucket/AWSDynamoDB/01234-abcd
     """
     from ...app import cutover
-    from ...pipelines.timeline import us_to_iso
+    from ...pipelines.cutover.timeline import us_to_iso
     from ..progress import watching
 
     live: dict[str, int | None] = {}

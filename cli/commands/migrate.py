@@ -239,7 +239,7 @@ def failure_line(result: MigrateResult, spec_path: str, extra: tuple[str, ...] =
     """What ended a failed run, on one line, with how to go on: the exact resume command after a dependency failed;
     any other error (too many dead letters, a broken export) says itself what to fix first."""
     assert result.error is not None
-    from ...pipelines.dead_letters import TooManyDeadLetters
+    from ...pipelines.run.dead_letters import TooManyDeadLetters
 
     line = result.error.one_line()
     if isinstance(result.error, TooManyDeadLetters) and result.prepared.resumable:

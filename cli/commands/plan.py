@@ -51,7 +51,7 @@ def migrate_plan(
     """
     from ...app.costs import plan_costs
     from ...app.plan import plan_against_target
-    from ...mappers.costs import cost_lines, parse_prices
+    from ...mappers.analysis.costs import cost_lines, parse_prices
     from ..progress import say, spinner
 
     check_output(out, "--out")

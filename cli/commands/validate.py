@@ -118,7 +118,7 @@ def as_json(result: Any) -> dict[str, Any]:
 
 def render(result: Any, spec_path: str) -> list[str]:
     """One screen: what was compared, counts by kind, the first differences, where the full file is."""
-    from ...mappers.validate import Difference, describe_counts
+    from ...mappers.validate.compare import Difference, describe_counts
 
     p, t = result.prepared, result.totals
     if result.state == "DRY_RUN":

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from ddb2bt.cli.main import app
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.pipelines.bigtable_sink import admin_table, existing_families
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+from ddb2bt.pipelines.bigtable.sink import admin_table, existing_families
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client, put_items
 from .specs import SPEC
 
 COMMANDS = ("migrate", "validate", "migrate-plan")
@@ -111,7 +111,7 @@ def test_credentials_in_an_endpoint_url_are_never_printed(command, bigtable_env,
 def test_library_errors_are_translated_without_url_credentials():
     from botocore.exceptions import EndpointConnectionError
 
-    from ddb2bt.pipelines.service_errors import as_ddb2bt_error, redact
+    from ddb2bt.pipelines.run.service_errors import as_ddb2bt_error, redact
 
     error = as_ddb2bt_error(EndpointConnectionError(endpoint_url="https://AKIA:s3cr3t@dynamodb.example/"))
     assert error is not None and error.exit_code == 3 and "s3cr3t" not in str(error)

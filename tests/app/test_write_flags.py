@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ddb2bt.cli.main import app
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client, put_items
 
 from .specs import SPEC  # one two-column spec for the app tests' small tables
 

@@ -3,7 +3,7 @@
 import pytest
 import shutil
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.mappers.plan import SourceDescription, build_plan
+from ddb2bt.mappers.analysis.plan import SourceDescription, build_plan
 from tests.golden import seed_items, template_path
 
 

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from ddb2bt.cli.plan_text import render_text
 from ddb2bt.cli.report import render
-from ddb2bt.mappers.plan import build_plan
+from ddb2bt.mappers.analysis.plan import build_plan
 from ddb2bt.mappers.spec import MappingSpec
 
 GSI = {"name": "by_status", "type": "global", "partition_key": "status", "sort_key": "amount"}

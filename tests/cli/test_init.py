@@ -108,7 +108,7 @@ DOCUMENTED = {
 
 @pytest.mark.parametrize("name", list(DOCUMENTED))
 def test_every_starter_plans_clean_on_its_documented_data(name):
-    from ddb2bt.mappers.plan import build_plan
+    from ddb2bt.mappers.analysis.plan import build_plan
 
     spec = load_spec(catalog.resources.files("ddb2bt.templates") / catalog.get(name).file)
     plan = build_plan(spec, DOCUMENTED[name], now_ms=1_700_000_000_000)

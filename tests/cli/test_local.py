@@ -11,7 +11,7 @@ import pytest
 from ddb2bt.app import local
 from ddb2bt.app.seeds import SEEDED, seed_spec
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.pipelines.local_servers import port_open
+from ddb2bt.pipelines.local.servers import port_open
 from ddb2bt.templates import catalog
 from tests.golden import seed_items
 from tests.pipelines.cells import expected_cells, read_cells

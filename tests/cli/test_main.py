@@ -100,13 +100,13 @@ def test_unknown_errors_are_not_classified():
 
 
 def test_our_warnings_are_sparse_one_line_each_and_undone(capsys):
-    """A dead source retried by ten segments logged 37 raw `WARNING:ddb2bt.pipelines.dynamodb_scan:` lines before its
+    """A dead source retried by ten segments logged 37 raw `WARNING:ddb2bt.pipelines.dynamodb.scan:` lines before its
     one error line; the CLI shows one `warning:` line per kind every 30 s, credentials masked."""
     import logging
 
     from ddb2bt.cli.main import sparse_warnings
 
-    log = logging.getLogger("ddb2bt.pipelines.dynamodb_scan")
+    log = logging.getLogger("ddb2bt.pipelines.dynamodb.scan")
     undo = sparse_warnings()
     try:
         for segment in range(10):

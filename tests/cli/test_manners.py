@@ -20,8 +20,8 @@ from ddb2bt.app.seeds import load_seed_table
 from ddb2bt.cli.commands.migrate import redrive_command, render
 from ddb2bt.cli.main import app
 from ddb2bt.mappers.spec import TargetSpec
-from ddb2bt.pipelines.dead_letters import DeadLetterDestinationError, check_dead_letter_destination
-from ddb2bt.pipelines.target import describe_target
+from ddb2bt.pipelines.run.dead_letters import DeadLetterDestinationError, check_dead_letter_destination
+from ddb2bt.pipelines.bigtable.target import describe_target
 from ddb2bt.templates import catalog
 
 DDB2BT = [sys.executable, "-c", "from ddb2bt.cli.main import run; run()"]

@@ -11,9 +11,9 @@ import shlex
 import pytest
 
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.pipelines.bigtable_read import read_cells
-from ddb2bt.pipelines.bigtable_sink import admin_table, existing_families
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+from ddb2bt.pipelines.bigtable.read import read_cells
+from ddb2bt.pipelines.bigtable.sink import admin_table, existing_families
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client, put_items
 
 pytestmark = pytest.mark.servers
 

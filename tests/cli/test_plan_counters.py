@@ -9,8 +9,8 @@ import json
 import pytest
 
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.pipelines.bigtable_sink import admin_table, ensure_table, existing_families
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+from ddb2bt.pipelines.bigtable.sink import admin_table, ensure_table, existing_families
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client, put_items
 
 pytestmark = pytest.mark.servers
 
@@ -80,7 +80,7 @@ def test_a_plain_family_where_the_spec_wants_counters_is_refused_with_the_fix(in
 
 
 def test_an_aggregate_family_where_the_spec_wants_a_plain_one_is_refused(bigtable_env, source, tmp_path):
-    from ddb2bt.pipelines.bigtable_sink import SchemaMismatchError
+    from ddb2bt.pipelines.bigtable.sink import SchemaMismatchError
 
     table, endpoint = source
     ensure_table(load_spec(write_spec(tmp_path / "counters.yaml", table, endpoint)).target)

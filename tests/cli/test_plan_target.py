@@ -10,8 +10,8 @@ import json
 import pytest
 
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.pipelines.bigtable_sink import admin_table, ensure_table, existing_families
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+from ddb2bt.pipelines.bigtable.sink import admin_table, ensure_table, existing_families
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client, put_items
 
 pytestmark = pytest.mark.servers
 

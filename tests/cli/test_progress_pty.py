@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.pipelines import local_servers
-from ddb2bt.pipelines.bigtable_read import read_cells
-from ddb2bt.pipelines.bigtable_sink import admin_table, existing_families
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
-from ddb2bt.pipelines.loopback_proxy import DelayProxy, serving
+from ddb2bt.pipelines.local import servers as local_servers
+from ddb2bt.pipelines.bigtable.read import read_cells
+from ddb2bt.pipelines.bigtable.sink import admin_table, existing_families
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client, put_items
+from ddb2bt.pipelines.local.proxy import DelayProxy, serving
 from .terminal import DDB2BT, Terminal
 
 pytestmark = pytest.mark.servers

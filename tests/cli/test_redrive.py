@@ -13,7 +13,7 @@ import pytest
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 from tests.pipelines.cells import expected_cells, read_cells
 
 GOOD, NO_PRICE, NOTES = range(0, 6), range(6, 9), range(9, 12)

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from ddb2bt.cli.report import render_html, render_markdown
-from ddb2bt.mappers.plan import SourceDescription, build_plan
+from ddb2bt.mappers.analysis.plan import SourceDescription, build_plan
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.mappers.units import human_size
 from ddb2bt.templates import catalog

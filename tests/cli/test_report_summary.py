@@ -15,7 +15,7 @@ import yaml
 
 from ddb2bt.cli.report import render_html, render_markdown
 from ddb2bt.mappers.loader import validate_data
-from ddb2bt.mappers.plan import build_plan
+from ddb2bt.mappers.analysis.plan import build_plan
 from tests.cli.report_support import CHROMIUM, CHROMIUM_FLAGS, SOURCE, needs_chromium, seed_plan
 
 NOW_MS = 1_700_000_000_000

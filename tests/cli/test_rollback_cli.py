@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client
 
 
 def write_spec(path, table: str, endpoint: str):
@@ -34,7 +34,7 @@ def test_bad_options_are_one_line_exit_2(invoke, tmp_path, args, message):
 def test_a_missing_or_otherwise_keyed_table_is_refused_before_anything_is_written(invoke, bigtable_env, moto_server,
                                                                                   unique_name, tmp_path):
     spec = write_spec(tmp_path / "spec.json", unique_name, moto_server.endpoint)
-    from ddb2bt.pipelines.bigtable_sink import ensure_table
+    from ddb2bt.pipelines.bigtable.sink import ensure_table
     from ddb2bt.mappers.loader import load_spec
 
     ensure_table(load_spec(spec).target)

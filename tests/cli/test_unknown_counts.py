@@ -12,7 +12,7 @@ import re
 import pytest
 
 from ddb2bt.cli.progress import Snapshot
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, make_client, put_items
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client, put_items
 
 pytestmark = pytest.mark.servers
 
@@ -132,7 +132,7 @@ def test_the_terminal_bar_without_a_known_count_shows_items_pages_and_segments(d
     """On a terminal (rich's bar): the count line never reads N/total, and the bar shows no share or ETA."""
     import os
 
-    from ddb2bt.pipelines import local_servers
+    from ddb2bt.pipelines.local import servers as local_servers
 
     from .terminal import DDB2BT, Terminal
 

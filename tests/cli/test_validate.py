@@ -160,7 +160,7 @@ def test_as_of_a_run_without_migration_time_still_finds_a_changed_value_and_a_de
     and nothing is excused as changed after the snapshot (QA: "OK" over 319,985 excused differences)."""
     from google.cloud.bigtable.data import BigtableDataClient, DeleteAllFromRow, ReadRowsQuery, SetCell
 
-    from ddb2bt.pipelines.dynamodb_client import put_items
+    from ddb2bt.pipelines.dynamodb.client import put_items
 
     client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
     client.create_table(TableName=unique_name, BillingMode="PAY_PER_REQUEST",

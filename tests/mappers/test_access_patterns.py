@@ -13,12 +13,12 @@ import pytest
 import yaml
 
 from ddb2bt.mappers.access import holds, key_order, translate
-from ddb2bt.mappers.access_plan import decode_rows, run_read, sample_rows
+from ddb2bt.mappers.analysis.access_plan import decode_rows, run_read, sample_rows
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.decode import compile_decoder
 from ddb2bt.mappers.loader import SpecError
 from ddb2bt.mappers.loader import parse_document, validate_data
-from ddb2bt.mappers.plan import build_plan
+from ddb2bt.mappers.analysis.plan import build_plan
 from ddb2bt.templates import catalog
 from tests.access_cases import BINARIES, NUMBERS, STRINGS, operand_cases
 
@@ -245,7 +245,7 @@ def test_products_of_type_is_a_row_prefix_range():
 
 
 def test_infer_drafts_patterns_from_keys_indexes_and_prefixes():
-    from ddb2bt.mappers.infer import infer_spec
+    from ddb2bt.mappers.analysis.infer import infer_spec
 
     _, items = seed("invoices")
     describe = {"Table": {"TableName": "Invoices", "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},

@@ -9,9 +9,9 @@ import yaml
 from rich.console import Console
 
 from ddb2bt.cli.plan_text import render_text
-from ddb2bt.mappers.causes import group_causes
+from ddb2bt.mappers.analysis.causes import group_causes
 from ddb2bt.mappers.loader import validate_data
-from ddb2bt.mappers.plan import build_plan
+from ddb2bt.mappers.analysis.plan import build_plan
 from ddb2bt.mappers.results import ItemError
 
 NOW_MS = 1_700_000_000_000

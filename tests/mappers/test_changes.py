@@ -6,7 +6,7 @@ import pytest
 
 from ddb2bt.mappers.changes import Change, CellDelete, ChangeSet, NothingToDo, diff, diff_many, kind_of_change
 from ddb2bt.mappers.compiler import compile_spec
-from ddb2bt.pipelines.cutover_workload import make_spec
+from ddb2bt.pipelines.cutover.workload import make_spec
 
 NOW_MS = 1_700_000_000_000
 

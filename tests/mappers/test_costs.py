@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ddb2bt.mappers.costs import Prices, cost_lines, estimate_costs, parse_prices
+from ddb2bt.mappers.analysis.costs import Prices, cost_lines, estimate_costs, parse_prices
 from ddb2bt.mappers.errors import UsageError
-from ddb2bt.mappers.estimates import Estimates
+from ddb2bt.mappers.analysis.estimates import Estimates
 
 GIB = 1024**3
 
@@ -65,7 +65,7 @@ def test_a_bad_price_is_one_line_naming_it(pair):
 
 
 def test_todays_load_from_cloudwatchs_busiest_period_or_why_there_is_none():
-    from ddb2bt.mappers.costs import MeasuredLoad
+    from ddb2bt.mappers.analysis.costs import MeasuredLoad
 
     measured = MeasuredLoad(table="t", days=7, period_seconds=300, read_units_average=2_000, read_units_peak=10_000,
                             write_units_average=500, write_units_peak=8_000, datapoints=4032)

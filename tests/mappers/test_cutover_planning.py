@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ddb2bt.mappers.compiler import compile_spec
-from ddb2bt.mappers.estimates import STREAM_RETENTION_S, estimate
+from ddb2bt.mappers.analysis.estimates import STREAM_RETENTION_S, estimate
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.mappers.sample import analyse_sample
+from ddb2bt.mappers.analysis.sample import analyse_sample
 
 from tests.golden import seed_items, template_path
 

@@ -1,6 +1,6 @@
 """Folded rows in the plan: every cell of a row several items write, versions newest first, explained."""
 
-from ddb2bt.mappers.plan import build_plan
+from ddb2bt.mappers.analysis.plan import build_plan
 from ddb2bt.mappers.spec import MappingSpec
 
 NOW_MS = 1_700_000_000_000

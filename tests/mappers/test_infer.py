@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 import yaml
 
-from ddb2bt.mappers.infer import infer_spec
+from ddb2bt.mappers.analysis.infer import infer_spec
 from ddb2bt.mappers.loader import validate_data
 from ddb2bt.mappers.spec_yaml import render_yaml
 

@@ -8,10 +8,10 @@ import uuid
 import pytest
 
 from ddb2bt.mappers.compiler import compile_spec
-from ddb2bt.mappers.estimates import hotspot_reports
-from ddb2bt.mappers.lints import lint, looks_like_timestamp
+from ddb2bt.mappers.analysis.estimates import hotspot_reports
+from ddb2bt.mappers.analysis.lints import lint, looks_like_timestamp
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.mappers.sample import analyse_sample
+from ddb2bt.mappers.analysis.sample import analyse_sample
 from ddb2bt.mappers.spec import MappingSpec
 from tests.golden import SEEDS, seed_items, template_path
 

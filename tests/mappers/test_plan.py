@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from ddb2bt.mappers.estimates import estimate, gini, prefix_skew
+from ddb2bt.mappers.analysis.estimates import estimate, gini, prefix_skew
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.gc import gc_text
-from ddb2bt.mappers.plan import MigrationPlan, SourceDescription, build_plan
-from ddb2bt.mappers.sample import analyse_sample, item_size, size_stats
+from ddb2bt.mappers.analysis.plan import MigrationPlan, SourceDescription, build_plan
+from ddb2bt.mappers.analysis.sample import analyse_sample, item_size, size_stats
 from ddb2bt.mappers.spec import GcPolicy, MappingSpec
 from tests.golden import seed_items, template_path
 

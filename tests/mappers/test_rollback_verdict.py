@@ -8,7 +8,7 @@ from rich.console import Console
 
 from ddb2bt.cli.plan_text import render_text
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.mappers.plan import build_plan
+from ddb2bt.mappers.analysis.plan import build_plan
 from ddb2bt.mappers.rollback import item_size, latest_only, requests, verdict, write_units
 from ddb2bt.mappers.spec import MappingSpec
 from tests.golden import seed_items, template_path

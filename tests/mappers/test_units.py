@@ -27,7 +27,7 @@ def test_other_text_is_refused_with_an_example(text):
 def test_a_gc_rule_is_described_in_the_spec_syntax():
     from google.cloud.bigtable.column_family import MaxAgeGCRule
 
-    from ddb2bt.pipelines.bigtable_sink import describe_gc_rule
+    from ddb2bt.pipelines.bigtable.sink import describe_gc_rule
 
     assert describe_gc_rule(MaxAgeGCRule(timedelta(days=7))) == "drop cells older than 1w"
 
@@ -60,7 +60,7 @@ def test_iso_refuses_other_text_and_says_past_year_9999():
 
 def test_the_read_unit_rule():
     """One statement of DynamoDB's rule, used by the estimates, the run's ETA and the scan's page costs."""
-    from ddb2bt.mappers.estimates import read_units
+    from ddb2bt.mappers.analysis.estimates import read_units
 
     assert [read_units(n, True) for n in (1, 4096, 4097, 1 << 20)] == [1, 1, 2, 256]
     assert [read_units(n, False) for n in (1, 4096, 4097, 1 << 20)] == [0.5, 0.5, 1, 128]

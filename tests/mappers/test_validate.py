@@ -7,7 +7,7 @@ from datetime import timedelta
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.results import Cell, MappedRow
 from ddb2bt.mappers.spec import GcPolicy, MappingSpec
-from ddb2bt.mappers.validate import Candidate, Comparer, Difference, count_kinds, describe_counts, resolve_row
+from ddb2bt.mappers.validate.compare import Candidate, Comparer, Difference, count_kinds, describe_counts, resolve_row
 
 NOW = 1_700_000_000_000_000
 TS = 1_704_067_200_000_000  # 2024-01-01, the spec's migration_time

@@ -1,13 +1,13 @@
 """A backfill and incremental exports over a simulated change log: what the catch-up tests share."""
 
 import random
-from ddb2bt.pipelines.cutover_workload import make_spec, random_item, random_keys
+from ddb2bt.pipelines.cutover.workload import make_spec, random_item, random_keys
 from .export_fixtures import EXPORT_TIME, write_export
-from ddb2bt.pipelines.export_writer import compact, write_incremental_export
+from ddb2bt.pipelines.dynamodb.export_writer import compact, write_incremental_export
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.mappers.changes import Change, kind_of_change
-from ddb2bt.pipelines.timeline import iso_to_us
+from ddb2bt.pipelines.cutover.timeline import iso_to_us
 
 
 T0 = iso_to_us(EXPORT_TIME)

@@ -5,8 +5,8 @@ import uuid
 import boto3
 import pytest
 
-from ddb2bt.pipelines import local_servers
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.local import servers as local_servers
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 from .tables import KILL_ITEMS
 

@@ -1,4 +1,4 @@
-"""Test items and an exact matcher for big item collections; exports are written by ddb2bt.pipelines.export_writer
+"""Test items and an exact matcher for big item collections; exports are written by ddb2bt.pipelines.dynamodb.export_writer
 (AWS's layout, compared with real manifests in tests/data/aws_exports/)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from apache_beam.testing.util import BeamAssertException
 
 from ddb2bt.mappers.attrvalue import to_export_json
-from ddb2bt.pipelines.export_writer import EXPORT_TIME, write_export  # noqa: F401 - the tests' writer
+from ddb2bt.pipelines.dynamodb.export_writer import EXPORT_TIME, write_export  # noqa: F401 - the tests' writer
 
 
 

@@ -2,12 +2,12 @@
 
 import boto3
 import random
-from ddb2bt.pipelines.cutover_workload import make_spec
+from ddb2bt.pipelines.cutover.workload import make_spec
 from .streams import create_streamed_table, workload
 from contextlib import contextmanager
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
-from ddb2bt.pipelines.loopback_proxy import ShardSplitProxy, serving
+from ddb2bt.pipelines.local.proxy import ShardSplitProxy, serving
 
 
 PARENT, CHILD = ShardSplitProxy.PARENT, ShardSplitProxy.CHILD

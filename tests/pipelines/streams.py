@@ -3,8 +3,8 @@ cutover tests share."""
 
 import random
 from .cells import read_cells
-from ddb2bt.pipelines.cutover_workload import make_spec
-from ddb2bt.pipelines.cutover_workload import (  # noqa: F401 - the package's workload, for the cutover tests
+from ddb2bt.pipelines.cutover.workload import make_spec
+from ddb2bt.pipelines.cutover.workload import (  # noqa: F401 - the package's workload, for the cutover tests
     create_streamed_table, stream_changes, table_items, workload)
 from .export_fixtures import write_export
 from ddb2bt.app.migrate import migrate

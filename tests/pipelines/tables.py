@@ -6,7 +6,7 @@ import boto3
 import subprocess
 import sys
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 from pathlib import Path
 
 

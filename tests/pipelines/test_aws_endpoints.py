@@ -1,4 +1,4 @@
-"""One endpoint rule for every AWS client (pipelines/aws.py): what each client is pointed at, and that a run against
+"""One endpoint rule for every AWS client (pipelines/dynamodb/aws.py): what each client is pointed at, and that a run against
 local servers stays on them. The tests' net (AWS_ENDPOINT_URL=http://127.0.0.1:9, tests/conftest.py) is on."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 
 from ddb2bt.mappers.errors import UsageError
 from ddb2bt.mappers.spec import SourceSpec
-from ddb2bt.pipelines.aws import aws_client, is_local, s3_beam_args, service_variable
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, make_client
-from ddb2bt.pipelines.stream_tail import make_streams_client, require_streams_api
+from ddb2bt.pipelines.dynamodb.aws import aws_client, is_local, s3_beam_args, service_variable
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, make_client
+from ddb2bt.pipelines.cutover.tail import make_streams_client, require_streams_api
 
 from ..conftest import NET
 

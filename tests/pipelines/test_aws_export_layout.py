@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from ddb2bt.pipelines.export_source import ExportError, file_problem, iter_export_items, read_manifest, verify_export
-from ddb2bt.pipelines.incremental_export import check_export, read_incremental_manifest
+from ddb2bt.pipelines.dynamodb.export import ExportError, file_problem, iter_export_items, read_manifest, verify_export
+from ddb2bt.pipelines.dynamodb.incremental_export import check_export, read_incremental_manifest
 
 from .export_fixtures import make_items, write_export
-from ddb2bt.pipelines.export_writer import write_incremental_export
+from ddb2bt.pipelines.dynamodb.export_writer import write_incremental_export
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "aws_exports"
 REAL = DATA / "livros_por_ler" / "AWSDynamoDB" / "01668227450456-b6733290"
@@ -118,7 +118,7 @@ def test_an_incremental_export_copied_without_the_shared_data_folder_says_what_t
     (f"AWSDynamoDB/{INC1}/data/y.json.gz", f"AWSDynamoDB/{INC1}/data/y.json.gz"),  # no prefix (s3Prefix null)
 ])
 def test_keys_resolve_the_same_way_on_every_file_system(root, key, where):
-    from ddb2bt.pipelines.export_source import resolve_key
+    from ddb2bt.pipelines.dynamodb.export import resolve_key
 
     summary = {"exportArn": f"arn:aws:dynamodb:us-east-1:123456789012:table/posts/export/{FULL}",
                "s3Prefix": "ddb/posts"}
@@ -128,7 +128,7 @@ def test_keys_resolve_the_same_way_on_every_file_system(root, key, where):
 
 
 def test_a_key_outside_AWSDynamoDB_is_refused():
-    from ddb2bt.pipelines.export_source import resolve_key
+    from ddb2bt.pipelines.dynamodb.export import resolve_key
 
     with pytest.raises(ExportError, match="not inside AWSDynamoDB/"):
         resolve_key("/x/AWSDynamoDB/id", "elsewhere/data/x.json.gz", {})

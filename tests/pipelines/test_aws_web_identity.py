@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from ddb2bt.pipelines import aws_web_identity as awi
+from ddb2bt.pipelines.dynamodb import web_identity as awi
 
 ROLE = "arn:aws:iam::123456789012:role/ddb2bt-reader"
 
@@ -147,10 +147,10 @@ def test_credential_process_prints_what_the_aws_config_reads(metadata, sts, tmp_
     import botocore.session
 
     config = tmp_path / "config"
-    config.write_text(f"[profile worker]\ncredential_process = {sys.executable} -m ddb2bt.pipelines.aws_web_identity "
+    config.write_text(f"[profile worker]\ncredential_process = {sys.executable} -m ddb2bt.pipelines.dynamodb.web_identity "
                       f"--role-arn {ROLE}\n")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
-    out = subprocess.run([sys.executable, "-m", "ddb2bt.pipelines.aws_web_identity", "--role-arn", ROLE],
+    out = subprocess.run([sys.executable, "-m", "ddb2bt.pipelines.dynamodb.web_identity", "--role-arn", ROLE],
                          capture_output=True, text=True, timeout=60, check=True)
     printed = json.loads(out.stdout)
     assert printed["Version"] == 1 and printed["AccessKeyId"].startswith("ASIA") and printed["Expiration"]
@@ -164,7 +164,7 @@ def test_credential_process_prints_what_the_aws_config_reads(metadata, sts, tmp_
 
 def test_credential_process_without_a_metadata_server_fails_in_one_line(monkeypatch):
     monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
-    out = subprocess.run([sys.executable, "-m", "ddb2bt.pipelines.aws_web_identity", "--role-arn", ROLE],
+    out = subprocess.run([sys.executable, "-m", "ddb2bt.pipelines.dynamodb.web_identity", "--role-arn", ROLE],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "metadata server at 127.0.0.1:9" in out.stderr
@@ -177,8 +177,8 @@ def test_the_run_option_reaches_the_dynamodb_clients_workers_make(metadata, sts)
     from ddb2bt.app.context import load_spec
     from ddb2bt.app.options import parse_args
     from ddb2bt.mappers.spec import MappingSpec
-    from ddb2bt.pipelines.checkpoint import spec_hash
-    from ddb2bt.pipelines.dynamodb_client import ClientSettings, make_client
+    from ddb2bt.pipelines.run.checkpoint import spec_hash
+    from ddb2bt.pipelines.dynamodb.client import ClientSettings, make_client
 
     spec = MappingSpec.model_validate({
         "source": {"table": "T", "partition_key": "pk", "endpoint_url": sts.endpoint, "region": "us-east-1"},

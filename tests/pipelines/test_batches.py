@@ -5,7 +5,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
-from ddb2bt.pipelines.batches import Batch, BatchCoder, SegmentDone
+from ddb2bt.pipelines.run.batches import Batch, BatchCoder, SegmentDone
 
 
 def test_coder_round_trips_batches_and_markers_and_sizes_from_nbytes():

@@ -12,7 +12,7 @@ from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.results import Cell, MappedRow
-from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
+from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
 
 serialize = types_pb.MutateRowsRequest.Entry.serialize
 

@@ -10,7 +10,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from ddb2bt.mappers.results import Cell, MappedRow
 from ddb2bt.mappers.spec import GcPolicy, TargetSpec
-from ddb2bt.pipelines.bigtable_sink import (
+from ddb2bt.pipelines.bigtable.sink import (
     SchemaMismatchError,
     TableMissingError,
     WriteToBigtable,
@@ -108,7 +108,7 @@ def test_a_spec_policy_and_the_rule_made_from_it_read_the_same():
 
     from ddb2bt.mappers.gc import gc_text
     from ddb2bt.mappers.spec import GcPolicy
-    from ddb2bt.pipelines.bigtable_sink import gc_rule_for
+    from ddb2bt.pipelines.bigtable.sink import gc_rule_for
 
     for policy in (GcPolicy(), GcPolicy(max_versions=1), GcPolicy(max_age=timedelta(days=7)),
                    GcPolicy(max_versions=3, max_age=timedelta(hours=36), combine="intersection"),

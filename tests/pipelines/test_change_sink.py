@@ -6,7 +6,7 @@ from google.cloud.bigtable.data import DeleteRangeFromColumn, RowMutationEntry, 
 
 from ddb2bt.mappers.changes import CellDelete, RowChange
 from ddb2bt.mappers.results import Cell
-from ddb2bt.pipelines.change_sink import row_entries
+from ddb2bt.pipelines.cutover.change_sink import row_entries
 
 
 def test_entries_are_the_clients_bytes():

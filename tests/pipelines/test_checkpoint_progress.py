@@ -1,6 +1,6 @@
 """The live progress of a scan run comes from its checkpoint: segments done out of the total."""
 
-from ddb2bt.pipelines import checkpoint as ckpt
+from ddb2bt.pipelines.run import checkpoint as ckpt
 
 
 def test_segment_progress_follows_the_markers(tmp_path):

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ddb2bt.cli.main import app
-from ddb2bt.mappers.costs import MeasuredLoad, rows_from_units
-from ddb2bt.pipelines.cloudwatch import LoadUnavailable, consumed_capacity
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.mappers.analysis.costs import MeasuredLoad, rows_from_units
+from ddb2bt.pipelines.dynamodb.cloudwatch import LoadUnavailable, consumed_capacity
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 NOW = dt.datetime.now(dt.timezone.utc)
 READ_SUMS = (4_500_000.0, 300_000.0, 30_000.0)  # per 5-minute period: the busiest is 15,000 read units/s

@@ -23,10 +23,10 @@ from ddb2bt.app.rollback import RollbackRequest, rollback
 from ddb2bt.mappers.changes import Change, diff_many, kind_of_change
 from ddb2bt.mappers.decode import Decoder
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
-from ddb2bt.pipelines.bigtable_sink import Destination, admin_table, existing_families
-from ddb2bt.pipelines.change_sink import ChangeApplier, row_entries
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
+from ddb2bt.pipelines.bigtable.sink import Destination, admin_table, existing_families
+from ddb2bt.pipelines.cutover.change_sink import ChangeApplier, row_entries
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 from .cells import expected_cells, read_cells
 from .streams import create_streamed_table, table_items
@@ -184,7 +184,7 @@ def test_a_retried_counter_entry_leaves_the_same_counter(bigtable_env, moto_serv
     from google.cloud.bigtable.data import BigtableDataClient
 
     from ddb2bt.mappers.compiler import compile_spec
-    from ddb2bt.pipelines.bigtable_sink import ensure_table
+    from ddb2bt.pipelines.bigtable.sink import ensure_table
 
     spec = counter_spec(unique_name, moto_server.endpoint)
     ensure_table(spec.target)
@@ -221,7 +221,7 @@ def test_change_sink_converges_counters_on_the_new_image_and_replays_add_nothing
     is written whole; a replay of the same changes, or of older ones, leaves the counters as they are; a counter
     attribute removed (or its item deleted) deletes the column, increments and all."""
     from ddb2bt.mappers.compiler import compile_spec
-    from ddb2bt.pipelines.bigtable_sink import ensure_table
+    from ddb2bt.pipelines.bigtable.sink import ensure_table
 
     spec = counter_spec(unique_name, moto_server.endpoint)
     ensure_table(spec.target)
@@ -342,7 +342,7 @@ def test_catch_up_writes_counters_whole_and_a_replayed_export_adds_nothing(bigta
     a removed counter and a deleted item; the same records applied again (a bundle retried, an export replayed by
     hand into a fresh timeline) leave every counter as it is."""
     from ddb2bt.app.cutover import catch_up
-    from ddb2bt.pipelines.export_writer import compact, write_export, write_incremental_export
+    from ddb2bt.pipelines.dynamodb.export_writer import compact, write_export, write_incremental_export
 
     from .catchups import HOUR, T0
 
@@ -427,7 +427,7 @@ def test_a_batch_retried_after_a_lost_response_leaves_the_same_counter(bigtable_
     from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
 
     from ddb2bt.mappers.compiler import compile_spec
-    from ddb2bt.pipelines.bigtable_sink import ensure_table
+    from ddb2bt.pipelines.bigtable.sink import ensure_table
 
     spec = counter_spec(unique_name, moto_server.endpoint)
     ensure_table(spec.target)

@@ -13,13 +13,13 @@ import pytest
 from ddb2bt.app.cutover import catch_up
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
-from ddb2bt.pipelines.export_source import ExportError
-from ddb2bt.pipelines.timeline import TimelineError
+from ddb2bt.pipelines.dynamodb.export import ExportError
+from ddb2bt.pipelines.cutover.timeline import TimelineError
 
 from .cells import expected_cells, read_cells
-from ddb2bt.pipelines.cutover_workload import make_spec
+from ddb2bt.pipelines.cutover.workload import make_spec
 from .export_fixtures import write_export
-from ddb2bt.pipelines.export_writer import compact, write_incremental_export
+from ddb2bt.pipelines.dynamodb.export_writer import compact, write_incremental_export
 from .catchups import HOUR, T0, backfill, incremental, simulate
 
 def test_catch_up_exports_in_sequence_converge_and_gaps_are_refused(bigtable_env, unique_name, tmp_path):
@@ -78,7 +78,7 @@ def test_a_timeline_refuses_another_spec_than_the_one_its_phases_applied(tmp_pat
     """QA: after a catch-up, `tail` with a spec whose Title went to another family was taken, and Bigtable ended
     matching neither spec. The saved timeline's spec is the one the cutover goes on with; how a service is reached
     (endpoint, region) may change."""
-    from ddb2bt.pipelines import timeline as tl
+    from ddb2bt.pipelines.cutover import timeline as tl
 
     spec = make_spec("posts")
     run = str(tmp_path / "run")

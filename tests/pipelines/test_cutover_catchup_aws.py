@@ -22,10 +22,10 @@ from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.cli.main import app
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.export_source import ExportError
+from ddb2bt.pipelines.dynamodb.export import ExportError
 
 from .cells import expected_cells, read_cells
-from ddb2bt.pipelines.cutover_workload import make_spec
+from ddb2bt.pipelines.cutover.workload import make_spec
 
 DOCUMENTED = Path(__file__).resolve().parents[1] / "data" / "aws_exports" / "documented"
 EXPORTS = "ddb/posts/AWSDynamoDB"

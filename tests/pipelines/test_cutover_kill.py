@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.local import servers as local_servers
 
 from .cells import expected_cells, read_cells
 from .streams import backfill, table_items, workload

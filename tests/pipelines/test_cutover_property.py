@@ -22,15 +22,15 @@ from ddb2bt.app.cutover import catch_up, tail
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.mappers.compiler import compile_spec
-from ddb2bt.pipelines.bigtable_sink import Destination
-from ddb2bt.pipelines.change_sink import ChangeApplier
-from ddb2bt.pipelines.incremental_export import parse_record
-from ddb2bt.pipelines.timeline import us_to_iso
+from ddb2bt.pipelines.bigtable.sink import Destination
+from ddb2bt.pipelines.cutover.change_sink import ChangeApplier
+from ddb2bt.pipelines.dynamodb.incremental_export import parse_record
+from ddb2bt.pipelines.cutover.timeline import us_to_iso
 
 from .cells import read_cells
-from ddb2bt.pipelines.cutover_workload import make_spec, random_item
+from ddb2bt.pipelines.cutover.workload import make_spec, random_item
 from .export_fixtures import write_export
-from ddb2bt.pipelines.export_writer import compact, write_incremental_export
+from ddb2bt.pipelines.dynamodb.export_writer import compact, write_incremental_export
 from .streams import create_streamed_table, table_items
 from .streams import fresh_migration, stream_changes
 

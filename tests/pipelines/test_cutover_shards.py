@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddb2bt.pipelines.stream_tail import ShardState, plan_shards, to_change
+from ddb2bt.pipelines.cutover.tail import ShardState, plan_shards, to_change
 
 from .stream_wire import TTL_IDENTITY, described_shards, example, parse, record, shard
 

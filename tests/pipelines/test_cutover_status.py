@@ -16,10 +16,10 @@ from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.cli.main import app
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines import stream_tail
+from ddb2bt.pipelines.cutover import tail as stream_tail
 
 from .cells import expected_cells, read_cells
-from ddb2bt.pipelines.cutover_workload import make_spec
+from ddb2bt.pipelines.cutover.workload import make_spec
 from .streams import create_streamed_table, table_items
 
 POSTS = 12
@@ -97,8 +97,8 @@ def test_unread_stream_records_are_not_ready_whatever_the_tail_last_saved(bigtab
 
     # A longer stream than one check reads: the keys before the tail's position are skipped (noted), and the unread
     # records counted from it are a lower bound, never READY.
-    from ddb2bt.pipelines import stream_backlog
-    from ddb2bt.pipelines.dynamodb_client import ClientSettings
+    from ddb2bt.pipelines.cutover import backlog as stream_backlog
+    from ddb2bt.pipelines.dynamodb.client import ClientSettings
 
     streams = stream_tail.make_streams_client(ClientSettings.from_source(spec.source))
     stream_backlog.PAGE_LIMIT = 5
@@ -206,7 +206,7 @@ def test_a_cell_lost_outside_the_recent_changes_is_found_by_the_whole_table_samp
     from google.cloud.bigtable.data import BigtableDataClient
 
     from ddb2bt.mappers.results import Cell
-    from ddb2bt.pipelines.bigtable_read import delete_entries
+    from ddb2bt.pipelines.bigtable.read import delete_entries
 
     client, spec, run_dir = ready_run(moto_server, unique_name, tmp_path)
     for n in range(25):  # 25 recent changes, none of them to p7
@@ -257,7 +257,7 @@ def test_catch_up_dead_letters_redriven_in_order_converge(bigtable_env, moto_ser
     import random
 
     from ddb2bt.app.cutover import catch_up
-    from ddb2bt.pipelines import change_letters
+    from ddb2bt.pipelines.cutover import letters as change_letters
 
     from .catchups import HOUR, T0, backfill, incremental, simulate
 
@@ -292,8 +292,8 @@ def test_unread_records_are_counted_across_a_shard_split(bigtable_env, moto_serv
     position in the parent and every record of the child it has not reached are unread; the tail then drains both."""
     import random
 
-    from ddb2bt.pipelines.dynamodb_client import ClientSettings
-    from ddb2bt.pipelines.stream_backlog import read_backlog
+    from ddb2bt.pipelines.dynamodb.client import ClientSettings
+    from ddb2bt.pipelines.cutover.backlog import read_backlog
 
     from .shard_splits import CHILD, PARENT, last_sequence, proxied_backfill
 

@@ -11,9 +11,9 @@ import pytest
 
 from ddb2bt.app.cutover import tail
 from ddb2bt.app.options import RunOptions
-from ddb2bt.pipelines import stream_tail
-from ddb2bt.pipelines.dynamodb_client import ClientSettings
-from ddb2bt.pipelines.stream_tail import StreamRetentionError
+from ddb2bt.pipelines.cutover import tail as stream_tail
+from ddb2bt.pipelines.dynamodb.client import ClientSettings
+from ddb2bt.pipelines.cutover.tail import StreamRetentionError
 
 from .cells import expected_cells, read_cells
 from .stream_wire import wire_error

@@ -14,10 +14,10 @@ import random
 from ddb2bt.app.cutover import tail
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
-from ddb2bt.pipelines.loopback_proxy import TtlDeleteProxy, serving
+from ddb2bt.pipelines.local.proxy import TtlDeleteProxy, serving
 
 from .cells import expected_cells, read_cells
-from ddb2bt.pipelines.cutover_workload import make_spec, random_item
+from ddb2bt.pipelines.cutover.workload import make_spec, random_item
 from .streams import create_streamed_table, table_items
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ddb2bt.app.local import LocalState, Server
 from ddb2bt.mappers.loader import load_spec
-from ddb2bt.pipelines.cutover_workload import dynamodb, table_items
+from ddb2bt.pipelines.cutover.workload import dynamodb, table_items
 
 from .cells import expected_cells, read_cells
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from ddb2bt.mappers.changes import Change, kind_of_change
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.bigtable_sink import Destination, ensure_table
-from ddb2bt.pipelines.change_sink import ChangeApplier, OverlappedWrites
+from ddb2bt.pipelines.bigtable.sink import Destination, ensure_table
+from ddb2bt.pipelines.cutover.change_sink import ChangeApplier, OverlappedWrites
 
 from .cells import expected_cells, read_cells
-from ddb2bt.pipelines.cutover_workload import make_spec
+from ddb2bt.pipelines.cutover.workload import make_spec
 
 NOW_MS = 1_700_000_000_000
 

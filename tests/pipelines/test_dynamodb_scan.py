@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from tests.aws_mock import mock_aws
 
 from ddb2bt.mappers.spec import SourceSpec
-from ddb2bt.mappers.plan import SourceDescription
-from ddb2bt.pipelines.batches import Batch, SegmentDone
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, describe_source, make_client
-from ddb2bt.pipelines.dynamodb_scan import (
+from ddb2bt.mappers.analysis.plan import SourceDescription
+from ddb2bt.pipelines.run.batches import Batch, SegmentDone
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, describe_source, make_client
+from ddb2bt.pipelines.dynamodb.scan import (
     GIB,
     ReadBudget,
     RetryPolicy,
@@ -336,7 +336,7 @@ def test_beam_scan_in_process_many_pages_and_resume():
 
 
 def test_a_segment_is_its_pages_as_batches_then_its_done_marker():
-    from ddb2bt.pipelines.dynamodb_scan import BudgetPlan, _ScanSegmentFn
+    from ddb2bt.pipelines.dynamodb.scan import BudgetPlan, _ScanSegmentFn
 
     with mock_aws():
         client = boto3.client("dynamodb", region_name=REGION)
@@ -380,7 +380,7 @@ def test_beam_scan_of_a_multi_megabyte_table_is_complete_and_exact(server, reque
 def test_read_ahead_fetches_the_next_page_while_the_caller_works():
     import threading
 
-    from ddb2bt.pipelines.dynamodb_scan import read_ahead
+    from ddb2bt.pipelines.dynamodb.scan import read_ahead
 
     fetched = []
     second_requested = threading.Event()
@@ -402,7 +402,7 @@ def test_read_ahead_fetches_the_next_page_while_the_caller_works():
 
 
 def test_read_ahead_raises_where_the_pages_fail_and_can_be_left_early():
-    from ddb2bt.pipelines.dynamodb_scan import read_ahead
+    from ddb2bt.pipelines.dynamodb.scan import read_ahead
 
     def failing():
         yield 1

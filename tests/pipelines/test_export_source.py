@@ -15,7 +15,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 from tests.aws_mock import mock_aws
 
-from ddb2bt.pipelines.export_source import (
+from ddb2bt.pipelines.dynamodb.export import (
     ExportError,
     ReadDynamoDBExport,
     iter_export_items,
@@ -178,8 +178,8 @@ def test_reads_an_export_from_s3(tmp_path, items, monkeypatch):
 
 
 def test_a_data_file_is_read_in_batches_sized_for_beam(tmp_path):
-    from ddb2bt.pipelines.batches import BATCH_ITEMS, Batch
-    from ddb2bt.pipelines.export_source import _ReadExportFileFn
+    from ddb2bt.pipelines.run.batches import BATCH_ITEMS, Batch
+    from ddb2bt.pipelines.dynamodb.export import _ReadExportFileFn
 
     many = make_items(2 * BATCH_ITEMS + 500, padding=10)
     manifest = read_manifest(write_export(tmp_path, many, files=1))
@@ -194,7 +194,7 @@ def test_a_resumable_read_skips_stored_files_and_marks_only_files_that_hold_thei
     """Data files are a resumable run's segments: stored ones are not read again (and the export's total is checked
     against the files left), the others are followed by their SegmentDone; a file whose count differs from its
     manifest line is never marked, so a resume reads it (and reports its mismatch) again."""
-    from ddb2bt.pipelines.batches import SegmentDone
+    from ddb2bt.pipelines.run.batches import SegmentDone
 
     export_dir = write_export(tmp_path, items, files=4)
     entry = edit_json_lines(os.path.join(export_dir, "manifest-files.json"), 3)

@@ -23,14 +23,14 @@ import apache_beam as beam
 from ddb2bt.mappers.errors import ServiceError, UsageError, recover
 from ddb2bt.mappers.results import Cell, MappedRow
 from ddb2bt.mappers.spec import ColumnSpec, MappingSpec, TargetSpec
-from ddb2bt.pipelines import checkpoint as ckpt
-from ddb2bt.pipelines import local_servers
-from ddb2bt.pipelines.bigtable_sink import WriteToBigtable, ensure_table
-from ddb2bt.pipelines.dead_letters import TooManyDeadLetters
-from ddb2bt.pipelines.dynamodb_client import ClientSettings, create_table, put_items
-from ddb2bt.pipelines.export_source import iter_export_items, read_manifest
-from ddb2bt.pipelines.dynamodb_scan import RetryPolicy, ScanFailedError, scan_client, scan_pages, scan_segment
-from ddb2bt.pipelines.loopback_proxy import HttpFaultProxy, serving
+from ddb2bt.pipelines.run import checkpoint as ckpt
+from ddb2bt.pipelines.local import servers as local_servers
+from ddb2bt.pipelines.bigtable.sink import WriteToBigtable, ensure_table
+from ddb2bt.pipelines.run.dead_letters import TooManyDeadLetters
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, put_items
+from ddb2bt.pipelines.dynamodb.export import iter_export_items, read_manifest
+from ddb2bt.pipelines.dynamodb.scan import RetryPolicy, ScanFailedError, scan_client, scan_pages, scan_segment
+from ddb2bt.pipelines.local.proxy import HttpFaultProxy, serving
 from ddb2bt.pipelines.pipeline import build_pipeline, query_counters
 
 from .cells import expected_cells, read_cells
@@ -352,8 +352,8 @@ def test_throttled_pages_and_retries_reach_the_runs_reconciliation(bigtable_env,
 
 
 def test_bigtable_admin_calls_end_within_their_deadline_when_bigtable_is_dead_or_hung(monkeypatch):
-    from ddb2bt.pipelines.bigtable_sink import ADMIN_DEADLINE
-    from ddb2bt.pipelines.service_errors import as_ddb2bt_error
+    from ddb2bt.pipelines.bigtable.sink import ADMIN_DEADLINE
+    from ddb2bt.pipelines.run.service_errors import as_ddb2bt_error
 
     assert ADMIN_DEADLINE <= 60
     target = TargetSpec(table="t", families={"f": None})
@@ -371,7 +371,7 @@ def test_bigtable_admin_calls_end_within_their_deadline_when_bigtable_is_dead_or
 def test_dynamodb_calls_end_within_their_timeouts_when_the_server_hangs():
     from botocore.exceptions import ReadTimeoutError
 
-    from ddb2bt.pipelines.dynamodb_client import make_client
+    from ddb2bt.pipelines.dynamodb.client import make_client
 
     config = make_client(ClientSettings(region="us-east-1")).meta.config
     assert (config.connect_timeout, config.read_timeout) == (5.0, 20.0)
@@ -503,7 +503,7 @@ def test_cells_a_later_item_overwrites_are_not_counted_as_written(bigtable_env, 
 def test_overwrites_across_write_batches_are_seen_for_the_last_rows_written(bigtable_env, unique_name):
     """A row whose folded items a batch boundary cuts (each element is its own write batch here) is remembered
     for the next batch; one written RECENT_ROWS rows earlier is not (migrate's count is bounded; validate's exact)."""
-    from ddb2bt.pipelines.bigtable_sink import RECENT_ROWS, FlowControl
+    from ddb2bt.pipelines.bigtable.sink import RECENT_ROWS, FlowControl
 
     target = TargetSpec(table=unique_name, families={"f": None})
     ensure_table(target)

@@ -8,7 +8,7 @@ import pytest
 
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.bigtable_read import read_cells
+from ddb2bt.pipelines.bigtable.read import read_cells
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from tests.golden import SEEDS, expected_cells, group_cells, seed_items, template_path

@@ -15,13 +15,13 @@ from ddb2bt.app.options import RunOptions
 from ddb2bt.app.parity import check_parity
 from ddb2bt.app.validate import validate
 from ddb2bt.mappers.access import translate
-from ddb2bt.mappers.access_plan import decode_rows, example_cases, pattern_plans
+from ddb2bt.mappers.analysis.access_plan import decode_rows, example_cases, pattern_plans
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.decode import compile_decoder
 from ddb2bt.mappers.results import Cell
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.parity import Parity, compare
-from ddb2bt.pipelines.parity_io import dynamodb_items
+from ddb2bt.pipelines.cutover.parity import Parity, compare
+from ddb2bt.pipelines.access.reads import dynamodb_items
 
 from .cells import expected_cells, read_cells
 
@@ -167,7 +167,7 @@ def test_an_item_whose_index_row_bigtable_refuses_is_one_dead_letter_and_counts_
 
     from ddb2bt.mappers.results import IndexRow, MappedRow
     from ddb2bt.mappers.spec import TargetSpec
-    from ddb2bt.pipelines.bigtable_sink import WriteToBigtable, ensure_table
+    from ddb2bt.pipelines.bigtable.sink import WriteToBigtable, ensure_table
     from ddb2bt.pipelines.pipeline import query_counters
 
     target = TargetSpec(table=unique_name, families={"f": None})  # no family "nope": Bigtable refuses it for good

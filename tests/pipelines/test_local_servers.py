@@ -12,7 +12,7 @@ import pytest
 from google.cloud.bigtable import Client, column_family
 from google.cloud.bigtable.data import BigtableDataClient, SetCell
 
-from ddb2bt.pipelines import local_servers
+from ddb2bt.pipelines.local import servers as local_servers
 
 pytestmark = pytest.mark.servers
 

@@ -3,7 +3,7 @@
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from ddb2bt.pipelines.options import concurrent_segments
+from ddb2bt.pipelines.run.options import concurrent_segments
 
 
 @pytest.mark.parametrize(

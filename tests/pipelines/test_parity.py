@@ -19,12 +19,12 @@ from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.app.parity import _same, check_parity
 from ddb2bt.mappers.access import translate
-from ddb2bt.mappers.access_plan import decode_rows, pattern_plans
+from ddb2bt.mappers.analysis.access_plan import decode_rows, pattern_plans
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.decode import compile_decoder
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.parity_io import BigtableReader, dynamodb_items
+from ddb2bt.pipelines.access.reads import BigtableReader, dynamodb_items
 from tests.golden import SEEDS, seed_items, template_path
 
 from .tables import load_table

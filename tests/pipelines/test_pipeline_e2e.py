@@ -11,11 +11,11 @@ import apache_beam as beam
 import pytest
 
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines import checkpoint as ckpt
+from ddb2bt.pipelines.run import checkpoint as ckpt
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.mappers.errors import UsageError
-from ddb2bt.pipelines.export_source import ExportError
+from ddb2bt.pipelines.dynamodb.export import ExportError
 from ddb2bt.pipelines.pipeline import build_pipeline
 
 from .cells import expected_cells, read_cells
@@ -100,7 +100,7 @@ def test_interrupted_run_resumes_to_complete(bigtable_env, moto_server, unique_n
     run_dir, dead = str(tmp_path / "run"), str(tmp_path / "run" / "dead_letters.jsonl")
     # the first attempt gets through segments 0 and 1 of 4, then "dies"
     ckpt.Checkpoint.start(run_dir, ckpt.spec_hash(spec), 4, unique_name, resume=False)
-    from ddb2bt.pipelines.bigtable_sink import ensure_table
+    from ddb2bt.pipelines.bigtable.sink import ensure_table
 
     ensure_table(spec.target)
     with beam.Pipeline() as p:
@@ -134,7 +134,7 @@ def test_refused_writes_and_unmatched_fail_mark_the_run(bigtable_env, moto_serve
         "entities": [{"name": "a", "match": {"pk": "a"}, "row_key": "{pk}", "columns": [
             {"attribute": "Price", "family": "p"}, {"attribute": "sk", "family": "gone"}]}],
     })
-    from ddb2bt.pipelines.bigtable_sink import ensure_table
+    from ddb2bt.pipelines.bigtable.sink import ensure_table
 
     ensure_table(spec.target)  # family "gone" is never created: Bigtable refuses that row
     result = migrate(spec, RunOptions(run_dir=str(tmp_path / "r"), total_segments=1), create_table=False)

@@ -25,10 +25,10 @@ from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.decode import comparable
 from ddb2bt.mappers.results import MappedRow
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines import local_servers
-from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
-from ddb2bt.pipelines.bigtable_sink import ensure_table
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.local import servers as local_servers
+from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
+from ddb2bt.pipelines.bigtable.sink import ensure_table
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 ROOT = Path(__file__).resolve().parents[2]
 DDB2BT = ROOT / ".venv" / "bin" / "ddb2bt"
@@ -282,7 +282,7 @@ def test_throttling_and_unprocessed_items_are_retried_within_the_budget():
     import botocore.session
     from botocore.stub import Stubber
 
-    from ddb2bt.pipelines.dynamodb_sink import DynamoWriter, WriteBudget, WriteStalled
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, WriteStalled
 
     client = botocore.session.get_session().create_client("dynamodb", region_name="us-east-1")
     items = [{"pk": {"S": f"p{i}"}, "sk": {"S": "s"}} for i in range(3)]
@@ -319,7 +319,7 @@ def test_raw_batch_write_bodies_are_the_bytes_botocore_would_send():
     (private: pinned in pyproject.toml); the body sent must be botocore's own, byte for byte, for every type."""
     import botocore.session
 
-    from ddb2bt.pipelines.dynamodb_sink import send_requests_raw
+    from ddb2bt.pipelines.dynamodb.sink import send_requests_raw
 
     item = rich_items(2)[1] | {"Quote": {"S": 'é\u2028"\\\U0001f600'}, "Big": {"N": "9" * 38}}
     bodies: dict[bool, bytes] = {}

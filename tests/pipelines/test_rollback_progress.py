@@ -14,7 +14,7 @@ from ddb2bt.app.options import RunOptions
 from ddb2bt.cli.commands.rollback import progress_text
 from ddb2bt.cli.main import app
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 ITEMS = 300
 

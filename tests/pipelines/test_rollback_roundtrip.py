@@ -28,10 +28,10 @@ from ddb2bt.mappers.decode import comparable
 from ddb2bt.mappers.results import ItemError, MappedRow, Skipped
 from ddb2bt.mappers.rollback import lost_keys, verdict
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines import local_servers
-from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
-from ddb2bt.pipelines.bigtable_sink import ensure_table
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.local import servers as local_servers
+from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
+from ddb2bt.pipelines.bigtable.sink import ensure_table
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 from .roundtrip_cases import NOW_MS, SETTINGS, cases, declared_attributes
 

@@ -18,9 +18,9 @@ from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.decode import comparable, compile_decoder, losses
 from ddb2bt.mappers.results import ItemError, MappedRow, Skipped
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.bigtable_entries import to_mutation_entry
-from ddb2bt.pipelines.bigtable_read import read_cells
-from ddb2bt.pipelines.bigtable_sink import ensure_table
+from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
+from ddb2bt.pipelines.bigtable.read import read_cells
+from ddb2bt.pipelines.bigtable.sink import ensure_table
 from .roundtrip_cases import FAMILIES, NOW_MS, SETTINGS, cases, declared_attributes
 
 def canonical(items, ignore: set[str]) -> list[str]:
@@ -63,7 +63,7 @@ def check_round_trip(spec: MappingSpec, items: list[dict]) -> None:
 
 @pytest.fixture(scope="module")
 def roundtrip_table(bigtable_emulator):
-    from ddb2bt.pipelines import local_servers
+    from ddb2bt.pipelines.local import servers as local_servers
 
     with pytest.MonkeyPatch.context() as patch:
         for key, value in local_servers.emulator_env(bigtable_emulator.endpoint).items():

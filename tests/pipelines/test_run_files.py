@@ -11,14 +11,14 @@ import pytest
 
 from ddb2bt.mappers.errors import UsageError
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines import checkpoint as ckpt
-from ddb2bt.pipelines.dead_letters import (
+from ddb2bt.pipelines.run import checkpoint as ckpt
+from ddb2bt.pipelines.run.dead_letters import (
     DeadLetterDestinationError,
     check_dead_letter_destination,
     consolidate,
     write_part,
 )
-from ddb2bt.pipelines.export_source import ExportError, iter_export_items, read_manifest, verify_export
+from ddb2bt.pipelines.dynamodb.export import ExportError, iter_export_items, read_manifest, verify_export
 from tests.pipelines.export_fixtures import make_items, write_export
 
 

@@ -22,12 +22,12 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from ddb2bt.mappers.results import Cell, MappedRow
 from ddb2bt.mappers.spec import MappingSpec, TargetSpec
-from ddb2bt.pipelines import checkpoint as ckpt
-from ddb2bt.pipelines import local_servers
-from ddb2bt.pipelines.batches import Batch, SegmentAt, SegmentDone
-from ddb2bt.pipelines.bigtable_sink import WriteToBigtable, ensure_table
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
-from ddb2bt.pipelines.dynamodb_scan import scan_pages
+from ddb2bt.pipelines.run import checkpoint as ckpt
+from ddb2bt.pipelines.local import servers as local_servers
+from ddb2bt.pipelines.run.batches import Batch, SegmentAt, SegmentDone
+from ddb2bt.pipelines.bigtable.sink import WriteToBigtable, ensure_table
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
+from ddb2bt.pipelines.dynamodb.scan import scan_pages
 
 from .cells import expected_cells, read_cells
 from .tables import migrate, numbers

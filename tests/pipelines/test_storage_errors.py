@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ddb2bt.mappers.errors import ServiceError, UsageError
-from ddb2bt.pipelines.service_errors import as_ddb2bt_error
+from ddb2bt.pipelines.run.service_errors import as_ddb2bt_error
 
 
 class StandInStorage:

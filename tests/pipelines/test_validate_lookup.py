@@ -8,7 +8,7 @@ from google.cloud.bigtable.data.exceptions import InvalidChunk
 from google.cloud.bigtable_v2.types import ReadRowsResponse
 
 from ddb2bt.mappers.results import Cell
-from ddb2bt.pipelines.bigtable_read import merge_chunks
+from ddb2bt.pipelines.bigtable.read import merge_chunks
 
 
 def response(*chunks: dict) -> ReadRowsResponse:
@@ -45,8 +45,8 @@ def test_the_lookup_reads_what_the_client_reads(bigtable_env, unique_name):
     from google.cloud.bigtable import Client, column_family
     from google.cloud.bigtable.data import ReadRowsQuery, RowMutationEntry, SetCell
 
-    from ddb2bt.pipelines.bigtable_read import RowLookup
-    from ddb2bt.pipelines.bigtable_sink import Destination
+    from ddb2bt.pipelines.bigtable.read import RowLookup
+    from ddb2bt.pipelines.bigtable.sink import Destination
 
     project, instance = "lookup-project", "lookup"
     Client(project=project, admin=True).instance(instance).table(unique_name).create(
@@ -77,9 +77,9 @@ def test_a_stream_cut_midway_is_read_again_from_the_last_row(bigtable_env, bigta
     from google.cloud.bigtable import Client, column_family
     from google.cloud.bigtable.data import RowMutationEntry, SetCell
 
-    from ddb2bt.pipelines.bigtable_read import RowLookup
-    from ddb2bt.pipelines.bigtable_sink import Destination
-    from ddb2bt.pipelines.loopback_proxy import Proxy, serving
+    from ddb2bt.pipelines.bigtable.read import RowLookup
+    from ddb2bt.pipelines.bigtable.sink import Destination
+    from ddb2bt.pipelines.local.proxy import Proxy, serving
 
     class CutOnce(Proxy):
         """Forwards, except that the first answer longer than ``after`` bytes is cut there (both sides aborted)."""

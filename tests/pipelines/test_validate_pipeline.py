@@ -15,7 +15,7 @@ from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.app.validate import validate
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 from .cells import expected_cells, read_cells
 

@@ -15,8 +15,8 @@ from ddb2bt.app.options import RunOptions
 from ddb2bt.app.validate import validate
 from ddb2bt.cli.commands.validate import as_json, render
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.dynamodb_client import create_table, put_items
-from ddb2bt.pipelines.timeline import us_to_iso
+from ddb2bt.pipelines.dynamodb.client import create_table, put_items
+from ddb2bt.pipelines.cutover.timeline import us_to_iso
 
 OLD_MS = 1_704_067_200_000  # 2024-01-01: every item's `updated` before the backfill
 
@@ -99,7 +99,7 @@ def test_changes_after_the_backfill_are_not_differences(bigtable_env, moto_serve
 def test_the_snapshot_of_a_run_folder_is_its_timeline_else_its_backfill(tmp_path):
     """An export backfill's snapshot is its exportTime; once catch-ups applied changes, where the timeline ends."""
     from ddb2bt.app.validate import snapshot_time
-    from ddb2bt.pipelines import timeline as tl
+    from ddb2bt.pipelines.cutover import timeline as tl
 
     from .export_fixtures import EXPORT_TIME, write_export
 

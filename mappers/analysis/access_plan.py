@@ -1,0 +1,312 @@
+"""Access patterns in the migration plan: per pattern, the Bigtable read, what it touches on the sample, and snippets.
+
+Pure. `pattern_plans(spec, items, rows, types)` translates every declared pattern (`mappers.access`), runs each
+served one on the sample's mapped rows (the partition with the most items, key values picked from it as `parity`
+does), and writes the read as a ready-to-paste snippet for the Python data client and as `cbt` commands. A pattern
+the spec cannot serve is an error lint naming it (a global index, whose rows are not written yet, a warning).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..access import BigtableRead, Translation, key_order, operand_value, translate
+from ..attrvalue import binary, key_text
+from ..decode import DecodeError, Decoder
+from .lints import Lint, Severity
+from ..index_rows import decode_index_row
+from ..results import Cell, MappedRow
+from ..spec import IndexRowsSpec, MappingSpec
+
+Item = dict
+
+
+class PatternPlan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str
+    description: str | None = None
+    dynamodb: str
+    """The DynamoDB read, in DynamoDB's own words (KeyConditionExpression, ScanIndexForward, Limit)."""
+    status: str
+    """served, unservable or needs_index."""
+    bigtable: str = ""
+    """The Bigtable read, in words."""
+    reason: str = ""
+    suggestion: str = ""
+    example_key: str = ""
+    """The key values the sample example used."""
+    rows_touched: int = 0
+    cells_touched: int = 0
+    items_returned: int = 0
+    python: str = ""
+    """A snippet for google.cloud.bigtable.data: sets `rows` to the rows the pattern reads."""
+    cbt: tuple[str, ...] = ()
+
+
+class IndexPlan(BaseModel):
+    """A secondary index carried as index rows, and what the sample writes for it."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    type: str
+    keys: str
+    """The index row key, in words: prefix, index keys, table keys."""
+    projection: str
+    family: str
+    items_in_index: int = 0
+    """Sampled items with the index's key attributes (the others have no index row: indexes are sparse)."""
+    items_mapped: int = 0
+    cells: int = 0
+    bytes: int = 0
+    """The index rows' cells and bytes (keys, qualifiers, values) on the sample."""
+    example_key: str = ""
+
+
+def index_plans(spec: MappingSpec, results: Sequence[object]) -> tuple[IndexPlan, ...]:
+    """Each declared index: its row key and projection, and its rows on the sample (counted apart from the items')."""
+    plans = []
+    mapped = [result for result in results if isinstance(result, MappedRow)]
+    table_keys = " + ".join(name for name in (spec.source.partition_key, spec.source.sort_key) if name)
+    for index in spec.indexes:
+        rows = [row for result in mapped for row in result.index_rows if row.index_name == index.name]
+        keys = " + ".join(name for name in (index.partition_key, index.sort_key) if name)
+        projection = index.projection.type + (f" ({', '.join(index.projection.non_key_attributes)})"
+                                              if index.projection.non_key_attributes else "")  # fmt: skip
+        plans.append(IndexPlan(
+            name=index.name, type=index.type, projection=projection, family=index.family,
+            keys=f"{index.target.prefix!r} + {keys} + {table_keys} (each order-preserving, ended by \\x00\\x01)",
+            items_in_index=len(rows), items_mapped=len(mapped), cells=sum(len(row.cells) for row in rows),
+            bytes=sum(len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells) for row in rows),
+            example_key=_shown_key(rows[0].row_key) if rows else ""))
+    return tuple(plans)
+
+
+def _shown_key(key: bytes) -> str:
+    """A row key as text, its control bytes (the index rows' part ends) as \\xNN."""
+    text = key.decode("utf-8", "backslashreplace")
+    return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 0x20 else ch for ch in text)
+
+
+def dynamodb_text(spec: MappingSpec, translation: Translation) -> str:
+    pattern = translation.spec_pattern
+    assert pattern is not None
+    pk, sk = translation.partition_key or spec.source.partition_key or "pk", translation.sort_key
+    if pattern.operation == "get_item":
+        return f"GetItem {pk} = :pk" + (f" AND {sk} = :sk" if sk else "")
+    on = f"Query {pattern.index.name}" if pattern.index else "Query"
+    if pattern.index:
+        pk = pattern.index.partition_key
+    condition = f"{pk} = :pk"
+    if pattern.sort_key is not None:
+        operator = pattern.sort_key.operator
+        shown = [repr(key_text(operand_value(v))) for v in pattern.sort_key.values] or [":a", ":b"][: 2 if operator == "between" else 1]
+        if operator == "between":
+            condition += f" AND {sk} BETWEEN {shown[0]} AND {shown[1]}"
+        elif operator == "begins_with":
+            condition += f" AND begins_with({sk}, {shown[0]})"
+        else:
+            condition += f" AND {sk} {operator} {shown[0]}"
+    extra = "" if pattern.scan_index_forward else ", ScanIndexForward=false"
+    extra += f", Limit={pattern.limit}" if pattern.limit else ""
+    extra += f", ProjectionExpression={', '.join(pattern.projection)}" if pattern.projection else ""
+    return f"{on} {condition}{extra}"
+
+
+def example_cases(translation: Translation, items: list[Item], most: int = 1) -> list[tuple[dict, list[dict]]]:
+    """(partition value, operands) to try, from the sample: the partitions with the most items first."""
+    pk, sk = translation.partition_key, translation.sort_key
+    pattern = translation.spec_pattern
+    assert pattern is not None
+    by_partition: dict[tuple, list[Item]] = defaultdict(list)
+    values: dict[tuple, dict] = {}
+    for item in items:
+        if pk in item:
+            key = key_order(item[pk])
+            by_partition[key].append(item)
+            values[key] = item[pk]
+    cases = []
+    for key in sorted(by_partition, key=lambda k: (-len(by_partition[k]), k))[:most]:
+        members = sorted((item for item in by_partition[key] if sk and sk in item), key=lambda item: key_order(item[sk]))
+        sorts = [item[sk] for item in members] if sk else []
+        cases.append((values[key], pick_operands(translation, sorts)))
+    return cases
+
+
+def pick_operands(translation: Translation, sorts: list[dict]) -> list[dict]:
+    """Operands for the condition's parameters, from one partition's sort-key values (in order)."""
+    pattern = translation.spec_pattern
+    assert pattern is not None
+    if pattern.operation == "get_item":
+        return sorts[len(sorts) // 2 : len(sorts) // 2 + 1] if sorts else []
+    if pattern.sort_key is None or pattern.sort_key.values or not sorts:
+        return []
+    operator = pattern.sort_key.operator
+    if operator == "between":
+        return [sorts[len(sorts) // 4], sorts[(3 * len(sorts)) // 4]]
+    middle = sorts[len(sorts) // 2]
+    if operator != "begins_with":
+        return [middle]
+    if "B" in middle:
+        data = binary(middle["B"])
+        return [{"B": data[: max(1, len(data) // 2)]}]
+    text = middle["S"]
+    cut = next((i + 1 for i, ch in enumerate(text) if ch in "#:/|-_"), max(1, len(text) // 2))
+    return [{"S": text[:cut]}]
+
+
+def python_snippet(spec: MappingSpec, read: BigtableRead) -> str:
+    """Code for google.cloud.bigtable.data that sets `rows` to the read's rows (then decode them as the spec says)."""
+    lines = [
+        "from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange",
+        "from google.cloud.bigtable.data import row_filters",
+        "",
+        f"with BigtableDataClient(project={spec.target.project!r}) as client:",
+        f"    table = client.get_table({spec.target.instance!r}, {read.table!r})",
+        "    query = ReadRowsQuery(",
+    ]
+    if read.row_keys:
+        lines.append(f"        row_keys={list(read.row_keys)!r},")
+    if read.ranges:
+        lines.append("        row_ranges=[")
+        for r in read.ranges:
+            lines.append(f"            RowRange({r.start!r}, {r.end or None!r}, start_is_inclusive={r.start_inclusive}, "
+                         f"end_is_inclusive={r.end_inclusive}),")  # fmt: skip
+        lines.append("        ],")
+    if read.cell_filter is not None:
+        f = read.cell_filter
+        column = f"row_filters.ColumnRangeFilter({f.family!r}, {f.qualifier!r}, {f.qualifier!r})"
+        if f.cells:
+            lines.append(f"        row_filter=row_filters.RowFilterChain([{column}, "
+                         f"row_filters.CellsColumnLimitFilter({f.cells})]),")  # fmt: skip
+        else:
+            lines.append(f"        row_filter={column},")
+    if read.rows_limit:
+        lines.append(f"        limit={read.rows_limit},")
+    lines.append("    )")
+    lines.append("    rows = table.read_rows(query) if query.row_keys or query.row_ranges else []")
+    if read.reverse_rows:
+        lines.append("    rows.reverse()  # descending: Bigtable returns rows in ascending key order")
+    if read.keep_rows:
+        lines.append(f"    rows = rows[:{read.keep_rows}]")
+    return "\n".join(lines) + "\n"
+
+
+def cbt_commands(spec: MappingSpec, read: BigtableRead) -> tuple[str, ...]:
+    """The equivalent `cbt` commands (one per row key or range)."""
+    base = f"cbt -project {shlex.quote(spec.target.project)} -instance {shlex.quote(spec.target.instance)}"
+    bounds = [*read.row_keys, *(key for r in read.ranges for key in (r.start, r.end))]
+    if any(b"\x00" in key for key in bounds):
+        return ("# none: cbt takes row keys as C strings, which cannot hold the NUL bytes index row keys end their "
+                "parts with; use the Python snippet",)  # fmt: skip
+    options = []
+    if read.cell_filter is not None:
+        options.append("columns=" + shlex.quote(f"{read.cell_filter.family}:{_text(read.cell_filter.qualifier)}"))
+        if read.cell_filter.cells:
+            options.append(f"cells-per-column={read.cell_filter.cells}")
+    tail = (" " + " ".join(options)) if options else ""
+    out = [f"{base} lookup {shlex.quote(read.table)} {shlex.quote(_text(key))}{tail}" for key in read.row_keys]
+    for r in read.ranges:
+        # cbt's start is inclusive and its end exclusive: the next key (key + 0x00) shifts the other kinds
+        start = r.start if r.start_inclusive else r.start + b"\x00"
+        end = r.end + b"\x00" if r.end and r.end_inclusive else r.end
+        parts = [f"start={shlex.quote(_text(start))}"] + ([f"end={shlex.quote(_text(end))}"] if end else [])
+        if read.rows_limit:
+            parts.append(f"count={read.rows_limit}")
+        out.append(f"{base} read {shlex.quote(read.table)} {' '.join(parts)}{tail}")
+    return tuple(out)
+
+
+def _text(key: bytes) -> str:
+    """A key as cbt takes it: its UTF-8 text, NUL spelt as $'\\0' is not possible in every shell, so shown escaped."""
+    return key.decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
+
+
+def run_read(read: BigtableRead, rows: Mapping[bytes, list[Cell]]) -> list[tuple[bytes, list[Cell]]]:
+    """The read applied to rows held in memory (the sample's mapped rows), as Bigtable would answer it."""
+    out = []
+    for key in sorted(rows):
+        if not read.touches(key):
+            continue
+        cells = rows[key]
+        if read.cell_filter is not None:
+            f = read.cell_filter
+            cells = sorted((c for c in cells if c.family == f.family and c.qualifier == f.qualifier),
+                           key=lambda c: -c.timestamp_micros)[: f.cells or None]  # fmt: skip
+        if cells:
+            out.append((key, cells))
+        if read.rows_limit and len(out) == read.rows_limit:
+            break
+    return out
+
+
+def sample_rows(results: Iterable[object]) -> dict[bytes, list[Cell]]:
+    """The sample's mapped rows merged per row key (one cell per family, qualifier and timestamp: the last write)."""
+    merged: dict[bytes, dict[tuple, Cell]] = defaultdict(dict)
+    for result in results:
+        if isinstance(result, MappedRow):
+            for row in result.rows():
+                for cell in row.cells:
+                    merged[row.row_key][(cell.family, cell.qualifier, cell.timestamp_micros)] = cell
+    return {key: list(cells.values()) for key, cells in merged.items()}
+
+
+def decode_rows(decoder: Decoder, rows: Iterable[tuple[bytes, list[Cell]]],
+                index: IndexRowsSpec | None = None) -> list[tuple[str, Item]]:  # fmt: skip
+    """(entity, item) for every item the rows hold, in row order; with `index`, rows of that index (one item each)."""
+    if index is not None:
+        return [(f"index {index.name}", decode_index_row(index.family, cells)) for _key, cells in rows]
+    items: list[tuple[str, Item]] = []
+    for key, cells in rows:
+        items.extend(decoder.decode_entities(key, cells))
+    return items
+
+
+def pattern_plans(spec: MappingSpec, items: list[Item], results: Sequence[object], decoder: Decoder,
+                  types: Mapping[str, str] | None = None) -> tuple[tuple[PatternPlan, ...], tuple[Lint, ...]]:  # fmt: skip
+    """Every declared pattern: its translation, tried on the sample; and the lints for those not served."""
+    plans, found = [], []
+    rows = sample_rows(results) if spec.access_patterns else {}
+    for index, pattern in enumerate(spec.access_patterns):
+        translation = translate(spec, pattern, types)
+        where = f"access_patterns[{index}]"
+        common: dict[str, Any] = {"name": pattern.name, "description": pattern.description,
+                                  "dynamodb": dynamodb_text(spec, translation), "status": translation.status}
+        if not translation.served:
+            plans.append(PatternPlan(**common, reason=translation.reason, suggestion=translation.suggestion))
+            severity: Severity = "warning" if translation.status == "needs_index" else "error"
+            found.append(Lint(severity=severity, code=f"access-pattern-{translation.status.replace('_', '-')}",
+                              where=where, message=f"access pattern {pattern.name!r} cannot be served: "
+                              f"{translation.reason}; {translation.suggestion}"))  # fmt: skip
+            continue
+        for loss in translation.lossy:
+            found.append(Lint(severity="warning", code="access-pattern-lossy", where=where,
+                              message=f"access pattern {pattern.name!r} returns items of which {loss}: parity will "
+                              "show those items differently"))  # fmt: skip
+        cases = example_cases(translation, items)
+        if not cases:
+            plans.append(PatternPlan(**common, bigtable=translation.summary))
+            continue
+        partition, operands = cases[0]
+        try:
+            read = translation.read(partition, operands)
+        except ValueError as err:
+            plans.append(PatternPlan(**common, bigtable=translation.summary, reason=str(err)))
+            continue
+        touched = run_read(read, rows)
+        try:
+            returned = translation.finish(decode_rows(decoder, touched, translation.index_rows), partition, operands)
+        except (DecodeError, ValueError):
+            returned = []
+        shown = f"{translation.partition_key}={key_text(partition)!r}" + "".join(
+            f", {key_text(v)!r}" for v in operands)  # fmt: skip
+        plans.append(PatternPlan(
+            **common, bigtable=translation.summary + "; then " + ", ".join(read.steps), example_key=shown,
+            rows_touched=len(touched), cells_touched=sum(len(cells) for _, cells in touched),
+            items_returned=len(returned), python=python_snippet(spec, read), cbt=cbt_commands(spec, read),
+        ))  # fmt: skip
+    return tuple(plans), tuple(found)

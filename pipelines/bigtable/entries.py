@@ -1,0 +1,219 @@
+"""``RowMutationEntry`` objects for mapped rows, cheap enough for the hot path.
+
+The data client's ``MutationsBatcher`` takes ``RowMutationEntry`` objects and asks each one for
+``len(entry.mutations)``, ``entry.size()`` (three times per entry) and ``entry._to_pb()``.
+The client's own classes cost more per item than mapping the item does (docs/PERFORMANCE.md): a
+``SetCell`` per cell with its argument checks; ``size()``, which builds a dict of every mutation
+each time and returns ``sys.getsizeof`` of the outer dict, the same ~180 bytes whatever the row
+holds, so the batcher's byte limits (``flush_limit_bytes``, ``flow_control_max_bytes``) never bite;
+and ``_to_pb()`` through proto-plus per cell.
+
+:class:`CellsEntry` keeps the mapper's cell tuples instead. ``SetCell`` objects are made only
+if something reads ``mutations`` item by item (the error path does); the raw (upb) message is
+filled directly, once, when the batcher first asks for the size, and ``size()`` is its serialized
+size. What goes on the wire is byte for byte what the client's classes send
+(tests/pipelines/test_bigtable_entries.py).
+
+Counters (cells of aggregate families) are written whole, ``DeleteFromColumn`` then ``AddToCell``, by
+:class:`MutationsEntry` (:func:`mutations_entry_class`), which the change sink uses for its deletes and sets too.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...mappers.limits import MUTATIONS_PER_ENTRY_MAX
+from ...mappers.results import IndexRow, MappedRow
+
+
+def to_mutation_entry(row: MappedRow | IndexRow, counters: frozenset[str] = frozenset()) -> Any:
+    """The ``RowMutationEntry`` that writes one mapped row (hot path: no checks beyond the mapper's).
+
+    A cell of an aggregate family (``counters``) is written whole: ``DeleteFromColumn`` (every version) then
+    ``AddToCell`` of its value, in the row's one mutation, which Bigtable applies atomically. Run twice (a
+    retried batch, a resumed segment, a re-run) it leaves the same counter; a ``SetCell`` there would add.
+    """
+    if counters and any(cell[0] in counters for cell in row[1]):
+        return mutations_entry_class()(row[0], with_counters(row[1], counters))
+    return _cells_entry_class()(row[0], row[1])
+
+
+ADD = "add"
+"""The last field of an ``AddToCell`` tuple: ``(family, qualifier, micros, int value, ADD)``."""
+
+
+def whole_counter(cell: tuple) -> tuple[tuple, tuple]:
+    """A counter cell ``(family, qualifier, micros, 8-byte int64)`` as the two mutations that set it whatever the
+    column held: delete every version, add the value."""
+    family, qualifier, micros, value = cell
+    return (family, qualifier), (family, qualifier, micros, int.from_bytes(value, "big", signed=True), ADD)
+
+
+def with_counters(cells: tuple, counters: frozenset[str]) -> tuple:
+    """Mutation tuples for cells, those of aggregate families (``counters``) as :func:`whole_counter`."""
+    found: list[tuple] = []
+    for cell in cells:
+        if cell[0] in counters:
+            found += whole_counter(cell)
+        else:
+            found.append(cell)
+    return tuple(found)
+
+
+class LazyMutations(Sequence):
+    """Mutations held as tuples: ``len`` is free (the batcher counts them), the client's objects (``make`` of each
+    tuple) are made only when something reads them item by item (the error path does)."""
+
+    __slots__ = ("_tuples", "_make", "_made")
+
+    def __init__(self, tuples: tuple, make: Callable[[tuple], Any]) -> None:
+        self._tuples = tuples
+        self._make = make
+        self._made: tuple | None = None
+
+    def __len__(self) -> int:
+        return len(self._tuples)
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._made is None:
+            self._made = tuple(self._make(mutation) for mutation in self._tuples)
+        return self._made[index]
+
+
+@functools.cache
+def prebuilt_entry_class() -> type:
+    """The base of entries built as the wire message directly; built on first use, so importing this module
+    does not import the Bigtable client. A subclass says how a tuple fills a raw mutation (``_fill``), how it
+    reads as the client's object (``_client_mutation``), and whether the entry is idempotent."""
+    from google.cloud.bigtable.data import RowMutationEntry
+    from google.cloud.bigtable_v2.types import bigtable as types_pb
+
+    wrap = types_pb.MutateRowsRequest.Entry.wrap
+    raw_entry = types_pb.MutateRowsRequest.Entry.pb()
+
+    class PrebuiltEntry(RowMutationEntry):
+        def __init__(self, row_key: bytes, tuples: tuple) -> None:  # not super().__init__: it checks each object
+            if not 0 < len(tuples) <= MUTATIONS_PER_ENTRY_MAX:  # the client's own limits
+                raise ValueError(f"a row entry needs 1 to {MUTATIONS_PER_ENTRY_MAX} mutations, not {len(tuples)}")
+            self.row_key = row_key
+            self.tuples = tuples
+            self.mutations = LazyMutations(tuples, self._client_mutation)  # type: ignore[assignment]
+            self._pb: Any = None
+            self._size = -1
+
+        @staticmethod
+        def _client_mutation(mutation: tuple) -> Any:
+            raise NotImplementedError
+
+        def _fill(self, add: Callable[[], Any]) -> None:
+            raise NotImplementedError
+
+        def size(self) -> int:
+            """Bytes on the wire; the batcher asks three times, the message is built on the first."""
+            if self._size < 0:
+                self._pb = self._build()
+                self._size = self._pb.ByteSize()
+            return self._size
+
+        def _to_pb(self) -> Any:
+            # Asked once per entry (the client keeps it for retries): hand the message over, hold it no longer.
+            entry, self._pb = self._pb or self._build(), None
+            return wrap(entry)
+
+        def _build(self) -> Any:
+            entry = raw_entry(row_key=self.row_key)
+            self._fill(entry.mutations.add)
+            return entry
+
+    return PrebuiltEntry
+
+
+@functools.cache
+def _cells_entry_class() -> type:
+    from google.cloud.bigtable.data import SetCell
+
+    class CellsEntry(prebuilt_entry_class()):  # type: ignore[misc]
+        """``SetCell`` mutations held as the mapper's ``(family, qualifier, micros, value)`` tuples."""
+
+        @staticmethod
+        def _client_mutation(cell: tuple) -> Any:
+            family, qualifier, micros, value = cell
+            return SetCell(family, qualifier, value, micros)
+
+        def is_idempotent(self) -> bool:
+            return all(cell[2] >= 0 for cell in self.tuples)  # -1 would be a server-side timestamp
+
+        def _fill(self, add: Callable[[], Any]) -> None:
+            for family, qualifier, micros, value in self.tuples:
+                cell = add().set_cell
+                cell.family_name = family
+                cell.column_qualifier = qualifier
+                cell.timestamp_micros = micros
+                cell.value = value
+
+    return CellsEntry
+
+
+def client_mutation(mutation: tuple) -> Any:
+    """One mutation tuple as the client's own object, told apart by length: ``(family, qualifier)`` deletes the
+    column (``DeleteRangeFromColumn`` over all time), ``(family, qualifier, micros)`` one millisecond of it,
+    ``(family, qualifier, micros, value)`` is a ``SetCell``, ``(family, qualifier, micros, int, ADD)`` an
+    ``AddToCell``."""
+    from google.cloud.bigtable.data import AddToCell, DeleteRangeFromColumn, SetCell
+
+    if len(mutation) == 2:
+        return DeleteRangeFromColumn(*mutation)
+    if len(mutation) == 3:
+        family, qualifier, micros = mutation
+        return DeleteRangeFromColumn(family, qualifier, micros, micros + 1000)
+    if len(mutation) == 5:
+        family, qualifier, micros, number, _ = mutation
+        return AddToCell(family, qualifier, number, micros)
+    family, qualifier, micros, value = mutation
+    return SetCell(family, qualifier, value, micros)
+
+
+@functools.cache
+def mutations_entry_class() -> type:
+    class MutationsEntry(prebuilt_entry_class()):  # type: ignore[misc]
+        """Any of :func:`client_mutation`'s tuples: deletes (whole column or one millisecond), sets and adds."""
+
+        _client_mutation = staticmethod(client_mutation)
+
+        def is_idempotent(self) -> bool:
+            # Explicit timestamps, exact ranges, and adds only after a delete of their whole column in the same
+            # entry: applied twice, the row ends the same. (The client counts an AddToCell as never idempotent,
+            # so it would not retry the entry; ours are idempotent by construction.)
+            return True
+
+        def _fill(self, add: Any) -> None:
+            for mutation in self.tuples:
+                size = len(mutation)
+                if size == 4:
+                    family, qualifier, micros, value = mutation
+                    cell = add().set_cell
+                    cell.family_name = family
+                    cell.column_qualifier = qualifier
+                    cell.timestamp_micros = micros
+                    cell.value = value
+                elif size == 3:
+                    family, qualifier, micros = mutation
+                    delete = add().delete_from_column
+                    delete.family_name = family
+                    delete.column_qualifier = qualifier
+                    delete.time_range.start_timestamp_micros = micros
+                    delete.time_range.end_timestamp_micros = micros + 1000
+                elif size == 2:
+                    delete = add().delete_from_column
+                    delete.family_name, delete.column_qualifier = mutation
+                else:
+                    family, qualifier, micros, number, _ = mutation
+                    counter = add().add_to_cell
+                    counter.family_name = family
+                    counter.column_qualifier.raw_value = qualifier
+                    counter.timestamp.raw_timestamp_micros = micros
+                    counter.input.int_value = number
+
+    return MutationsEntry

@@ -1,0 +1,203 @@
+"""Read migrated rows back from Bigtable as plain `Cell`s: many keys per request, key ranges, cell-precise deletes.
+
+Uses the data client, so BIGTABLE_EMULATOR_HOST points it at the emulator as usual. `validate`
+looks rows up in batches (`RowLookup.rows`: one ReadRows per up to 1,000 keys, never one request
+per item), lists a table's row keys range by range for its target scan (`ScanRowKeys`), and
+deletes single cell versions when it repairs (`delete_entries`): a `DeleteRangeFromColumn` over
+exactly one timestamp, never a row delete that would take other items' cells with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from ...mappers.results import Cell
+from ..run.metrics import NAMESPACE
+
+if TYPE_CHECKING:
+    from ...mappers.spec import TargetSpec
+    from .sink import Destination
+
+KEYS_PER_REQUEST = 1000
+
+
+def _cells(row: Any) -> list[Cell]:
+    return [Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells]
+
+
+class RowLookup:
+    """A data client and table for one worker: rows by key, in batches. Close it (or use ``with``)."""
+
+    def __init__(self, destination: Destination):
+        from google.cloud.bigtable.data import BigtableDataClient
+
+        self._client = BigtableDataClient(project=destination.project)
+        self.table = self._client.get_table(destination.instance, destination.table,
+                                            app_profile_id=destination.app_profile)
+
+    def rows(self, row_keys: Iterable[bytes]) -> dict[bytes, list[Cell]]:
+        """The cells of each row that exists among ``row_keys``, in ReadRows requests of up to 1,000 keys.
+
+        The client's ``read_rows`` builds a ``Row`` of ``Cell`` objects (labels and all) through a
+        general chunk state machine, and we copied them into our ``Cell``s: a quarter of validate's CPU
+        (docs/PERFORMANCE.md). Here the responses' raw chunks become our ``Cell``s directly
+        (:func:`merge_chunks`); a retryable error (the table's own list: unavailable, deadline,
+        aborted) asks again for the keys after the last complete row, within the table's read timeout.
+        """
+        keys = sorted(set(row_keys))
+        found: dict[bytes, list[Cell]] = {}
+        for start in range(0, len(keys), KEYS_PER_REQUEST):
+            self._read_keys(keys[start:start + KEYS_PER_REQUEST], found)
+        return found
+
+    def _read_keys(self, keys: list[bytes], found: dict[bytes, list[Cell]]) -> None:
+        import time
+
+        from google.cloud.bigtable_v2.types import ReadRowsRequest
+
+        table = self.table
+        retryable = tuple(table.default_read_rows_retryable_errors)
+        deadline = time.monotonic() + table.default_read_rows_operation_timeout
+        attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
+        pending, pause = keys, 0.01
+        while pending:
+            request = ReadRowsRequest(table_name=table.table_name, app_profile_id=table.app_profile_id,
+                                      rows={"row_keys": pending})
+            last = None
+            try:
+                stream = self._client._gapic_client.read_rows(  # noqa: SLF001 - the client's own transport
+                    request, timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)), retry=None)
+                for row_key, cells in merge_chunks(stream):
+                    found[row_key] = cells
+                    last = row_key
+                return
+            except retryable:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 10.0)
+                if last is not None:
+                    pending = [key for key in pending if key > last]
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> RowLookup:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def merge_chunks(responses: Iterable[Any]) -> Iterator[tuple[bytes, list[Cell]]]:
+    """ReadRows responses -> (row key, cells) of each committed row, from the raw protobuf chunks.
+
+    Follows the protocol of ``ReadRowsResponse.CellChunk``: a row key starts a row, a family comes
+    with its qualifier, a qualifier alone changes the column, ``value_size`` > 0 announces that the
+    value continues in the next chunks, ``reset_row`` drops the row so far, ``commit_row`` ends it.
+    """
+    from google.cloud.bigtable.data.exceptions import InvalidChunk
+    from google.cloud.bigtable_v2.types import ReadRowsResponse
+
+    make = Cell._make
+    cells: list[Cell] = []
+    parts: list[bytes] | None = None
+    row_key, family, qualifier, ts = b"", "", b"", 0
+    raw = ReadRowsResponse.pb  # proto-plus's public way to the raw protobuf message, no copy
+    for response in responses:
+        for chunk in raw(response).chunks:
+            if chunk.reset_row:
+                row_key, cells, parts = b"", [], None
+                continue
+            if chunk.row_key:
+                if cells and chunk.row_key != row_key:
+                    raise InvalidChunk("a new row key before the row was committed")
+                row_key = chunk.row_key
+            elif not row_key:
+                raise InvalidChunk("a chunk with no row key")
+            if chunk.HasField("qualifier"):
+                name = chunk.family_name.value
+                if name:
+                    family = name
+                qualifier = chunk.qualifier.value
+            if parts is None:
+                ts = chunk.timestamp_micros
+                if chunk.value_size > 0:
+                    parts = [chunk.value]
+                    continue
+                value = chunk.value
+            else:
+                parts.append(chunk.value)
+                if chunk.value_size > 0:
+                    continue
+                value, parts = b"".join(parts), None
+            cells.append(make((family, qualifier, ts, value)))
+            if chunk.commit_row:
+                yield row_key, cells
+                row_key, cells = b"", []
+    if cells or parts is not None:
+        raise InvalidChunk("the stream ended inside a row")
+
+
+def read_cells(target: TargetSpec, row_keys: Iterable[bytes] | None = None) -> Iterator[tuple[bytes, list[Cell]]]:
+    """(row key, cells) for the given keys (those that exist), or for every row when `row_keys` is None."""
+    from google.cloud.bigtable.data import ReadRowsQuery
+
+    from .sink import Destination
+
+    with RowLookup(Destination.from_target(target)) as lookup:
+        if row_keys is not None:
+            yield from lookup.rows(row_keys).items()
+            return
+        for row in lookup.table.read_rows_stream(ReadRowsQuery()):
+            yield row.row_key, _cells(row)
+
+
+def key_ranges(destination: Destination) -> list[tuple[bytes, bytes]]:
+    """The table split at the keys Bigtable samples (about one range per tablet): (start, end), b"" open."""
+    with RowLookup(destination) as lookup:
+        splits = [key for key, _offset in lookup.table.sample_row_keys() if key]
+    bounds = [b"", *sorted(set(splits)), b""]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+class ScanRowKeys(beam.DoFn):
+    """(start, end) key ranges in, the row keys of each range out: one cell per row, values stripped."""
+
+    def __init__(self, destination: Destination):
+        self._destination = destination
+        self._rows = Metrics.counter(NAMESPACE, "target_rows_scanned")
+
+    def setup(self) -> None:
+        self._lookup = RowLookup(self._destination)
+
+    def process(self, key_range: tuple[bytes, bytes]) -> Iterator[bytes]:
+        from google.cloud.bigtable.data import ReadRowsQuery, RowRange
+        from google.cloud.bigtable.data.row_filters import (CellsRowLimitFilter, RowFilterChain,
+                                                            StripValueTransformerFilter)
+
+        start, end = key_range
+        query = ReadRowsQuery(row_ranges=RowRange(start or None, end or None),
+                              row_filter=RowFilterChain([CellsRowLimitFilter(1), StripValueTransformerFilter(True)]))
+        count = 0
+        for row in self._lookup.table.read_rows_stream(query):
+            count += 1
+            yield row.row_key
+        self._rows.inc(count)
+
+    def teardown(self) -> None:
+        lookup = getattr(self, "_lookup", None)
+        if lookup is not None:
+            lookup.close()
+
+
+def delete_entries(row_key: bytes, cells: Iterable[Cell]) -> Any:
+    """One mutation entry deleting exactly these cell versions (1 ms timestamp ranges), nothing else of the row."""
+    from google.cloud.bigtable.data.mutations import DeleteRangeFromColumn, RowMutationEntry
+
+    return RowMutationEntry(row_key, [DeleteRangeFromColumn(c.family, c.qualifier, c.timestamp_micros,
+                                                            c.timestamp_micros + 1000) for c in cells])

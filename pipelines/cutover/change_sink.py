@@ -1,0 +1,362 @@
+"""Apply item changes to Bigtable: the mutations of :mod:`ddb2bt.mappers.changes`, written and counted.
+
+Shared by the catch-up (a Beam DoFn per worker) and the stream tail (one process): both hand over
+the changes of many items, each item's changes in order, and get back how many were applied, skipped
+and dead-lettered. The tail waits for each page (:meth:`ChangeApplier.apply`: it saves its position
+after); the catch-up overlaps mapping and writing through the client's batcher
+(:class:`OverlappedWrites`), and waits at the end of each bundle. Every cell has an explicit timestamp and every
+delete names one cell's millisecond (a counter's, its whole column, then the new value added, in one entry), so a
+write retried or a change applied twice replaces each cell with itself: entries are idempotent and the client may
+retry them.
+
+A change whose new image does not map still deletes the old image's cells (the item is then
+absent from Bigtable, as the backfill would have left it) and is dead-lettered with its record.
+An entry Bigtable refuses for good (an unknown family) dead-letters its item's changes; a
+transient failure raises :class:`BigtableWriteError`, so nothing is checkpointed past it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import apache_beam as beam
+
+from ...mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
+from ...mappers.limits import MUTATIONS_PER_ENTRY_MAX
+from ..bigtable.entries import mutations_entry_class, with_counters
+from ..bigtable.sink import (BigtableWriteError, Destination, FlowControl, close_batcher, open_batcher,
+                           refused_for_good)
+from ..run.dead_letters import DeadLetter
+
+CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped", "cells_set",
+                   "cells_deleted", "ttl_deletes")
+
+
+def row_entries(row: RowChange, counters: frozenset[str] = frozenset()) -> list[Any]:
+    """The ``RowMutationEntry`` objects for one row: exact one-millisecond deletes, then the new cells.
+
+    Built as the wire message directly (as :mod:`.bigtable_entries` does for the backfill), from the
+    diff's own tuples: a ``CellDelete`` (family, qualifier, micros) or a ``Cell`` (family, qualifier,
+    micros, value), told apart by length. Through the client's ``DeleteRangeFromColumn``/``SetCell``
+    objects and proto-plus, building the message was 40% of a change's cost (docs/PERFORMANCE.md). Byte for byte
+    the same request (tests/pipelines/test_change_sink.py).
+
+    Counters (cells of the aggregate families, ``counters``) converge on the new image's value, never by a delta
+    that a replay would add twice: a counter the new image has is its whole column deleted and the value added
+    (:func:`.bigtable_entries.whole_counter`, the two kept in one entry); one it no longer has, its whole column
+    deleted (an application's increments included).
+    """
+    mutations = counter_changes(row, counters) if counters else row.deletes + row.sets
+    entry = mutations_entry_class()
+    if len(mutations) <= MUTATIONS_PER_ENTRY_MAX:
+        return [entry(row.row_key, mutations)]
+    entries, start = [], 0
+    while start < len(mutations):
+        end = min(start + MUTATIONS_PER_ENTRY_MAX, len(mutations))
+        if end < len(mutations) and len(mutations[end]) == 5:  # never part a counter's delete from its add
+            end -= 1
+        entries.append(entry(row.row_key, mutations[start:end]))
+        start = end
+    return entries
+
+
+def counter_changes(row: RowChange, counters: frozenset[str]) -> tuple:
+    """A row's mutations with its counters rewritten whole: see :func:`row_entries`."""
+    counted = {cell[:2] for cell in row.sets if cell[0] in counters}
+    deletes: dict[tuple, None] = {}
+    for delete in row.deletes:
+        if delete[0] not in counters:
+            deletes[delete] = None
+        elif delete[:2] not in counted:  # a column the sets rewrite anyway is deleted by them, in their entry
+            deletes[delete[:2]] = None
+    return tuple(deletes) + with_counters(row.sets, counters)
+
+
+@dataclass
+class Outcome:
+    """What applying some changes did; ``read = applied + dead_lettered + skipped``."""
+
+    read: int = 0
+    applied: int = 0
+    skipped: int = 0
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    cells_set: int = 0
+    cells_deleted: int = 0
+    ttl_deletes: int = 0
+
+    @property
+    def dead_lettered(self) -> int:
+        return len(self.dead_letters)
+
+    def add(self, other: Outcome) -> None:
+        self.read += other.read
+        self.applied += other.applied
+        self.skipped += other.skipped
+        self.dead_letters += other.dead_letters
+        self.cells_set += other.cells_set
+        self.cells_deleted += other.cells_deleted
+        self.ttl_deletes += other.ttl_deletes
+
+    def counters(self) -> dict[str, int]:
+        return {"changes_read": self.read, "changes_applied": self.applied, "changes_dead_lettered": self.dead_lettered,
+                "changes_skipped": self.skipped, "cells_set": self.cells_set, "cells_deleted": self.cells_deleted,
+                "ttl_deletes": self.ttl_deletes}
+
+
+def change_letter(change: Change, stage: str, reason: str, entity: str | None = None,
+                  attribute: str | None = None, row_key: bytes | None = None) -> DeadLetter:
+    """A dead letter carrying the whole change record (keys, both images, time, sequence number)."""
+    return DeadLetter(change.record(), stage, reason, entity, attribute, row_key)
+
+
+class Mapped(NamedTuple):
+    """What settling needs of one item's change set, once its entries are built.
+
+    Not the ChangeSet itself: its cells are in the entries already, and a catch-up holds tens of
+    thousands of these until the batcher drains; every object held is walked by each collection of
+    the garbage collector's older generations (the ChangeSet's rows, deletes and cell tuples were
+    most of the objects a held change kept alive, profiled).
+    """
+
+    changes: Sequence[Change]
+    entity: str | None
+    row_key: bytes | None
+    failures: tuple[tuple[Change, Any], ...]
+    cells_set: int
+    cells_deleted: int
+
+
+@dataclass
+class Prepared:
+    """Changes mapped and their entries built, not yet known to be in Bigtable."""
+
+    outcome: Outcome
+    """Read, skipped and TTL deletes so far; applied and dead-lettered once the writes are settled."""
+    entries: list[Any] = field(default_factory=list)
+    owners: list[int] = field(default_factory=list)
+    """Entry index -> index in ``groups``."""
+    groups: list[Mapped] = field(default_factory=list)
+
+
+def refusal(error: Any, flow: FlowControl) -> str:
+    """Why Bigtable refused one entry for good; a transient failure raises :class:`BigtableWriteError` instead."""
+    why = refused_for_good(error, flow, "changes",
+                           "check that Bigtable is reachable; run the command again, it continues where it stopped")
+    return f"Bigtable refused the change: {why}"
+
+
+class ChangeApplier:
+    """Maps changes with the compiled spec and writes their mutations; one per process or DoFn instance."""
+
+    def __init__(self, destination: Destination, compiled: Any, flow: FlowControl | None = None) -> None:
+        from google.cloud.bigtable.data import BigtableDataClient
+
+        self._compiled = compiled
+        self._counters = destination.counters
+        self.flow = flow or FlowControl()
+        self._client = BigtableDataClient(project=destination.project)
+        self.table = self._client.get_table(destination.instance, destination.table,
+                                            app_profile_id=destination.app_profile)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def apply(self, groups: Iterable[Sequence[Change]]) -> Outcome:
+        """Apply each group (one item's changes, in order) and wait until Bigtable holds them."""
+        prepared = self.prepare(groups)
+        return self.settle(prepared, self._write(prepared.entries))
+
+    def prepare(self, groups: Iterable[Sequence[Change]]) -> Prepared:
+        """Map each group (one item's changes, in order) and build its entries."""
+        prepared = Prepared(Outcome())
+        outcome, entries, owners, pending = prepared.outcome, prepared.entries, prepared.owners, prepared.groups
+        for changes in groups:
+            outcome.read += len(changes)
+            outcome.ttl_deletes += sum(change.ttl for change in changes)
+            result = diff_many(self._compiled, changes)
+            if not isinstance(result, ChangeSet):
+                outcome.skipped += len(changes)
+                continue
+            for row in result.rows:
+                for entry in row_entries(row, self._counters):
+                    entries.append(entry)
+                    owners.append(len(pending))
+            rows = result.rows
+            pending.append(Mapped(changes, result.entity, rows[0].row_key if rows else None, result.failures,
+                                  sum(len(row.sets) for row in rows), sum(len(row.deletes) for row in rows)))
+        return prepared
+
+    @staticmethod
+    def settle(prepared: Prepared, refused: dict[int, str]) -> Outcome:
+        """The outcome once the entries are written, ``refused`` ({entry index: reason}) for good."""
+        outcome = prepared.outcome
+        failed_groups: dict[int, str] = {prepared.owners[index]: reason for index, reason in refused.items()}
+        for number, mapped in enumerate(prepared.groups):
+            if number in failed_groups:
+                outcome.dead_letters += [change_letter(change, "write", failed_groups[number], mapped.entity, None,
+                                                       mapped.row_key) for change in mapped.changes]
+                continue
+            failed = {id(change): error for change, error in mapped.failures}
+            for change in mapped.changes:
+                error = failed.get(id(change))
+                if error is None:
+                    outcome.applied += 1
+                else:
+                    outcome.dead_letters.append(change_letter(change, error.stage, error.reason,
+                                                              error.entity, error.attribute))
+            outcome.cells_set += mapped.cells_set
+            outcome.cells_deleted += mapped.cells_deleted
+        return outcome
+
+    def _write(self, entries: list[Any]) -> dict[int, str]:
+        """Write the entries and wait; {index: reason} for those Bigtable refused for good."""
+        from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
+
+        if not entries:
+            return {}
+        try:
+            self.table.bulk_mutate_rows(entries, operation_timeout=self.flow.operation_timeout,
+                                        attempt_timeout=self.flow.attempt_timeout)
+        except MutationsExceptionGroup as group:
+            refused = {}
+            for error in group.exceptions:
+                if error.index is None:
+                    raise BigtableWriteError(f"Bigtable failed a write without naming the entry: {group}") from group
+                refused[error.index] = refusal(error, self.flow)
+            return refused
+        return {}
+
+
+class OverlappedWrites:
+    """Changes written through the client's ``MutationsBatcher``: requests go out in the background while the
+    next changes are mapped (the catch-up's writer; the tail waits for each page, it checkpoints after it).
+
+    Order: the batcher sends several requests at once, and they may land in any order. So two changes of
+    one item are never in flight together (the later one could land first: a cell deleted then set again,
+    or set then deleted, would end the wrong way): an item already in flight has everything before it
+    drained first. A catch-up export holds each item once, so there this never waits. Within one item's
+    change set the deletes and the sets name different cells, so its own entries may land in any order.
+    """
+
+    def __init__(self, applier: ChangeApplier) -> None:
+        self._applier = applier
+        self._batcher: Any = None
+        self._prepared: list[Prepared] = []
+        self._where: dict[int, tuple[int, int]] = {}
+        """id(entry) -> (index in _prepared, entry index there)."""
+        self._items: set[tuple] = set()
+        self._settled = Outcome()
+
+    @property
+    def pending_entries(self) -> int:
+        return len(self._where)
+
+    def add(self, groups: Iterable[Sequence[Change]]) -> None:
+        """Map the groups (one item's changes each, in order) and hand their entries to the batcher."""
+        run: list[Sequence[Change]] = []
+        for changes in groups:
+            if not changes:
+                continue
+            key = item_key(changes[0].keys, ())
+            if key in self._items:  # an earlier change of this item may still be in flight
+                self._append(run)
+                run = []
+                self._flush()
+            self._items.add(key)
+            run.append(changes)
+        self._append(run)
+
+    def drain(self) -> Outcome:
+        """Wait until Bigtable holds everything added; what it all did since the last drain."""
+        self._flush()
+        outcome, self._settled = self._settled, Outcome()
+        return outcome
+
+    def discard(self) -> None:
+        """Forget what was added (a failed bundle, retried as a whole); what was appended is still sent."""
+        batcher, self._batcher = self._batcher, None
+        self._prepared, self._where, self._items, self._settled = [], {}, set(), Outcome()
+        if batcher is not None:
+            try:
+                batcher.close()
+            except Exception:  # noqa: BLE001 - the bundle already failed with its own error
+                pass
+
+    def _append(self, run: list[Sequence[Change]]) -> None:
+        if not run:
+            return
+        prepared = self._applier.prepare(run)
+        number = len(self._prepared)
+        self._prepared.append(prepared)
+        if prepared.entries and self._batcher is None:
+            self._batcher = open_batcher(self._applier.table, self._applier.flow)
+        for index, entry in enumerate(prepared.entries):
+            self._where[id(entry)] = (number, index)
+            self._batcher.append(entry)
+
+    def _flush(self) -> None:
+        batcher, prepared, where = self._batcher, self._prepared, self._where
+        self._batcher, self._prepared, self._where, self._items = None, [], {}, set()
+        refused: list[dict[int, str]] = [{} for _ in prepared]
+        for error in close_batcher(batcher) if batcher is not None else ():
+            number, index = where[id(error.entry)]
+            refused[number][index] = refusal(error, self._applier.flow)
+        for number, done in enumerate(prepared):
+            self._settled.add(ChangeApplier.settle(done, refused[number]))
+
+
+# --------------------------------------------------------------------------- the catch-up's Beam step
+
+
+class ApplyChangesFn(beam.DoFn):
+    """Batches of changes (one per item, as an export holds them) in; counters and dead-letter part files out."""
+
+    def __init__(self, destination: Destination, spec: dict, now_ms: int, dead_letter: str,
+                 flow: FlowControl | None = None) -> None:
+        from apache_beam.metrics import Metrics
+
+        from ..run.metrics import NAMESPACE
+
+        self._destination, self._spec, self._now_ms = destination, spec, now_ms
+        self._dead_letter, self._flow = dead_letter, flow
+        self._counters = {name: Metrics.counter(NAMESPACE, name) for name in CHANGE_COUNTERS}
+
+    def setup(self) -> None:
+        from ...mappers.compiler import compile_spec
+        from ...mappers.spec import MappingSpec
+
+        from ..pipeline import relax_young_gc
+
+        relax_young_gc()  # as the backfill's map step does: a change holds two images' worth of young objects
+        compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
+        self._applier = ChangeApplier(self._destination, compiled, self._flow)
+        self._writes = OverlappedWrites(self._applier)
+
+    def start_bundle(self) -> None:
+        self._writes.discard()  # left over from a failed bundle, which the runner retries as a whole
+
+    def process(self, batch: list[Change]) -> None:
+        self._writes.add([(change,) for change in batch])
+        if self._writes.pending_entries >= self._applier.flow.max_pending_entries:  # bounds the changes held
+            self._report(self._writes.drain())
+
+    def finish_bundle(self) -> None:
+        self._report(self._writes.drain())
+
+    def _report(self, outcome: Outcome) -> None:
+        from ..run.dead_letters import write_part
+
+        if outcome.dead_letters:  # before the counters: a retried bundle repeats identical lines, joined once
+            write_part(self._dead_letter, [letter.to_json() for letter in outcome.dead_letters])
+        for name, value in outcome.counters().items():
+            self._counters[name].inc(value)
+
+    def teardown(self) -> None:
+        writes = getattr(self, "_writes", None)
+        if writes is not None:
+            writes.discard()
+        applier = getattr(self, "_applier", None)
+        if applier is not None:
+            applier.close()

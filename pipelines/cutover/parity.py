@@ -1,0 +1,153 @@
+"""Parity of DynamoDB items and Bigtable, item by item: what ``cutover-status`` compares before it says READY.
+
+Two kinds of keys are compared: random keys across the whole table (:func:`sample_keys`: a parallel
+scan's segments taken in random order, a few keys from each, so every part of the key space can be
+drawn, not only the items changed last), and every key the tail applied a change to since the last
+check. Each item is read now (``BatchGetItem``, consistent), mapped through the spec, and its cells
+looked up in its Bigtable row: every cell must be there with its value. Cells of other items folded
+into the same row are not compared; an item deleted since is counted (``absent``), and an item the
+spec does not map (dead-lettered or skipped, as the backfill leaves it) expects nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...mappers.attrvalue import from_typed_json, to_export_json
+
+KEYS_PER_SEGMENT = 10
+SEGMENT_FACTOR = 8
+"""The scan is cut into this many times more segments than it draws from: the draw is random across the table."""
+BATCH_GET = 100
+
+
+@dataclass
+class Parity:
+    random_keys: int = 0
+    """Keys drawn at random across the whole table."""
+    changed_keys: int = 0
+    """Keys the tail applied a change to since the last check (a key drawn both ways is counted here)."""
+    checked: int = 0
+    matching: int = 0
+    absent: int = 0
+    """Items deleted since: nothing left to compare in a shared row (their cells' deletion is exact by construction)."""
+    unmapped: int = 0
+    """Items the spec does not map (dead-lettered or skipped): nothing expected in Bigtable."""
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def holds(self) -> bool:
+        return not self.mismatches
+
+
+def sample_keys(client: Any, table: str, key_names: list[str], count: int,
+                rng: random.Random | None = None) -> list[dict[str, Any]]:
+    """Up to ``count`` keys drawn across the whole table (export JSON); the whole table when it is smaller."""
+    if count <= 0:
+        return []
+    rng = rng or random.Random()
+    wanted = math.ceil(count / KEYS_PER_SEGMENT)
+    total = max(1, wanted * SEGMENT_FACTOR)
+    names = {f"#k{i}": name for i, name in enumerate(key_names)}
+    keys: list[dict[str, Any]] = []
+    for segment in rng.sample(range(total), total):
+        start: dict[str, Any] = {}
+        taken = 0
+        while taken < KEYS_PER_SEGMENT and len(keys) < count:
+            page = client.scan(TableName=table, Segment=segment, TotalSegments=total, Limit=KEYS_PER_SEGMENT,
+                               ProjectionExpression=", ".join(names), ExpressionAttributeNames=names, **start)
+            for item in page.get("Items", [])[:KEYS_PER_SEGMENT - taken]:
+                keys.append(to_export_json(item))
+                taken += 1
+            if "LastEvaluatedKey" not in page:
+                break
+            start = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+        if len(keys) >= count:
+            break
+    return keys[:count]
+
+
+def _wire(key: dict[str, Any]) -> dict[str, Any]:
+    """An export-JSON key (``B`` as base64 text) as boto wants it (bytes)."""
+    return {name: from_typed_json(value) for name, value in key.items()}
+
+
+def read_items(client: Any, table: str, keys: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The items now (consistent reads), by the JSON of their export key; a deleted item is missing."""
+    import json
+
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(keys), BATCH_GET):
+        request: dict[str, Any] = {table: {"Keys": [_wire(key) for key in keys[start:start + BATCH_GET]],
+                                           "ConsistentRead": True}}
+        while request:
+            answer = client.batch_get_item(RequestItems=request)
+            for item in answer.get("Responses", {}).get(table, []):
+                exported = to_export_json(item)
+                found[json.dumps({name: exported[name] for name in keys[0]}, sort_keys=True)] = item
+            request = answer.get("UnprocessedKeys") or {}
+    return found
+
+
+def compare(client: Any, table: str, compiled: Any, target: Any, keys: list[dict[str, Any]],
+            parity: Parity) -> list[dict[str, Any]]:
+    """Compare each item with its Bigtable row, counting into ``parity``; the keys that differ (not yet recorded)."""
+    import json
+
+    from ...mappers.results import MappedRow
+    from ..bigtable.read import read_cells
+
+    items = read_items(client, table, keys)
+    expected: list[tuple[dict[str, Any], MappedRow]] = []
+    for key in keys:
+        item = items.get(json.dumps(key, sort_keys=True))
+        if item is None:
+            parity.absent += 1
+            continue
+        result = compiled.map_item(item)
+        if isinstance(result, MappedRow):
+            expected.append((key, result))
+        else:
+            parity.unmapped += 1
+    # an item's index rows (spec.indexes) are its rows too: a stale or missing one is a difference
+    wanted = sorted({row.row_key for _key, mapped in expected for row in mapped.rows()})
+    rows = {row_key: {(c.family, c.qualifier, c.timestamp_micros): c.value for c in cells}
+            for row_key, cells in read_cells(target, wanted)}
+    differing = []
+    for key, mapped in expected:
+        missing = [c for row in mapped.rows() for c in row.cells
+                   if rows.get(row.row_key, {}).get((c.family, c.qualifier, c.timestamp_micros)) != c.value]
+        if missing:
+            differing.append((key, mapped, missing))
+        else:
+            parity.matching += 1
+    return [{"key": key, "row_key": mapped.row_key, "missing": missing, "cells": len(mapped.cells)}
+            for key, mapped, missing in differing]
+
+
+def check(client: Any, table: str, compiled: Any, target: Any, random_keys: list[dict[str, Any]],
+          changed_keys: list[dict[str, Any]], retry_s: float = 1.0) -> Parity:
+    """Compare every key given; a difference is compared once more after ``retry_s`` (the item may have been
+    changing between the two reads) before it counts."""
+    import json
+
+    changed = {json.dumps(key, sort_keys=True): key for key in changed_keys}
+    drawn = {text: key for key in random_keys if (text := json.dumps(key, sort_keys=True)) not in changed}
+    parity = Parity(random_keys=len(drawn), changed_keys=len(changed))
+    keys = [*changed.values(), *drawn.values()]
+    parity.checked = len(keys)
+    differing = compare(client, table, compiled, target, keys, parity) if keys else []
+    if differing:
+        time.sleep(retry_s)
+        again = compare(client, table, compiled, target, [d["key"] for d in differing], parity)
+        for difference in again:
+            cell = difference["missing"][0]
+            parity.mismatches.append(
+                f"item {json.dumps(difference['key'], sort_keys=True)}: {len(difference['missing'])} of its "
+                f"{difference['cells']} cells differ in row {difference['row_key']!r}, e.g. "
+                f"{cell.family}:{cell.qualifier!r} at {cell.timestamp_micros}")
+    return parity

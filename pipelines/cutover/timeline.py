@@ -1,0 +1,180 @@
+"""One timeline per run folder: the backfill's start, what the catch-up applied up to, the stream tail's position.
+
+Files in the run folder (local, gs:// or s3://, through Beam's FileSystems; local files are replaced
+atomically, so a kill -9 never leaves half a file)::
+
+    checkpoint.json    the scan backfill's (pipelines/run/checkpoint.py): its "now", segments; start = that now
+    dead_letters.jsonl written when a backfill ends (an export backfill's only trace in the folder)
+    cutover.json       this module: backfill start, applied windows, the tail's start   (written by the launcher)
+    tail.json          the stream tail's per-shard positions (pipelines/cutover/tail.py)
+
+The backfill's start time ``T0`` is the export's ``exportTime`` for a full-export backfill (a
+point-in-time snapshot) and the run's stored "now" for a scan (taken before the first page is read,
+so no change after it is missed). Catch-up exports must continue the timeline exactly where it ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ...mappers.errors import UsageError
+from ...mappers.units import iso_to_micros as iso_to_us, micros_to_iso as us_to_iso  # noqa: F401 - the cutover's names
+from ..run import checkpoint as ckpt
+
+TIMELINE_FILE = "cutover.json"
+BACKFILL_LETTERS = "dead_letters.jsonl"
+
+
+class TimelineError(UsageError):
+    """The run folder's timeline does not allow this phase (a gap, an overlap, an unfinished backfill)."""
+
+
+def join(*parts: str) -> str:
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.join(*parts)
+
+
+def read_json(path: str) -> Any | None:
+    """The JSON document at ``path``, or None when there is none."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path) as handle:
+        return json.loads(handle.read())
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write ``data`` as JSON; a local file is replaced atomically (written aside, then renamed)."""
+    text = json.dumps(data, indent=2, sort_keys=True).encode()
+    if "://" not in path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        aside = f"{path}.{os.getpid()}.tmp"
+        with open(aside, "wb") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(aside, path)
+        return
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.create(path) as handle:
+        handle.write(text)
+
+
+@dataclass
+class Phase:
+    """One applied catch-up export."""
+
+    export: str
+    from_us: int
+    to_us: int
+    counters: dict[str, int]
+    finished_at_us: int
+
+
+@dataclass
+class Timeline:
+    """What has been applied to the target, in order."""
+
+    backfill: str
+    """"scan" or "export"."""
+    start_us: int
+    """T0: the backfill's snapshot time (export) or start (scan)."""
+    now_ms: int
+    """The "now" every phase compiles the spec with (the backfill's), so default timestamps match."""
+    applied_to_us: int
+    """Every change before this time is applied (T0 before any catch-up)."""
+    phases: list[Phase] = field(default_factory=list)
+    tail_started_us: int | None = None
+    spec: dict[str, Any] | None = None
+    """The spec the phases apply (targets settled), so that `cutover-status` needs only the run folder."""
+    table: dict[str, Any] | None = None
+    """The source table as the backfill's full export names it (``arn``, ``table_id``): every catch-up export
+    must be of this table (a table deleted and re-created under the same name has another tableId)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Timeline:
+        data = dict(data)
+        data["phases"] = [Phase(**phase) for phase in data.get("phases", [])]
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Backfill:
+    kind: str
+    start_us: int
+    now_ms: int
+    complete: bool
+    detail: str
+    table: dict[str, Any] | None = None
+
+
+def find_backfill(run_dir: str, spec: Any) -> Backfill:
+    """The backfill recorded in ``run_dir`` for ``spec``: its kind, start, "now" and whether it finished."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if spec.source.export is not None:
+        from ..dynamodb.export import read_manifest
+
+        manifest = read_manifest(spec.source.export.path)
+        if not manifest.export_time:
+            raise TimelineError(f"the export in {manifest.export_dir} has no exportTime; the timeline cannot start")
+        if spec.migration_time is None:
+            raise TimelineError(
+                "an export backfill does not record its run's \"now\", which gives cells without a timestamp theirs",
+                "set migration_time in the spec (the same value the backfill ran with)")
+        done = FileSystems.exists(join(run_dir, BACKFILL_LETTERS))
+        now_ms = int(spec.migration_time.timestamp() * 1000)
+        table = None if manifest.table is None else {"arn": manifest.table.arn, "table_id": manifest.table.table_id}
+        return Backfill("export", iso_to_us(manifest.export_time), now_ms, done,
+                        f"full export {manifest.export_id} at {manifest.export_time}", table)
+    saved = read_json(join(run_dir, ckpt.CHECKPOINT_FILE))
+    if saved is None:
+        raise TimelineError(f"{run_dir} holds no backfill (no {ckpt.CHECKPOINT_FILE} and the spec reads no export)",
+                            "pass the --run-dir of the `ddb2bt migrate` run that back-filled this table")
+    if saved.get("spec_hash") != ckpt.spec_hash(spec):
+        raise TimelineError(f"the spec differs from the one the backfill in {run_dir} ran with",
+                            "catch up with the backfill's own spec")
+    now_ms = saved.get("now_ms")
+    if now_ms is None:
+        raise TimelineError(f"{run_dir}/{ckpt.CHECKPOINT_FILE} predates stored start times; the timeline cannot start")
+    done = len(ckpt.completed_segments(run_dir)) >= int(saved["total_segments"])
+    return Backfill("scan", int(now_ms) * 1000, int(now_ms), done,
+                    f"scan of {saved['table']} started {us_to_iso(int(now_ms) * 1000)}")
+
+
+def load(run_dir: str, spec: Any) -> Timeline:
+    """The run folder's timeline, started from its backfill on first use; refused while the backfill runs."""
+    saved = read_json(join(run_dir, TIMELINE_FILE))
+    if saved is not None:
+        timeline = Timeline.from_json(saved)
+        if timeline.spec is not None and ckpt.spec_data_hash(timeline.spec) != ckpt.spec_hash(spec):
+            raise TimelineError(  # one mapping for the whole cutover, or Bigtable ends matching neither spec
+                f"the spec differs from the one the cutover in {run_dir} applies (saved in its {TIMELINE_FILE})",
+                "go on with that spec; a changed mapping is a new migration into another table")
+        return timeline
+    backfill = find_backfill(run_dir, spec)
+    if not backfill.complete:
+        raise TimelineError(
+            f"the backfill in {run_dir} ({backfill.detail}) has not finished",
+            "changes are applied once the backfill is complete (see docs/CUTOVER.md); wait for `ddb2bt migrate` "
+            "to end (or resume it with --resume)")
+    return Timeline(backfill.kind, backfill.start_us, backfill.now_ms, backfill.start_us, table=backfill.table)
+
+
+def save(run_dir: str, timeline: Timeline) -> None:
+    write_json(join(run_dir, TIMELINE_FILE), timeline.to_json())
+
+
+def peek(run_dir: str) -> Timeline | None:
+    """The timeline if one was started (for status), without checking anything."""
+    saved = read_json(join(run_dir, TIMELINE_FILE))
+    return None if saved is None else Timeline.from_json(saved)

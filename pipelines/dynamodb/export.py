@@ -1,0 +1,388 @@
+"""Read a DynamoDB export to S3 (DYNAMODB_JSON format) instead of scanning the live table.
+
+An export costs no read capacity and is a consistent snapshot, which makes it the better source
+for big tables. Layout, under the export folder ``<prefix>/AWSDynamoDB/<exportId>/``:
+
+* ``manifest-summary.json``: ``itemCount``, ``outputFormat``, ``exportTime``, ``manifestFilesS3Key``,
+  ``tableArn``, ``tableId`` ...
+* ``manifest-files.json``: JSON lines, one per data file: ``itemCount``, ``md5Checksum`` (base64),
+  ``etag`` (an S3 ETag, often multipart: ``<hex>-1``), ``dataFileS3Key``
+* data files: gzipped JSON lines, each ``{"Item": {...}}`` with ``B`` values as base64 text; an empty
+  partition gives an empty file (``itemCount`` 0). A full export keeps them in its own
+  ``<exportId>/data/``; an incremental export writes them into the *shared* ``AWSDynamoDB/data/``
+  folder beside the export folders.
+
+Manifest keys name S3 objects as AWS wrote them: ``[prefix/]AWSDynamoDB/...`` (the summary's
+``manifestFilesS3Key`` carries the prefix; an incremental export's ``dataFileS3Key`` is
+``AWSDynamoDB/data/<name>.json.gz``, relative to the prefix). See :func:`resolve_key`.
+
+Counts are checked, not trusted: a data file holding a different number of items than its
+manifest line (or files that do not add up to the summary) is *reported* as a ``count_mismatch``
+record and counter, so reconciliation can fail the run rather than lose items quietly. Paths go
+through Beam's ``FileSystems``, so s3://, gs:// and local copies all work.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
+from ..run.metrics import NAMESPACE
+from ...mappers.errors import UsageError
+
+T = TypeVar("T")
+
+SUMMARY = "manifest-summary.json"
+EXPORT_DIR = "AWSDynamoDB"
+_KEY = re.compile(rf"(?:^|/){EXPORT_DIR}/(.+)$")
+
+
+class ExportError(UsageError):
+    """The path is not a readable DynamoDB export, or the export is not in a format we read."""
+
+
+@dataclass(frozen=True)
+class ExportFile:
+    path: str
+    """Resolved location of the data file (s3://, gs:// or local)."""
+    key: str
+    """``dataFileS3Key`` as written in the manifest, for reports."""
+    item_count: int
+    md5: str | None = None
+    etag: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    """The table an export is of, as its manifest-summary.json names it."""
+
+    arn: str
+    table_id: str | None
+
+    @property
+    def name(self) -> str:
+        return self.arn.rpartition("table/")[2].partition("/")[0]
+
+    @classmethod
+    def of(cls, summary: dict[str, Any]) -> SourceTable | None:
+        arn = summary.get("tableArn")
+        return cls(str(arn), str(summary["tableId"]) if summary.get("tableId") else None) if arn else None
+
+    def describe(self) -> str:
+        return f"table {self.name} ({self.arn}" + (f", tableId {self.table_id})" if self.table_id else ")")
+
+
+@dataclass(frozen=True)
+class ExportManifest:
+    export_dir: str
+    """The folder holding manifest-summary.json."""
+    export_id: str
+    item_count: int
+    """itemCount from manifest-summary.json."""
+    output_format: str
+    export_time: str | None
+    files: tuple[ExportFile, ...]
+    table: SourceTable | None = None
+
+    @property
+    def files_item_count(self) -> int:
+        """The sum of the per-file counts in manifest-files.json (should equal item_count)."""
+        return sum(f.item_count for f in self.files)
+
+
+def _read_text(path: str) -> str:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        return handle.read().decode("utf-8")
+
+
+def find_export_dir(path: str) -> str:
+    """The export folder for ``path``: itself, or the single export below it (``AWSDynamoDB/<id>``)."""
+    path = path.rstrip("/")
+    if FileSystems.exists(FileSystems.join(path, SUMMARY)):
+        return path
+    patterns = [FileSystems.join(path, EXPORT_DIR, "*", SUMMARY), FileSystems.join(path, "*", SUMMARY)]
+    found = sorted({FileSystems.split(m.path)[0] for r in FileSystems.match(patterns) for m in r.metadata_list})
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise ExportError(f"no {SUMMARY} in {path} or in one export folder below it")
+    raise ExportError(f"{path} holds {len(found)} exports; give one of: {', '.join(found)}")
+
+
+def resolve_key(export_dir: str, key: str, summary: dict[str, Any]) -> str:
+    """Locate a manifest key in this copy of the export, whatever prefix or folder the copy lives under.
+
+    AWS names every object ``[s3Prefix/]AWSDynamoDB/<rest>``; the folder holding the export folder
+    stands for ``AWSDynamoDB/``. So a key inside the export's own folder (``<exportId>/data/x.json.gz``,
+    ``<exportId>/manifest-files.json``) is joined to the export folder (a copy may rename it), and any
+    other key (an incremental export's ``data/x.json.gz``, in the shared data folder) to the folder above.
+    """
+    prefix = str(summary.get("s3Prefix") or "").strip("/")
+    found = _KEY.match(key[len(prefix) + 1:]) if prefix and key.startswith(prefix + "/") else None
+    found = found or _KEY.search(key)
+    if not found:
+        raise ExportError(f"manifest key {key!r} is not inside {EXPORT_DIR}/ (not a key DynamoDB wrote)")
+    first, _, rest = found.group(1).partition("/")
+    if rest and first in (export_id(export_dir, summary), FileSystems.split(export_dir)[1]):
+        return FileSystems.join(export_dir, *rest.split("/"))
+    return FileSystems.join(FileSystems.split(export_dir)[0], *found.group(1).split("/"))
+
+
+def use_options(options: PipelineOptions | None) -> None:
+    """Hand pipeline options (s3_region_name, s3_endpoint_url, ...) to Beam's file systems.
+
+    Constructing a ``Pipeline`` does this already; a plain call outside a pipeline (a sample, a
+    manifest check in the CLI) must pass options for s3://, whose file system refuses to work without.
+    """
+    if options is not None:
+        FileSystems.set_options(options)
+
+
+def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportManifest:
+    """Read manifest-summary.json and manifest-files.json of the export at (or just below) ``path``."""
+    use_options(options)
+    export_dir = find_export_dir(path)
+    summary = read_summary(export_dir)
+    output_format = summary.get("outputFormat", "DYNAMODB_JSON")
+    if output_format != "DYNAMODB_JSON":
+        raise ExportError(f"export format {output_format} is not supported; export with DYNAMODB_JSON")
+    if summary.get("exportType", "FULL_EXPORT") != "FULL_EXPORT":
+        raise ExportError(f"{summary['exportType']} is not supported; use a full export")
+    files = manifest_files(export_dir, summary)
+    if "itemCount" not in summary:
+        raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")
+    return ExportManifest(export_dir, export_id(export_dir, summary), int(summary["itemCount"]), output_format,
+                          summary.get("exportTime"), files, SourceTable.of(summary))
+
+
+def read_summary(export_dir: str) -> dict[str, Any]:
+    """The export's manifest-summary.json (full or incremental); ExportError if it is not JSON."""
+    try:
+        summary = json.loads(_read_text(FileSystems.join(export_dir, SUMMARY)))
+    except json.JSONDecodeError as err:
+        raise ExportError(f"{export_dir}/{SUMMARY} is not JSON: {err}") from err
+    if not isinstance(summary, dict):
+        raise ExportError(f"{export_dir}/{SUMMARY} is not a manifest summary (a JSON object)")
+    return summary
+
+
+def export_id(export_dir: str, summary: dict[str, Any]) -> str:
+    """The export's id: the end of its ARN, else its folder's name."""
+    return str(summary.get("exportArn", "")).rpartition("/")[2] or FileSystems.split(export_dir)[1]
+
+
+def manifest_files(export_dir: str, summary: dict[str, Any]) -> tuple[ExportFile, ...]:
+    """The data files manifest-files.json lists (where the summary says it is), with their item counts and checksums;
+    ExportError naming the line that is not a manifest entry."""
+    files_key = summary.get("manifestFilesS3Key")
+    files_path = resolve_key(export_dir, files_key, summary) if files_key else FileSystems.join(export_dir, "manifest-files.json")
+    files = []
+    for number, line in enumerate(_read_text(files_path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            key, count = entry["dataFileS3Key"], int(entry["itemCount"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+            raise ExportError(f"{files_path} line {number} is not a manifest entry: {err!r}") from err
+        files.append(ExportFile(resolve_key(export_dir, key, summary), key, count, entry.get("md5Checksum"), entry.get("etag")))
+    return tuple(files)
+
+
+def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
+    """The items of one data file: the ``Item`` of each JSON line, in wire format (``B`` as base64 text)."""
+    for _size, item in _sized_file_items(path):
+        yield item
+
+
+def _sized_file_items(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(bytes of its line, item)`` for each item of a data file; a file that cannot be read is an ExportError."""
+    return sized_records(path, lambda record: record["Item"], "an export item")
+
+
+def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) -> Iterator[tuple[int, T]]:
+    """``(bytes of its line, parse(record))`` for each JSON line of an export data file (full or incremental).
+
+    A line ``parse`` refuses (KeyError/TypeError/ValueError) or a file that cannot be read is an ExportError
+    naming the file (and line). Gzip is decoded by the standard library over Beam's raw stream: its C reader
+    splits lines far faster than Beam's pure-Python compressed-file wrapper.
+    """
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    parsed = parse(json.loads(line))
+                except (ValueError, KeyError, TypeError) as err:
+                    detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
+                    raise ExportError(f"{path} line {number} is not {what}: {detail}") from err
+                yield len(line), parsed
+    except EOFError as err:
+        raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
+                          "copy the export again; the manifest's md5 shows which files differ") from err
+    except (gzip.BadGzipFile, zlib.error) as err:
+        raise ExportError(f"{path} is not valid gzip data: {err}", "copy the export again") from err
+    except OSError as err:  # missing or unreadable (Beam's BeamIOError is an OSError too)
+        raise ExportError(f"{path} cannot be read: {err}") from err
+
+
+def file_batches(records: Iterable[tuple[int, Any]]) -> Iterator[Batch]:
+    """A data file's ``(line bytes, record)`` pairs in batches of :data:`BATCH_ITEMS`, each knowing its bytes."""
+    batch = Batch()
+    for size, record in records:
+        batch.append(record)
+        batch.nbytes += size
+        if len(batch) == BATCH_ITEMS:
+            yield batch
+            batch = Batch()
+    if batch:
+        yield batch
+
+
+def verify_export(path: str, options: PipelineOptions | None = None) -> ExportManifest:
+    """Check, before anything is written, that every data file the manifest lists is there and intact.
+
+    Each file's MD5 is compared with the manifest's ``md5Checksum`` (base64), or ``etag`` where
+    that is a plain MD5: local and gs:// files are read once for it; on s3:// the object's ETag
+    is compared without reading it. Raises :class:`ExportError` naming every bad file; returns the manifest.
+    """
+    manifest = read_manifest(path, options)
+    problems = [problem for data_file in manifest.files if (problem := file_problem(data_file))]
+    if problems:
+        raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
+                          "copy the export again (or export the table again); nothing was written")
+    return manifest
+
+
+def file_problem(data_file: ExportFile) -> str | None:
+    """What is wrong with one data file, or None."""
+    if not FileSystems.exists(data_file.path):
+        shared = not re.search(rf"(?:^|/){EXPORT_DIR}/[^/]+/data/", data_file.key)
+        return f"{data_file.path} is missing" + (
+            f" (manifest key {data_file.key}: an incremental export's data files are in the shared "
+            f"{EXPORT_DIR}/data/ folder beside the export folders; copy that folder too)" if shared else "")
+    expected_hex = (base64.b64decode(data_file.md5).hex() if data_file.md5
+                    else data_file.etag.strip('"') if data_file.etag and "-" not in data_file.etag else None)
+    if expected_hex is None:
+        return None
+    if data_file.path.startswith("s3://") and data_file.etag and "-" not in data_file.etag:
+        found = str(FileSystems.checksum(data_file.path)).strip('"')
+    else:
+        digest = hashlib.md5()
+        with FileSystems.open(data_file.path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        found = digest.hexdigest()
+    return None if found == expected_hex else f"{data_file.path} does not match its manifest MD5 (changed or cut short)"
+
+
+def iter_export_items(path: str, limit: int | None = None,
+                      options: PipelineOptions | None = None) -> Iterator[dict[str, Any]]:
+    """Items of the whole export, file by file (for samples and small tools; the pipeline reads in parallel)."""
+    produced = 0
+    for data_file in read_manifest(path, options).files:
+        for item in iter_file_items(data_file.path):
+            if limit is not None and produced >= limit:
+                return
+            produced += 1
+            yield item
+
+
+def mismatch_record(kind: str, where: str, expected: int, actual: int) -> dict[str, Any]:
+    """A count_mismatch record: ``kind`` is "file" (one data file) or "total" (the whole export)."""
+    return {"kind": kind, "file": where, "expected": expected, "actual": actual}
+
+
+class _ReadExportFileFn(beam.DoFn):
+    """Reads one data file, given as ``(its number in the manifest, ExportFile)``, into item batches.
+
+    With ``mark_done`` the file's batches are followed by ``SegmentDone(number)`` in the same stream,
+    as a scan segment's are, so the run folder records the file once its rows are stored; only when
+    it held what its manifest line says: a file whose count differs is read again by ``--resume``
+    (its rows are rewritten identically), so its count mismatch is reported again and never lost.
+    """
+
+    def __init__(self, mark_done: bool = False) -> None:
+        self._mark_done = mark_done
+        self._items = Metrics.counter(NAMESPACE, "items_read")
+        self._files = Metrics.counter(NAMESPACE, "export_files_read")
+        self._mismatches = Metrics.counter(NAMESPACE, "export_count_mismatch")
+
+    def process(self, element: tuple[int, ExportFile]) -> Iterable[Any]:
+        number, data_file = element
+        count = 0
+        for batch in file_batches(_sized_file_items(data_file.path)):
+            count += len(batch)
+            yield batch
+        self._items.inc(count)
+        self._files.inc()
+        yield beam.pvalue.TaggedOutput("file_counts", count)
+        if count != data_file.item_count:
+            self._mismatches.inc()
+            yield beam.pvalue.TaggedOutput("count_mismatch",
+                                           mismatch_record("file", data_file.key, data_file.item_count, count))
+        elif self._mark_done:
+            yield SegmentDone(number)
+
+
+def _check_total(actual: int, expected: int, where: str) -> Iterable[dict[str, Any]]:
+    if actual != expected:
+        Metrics.counter(NAMESPACE, "export_count_mismatch").inc()
+        yield mismatch_record("total", where, expected, actual)
+
+
+class ReadDynamoDBExport(beam.PTransform):
+    """Items of a DynamoDB export: ``{"batches": PCollection[Batch], "count_mismatch": PCollection[dict]}``.
+
+    Items travel in batches (:class:`~.batches.Batch`) of up to ``BATCH_ITEMS``.
+
+    The manifest is read when the transform is built (it is small, and a wrong path should fail
+    before any worker starts); ``.manifest`` gives the expected counts to the pipeline's report.
+    Each data file is one element after a Reshuffle, so files are read in parallel.
+
+    For a resumable run, data files play the part of scan segments, numbered by their place in the
+    manifest: ``mark_done`` follows each file's batches with its ``SegmentDone`` (see
+    :class:`_ReadExportFileFn`), and ``completed_files`` (from the run's checkpoint) are left out;
+    the export's total is then checked against what the files left to read should add up to.
+    """
+
+    def __init__(self, path: str, manifest: ExportManifest | None = None, *,
+                 completed_files: frozenset[int] | set[int] = frozenset(), mark_done: bool = False) -> None:
+        super().__init__()
+        self.manifest = manifest or read_manifest(path)
+        self._completed, self._mark_done = frozenset(completed_files), mark_done
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        manifest = self.manifest
+        files = [(number, f) for number, f in enumerate(manifest.files) if number not in self._completed]
+        done_items = sum(f.item_count for number, f in enumerate(manifest.files) if number in self._completed)
+        read = (
+            pbegin
+            | "Files" >> beam.Create(files)
+            | "Spread" >> beam.Reshuffle()
+            | "Read" >> beam.ParDo(_ReadExportFileFn(self._mark_done)).with_output_types(Batch).with_outputs(
+                "file_counts", "count_mismatch", main="batches")
+        )
+        total = (
+            read.file_counts
+            | "Total" >> beam.CombineGlobally(sum)
+            | "CheckTotal" >> beam.FlatMap(_check_total, manifest.item_count - done_items,
+                                           f"{manifest.export_dir}/{SUMMARY}")
+        )
+        mismatches = (read.count_mismatch, total) | "Mismatches" >> beam.Flatten()
+        return {"batches": read.batches, "count_mismatch": mismatches}

@@ -1,0 +1,201 @@
+"""Read a DynamoDB incremental export (DYNAMODB_JSON) as item changes.
+
+An incremental export covers a window ``[ExportFromTime, ExportToTime)``. Its folder
+``[prefix/]AWSDynamoDB/<exportId>/`` holds ``manifest-summary.json`` (``exportType``
+``INCREMENTAL_EXPORT``, ``outputView``, the window, ``tableArn``/``tableId``) and
+``manifest-files.json``; its gzipped JSON-lines data files are in the *shared* folder
+``[prefix/]AWSDynamoDB/data/`` beside the export folders (``dataFileS3Key``
+``AWSDynamoDB/data/<name>.json.gz``; see :func:`.export_source.resolve_key`). Each line is one
+changed item, compacted to its final state for the window::
+
+    {"Metadata": {"WriteTimestampMicros": {"N": "1714564800123456"}},
+     "Keys": {"pk": {"S": "a"}},
+     "OldImage": {...},          # NEW_AND_OLD_IMAGES only; absent for an item created in the window
+     "NewImage": {...}}          # absent for an item deleted in the window
+
+An item created and deleted within the window does not appear. Only NEW_AND_OLD_IMAGES exports can
+be applied: without the old image the cells a change must delete cannot be found (a NEW_IMAGE export
+is refused before anything is written).
+
+A record that is not a change (an unknown type tag, no Keys, a timestamp that is no integer) refuses
+the whole export before anything is written (:func:`check_export`): applying the rest would delete
+the item's old cells and dead-letter its new image, and the timeline would then refuse the corrected
+export as already applied.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from ...mappers.attrvalue import is_value as _valid_value, value_problem
+from ...mappers.changes import Change, kind_of_change
+from ..run.batches import Batch
+from ..run.metrics import NAMESPACE
+from .export import (SUMMARY, ExportError, ExportFile, SourceTable, export_id, file_batches,
+                            find_export_dir, manifest_files, mismatch_record, read_summary, sized_records)
+from ..cutover.timeline import iso_to_us
+
+INCREMENTAL = "INCREMENTAL_EXPORT"
+VIEWS = ("NEW_AND_OLD_IMAGES", "NEW_IMAGE")
+
+
+@dataclass(frozen=True)
+class IncrementalManifest:
+    export_dir: str
+    export_id: str
+    item_count: int
+    from_us: int
+    to_us: int
+    view: str
+    files: tuple[ExportFile, ...]
+    table: SourceTable | None = None
+
+
+def _window(summary: dict[str, Any], where: str) -> tuple[int, int, str]:
+    spec = summary.get("incrementalExportSpecification") or {}
+    start = summary.get("exportFromTime") or spec.get("exportFromTime")
+    end = summary.get("exportToTime") or spec.get("exportToTime")
+    view = summary.get("outputView") or spec.get("exportViewType") or "NEW_AND_OLD_IMAGES"
+    if not start or not end:
+        raise ExportError(f"{where} names no export window (exportFromTime, exportToTime)",
+                          "add them to the summary as DescribeExport reports them (IncrementalExportSpecification)")
+    try:
+        return _time_us(start), _time_us(end), view
+    except (TypeError, ValueError) as err:
+        raise ExportError(f"{where}: the export window is not a time: {err}") from None
+
+
+def _time_us(value: Any) -> int:
+    if isinstance(value, (int, float)):  # epoch seconds, as the API takes them
+        return int(value * 1_000_000)
+    return iso_to_us(str(value))
+
+
+def read_incremental_manifest(path: str) -> IncrementalManifest:
+    """The manifest of the incremental export at (or just below) ``path``; ExportError if it is not one we apply."""
+    export_dir = find_export_dir(path)
+    where = f"{export_dir}/{SUMMARY}"
+    summary = read_summary(export_dir)
+    if summary.get("exportType") != INCREMENTAL:
+        raise ExportError(f"{export_dir} is a {summary.get('exportType', 'FULL_EXPORT')}, not an incremental export",
+                          "a full export is a backfill source (source.export in the spec); catch-up takes incremental ones")
+    if summary.get("outputFormat", "DYNAMODB_JSON") != "DYNAMODB_JSON":
+        raise ExportError(f"export format {summary['outputFormat']} is not supported; export with DYNAMODB_JSON")
+    start, end, view = _window(summary, where)
+    if view != "NEW_AND_OLD_IMAGES":
+        raise ExportError(f"{export_dir} was exported with view {view}: without old images the cells a change "
+                          "removes cannot be found", "export with ExportViewType NEW_AND_OLD_IMAGES")
+    files = manifest_files(export_dir, summary)
+    return IncrementalManifest(export_dir, export_id(export_dir, summary),
+                               int(summary.get("itemCount", sum(f.item_count for f in files))),
+                               start, end, view, files, SourceTable.of(summary))
+
+
+def parse_record(record: dict[str, Any]) -> Change:
+    """One export line (parsed) as a Change; KeyError/TypeError/ValueError when it is not a change record."""
+    micros = record["Metadata"]["WriteTimestampMicros"]
+    micros = int(micros["N"] if isinstance(micros, dict) else micros)
+    old, new = record.get("OldImage"), record.get("NewImage")
+    return Change(record["Keys"], old, new, kind_of_change(old, new), micros)
+
+
+class RecordError(ValueError):
+    """An export line that is not a change record; the message names the field."""
+
+
+def check_record(record: Any, key_names: tuple[str, ...] = ()) -> Change:
+    """One export line checked field by field, then parsed: RecordError naming the first field that is wrong.
+
+    Keys (holding ``key_names``, the table's key attributes), a WriteTimestampMicros that is an integer,
+    at least one image, every value of Keys and the images a valid DynamoDB value, and the images' key
+    attributes equal to Keys.
+    """
+    if not isinstance(record, dict):
+        raise RecordError("the line is no JSON object")
+    micros = (record.get("Metadata") or {}).get("WriteTimestampMicros") if isinstance(record.get("Metadata"), dict) \
+        else None
+    text = micros.get("N") if isinstance(micros, dict) else micros  # documented {"N": "..."}; a bare one read too
+    text = str(text) if isinstance(text, int) and not isinstance(text, bool) else text
+    if not isinstance(text, str) or not text.isdigit():
+        raise RecordError(f"Metadata.WriteTimestampMicros is {json.dumps(micros)[:60]}, not {{\"N\": \"<integer>\"}}")
+    keys = record.get("Keys")
+    if not isinstance(keys, dict) or not keys:
+        raise RecordError("Keys is missing or empty")
+    for name in key_names:
+        if name not in keys:
+            raise RecordError(f"Keys has no {name} (the table's key attribute)")
+    problem = _first_problem(keys, "Keys")
+    if problem:
+        raise RecordError(problem)
+    images = [(part, record[part]) for part in ("OldImage", "NewImage") if record.get(part) is not None]
+    if not images:
+        raise RecordError("neither OldImage nor NewImage is present")
+    for part, image in images:
+        if type(image) is not dict:
+            raise RecordError(f"{part} is no object")
+        problem = _first_problem(image, part)
+        if problem:
+            raise RecordError(problem)
+        for name, value in keys.items():
+            if image.get(name) != value:
+                raise RecordError(f"{part}.{name} differs from Keys.{name}")
+    return parse_record(record)
+
+
+def _first_problem(attributes: dict[str, Any], where: str) -> str | None:
+    if all(map(_valid_value, attributes.values())):
+        return None
+    for name, value in attributes.items():
+        problem = value_problem(value, f"{where}.{name}")
+        if problem:
+            return problem
+    return None
+
+
+def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = ()) -> int:
+    """Read every record of the export and check it (:func:`check_record`); the number of records.
+
+    ExportError naming the file, the line and the field of the first bad record: nothing may be applied
+    from an export that holds one.
+    """
+    return sum(1 for data_file in manifest.files
+               for _ in sized_records(data_file.path, lambda record: check_record(record, key_names),
+                                      "a change record"))
+
+
+class _ReadChangesFn(beam.DoFn):
+    def __init__(self) -> None:
+        self._mismatches = Metrics.counter(NAMESPACE, "export_count_mismatch")
+
+    def process(self, data_file: ExportFile) -> Iterable[Any]:
+        count = 0
+        for batch in file_batches(sized_records(data_file.path, parse_record,
+                                                      "an incremental export record")):
+            count += len(batch)
+            yield batch
+        if count != data_file.item_count:
+            self._mismatches.inc()
+            yield beam.pvalue.TaggedOutput("count_mismatch",
+                                           mismatch_record("file", data_file.key, data_file.item_count, count))
+
+
+class ReadIncrementalExport(beam.PTransform):
+    """Batches of :class:`Change` (one per changed item; an export has each item once), and count mismatches."""
+
+    def __init__(self, manifest: IncrementalManifest) -> None:
+        super().__init__()
+        self.manifest = manifest
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        read = (pbegin
+                | "Files" >> beam.Create(self.manifest.files)
+                | "Spread" >> beam.Reshuffle()
+                | "Read" >> beam.ParDo(_ReadChangesFn()).with_output_types(Batch).with_outputs(
+                    "count_mismatch", main="batches"))
+        return {"batches": read.batches, "count_mismatch": read.count_mismatch}

@@ -1,0 +1,526 @@
+"""Parallel Scan of a live DynamoDB table, as plain Python iterators and as a Beam source.
+
+Why it looks the way it does:
+
+* Items stay exactly as the low-level client returns them (wire format, numbers as text).
+* Every page is paginated by ``ExclusiveStartKey``; a page that keeps failing after botocore's own
+  retries is retried here with backoff, and after a bounded but generous budget the scan raises
+  :class:`ScanFailedError`. A page is never skipped: losing a page would silently lose items.
+* Read capacity is shared with production traffic, so each segment spends at most its share of
+  ``read_budget × capacity`` per second, measured from ``ConsumedCapacity`` (a token bucket).
+* Per-item work is nil: items are yielded as they come, counters move once per page.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, HTTPClientError
+
+from ...mappers.source import SourceDescription
+from ..run.batches import Batch, SegmentAt, SegmentDone
+from ..run import progress
+from ..run.metrics import NAMESPACE
+from .client import ClientSettings, describe_source, keep_field_raw, make_client
+from ...mappers.errors import ServiceError
+from ...mappers.analysis.estimates import READ_UNIT_BYTES, read_units
+from ...mappers.limits import SCAN_SEGMENTS_MAX
+
+log = logging.getLogger(__name__)
+
+GIB = 1 << 30
+MAX_AUTO_SEGMENTS = 1000
+PAGE_BYTES = 1 << 20
+"""A Scan page holds up to 1 MB."""
+PAGES_PER_SEGMENT = 4
+"""Below this many pages per segment a table is not split further (each segment costs at least one request)."""
+SMALL_TABLE_SEGMENTS = 8
+"""The fewest segments a table worth splitting gets: parallel reads, and a kill costs at most a segment's pages in
+flight rather than the whole table's."""
+UNKNOWN_SIZE_SEGMENTS = SMALL_TABLE_SEGMENTS
+"""Segments when DescribeTable reports no size (0 for up to six hours after a table is loaded): the table may be
+large, and an empty table pays only one request per segment."""
+
+
+THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+TRANSIENT_CODES = frozenset({"InternalServerError", "ServiceUnavailable", "InternalFailure"})
+
+
+def choose_total_segments(
+    size_bytes: int, requested: int | None = None, *, max_segments: int = MAX_AUTO_SEGMENTS
+) -> int:
+    """The default: one segment per GiB (as the EMR and Glue connectors do), but at least one per
+    :data:`PAGES_PER_SEGMENT` pages up to :data:`SMALL_TABLE_SEGMENTS`, so a table of more than a
+    few pages is never one segment; :data:`UNKNOWN_SIZE_SEGMENTS` when the size is 0 (unknown).
+    Between 1 and ``max_segments``.
+
+    An explicit request wins, up to DynamoDB's limit of 1,000,000 segments.
+    """
+    if requested is not None:
+        if not 1 <= requested <= SCAN_SEGMENTS_MAX:
+            raise ValueError(f"total segments must be between 1 and {SCAN_SEGMENTS_MAX}, got {requested}")
+        return requested
+    if size_bytes < 0:
+        raise ValueError(f"table size cannot be negative: {size_bytes}")
+    if size_bytes == 0:
+        return min(max_segments, UNKNOWN_SIZE_SEGMENTS)
+    small = min(SMALL_TABLE_SEGMENTS, math.ceil(size_bytes / (PAGES_PER_SEGMENT * PAGE_BYTES)))
+    return max(1, min(max_segments, max(small, math.ceil(size_bytes / GIB))))
+
+
+def estimate_rcu(response_bytes: int, consistent_read: bool) -> float:
+    """Read units for a Scan page when the server reports none: 1 per 4 KB strongly consistent, half eventually."""
+    return read_units(max(response_bytes, 1), consistent_read)
+
+
+class ReadBudget:
+    """A token bucket over consumed read capacity units, allowed to go into debt.
+
+    The cost of a Scan page is only known after it arrives, so the page is spent afterwards and
+    the *next* request waits until the debt is paid back. So that no page, the first included, costs
+    more than a burst, :meth:`page_items` sizes each request (Scan's ``Limit``) from what the pages
+    read so far cost per item, the first being a one-item probe: 8 segments' first 1 MB pages were
+    1,024 RCU at once under a budget of 50 RCU/s.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        burst: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if rate <= 0:
+            raise ValueError(f"read budget rate must be positive, got {rate}")
+        self.rate = float(rate)
+        self.burst = float(burst) if burst is not None else max(self.rate, 1.0)
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = self.burst
+        self._last = clock()
+
+    @staticmethod
+    def per_segment_rate(capacity_rcu: float, read_budget: float, segments_in_flight: int) -> float:
+        """``read_budget × capacity / segments in flight``: each concurrently scanned segment's share."""
+        if not 0 < read_budget <= 1:
+            raise ValueError(f"read_budget must be in (0, 1], got {read_budget}")
+        if capacity_rcu <= 0 or segments_in_flight < 1:
+            raise ValueError(f"need positive capacity and segments, got {capacity_rcu} RCU / {segments_in_flight}")
+        return read_budget * capacity_rcu / segments_in_flight
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+
+    def delay(self) -> float:
+        """Seconds to wait before the next request may go out (0 when the bucket is not in debt)."""
+        self._refill()
+        return -self._tokens / self.rate if self._tokens < 0 else 0.0
+
+    def page_items(self, rcu_per_item: float | None, page_rcu_max: float) -> int | None:
+        """Items the next page may hold so that it costs at most a burst (1 before any cost is known); None when
+        even the largest page (``page_rcu_max``: 1 MB) fits in a burst."""
+        if self.burst >= page_rcu_max:
+            return None
+        if rcu_per_item is None:
+            return 1
+        return max(1, int(self.burst / max(rcu_per_item, 1e-9)))
+
+    def wait(self) -> float:
+        """Sleep off any debt; returns the time slept."""
+        pause = self.delay()
+        if pause > 0:
+            self._sleep(pause)
+        return pause
+
+    def spend(self, units: float) -> None:
+        self._refill()
+        self._tokens -= units
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Page-level retries on top of botocore's: full-jitter exponential backoff, then fail loudly.
+
+    A page gives up after ``max_attempts`` or once ``deadline`` seconds have passed since its first
+    attempt, whichever comes first: a source that throttles every request, or is gone, ends the
+    run within about two minutes instead of retrying for a quarter of an hour. Waits are short
+    (``max_delay``) so that a long retry phase is reported every few seconds.
+    """
+
+    max_attempts: int = 100
+    base_delay: float = 0.5
+    max_delay: float = 5.0
+    deadline: float = 90.0
+    botocore_attempts: int = 3
+    """Attempts inside botocore per Scan call (its retry mode paces them) before a retry here, which is logged."""
+
+    def backoff(self, attempt: int) -> float:
+        return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
+
+
+class CorruptResponseError(Exception):
+    """A Scan answer that is not a whole Scan result (e.g. a body cut short): retried like a dropped connection."""
+
+    def __init__(self, response: dict[str, Any]) -> None:
+        super().__init__("the Scan answer is not a whole Scan result (body cut short?)")
+        self.response = response  # as on botocore's ClientError: its metadata counts botocore's own retries
+
+
+class ScanFailedError(ServiceError):
+    """A Scan page still failed after every retry; the scan stops rather than skip the page."""
+
+    def __init__(self, table: str, segment: int, total_segments: int, attempts: int, start_key: Any, cause: Exception,
+                 seconds: float = 0.0):
+        self.table, self.segment, self.total_segments = table, segment, total_segments
+        self.attempts, self.start_key = attempts, start_key
+        super().__init__(
+            f"scan of {table} segment {segment}/{total_segments} failed after {attempts} attempts in {seconds:.0f}s "
+            f"(ExclusiveStartKey={start_key!r}): {_brief(cause)}",
+            "check that DynamoDB is reachable and not throttling (read_budget), then resume the run (--resume)",
+        )
+
+
+def _brief(err: Exception) -> str:
+    """An error on one line, with its kind."""
+    return f"{type(err).__name__}: {' '.join(str(err).split())}"
+
+
+class ScanPage(NamedTuple):
+    items: list[dict[str, Any]]
+    last_key: dict[str, Any] | None
+    """LastEvaluatedKey: where the next page starts, None once the segment is done."""
+    consumed_rcu: float
+    retries: int
+    """Retries this page needed: botocore's (RetryAttempts) plus ours, mostly throttling."""
+    scanned_count: int
+    nbytes: int = 0
+    """The response's size (its Content-Length), 0 where the transport does not say."""
+    throttled: bool = False
+    """Whether DynamoDB throttled a request for this page (seen by our retries)."""
+
+
+RETRIED_ERRORS = (ClientError, BotoConnectionError, HTTPClientError, CorruptResponseError)
+
+
+def _error_code(err: Exception) -> str:
+    return err.response.get("Error", {}).get("Code", "") if isinstance(err, ClientError) else ""
+
+
+def _retryable(err: Exception) -> bool:
+    if isinstance(err, ClientError):
+        return _error_code(err) in THROTTLE_CODES | TRANSIENT_CODES
+    return isinstance(err, RETRIED_ERRORS)
+
+
+def _response_bytes(response: dict[str, Any]) -> int:
+    """The response's Content-Length; 0 where the transport does not say (e.g. moto in-process)."""
+    return int(response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("content-length", 0))
+
+
+def _page_rcu(response: dict[str, Any], nbytes: int, consistent_read: bool) -> float:
+    consumed = response.get("ConsumedCapacity")
+    if consumed and "CapacityUnits" in consumed:
+        return float(consumed["CapacityUnits"])
+    if not nbytes:  # size unknown; rough size from the item count (4 KB items assumed)
+        return estimate_rcu(READ_UNIT_BYTES * response.get("ScannedCount", 0), consistent_read)
+    return estimate_rcu(nbytes, consistent_read)
+
+
+def scan_pages(
+    client: Any,
+    table: str,
+    segment: int = 0,
+    total_segments: int = 1,
+    *,
+    consistent_read: bool = False,
+    start_key: dict[str, Any] | None = None,
+    limit: int | None = None,
+    budget: ReadBudget | None = None,
+    retry: RetryPolicy = RetryPolicy(),
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[ScanPage]:
+    """Scan one segment page by page, from ``start_key`` (or the start) to its end.
+
+    Raises :class:`ScanFailedError` when a page cannot be read, and lets other errors (missing
+    table, bad credentials, validation) through at once: those do not get better by waiting.
+    """
+    if not 0 <= segment < total_segments <= SCAN_SEGMENTS_MAX:
+        raise ValueError(f"segment {segment} is not in 0..{total_segments - 1} (total at most {SCAN_SEGMENTS_MAX})")
+    request: dict[str, Any] = {
+        "TableName": table,
+        "ConsistentRead": consistent_read,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    if total_segments > 1:
+        request.update(Segment=segment, TotalSegments=total_segments)
+    if limit is not None:
+        request["Limit"] = limit
+    key = start_key
+    scanned, spent = 0, 0.0  # what the pages so far held and cost, to size the next under the budget
+    page_rcu_max = estimate_rcu(PAGE_BYTES, consistent_read)  # a full 1 MB page
+    while True:
+        if key is not None:
+            request["ExclusiveStartKey"] = key
+        affordable = budget.page_items(spent / scanned if scanned else None, page_rcu_max) if budget else None
+        if affordable is not None:
+            request["Limit"] = min(limit, affordable) if limit is not None else affordable
+        attempt, inner, throttled, started = 0, 0, False, time.monotonic()
+        while True:
+            if budget is not None:
+                budget.wait()
+            try:
+                response = client.scan(**request)
+                if "Count" not in response:  # every Scan result has one; botocore parses a cut body into {}
+                    raise CorruptResponseError(response)
+                break
+            except RETRIED_ERRORS as err:
+                if not _retryable(err):
+                    raise
+                attempt += 1
+                inner += getattr(err, "response", {}).get("ResponseMetadata", {}).get("RetryAttempts", 0)  # botocore's
+                throttled = throttled or _error_code(err) in THROTTLE_CODES
+                elapsed = time.monotonic() - started
+                if attempt >= retry.max_attempts or elapsed >= retry.deadline:
+                    raise ScanFailedError(table, segment, total_segments, attempt, key, err, elapsed) from err
+                pause = retry.backoff(attempt)
+                log.warning("scan %s segment %d: %s; retry %d in %.1fs (failing for %.0fs, giving up after %.0fs)",
+                            table, segment, _brief(err), attempt, pause, elapsed, retry.deadline)
+                sleep(pause)
+        nbytes = _response_bytes(response)
+        rcu = _page_rcu(response, nbytes, consistent_read)
+        scanned, spent = scanned + response.get("ScannedCount", 0), spent + rcu
+        if budget is not None:
+            budget.spend(rcu)
+        key = response.get("LastEvaluatedKey")
+        metadata = response.get("ResponseMetadata", {})
+        yield ScanPage(
+            response.get("Items", []),
+            key,
+            rcu,
+            attempt + inner + metadata.get("RetryAttempts", 0),
+            response.get("ScannedCount", 0),
+            nbytes,
+            throttled,
+        )
+        if key is None:
+            return
+
+
+def keep_items_raw(client: Any) -> None:
+    """Let ``client.scan`` return its ``Items`` as the raw JSON, skipping botocore's per-value parsing.
+
+    botocore walks every attribute of every item against the service model, most of the scan's
+    client time; ``json.loads`` of the same page costs a fifth of that (docs/PERFORMANCE.md). Items stay in wire format, except that ``B`` values stay base64 text, the
+    export form the mapper and dead letters already take. The rest of the response (keys, counts,
+    consumed capacity) is parsed by botocore as usual.
+    """
+    keep_field_raw(client, "Scan", "Items")
+
+
+def scan_client(settings: ClientSettings, retry: RetryPolicy = RetryPolicy()) -> Any:
+    """A client for :func:`scan_pages`: items kept raw, and few silent botocore attempts per call, since
+    ``retry`` (which reports each retry and has a deadline) takes over after them."""
+    client = make_client(replace(settings, max_attempts=retry.botocore_attempts))
+    keep_items_raw(client)
+    return client
+
+
+T = TypeVar("T")
+_END = object()
+
+
+def read_ahead(pages: Iterator[T]) -> Iterator[T]:
+    """``pages``, with the next one always being fetched in a background thread.
+
+    While the caller maps and writes one Scan page, the request for the next is in flight, so
+    the network's round trip and the server's time to build a 1 MB page overlap with the work
+    instead of adding to it. One page ahead at most: memory stays at two pages per segment.
+    The read budget is kept as before, since it is spent inside ``scan_pages`` (now in that thread).
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-scan") as fetcher:
+        upcoming = fetcher.submit(next, pages, _END)
+        while (page := upcoming.result()) is not _END:
+            upcoming = fetcher.submit(next, pages, _END)
+            yield page  # type: ignore[misc]  # not _END, so a T
+
+
+def scan_segment(client: Any, table: str, segment: int = 0, total_segments: int = 1, **options: Any) -> Iterator[dict]:
+    """The items of one segment (see :func:`scan_pages` for the options)."""
+    for page in scan_pages(client, table, segment, total_segments, **options):
+        yield from page.items
+
+
+def sample_items(client: Any, table: str, n: int, *, consistent_read: bool = False,
+                 max_pages: int | None = None) -> list[dict]:
+    """Up to ``n`` items from the start of the table, for a dry run: a few small pages, not a scan.
+
+    ``max_pages`` defaults to a few more than ``n`` items need at ~100 per page, so a sparse
+    start of the table (filtered or tiny pages) cannot turn the sample into a full scan.
+    """
+    found: list[dict] = []
+    if n <= 0:
+        return found
+    max_pages = max_pages or max(3, n // 100 + 1)
+    for pages, page in enumerate(scan_pages(client, table, consistent_read=consistent_read, limit=n), start=1):
+        found.extend(page.items[: n - len(found)])
+        if len(found) >= n or pages >= max_pages:
+            break
+    return found
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """How a segment's read rate is set: given outright, or a share of the table's capacity.
+
+    Resolved where a client is at hand (a worker's ``setup``), so building the pipeline, e.g. a
+    Dataflow dry run, needs no access to DynamoDB.
+    """
+
+    rcu_per_segment: float | None = None
+    """Fixed RCU/s per segment; ``math.inf`` for no limit; None to derive it from the capacity."""
+    read_budget: float = 0.5
+    on_demand_rcu: int = 4000
+    segments_in_flight: int = 1
+    table_info: SourceDescription | None = None
+
+    def resolve(self, client: Any, table: str) -> float | None:
+        """RCU/s per segment, None when unlimited; calls DescribeTable when neither rate nor table_info is given."""
+        rate = self.rcu_per_segment
+        if rate is None:
+            info = self.table_info or describe_source(client, table)
+            rate = ReadBudget.per_segment_rate(info.capacity_rcu(self.on_demand_rcu), self.read_budget,
+                                               self.segments_in_flight)
+        return None if math.isinf(rate) else rate
+
+
+class _ScanSegmentFn(beam.DoFn):
+    """Scans the segment numbers it receives; client and read rate are set up per worker in ``setup``."""
+
+    def __init__(self, settings: ClientSettings, table: str, total_segments: int, consistent_read: bool,
+                 budget: BudgetPlan, retry: RetryPolicy, page_limit: int | None, *,
+                 start_keys: dict[int, dict[str, Any]] | None = None, savepoints: bool = False,
+                 progress_dir: str | None = None) -> None:
+        self._settings, self._table, self._total = settings, table, total_segments
+        self._consistent, self._plan, self._retry, self._limit = consistent_read, budget, retry, page_limit
+        self._start_keys, self._savepoints, self._progress_dir = dict(start_keys or {}), savepoints, progress_dir
+        self._rate: float | None = None
+        self._items = Metrics.counter(NAMESPACE, "items_read")
+        self._pages = Metrics.counter(NAMESPACE, "scan_pages")
+        self._rcu = Metrics.counter(NAMESPACE, "consumed_rcu")
+        self._retries = Metrics.counter(NAMESPACE, "scan_retries")
+        self._throttled = Metrics.counter(NAMESPACE, "throttled_pages")
+        self._client: Any = None
+
+    def setup(self) -> None:
+        self._client = scan_client(self._settings, self._retry)
+        self._rate = self._plan.resolve(make_client(self._settings), self._table)
+        self._progress = progress.reporter(self._progress_dir)
+        log.info("scan %s: %s RCU/s per segment", self._table,
+                 "unlimited" if self._rate is None else f"{self._rate:.1f}")
+
+    def process(self, segment: int) -> Iterable[Any]:
+        budget = ReadBudget(self._rate) if self._rate else None
+        spent = 0.0  # counters are integers: carry the half units
+        start = self._start_keys.get(segment)
+        if start is not None:
+            log.info("scan %s segment %d: resumed at its savepoint", self._table, segment)
+        pages = scan_pages(self._client, self._table, segment, self._total, consistent_read=self._consistent,
+                           start_key=start, limit=self._limit, budget=budget, retry=self._retry)
+        for page in read_ahead(pages):
+            self._pages.inc()
+            if self._progress is not None:
+                self._progress.count({"pages_read": 1})
+            self._items.inc(len(page.items))
+            if page.retries:
+                self._retries.inc(page.retries)
+            if page.throttled:
+                self._throttled.inc()
+            spent += page.consumed_rcu
+            if spent >= 1:
+                self._rcu.inc(int(spent))
+                spent -= int(spent)
+            if page.items:
+                yield Batch(page.items, page.nbytes)  # the page is the batch
+            if self._savepoints and page.last_key is not None:
+                yield SegmentAt(segment, page.last_key)  # the writer passes it on once the page is stored
+        if spent > 0:
+            self._rcu.inc(math.ceil(spent))
+        yield SegmentDone(segment)
+
+
+class ScanDynamoDB(beam.PTransform):
+    """Parallel Scan as a Beam source: a PCollection of item batches, each segment's followed by its ``SegmentDone``.
+
+    Segment numbers are created, reshuffled so the runner spreads them over workers, and each is
+    scanned to its end by one DoFn call. Items travel as a :class:`~.batches.Batch` per Scan page
+    (up to 1 MB). The done marker travels in the same PCollection, in band, so that steps fused
+    with the scan see it after the segment's last batch; a second output merged back with a
+    Flatten would cut the fusion, and the runner would then hold the whole scan in between
+    (profiled). ``completed_segments`` (from a checkpoint) are left out,
+    which is what ``--resume`` relies on: a segment is reported done only after all its items were
+    emitted. With ``savepoints`` each page is followed by a :class:`~.batches.SegmentAt` holding its
+    LastEvaluatedKey, and ``start_keys`` (segment -> ExclusiveStartKey, from a checkpoint's
+    savepoints) start those segments part way.
+
+    Read budget: each segment may consume ``rcu_per_segment`` RCU/s. Left as None it is
+    ``source.read_budget × capacity / segments_in_flight`` (see :meth:`ReadBudget.per_segment_rate`),
+    capacity coming from ``table_info`` or a DescribeTable call in each worker's ``setup`` (never at
+    build time, so a Dataflow dry run stays offline).
+    ``segments_in_flight`` defaults to every segment, which never overspends but is slow when far
+    fewer run at once: pass the real concurrency (workers × threads) when it is known.
+    ``math.inf`` turns the budget off, leaving pacing to botocore's adaptive retry mode.
+    """
+
+    def __init__(self, source_settings: Any, total_segments: int, consistent_read: bool | None = None,
+                 completed_segments: frozenset[int] | set[int] = frozenset(), *, rcu_per_segment: float | None = None,
+                 segments_in_flight: int | None = None, table_info: SourceDescription | None = None,
+                 retry: RetryPolicy = RetryPolicy(), page_limit: int | None = None,
+                 client_settings: ClientSettings | None = None, start_keys: dict[int, dict[str, Any]] | None = None,
+                 savepoints: bool = False, progress_dir: str | None = None) -> None:
+        super().__init__()
+        table = getattr(source_settings, "table", None)
+        if not table:
+            raise ValueError("ScanDynamoDB needs source settings with a table name")
+        choose_total_segments(0, total_segments)  # validates the range
+        self._table, self._total = table, total_segments
+        self._consistent = bool(source_settings.consistent_read if consistent_read is None else consistent_read)
+        done = frozenset(completed_segments)
+        self._segments = [s for s in range(total_segments) if s not in done]
+        self._settings = client_settings or ClientSettings.from_source(source_settings)
+        self._budget = BudgetPlan(
+            rcu_per_segment,
+            getattr(source_settings, "read_budget", 0.5),
+            getattr(source_settings, "on_demand_rcu", 4000),
+            min(segments_in_flight or total_segments, total_segments),
+            table_info,
+        )
+        self._retry, self._limit = retry, page_limit
+        self._start_keys = {s: key for s, key in (start_keys or {}).items() if s not in done}
+        self._savepoints, self._progress_dir = savepoints, progress_dir
+
+    def rcu_per_segment(self) -> float | None:
+        """The per-segment read rate the scan will hold (None: unlimited); may call DescribeTable once."""
+        return self._budget.resolve(make_client(self._settings), self._table)
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, self._budget, self._retry,
+                            self._limit, start_keys=self._start_keys, savepoints=self._savepoints,
+                            progress_dir=self._progress_dir)
+        outputs = (
+            pbegin
+            | "Segments" >> beam.Create(self._segments)
+            | "Spread" >> beam.Reshuffle()
+            | "Scan" >> beam.ParDo(fn).with_output_types(Batch)
+        )
+        return outputs

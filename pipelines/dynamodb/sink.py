@@ -1,0 +1,195 @@
+"""The rollback's sink: items into a DynamoDB table with BatchWriteItem, within a write budget, and read back.
+
+`DynamoWriter.write` puts a group of items and returns those DynamoDB refused (a ValidationException
+names no item: the request is then split into single PutItems to find which). Unprocessed items are
+sent again with exponential backoff and jitter, as AWS asks; throttling and 5xx answers are retried the
+same way until `retry_seconds` have passed without progress, then `WriteStalled` ends the run, which
+`--resume` continues. The budget (`WriteBudget`) is a token bucket of write capacity units per
+second shared by the writer threads: each put costs its item's units (1 per started KB).
+`DynamoWriter.get` reads items back by key with BatchGetItem (strongly consistent, 100 keys a call).
+`send_requests_raw` lets a client's BatchWriteItem requests skip botocore's per-value validation and
+serialisation: the body is one `json.dumps` of the items as they are (the wire format).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ...mappers.errors import ServiceError
+from ...mappers.rollback import requests, write_units
+
+RETRYABLE = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+             "InternalServerError", "ServiceUnavailable", "LimitExceededException"}
+GET_LIMIT = 100
+
+
+_RAW_BODY = "ddb2bt_raw_body"
+_PLACEHOLDER: list[dict[str, Any]] = [{"DeleteRequest": {"Key": {}}}]
+
+
+def send_requests_raw(client: Any) -> None:
+    """Let ``client.batch_write_item`` send its ``RequestItems`` as one ``json.dumps`` of the items.
+
+    Profiled: botocore validates and serialises every attribute value against the service model, in
+    Python, about as much of a writer thread's time as the request's round trip. The items come from
+    the decoder in wire format (B as bytes, which become base64 text, as botocore writes them), so the
+    body is the same JSON botocore would send. botocore still builds the request around it (target
+    header, signature, retries of the same body); it is only handed a one-request placeholder to
+    serialise (`provide-client-params`), whose body is then replaced (`before-call`). The answer is
+    parsed by botocore as usual.
+    """
+    client.meta.events.register("provide-client-params.dynamodb.BatchWriteItem", _stash_body,
+                                unique_id="ddb2bt-raw-batch-write-params")
+    client.meta.events.register("before-call.dynamodb.BatchWriteItem", _swap_body,
+                                unique_id="ddb2bt-raw-batch-write-body")
+
+
+def request_body(params: dict) -> bytes:
+    """The JSON body of a DynamoDB request whose AttributeValues are in wire format (bytes become base64)."""
+    return json.dumps(params, default=_wire_json).encode("utf-8")
+
+
+def _wire_json(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not a DynamoDB wire value")
+
+
+def _stash_body(params: dict, context: dict, **_: Any) -> dict | None:
+    requests = params.get("RequestItems")
+    if not isinstance(requests, dict) or len(requests) != 1:
+        return None
+    context[_RAW_BODY] = request_body(params)
+    return {**params, "RequestItems": {table: _PLACEHOLDER for table in requests}}
+
+
+def _swap_body(params: dict, context: dict, **_: Any) -> None:
+    body = context.pop(_RAW_BODY, None)
+    if body is not None:
+        params["body"] = body
+
+
+class WriteStalled(ServiceError):
+    """DynamoDB kept refusing or throttling writes for longer than the retry window: the run stops (resumable)."""
+
+
+class WriteBudget:
+    """A token bucket: `take(units)` waits until the budget allows them; None per second means no limit."""
+
+    def __init__(self, per_second: float | None) -> None:
+        self.rate = per_second
+        self._lock = threading.Lock()
+        self._tokens = per_second or 0.0
+        self._stamp = time.monotonic()
+        self.waited = 0.0
+
+    def take(self, units: int) -> None:
+        if not self.rate:
+            return
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                self._tokens = min(self.rate, self._tokens + (now - self._stamp) * self.rate)
+                self._stamp = now
+                if self._tokens >= min(units, self.rate):  # an item larger than a second's budget still goes, alone
+                    self._tokens -= units
+                    return
+                pause = (min(units, self.rate) - self._tokens) / self.rate
+                self.waited += pause
+            time.sleep(pause)
+
+
+class DynamoWriter:
+    """Puts and gets for one table; a botocore client is thread-safe, so writer threads share one."""
+
+    def __init__(self, client: Any, table: str, key_names: Sequence[str], budget: WriteBudget, *,
+                 retry_seconds: float = 120.0) -> None:
+        self.client, self.table, self.key_names = client, table, tuple(key_names)
+        self.budget, self.retry_seconds = budget, retry_seconds
+        self.retries = 0
+
+    def write(self, items: list[dict]) -> list[tuple[dict, str]]:
+        """Put every item (a later item with the same key wins); (item, reason) for each DynamoDB refused."""
+        refused: list[tuple[dict, str]] = []
+        for group in requests(items, self.key_names):
+            refused += self._batch(group)
+        return refused
+
+    def _batch(self, items: list[dict]) -> list[tuple[dict, str]]:
+        self.budget.take(sum(write_units(item) for item in items))
+        pending = [{"PutRequest": {"Item": item}} for item in items]
+        backoff = _Backoff(self.retry_seconds, "BatchWriteItem")
+        while pending:
+            answer, refused = self._send(backoff, self.client.batch_write_item, RequestItems={self.table: pending})
+            if refused is not None:  # names no item: find the refused ones one by one
+                return [found for request in pending for found in self._single(request["PutRequest"]["Item"])]
+            left = answer.get("UnprocessedItems", {}).get(self.table, [])
+            if left:
+                self.retries += 1
+                if len(left) < len(pending):
+                    backoff.progress()
+                backoff.wait("UnprocessedItems")
+            pending = left
+        return []
+
+    def _single(self, item: dict) -> list[tuple[dict, str]]:
+        _, refused = self._send(_Backoff(self.retry_seconds, "PutItem"), self.client.put_item, TableName=self.table,
+                                Item=item)
+        return [] if refused is None else [(item, f"DynamoDB refused the item: {refused}")]
+
+    def _send(self, backoff: _Backoff, call: Any, **request: Any) -> tuple[dict, str | None]:
+        """(answer, None), or ({}, DynamoDB's message) for a ValidationException; throttling and 5xx retried."""
+        from botocore.exceptions import ClientError
+
+        while True:
+            try:
+                return call(**request), None
+            except ClientError as err:
+                code = err.response.get("Error", {}).get("Code", "")
+                if code in RETRYABLE:
+                    self.retries += 1
+                    backoff.wait(code)
+                    continue
+                if code == "ValidationException":
+                    return {}, err.response["Error"].get("Message", code)
+                raise
+
+    def get(self, keys: list[dict]) -> list[dict]:
+        """The items that exist among ``keys`` (each a dict of key attributes), strongly consistent."""
+        found: list[dict] = []
+        for start in range(0, len(keys), GET_LIMIT):
+            pending: dict[str, Any] = {self.table: {"Keys": keys[start:start + GET_LIMIT], "ConsistentRead": True}}
+            backoff = _Backoff(self.retry_seconds, "BatchGetItem")
+            while pending:
+                answer = self.client.batch_get_item(RequestItems=pending)
+                found += answer.get("Responses", {}).get(self.table, [])
+                pending = answer.get("UnprocessedKeys") or {}
+                if pending:
+                    backoff.wait("UnprocessedKeys")
+        return found
+
+
+class _Backoff:
+    """Exponential backoff with full jitter (AWS's advice for BatchWriteItem), bounded by a window without progress."""
+
+    def __init__(self, window: float, call: str) -> None:
+        self.window, self.call = window, call
+        self.attempt, self.since = 0, time.monotonic()
+
+    def progress(self) -> None:
+        self.attempt, self.since = 0, time.monotonic()
+
+    def wait(self, why: str) -> None:
+        if time.monotonic() - self.since > self.window:
+            raise WriteStalled(f"DynamoDB answered {why} to {self.call} for {self.window:.0f} s without progress",
+                               "raise the table's write capacity (or lower --wcu) and continue with --resume")
+        self.attempt += 1
+        time.sleep(random.uniform(0, min(5.0, 0.05 * 2 ** self.attempt)))

@@ -1,0 +1,235 @@
+"""Resumable runs: which segments of a scan (or data files of an export) are completely migrated.
+
+Layout inside a run directory (local, gs:// or s3://, through Beam's FileSystems)::
+
+    checkpoint.json        {"spec_hash": ..., "total_segments": N, "table": ..., "now_ms": ...}   by the launcher
+    segments/<n>.done      one empty marker per completed segment                  written by workers
+    segments/<n>.at        a scan segment's savepoint: where it goes on            written by workers
+
+An export run keeps the same checkpoint: its data files are its segments, numbered by their place
+in the manifest (``total_segments`` is the file count, ``table`` the export's path).
+
+One file per segment rather than a shared list: workers on different machines mark segments
+concurrently, and object stores have no atomic read-modify-write. A marker is written only
+after every row of the segment is durably in Bigtable *and* its dead letters are in a part
+file (see :mod:`.pipeline`), so ``--resume`` may skip it without losing anything.
+
+Inside a segment, a savepoint (``<n>.at``) holds the LastEvaluatedKey of the last Scan page whose
+rows (and dead letters) are stored, written the same way after each page; ``--resume`` starts
+that segment there (``ExclusiveStartKey``), so a killed run reads again at most the pages that
+were in flight. The key is kept as DynamoDB JSON with ``B`` values in base64, so binary keys come
+back byte for byte. On a local disk it is replaced atomically; object stores replace whole
+objects, and there it is written at most once a second per segment (Cloud Storage's limit on
+writes to one object). Re-running a
+segment that was partly written is safe: cells carry deterministic timestamps, so the rewrite
+replaces each cell with itself. That needs the same "now" (the default cell timestamp and TTL
+cut-off when the spec sets no ``migration_time``): the run's ``now_ms`` is stored here and a
+resumed run takes it back, or cells the first attempt wrote would get a second version.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+from ...mappers.errors import UsageError
+
+CHECKPOINT_FILE = "checkpoint.json"
+SEGMENTS_DIR = "segments"
+
+
+class ResumeError(UsageError):
+    """The run directory cannot be resumed with this spec or segment count."""
+
+
+NOT_COMPARED = {"source": {"endpoint_url", "region", "profile", "role_arn", "read_budget", "on_demand_rcu", "total_segments"},
+                "target": {"app_profile"}}
+"""Settings that say how to reach or pace a service, not what is migrated: a resumed run may change
+them (``localhost`` for ``127.0.0.1``, another profile or read budget). Segment counts are compared
+on their own, with an error of their own."""
+
+
+def spec_hash(spec: Any) -> str:
+    """A stable hash of what the spec migrates (after key names were filled in), blind to :data:`NOT_COMPARED`."""
+    return spec_data_hash(spec.model_dump(mode="json", by_alias=True))
+
+
+def spec_data_hash(data: dict[str, Any]) -> str:
+    """:func:`spec_hash` of a spec as its JSON data (``model_dump(mode="json", by_alias=True)``), e.g. one saved."""
+    data = {key: dict(value) if isinstance(value, dict) else value for key, value in data.items()}
+    for section, names in NOT_COMPARED.items():
+        for name in names:
+            (data.get(section) or {}).pop(name, None)
+    text = json.dumps(data, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _join(*parts: str) -> str:
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.join(*parts)
+
+
+def _write(path: str, data: bytes) -> None:
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.create(path) as handle:
+        handle.write(data)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A run directory's checkpoint: what it was started with, and how to mark progress."""
+
+    run_dir: str
+    spec_hash: str
+    total_segments: int
+    table: str
+    now_ms: int | None = None
+    """The run's "now" in ms: reuse it for every attempt (None only for checkpoints from before it was stored)."""
+
+    @classmethod
+    def refuse_taken(cls, run_dir: str) -> None:
+        """ResumeError when ``run_dir`` already holds a run (a new run must not start there); reads only."""
+        from apache_beam.io.filesystems import FileSystems
+
+        if FileSystems.exists(_join(run_dir, CHECKPOINT_FILE)):
+            raise ResumeError(
+                f"{run_dir} already holds a migration run; pass --resume to continue it or choose another run directory."
+            )
+
+    @classmethod
+    def start(cls, run_dir: str, spec_hash_: str, total_segments: int, table: str, resume: bool,
+              now_ms: int | None = None, *, export: bool = False) -> Checkpoint:
+        """Create the checkpoint of a new run (storing ``now_ms``), or check that a resumed run matches its own.
+
+        ``export``: the run reads an export, whose data files are the segments (for the error messages).
+
+        A resumed run's checkpoint carries the ``now_ms`` stored by the first attempt, whatever is
+        passed: build the pipeline with ``checkpoint.now_ms``.
+        """
+        from apache_beam.io.filesystems import FileSystems
+
+        path = _join(run_dir, CHECKPOINT_FILE)
+        exists = FileSystems.exists(path)
+        if not resume:
+            cls.refuse_taken(run_dir)
+            _write(path, json.dumps({"spec_hash": spec_hash_, "total_segments": total_segments, "table": table,
+                                     "now_ms": now_ms}, indent=2).encode())
+            return cls(run_dir, spec_hash_, total_segments, table, now_ms)
+        if not exists:
+            raise ResumeError(f"nothing to resume: {path} does not exist.")
+        with FileSystems.open(path) as handle:
+            saved = json.loads(handle.read())
+        if saved["spec_hash"] != spec_hash_:
+            raise ResumeError(
+                f"the spec changed since the run in {run_dir} started (what it maps or where it writes); segments "
+                "already written used the old spec. Resume with the original spec, or start a new run."
+            )
+        if saved["total_segments"] != total_segments and export:
+            raise ResumeError(
+                f"the run in {run_dir} read an export of {saved['total_segments']} data files; its manifest now lists "
+                f"{total_segments}: the export changed since the run started. Start a new run."
+            )
+        if saved["total_segments"] != total_segments:
+            raise ResumeError(
+                f"the run in {run_dir} used {saved['total_segments']} scan segments, not {total_segments}; segment "
+                "numbers only mean the same items with the same total. Resume without --total-segments "
+                f"or with --total-segments {saved['total_segments']}."
+            )
+        return cls(run_dir, spec_hash_, total_segments, table, saved.get("now_ms"))
+
+    @staticmethod
+    def saved_total_segments(run_dir: str) -> int | None:
+        """The segment count a run directory was started with, if any (so resume needs no repeat of it)."""
+        from apache_beam.io.filesystems import FileSystems
+
+        path = _join(run_dir, CHECKPOINT_FILE)
+        if not FileSystems.exists(path):
+            return None
+        with FileSystems.open(path) as handle:
+            return int(json.loads(handle.read())["total_segments"])
+
+    def completed(self) -> frozenset[int]:
+        return completed_segments(self.run_dir)
+
+
+def completed_segments(run_dir: str) -> frozenset[int]:
+    from apache_beam.io.filesystems import FileSystems
+
+    pattern = _join(run_dir, SEGMENTS_DIR, "*.done")
+    found = FileSystems.match([pattern])[0].metadata_list
+    names = (meta.path.rsplit("/", 1)[-1].rsplit("\\", 1)[-1] for meta in found)
+    return frozenset(int(name[: -len(".done")]) for name in names)
+
+
+def mark_segment_done(run_dir: str, segment: int) -> None:
+    """Record one segment as completely migrated (idempotent)."""
+    _write(_join(run_dir, SEGMENTS_DIR, f"{segment}.done"), b"")
+
+
+def key_to_json(key: dict[str, Any]) -> dict[str, Any]:
+    """A DynamoDB key (wire format as botocore parses it: ``B`` as bytes) as JSON-safe DynamoDB JSON, ``B`` in base64."""
+    out: dict[str, Any] = {}
+    for name, value in key.items():
+        (tag, payload), = value.items()
+        if tag == "B":
+            payload = base64.b64encode(payload if isinstance(payload, bytes) else base64.b64decode(payload)).decode()
+        elif tag not in ("S", "N"):
+            raise ValueError(f"key attribute {name!r} has type {tag}; DynamoDB keys are S, N or B")
+        out[name] = {tag: payload}
+    return out
+
+
+def key_from_json(data: dict[str, Any]) -> dict[str, Any]:
+    """:func:`key_to_json` undone: ``B`` back to bytes, as botocore takes an ``ExclusiveStartKey``."""
+    return {name: {tag: base64.b64decode(payload, validate=True) if tag == "B" else payload
+                   for tag, payload in value.items()} for name, value in data.items()}
+
+
+def save_position(run_dir: str, segment: int, key: dict[str, Any]) -> None:
+    """Record where scan segment ``segment`` goes on (the LastEvaluatedKey of its last stored page)."""
+    data = json.dumps({"segment": segment, "ExclusiveStartKey": key_to_json(key)}).encode()
+    path = _join(run_dir, SEGMENTS_DIR, f"{segment}.at")
+    if "://" in run_dir:
+        _write(path, data)
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.tmp"
+    with open(partial, "wb") as handle:
+        handle.write(data)
+    os.replace(partial, path)  # a kill leaves the old savepoint or the new one, never half of one
+
+
+def saved_positions(run_dir: str) -> dict[int, dict[str, Any]]:
+    """Segment -> ExclusiveStartKey for the segments with a savepoint and no done marker (an unreadable savepoint
+    counts as none: that segment is read from its start, which is safe)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    done = completed_segments(run_dir)
+    found: dict[int, dict[str, Any]] = {}
+    for meta in FileSystems.match([_join(run_dir, SEGMENTS_DIR, "*.at")])[0].metadata_list:
+        name = meta.path.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
+        try:
+            segment = int(name[: -len(".at")])
+            if segment in done:
+                continue
+            with FileSystems.open(meta.path) as handle:
+                saved = json.loads(handle.read())
+            found[segment] = key_from_json(saved["ExclusiveStartKey"])
+        except (ValueError, KeyError, TypeError, AttributeError, OSError):
+            continue
+    return found
+
+
+def segment_progress(run_dir: str) -> tuple[int, int | None]:
+    """(segments done, total segments or None before the run has started): what a progress bar shows.
+
+    Markers are written as each segment's rows are stored, so polling them from another thread
+    tracks a DirectRunner run that Beam itself reports only at the end.
+    """
+    total = Checkpoint.saved_total_segments(run_dir)
+    return (len(completed_segments(run_dir)) if total is not None else 0), total

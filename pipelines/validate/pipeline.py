@@ -1,0 +1,291 @@
+"""The validation pipeline: DynamoDB (scan, export or a sample) -> map -> look up rows -> compare -> part files.
+
+Shape of the compare pass (one fused stage after the source's reshuffle, as for migrate, so that
+a segment is marked done as soon as everything it found is stored)::
+
+    source ─ Map (+ tally) ─ Compare ─[ WriteToBigtable (--repair) ]─ Persist
+
+``Compare`` groups each batch's mapped rows by row key, carries the batch's last group over to
+the next batch (a row folded from consecutive items stays one group across page ends), reads
+the batch's rows from Bigtable in ReadRows requests of up to 1,000 keys (in a background thread,
+while the batch before is compared), and compares each group
+(:class:`ddb2bt.mappers.validate.Comparer`): cell by cell, and item by item through the decoder.
+With ``--repair`` the cells a group misses or holds differently go to the same writer migrate
+uses. ``Persist`` writes differences, row-group candidates and figures to part files
+(:mod:`.validate_files`), finishes them and marks the segment done after the segment's done
+marker has passed the writer.
+
+What one row group cannot decide is left to the rows pass (:mod:`.validate_rows`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Iterator, NamedTuple
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindows
+
+from ...mappers.index_rows import INDEX_ENTITY, with_index_rows
+from ...mappers.results import MappedRow
+from ..run import checkpoint as ckpt
+from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
+from ..bigtable.read import RowLookup
+from ..bigtable.sink import NAMESPACE, Destination, FlowControl, WriteToBigtable
+from ..run.dead_letters import DeadLetter, write_part
+from ..pipeline import MapFn, relax_young_gc  # the migration's map step, reused
+from .files import FOLDERS, PartWriter
+
+log = logging.getLogger(__name__)
+
+CARRY_LIMIT = 10_000
+"""Items of one row group held back for the next batch at most; a longer run of one row is compared in parts."""
+
+
+class Tally(NamedTuple):
+    """Items read in a batch, and how many of them the spec skips (they have nothing in Bigtable)."""
+
+    items: int
+    skipped: int
+
+
+class Found(NamedTuple):
+    """What a stretch of the compare step found, as file lines, and its figures: one element (one barrier for the writer)."""
+
+    differences: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()
+    """Candidates that own their whole row: read only for the rows other candidates name."""
+    row_keys: tuple[str, ...] = ()
+    stats: tuple[tuple[str, int], ...] = ()
+
+
+class _TallyMapFn(MapFn):
+    """The migration's map step, telling the compare step how many items each batch held."""
+
+    def process(self, batch: Any) -> Iterator[Any]:
+        if isinstance(batch, SegmentDone):
+            yield from super().process(batch)
+            return
+        left = len(batch)  # skipped = what neither became a row nor a dead letter
+        for output in super().process(batch):
+            if isinstance(output, DeadLetter):
+                left -= 1
+            elif isinstance(output, list):
+                left -= len(output)
+            yield output
+        yield Tally(len(batch), left)
+
+
+def json_line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+
+
+class _CompareFn(beam.DoFn):
+    """Row groups in, differences, candidates and (with ``repair``) fixes out; see the module doc."""
+
+    def __init__(self, spec: dict, destination: Destination, now_ms: int, *, repair: bool, extras: bool,
+                 scan_order: bool, collect_keys: bool, decode_every: int = 1, after_us: int | None = None) -> None:
+        self._spec, self._destination, self._now_ms, self._after_us = spec, destination, now_ms, after_us
+        self._repair, self._extras, self._collect_keys, self._decode_every = repair, extras, collect_keys, decode_every
+        self._scan_order = scan_order
+        self._counters = {name: Metrics.counter(NAMESPACE, name) for name in (
+            "items_compared", "rows_compared", "rows_found", "cells_expected", "cells_matched", "differences",
+            "after_snapshot", "repair_rows", "repair_cells", "index_rows_compared")}
+
+    def setup(self) -> None:
+        from ...mappers.spec import MappingSpec
+        from ...mappers.validate.compare import Comparer
+
+        spec = MappingSpec.model_validate(self._spec)
+        self._indexes = bool(spec.indexes)
+        keys = tuple(name for name in (spec.source.partition_key, spec.source.sort_key) if name)
+        self._comparer = Comparer(spec, now_us=self._now_ms * 1000, key_names=keys,
+                                  decode_every=self._decode_every, after_us=self._after_us)
+        self._lookup = RowLookup(self._destination)
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-lookup")
+        relax_young_gc()
+
+    def start_bundle(self) -> None:
+        self._ahead: tuple[dict[bytes, list], Future] | None = None
+        """The last batch's groups, whose rows are being read while the batch before is compared."""
+        self._carry: tuple[bytes, list] | None = None
+        self._stats: Counter[str] = Counter()
+        self._split: set[bytes] = set()
+        """Rows whose items were compared in parts (more than CARRY_LIMIT in a row): never whole rows."""
+
+    def process(self, element: Any) -> Iterator[Any]:
+        if isinstance(element, SegmentDone):
+            yield from self._flush()
+            yield element
+        elif isinstance(element, Tally):
+            self._stats["items_read"] += element.items
+            self._stats["skipped"] += element.skipped
+        elif isinstance(element, DeadLetter):  # an item the spec cannot map: nothing in Bigtable to compare
+            self._stats["not_mapped"] += 1
+        elif isinstance(element, list) and element:
+            if self._indexes:  # an item's index rows are rows to compare too
+                element = with_index_rows(element)
+            groups: dict[bytes, list] = {}
+            if self._carry is not None:
+                groups[self._carry[0]] = self._carry[1]
+            for pair in element:
+                groups.setdefault(pair[0].row_key, []).append(pair)
+            last = element[-1][0].row_key
+            if len(groups[last]) < CARRY_LIMIT:
+                self._carry = (last, groups.pop(last))
+            else:
+                self._carry = None
+                self._split.add(last)
+            ahead, self._ahead = self._ahead, (groups, self._reader.submit(self._lookup.rows, list(groups)))
+            if ahead is not None:
+                yield from self._compare(ahead[0], ahead[1].result())
+
+    def finish_bundle(self) -> Iterator[Any]:
+        for output in self._flush():
+            yield GlobalWindows.windowed_value(output)
+
+    def _flush(self) -> Iterator[Any]:
+        if self._ahead is not None:
+            (groups, reading), self._ahead = self._ahead, None
+            yield from self._compare(groups, reading.result())
+        groups = {}
+        if self._carry is not None:
+            groups[self._carry[0]] = self._carry[1]
+            self._carry = None
+        if groups or self._stats:
+            yield from self._compare(groups, self._lookup.rows(groups) if groups else {})
+
+    def _compare(self, groups: dict[bytes, list], actual: dict[bytes, list]) -> Iterator[Any]:
+        differences: list[str] = []
+        candidates: list[str] = []
+        owners: list[str] = []
+        row_keys: list[str] = []
+        fixes = Batch()
+        figures: Counter[str] = Counter()
+        kinds: Counter[str] = Counter()
+        compare = self._comparer.compare
+        for row_key, members in groups.items():
+            result = compare(row_key, members, actual.get(row_key), extras=self._extras,
+                             scan_order=self._scan_order and row_key not in self._split, missing_claims=self._repair)
+            indexed = sum(row.entity.startswith(INDEX_ENTITY) for row, _item in members)
+            figures["items_compared"] += len(members) - indexed
+            figures["index_rows_compared"] += indexed
+            figures["cells_expected"] += result.cells_expected
+            figures["cells_matched"] += result.cells_matched
+            figures["rows_found"] += result.row_found
+            figures["not_decoded"] += result.not_decoded
+            figures["decoded"] += result.decoded
+            for difference in result.differences:
+                differences.append(json_line(difference.to_json()))
+                if difference.after_snapshot:
+                    figures["after_snapshot"] += 1
+                else:
+                    kinds[difference.kind] += 1
+            if result.candidate is not None:
+                (owners if result.candidate.owns_all else candidates).append(json_line(result.candidate.to_json()))
+            if self._collect_keys:
+                row_keys.append(base64.b64encode(row_key).decode("ascii"))
+            if result.fixes and self._repair:
+                row, item = members[0]
+                fixes.append((MappedRow(row_key, tuple(result.fixes), row.entity), item))
+                figures["repair_rows"] += 1
+                figures["repair_cells"] += len(result.fixes)
+        figures["rows_compared"] = len(groups)
+        figures["differences"] = len(differences) - figures["after_snapshot"]
+        for name, counter in self._counters.items():
+            counter.inc(figures[name])
+        for kind, count in kinds.items():  # one Beam counter per kind of difference, bumped once a batch
+            Metrics.counter(NAMESPACE, f"diff_{kind}").inc(count)
+        self._stats.update(figures)
+        stats, self._stats = self._stats, Counter()
+        yield Found(tuple(differences), tuple(candidates), tuple(owners), tuple(row_keys), tuple(stats.items()))
+        if fixes:
+            yield fixes
+
+    def teardown(self) -> None:
+        if getattr(self, "_reader", None) is not None:
+            self._reader.shutdown()
+        lookup = getattr(self, "_lookup", None)
+        if lookup is not None:
+            lookup.close()
+
+
+class PersistFoundFn(beam.DoFn):
+    """Found lines to part files, finished (and the segment marked done) when a segment's marker arrives.
+
+    With ``--repair`` it comes after the writer, so a segment is marked only once its repairs are
+    stored; the repairs Bigtable refused are dead letters (``dead_letter``).
+    """
+
+    def __init__(self, run_dir: str, dead_letter: str | None, mark_segments: bool) -> None:
+        self._run_dir, self._dead_letter, self._mark = run_dir, dead_letter, mark_segments
+
+    def start_bundle(self) -> None:
+        self._writers = {folder: PartWriter(self._run_dir, folder) for folder in FOLDERS}
+        self._stats: Counter[str] = Counter()
+        self._letters: list[str] = []
+        self._pending = False
+
+    def process(self, element: Any) -> None:
+        if isinstance(element, SegmentDone):
+            self._finish(element.segment)
+        elif isinstance(element, DeadLetter):
+            self._letters.append(element.to_json())
+            self._stats["repair_refused"] += 1
+            self._pending = True
+        elif isinstance(element, Found):
+            for folder, found in zip(("differences", "candidates", "owners", "row_keys"), element[:4]):
+                for line in found:
+                    self._writers[folder].add(line)
+            self._stats.update(dict(element.stats))
+            self._pending = True
+
+    def finish_bundle(self) -> None:
+        if self._pending:
+            self._finish(None)
+
+    def _finish(self, segment: int | None) -> None:
+        if self._letters and self._dead_letter:
+            write_part(self._dead_letter, self._letters)
+        self._writers["stats"].add(json_line({"segment": segment, **self._stats}))
+        for writer in self._writers.values():
+            writer.finish(segment)
+        if segment is not None and self._mark:
+            ckpt.mark_segment_done(self._run_dir, segment)
+        self._stats, self._letters, self._pending = Counter(), [], False
+
+
+def build_compare_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, now_ms: int, total_segments: int = 1,
+                       completed: frozenset[int] = frozenset(), sample: list[dict] | None = None, repair: bool = False,
+                       collect_keys: bool = False, dead_letter: str | None = None, flow: FlowControl | None = None,
+                       segments_in_flight: int | None = None, decode_every: int = 1,
+                       after_us: int | None = None) -> None:
+    """Add the compare pass to ``p``: ``sample`` replaces the source with these items (no checkpoint, no extras)."""
+    if sample is not None:
+        batches = [Batch(sample[start:start + BATCH_ITEMS]) for start in range(0, len(sample), BATCH_ITEMS)]
+        items = p | "Sample" >> beam.Create(batches)
+    elif spec.source.export is not None:
+        from ..dynamodb.export import ReadDynamoDBExport
+
+        items = (p | "ReadExport" >> ReadDynamoDBExport(spec.source.export.path))["batches"]
+    else:
+        from ..dynamodb.scan import ScanDynamoDB
+
+        items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
+                                             segments_in_flight=segments_in_flight)
+    destination = Destination.from_target(spec.target)
+    scanning = sample is None and spec.source.export is None
+    compare = _CompareFn(spec.model_dump(by_alias=True), destination, now_ms, repair=repair, extras=sample is None,
+                         scan_order=scanning, collect_keys=collect_keys, decode_every=decode_every, after_us=after_us)
+    found = (items
+             | "Map" >> beam.ParDo(_TallyMapFn(spec.model_dump(by_alias=True), now_ms)).with_output_types(Batch)
+             | "Compare" >> beam.ParDo(compare).with_output_types(Batch))
+    if repair:
+        found = found | "Repair" >> WriteToBigtable(destination, flow)
+    _ = found | "Persist" >> beam.ParDo(PersistFoundFn(run_dir, dead_letter, scanning))

@@ -1,0 +1,237 @@
+"""The rows pass of a validation: what one row group cannot decide, over the compare pass's files.
+
+A row folded from items far apart in the source is compared in several groups; each leaves a
+candidate (:class:`ddb2bt.mappers.validate.Candidate`). Grouped by row key, they give the cells
+no item produces (extra cells and versions: with ``--repair`` deleted cell version by cell
+version, never the row) and the cells several groups produce (collisions). With
+``--target-scan``, the table's row keys (read range by range, values stripped) are joined with
+the row keys the source maps to: rows only the table has are ``extra_row`` (with ``--repair``
+their cells are deleted one by one).
+
+Groups that own every cell of their row (the usual case where rows may be folded from items far
+apart, e.g. from an export) leave a short ``owners`` line instead of their claims; only the
+owners of rows that some claiming candidate names are read back, so a clean table costs a
+stream over those files and nothing held. Small inputs (up to ``LAUNCHER_BYTES`` of claiming
+candidates, no target scan) are resolved in the launcher, which saves a pipeline's start;
+larger ones by a Beam job whose GroupByKey holds them (in memory on the DirectRunner, in the
+shuffle on Dataflow).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import operator
+from collections import Counter, defaultdict
+from typing import Any, Iterator, NamedTuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from ...mappers.results import Cell
+from ..bigtable.read import RowLookup, ScanRowKeys, delete_entries, key_ranges
+from ..bigtable.sink import NAMESPACE, Destination
+from .files import PartWriter, finished_parts, lines
+from .pipeline import Found, json_line, PersistFoundFn
+
+DELETES_PER_REQUEST = 1000
+LAUNCHER_BYTES = 32 << 20
+"""Candidates up to this size (in their part files) are resolved in the launcher rather than by a Beam job."""
+
+
+class Deletion(NamedTuple):
+    row_key: bytes
+    cells: tuple[Cell, ...]
+
+
+def resolve(candidate_lines: list[str], repair: bool, after_us: int | None = None) -> tuple[Found, Deletion | None]:
+    """One row's candidates -> its differences (and figures), and with ``repair`` the extra cells to delete."""
+    from ...mappers.validate.compare import Candidate, resolve_row
+
+    candidates = [Candidate.from_json(json.loads(line)) for line in candidate_lines]
+    differences, extra = resolve_row(candidates, after_us)
+    stats: Counter[str] = Counter("after_snapshot" if d.after_snapshot else d.kind for d in differences)
+    deletion = None
+    if extra and repair:
+        deletion = Deletion(candidates[0].row_key, tuple(extra))
+        stats["repair_deletes"] += len(extra)
+    return Found(tuple(json_line(d.to_json()) for d in differences), stats=tuple(stats.items())), deletion
+
+
+def apply_deletions(table: Any, deletions: list[Deletion]) -> tuple[int, int]:
+    """Delete exactly these cell versions in one bulk request; (cells deleted, cells refused)."""
+    from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
+
+    if not deletions:
+        return 0, 0
+    refused = 0
+    try:
+        table.bulk_mutate_rows([delete_entries(d.row_key, d.cells) for d in deletions])
+    except MutationsExceptionGroup as group:
+        refused = sum(len(deletions[error.index].cells) for error in group.exceptions)
+    return sum(len(d.cells) for d in deletions) - refused, refused
+
+
+class _ResolveFn(beam.DoFn):
+    def __init__(self, repair: bool, after_us: int | None) -> None:
+        self._repair, self._after_us = repair, after_us
+
+    def process(self, element: tuple[str, Any]) -> Iterator[Any]:
+        found, deletion = resolve(list(element[1]), self._repair, self._after_us)
+        if deletion is not None:
+            yield deletion
+        yield found
+
+
+class _ExtraRowsFn(beam.DoFn):
+    """Row keys (base64) only the target has -> an extra_row each, and with ``repair`` a Deletion of its cells."""
+
+    def __init__(self, destination: Destination, repair: bool, after_us: int | None = None) -> None:
+        self._destination, self._repair, self._after_us = destination, repair, after_us
+
+    def setup(self) -> None:
+        self._lookup = RowLookup(self._destination)
+
+    def process(self, keys: list[str]) -> Iterator[Any]:
+        from ...mappers.validate.compare import Difference
+
+        rows = self._lookup.rows(base64.b64decode(key) for key in keys)
+        differences = []
+        stats: Counter[str] = Counter()
+        for row_key, cells in rows.items():
+            later = self._after_us is not None and any(c.timestamp_micros > self._after_us for c in cells)
+            differences.append(json_line(Difference("extra_row", row_key, found=f"{len(cells)} cells".encode(),
+                                                after_snapshot=later).to_json()))
+            stats["after_snapshot" if later else "extra_row"] += 1
+            if self._repair and not later:
+                yield Deletion(row_key, tuple(cells))
+                stats["repair_deletes"] += len(cells)
+        yield Found(tuple(differences), stats=tuple(stats.items()))
+
+    def teardown(self) -> None:
+        lookup = getattr(self, "_lookup", None)
+        if lookup is not None:
+            lookup.close()
+
+
+class _DeleteFn(beam.DoFn):
+    """Deletions in, applied in bulk requests; counts the cells deleted and refused."""
+
+    def __init__(self, destination: Destination) -> None:
+        self._destination = destination
+        self._deleted = Metrics.counter(NAMESPACE, "cells_deleted")
+        self._refused = Metrics.counter(NAMESPACE, "delete_failures")
+
+    def setup(self) -> None:
+        self._lookup = RowLookup(self._destination)
+
+    def start_bundle(self) -> None:
+        self._pending: list[Deletion] = []
+
+    def process(self, deletion: Deletion) -> None:
+        self._pending.append(deletion)
+        if len(self._pending) >= DELETES_PER_REQUEST:
+            self._apply()
+
+    def finish_bundle(self) -> None:
+        self._apply()
+
+    def _apply(self) -> None:
+        deleted, refused = apply_deletions(self._lookup.table, self._pending)
+        self._pending = []
+        self._deleted.inc(deleted)
+        self._refused.inc(refused)
+
+    def teardown(self) -> None:
+        lookup = getattr(self, "_lookup", None)
+        if lookup is not None:
+            lookup.close()
+
+
+def _candidate_row(line: str) -> tuple[str, str]:
+    return json.loads(line)["row_key"], line
+
+
+def candidate_bytes(run_dir: str) -> int:
+    """Size of the candidates that claim cells (owners of whole rows aside): what the rows pass holds."""
+    paths = finished_parts(run_dir, "candidates")
+    return sum(meta.size_in_bytes for result in FileSystems.match(paths) for meta in result.metadata_list) if paths else 0
+
+
+def resolve_here(run_dir: str, rows_dir: str, destination: Destination, repair: bool,
+                 after_us: int | None = None) -> dict[str, int]:
+    """The rows pass without the target scan, in this process (for candidates up to LAUNCHER_BYTES); its counters.
+
+    The owners' files are streamed: only the owners of rows a candidate names are kept.
+    """
+    by_row: dict[str, list[str]] = defaultdict(list)
+    for raw in lines(finished_parts(run_dir, "candidates")):
+        row_key, line = _candidate_row(raw.decode())
+        by_row[row_key].append(line)
+    for raw in lines(finished_parts(run_dir, "owners")):
+        row_key, line = _candidate_row(raw.decode())
+        if row_key in by_row:
+            by_row[row_key].append(line)
+    differences, figures = PartWriter(rows_dir, "differences"), PartWriter(rows_dir, "stats")
+    stats: Counter[str] = Counter()
+    deletions: list[Deletion] = []
+    for candidate_lines in by_row.values():
+        found, deletion = resolve(candidate_lines, repair, after_us)
+        for line in found.differences:
+            differences.add(line)
+        stats.update(dict(found.stats))
+        if deletion is not None:
+            deletions.append(deletion)
+    figures.add(json_line({"segment": None, **stats}))
+    differences.finish(None)
+    figures.finish(None)
+    deleted = refused = 0
+    if deletions:
+        with RowLookup(destination) as lookup:
+            for start in range(0, len(deletions), DELETES_PER_REQUEST):
+                done, failed = apply_deletions(lookup.table, deletions[start:start + DELETES_PER_REQUEST])
+                deleted, refused = deleted + done, refused + failed
+    return {"cells_deleted": deleted, "delete_failures": refused}
+
+
+def build_rows_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, rows_dir: str, repair: bool,
+                    target_scan: bool, after_us: int | None = None) -> bool:
+    """Add the rows pass to ``p``; False when there is nothing for it to do."""
+    destination = Destination.from_target(spec.target)
+    candidates, known = finished_parts(run_dir, "candidates"), finished_parts(run_dir, "row_keys")
+    owners = finished_parts(run_dir, "owners")
+    outputs = []
+    if candidates:
+        claiming = (p | "Candidates" >> beam.Create(candidates) | "ReadCandidates" >> beam.io.ReadAllFromText()
+                    | "ByRowKey" >> beam.Map(_candidate_row))
+        named = beam.pvalue.AsDict(claiming | "RowsNamed" >> beam.Map(lambda kv: (kv[0], True))
+                                   | "OncePerRow" >> beam.combiners.Count.PerKey())
+        if owners:  # only the owners of rows a candidate names
+            owning = (p | "Owners" >> beam.Create(owners) | "ReadOwners" >> beam.io.ReadAllFromText()
+                      | "OwnerRows" >> beam.Map(_candidate_row)
+                      | "NamedOnly" >> beam.Filter(lambda kv, rows: kv[0] in rows, named))
+            claiming = (claiming, owning) | "WithOwners" >> beam.Flatten()
+        outputs.append(claiming | "GroupRows" >> beam.GroupByKey() | "Resolve" >> beam.ParDo(_ResolveFn(repair, after_us)))
+    if target_scan:
+        source = (p | "SourceKeyFiles" >> beam.Create(known) | "SourceKeys" >> beam.io.ReadAllFromText()
+                  | "FromSource" >> beam.Map(lambda key: (key, 1)))
+        target = (p | "Ranges" >> beam.Create(key_ranges(destination)) | "SpreadRanges" >> beam.Reshuffle()
+                  | "TargetKeys" >> beam.ParDo(ScanRowKeys(destination))
+                  | "FromTarget" >> beam.Map(lambda key: (base64.b64encode(key).decode("ascii"), 2)))
+        only_target = ((source, target) | "BothSides" >> beam.Flatten()
+                       | "Where" >> beam.CombinePerKey(lambda sides: functools.reduce(operator.or_, sides, 0))
+                       | "TargetOnly" >> beam.FlatMap(lambda kv: [kv[0]] if kv[1] == 2 else [])
+                       | "InBatches" >> beam.BatchElements(min_batch_size=100, max_batch_size=1000)
+                       | "ExtraRows" >> beam.ParDo(_ExtraRowsFn(destination, repair, after_us)))
+        outputs.append(only_target)
+    if not outputs:
+        return False
+    found = outputs[0] if len(outputs) == 1 else tuple(outputs) | "AllFound" >> beam.Flatten()
+    _ = (found | "OnlyFound" >> beam.Filter(lambda e: isinstance(e, Found))
+         | "PersistRows" >> beam.ParDo(PersistFoundFn(rows_dir, None, False)))
+    if repair:
+        _ = (found | "OnlyDeletions" >> beam.Filter(lambda e: isinstance(e, Deletion))
+             | "Delete" >> beam.ParDo(_DeleteFn(destination)))
+    return True
