@@ -152,19 +152,16 @@ class Chain:
         return ("at", encoded, inclusive)
 
 
-ORDERED = {"S": {"strip_prefix"}, "N": {"sortable_number", "pad", "reverse_timestamp"}, "B": set()}
-
-
 def chain_of(transforms: tuple, kind: str) -> Chain:
     """The sort key's encoding chain, and whether byte order follows the key's order."""
     names = [call.name for call in transforms]
     if kind == "N" and not names:
         return Chain(transforms, kind, 0, "a number's decimal text does not sort numerically (10 < 9 as text): "
                      "render it with |sortable_number")  # fmt: skip
-    if kind == "N" and len(names) == 1 and names[0] in ORDERED["N"]:
-        return Chain(transforms, kind, -1 if names[0] == "reverse_timestamp" else 1)
-    if kind == "S" and all(name == "strip_prefix" for name in names) and len(names) <= 1:
-        return Chain(transforms, kind, 1)
+    if len(names) == 1 and kind in TRANSFORMS[names[0]].order:
+        return Chain(transforms, kind, TRANSFORMS[names[0]].order[kind])
+    if kind == "S" and not names:
+        return Chain(transforms, kind, 1)  # UTF-8 bytes sort as DynamoDB sorts S
     if kind == "B" and not names:
         return Chain(transforms, kind, 1)  # lower-case hex keeps unsigned byte order
     shown = "|".join(names) or "its text"

@@ -9,8 +9,8 @@ value back) or its loss (why it cannot): a transform that declares neither fails
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from .numbers import DecimalError, canonical_text, from_sortable_text, sortable_text
@@ -130,6 +130,9 @@ class Transform:
     apply: Callable[..., str]
     inverse: Callable[..., str] | None = None
     loss: str | None = None
+    order: Mapping[str, int] = field(default_factory=dict)
+    """Per DynamoDB key type (S, N, B): 1 when the output's bytes sort as the input values do, -1 when they sort
+    in reverse; absent when the order is lost. What access patterns rely on to turn a key range into a row range."""
 
     def __post_init__(self) -> None:
         if (self.inverse is None) == (self.loss is None):
@@ -149,12 +152,12 @@ TRANSFORMS: dict[str, Transform] = {
     transform.apply.__name__: transform
     for transform in (
         Transform(part, loss="keeps one part of the value"),
-        Transform(strip_prefix, inverse=lambda value, prefix: prefix + value),
+        Transform(strip_prefix, inverse=lambda value, prefix: prefix + value, order={"S": 1}),
         Transform(strip_suffix, inverse=lambda value, suffix: value + suffix),
-        Transform(pad, inverse=_unpad),
-        Transform(sortable_number, inverse=lambda value: canonical_text(from_sortable_text(value))),
+        Transform(pad, inverse=_unpad, order={"N": 1}),
+        Transform(sortable_number, inverse=lambda value: canonical_text(from_sortable_text(value)), order={"N": 1}),
         Transform(reverse, inverse=reverse),
-        Transform(reverse_timestamp, inverse=_unreverse_timestamp),
+        Transform(reverse_timestamp, inverse=_unreverse_timestamp, order={"N": -1}),
         Transform(reverse_domain, inverse=reverse_domain),
         Transform(lower, loss="lower-cases the value"),
         Transform(upper, loss="upper-cases the value"),

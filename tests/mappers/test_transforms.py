@@ -1,6 +1,10 @@
 """Key transforms: each one, and the values each refuses."""
 
+from decimal import Decimal
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddb2bt.mappers import transforms as t
 from ddb2bt.mappers.templates import TemplateError, parse_template
@@ -98,3 +102,34 @@ def test_each_inverse_gives_the_value_back(fn, args, expected):
 
 def test_every_transform_has_a_case():
     assert {case[0].__name__ for case in CASES} == set(t.TRANSFORMS)
+
+
+# Values of each key type a transform may be declared to order, with the arguments it is called with.
+ORDER_DOMAINS = {
+    ("strip_prefix", "S"): (st.text(max_size=8).map(lambda s: "Pay#" + s), ("Pay#",)),
+    ("pad", "N"): (st.integers(0, 10**12 - 1).map(str), (12,)),
+    ("sortable_number", "N"): (
+        st.builds(lambda m, e: str(Decimal(m).scaleb(e)), st.integers(-(10**38) + 1, 10**38 - 1),
+                  st.integers(-100, 80)), ()),
+    ("reverse_timestamp", "N"): (st.integers(0, 9_999_999_999).map(str), ()),
+}
+
+
+def test_every_declared_order_is_tested():
+    declared = {(name, kind) for name, transform in t.TRANSFORMS.items() for kind in transform.order}
+    assert declared == set(ORDER_DOMAINS)
+
+
+@pytest.mark.parametrize("name, kind", sorted(ORDER_DOMAINS))
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_a_declared_order_holds_for_the_bytes(name, kind, data):
+    """access patterns turn key ranges into row ranges through `order`: the UTF-8 bytes must sort as declared."""
+    values, args = ORDER_DOMAINS[(name, kind)]
+    a, b = data.draw(values), data.draw(values)
+    transform = t.TRANSFORMS[name]
+    key = (lambda v: Decimal(v)) if kind == "N" else (lambda v: v.encode())
+    out_a, out_b = (transform.apply(v, *args).encode() for v in (a, b))
+    if key(a) == key(b):
+        return
+    assert (out_a < out_b) == ((key(a) < key(b)) == (transform.order[kind] == 1))
