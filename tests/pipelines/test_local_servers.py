@@ -104,3 +104,9 @@ def test_dynalite_outlives_a_client_that_dies_in_the_middle_of_a_request(dynalit
     time.sleep(0.5)
     ddb = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
     assert "TableNames" in ddb.list_tables()
+
+
+def test_the_servers_are_found_where_setup_installs_them():
+    """tools/setup.sh installs dynalite and the emulator under the repository's tools/: the module must look there."""
+    assert (local_servers.ROOT / "pyproject.toml").is_file()
+    assert (local_servers.ROOT / "tools" / "setup.sh").is_file()
