@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ..attrvalue import key_text
 from ..encodings import SET_TYPES
 from ..source import key_schema
 from ..transforms import REVERSE_TIMESTAMP_MAX
@@ -263,6 +264,12 @@ def infer_spec(describe: dict, items: list[dict], ttl_attribute: str | None = No
         "migration_time": moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "entities": entities,
     }
+    indexes = _draft_indexes(table, items, pk, families)
+    if indexes:
+        out.spec["indexes"] = indexes
+        out.note(("indexes",), "Each secondary index carried as index rows (one row per item that has the index's keys, "
+                 "under the prefix, in DynamoDB's order): `migrate` writes them, `catch-up` and `tail` keep them exact. "
+                 "Drop an index the application does not query on Bigtable.")
     patterns = _draft_patterns(table, pk, sk, groups, keyed_by_sort_key="{" + str(sk) + "}" in row_key or
                                any(group.keyed for group in groups))  # fmt: skip
     if patterns:
@@ -301,6 +308,35 @@ def _draft_patterns(table: dict, pk: str, sk: str | None, groups: list[_Group], 
     return patterns
 
 
+INDEX_FAMILY = "index"
+
+
+def _draft_indexes(table: dict, items: list[dict], pk: str, families: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The table's GSIs and LSIs as index rows with the projection DescribeTable gives, each under a key prefix that
+    no sampled item's row key can start with (row keys start with the partition key's text)."""
+    declared = [(index, "global") for index in table.get("GlobalSecondaryIndexes") or ()] + [
+        (index, "local") for index in table.get("LocalSecondaryIndexes") or ()]
+    if not declared:
+        return []
+    starts = {key_text(item[pk])[:1] for item in items if pk in item}
+    lead = next(c for c in "~}|{_^@" if c not in starts)  # after letters and digits; no sampled key starts with it
+    drafted = []
+    for index, scope in declared:
+        index_pk, index_sk = key_schema(index["KeySchema"])
+        projection = index.get("Projection") or {"ProjectionType": "ALL"}
+        drafted.append({
+            "name": index["IndexName"], "type": scope, "partition_key": index_pk,
+            **({"sort_key": index_sk} if index_sk else {}),
+            "projection": {"type": projection.get("ProjectionType", "ALL"),
+                           **({"non_key_attributes": list(projection["NonKeyAttributes"])}
+                              if projection.get("NonKeyAttributes") else {})},
+            "target": {"prefix": f"{lead}{_snake(index['IndexName'])}#"},
+            "family": INDEX_FAMILY,
+        })  # fmt: skip
+    families.setdefault(INDEX_FAMILY, {"max_versions": 1})
+    return drafted
+
+
 def _describe_header(table: dict, sampled: int, ttl_attribute: str | None, out: InferredSpec) -> None:
     count, size = table.get("ItemCount", 0), table.get("TableSizeBytes", 0)
     known = (f"~{count:,} items, ~{human_size(size)}" if count or not sampled else
@@ -314,8 +350,8 @@ def _describe_header(table: dict, sampled: int, ttl_attribute: str | None, out: 
             keys = " + ".join(entry["AttributeName"] for entry in index["KeySchema"])
             out.header.append(
                 f"{'GSI' if kind.startswith('Global') else 'LSI'} {index['IndexName']} ({keys}): Bigtable has no secondary "
-                "indexes; serve that query from the row key design, a second table, or a continuous materialized view "
-                "(its access pattern is drafted below; migrate-plan says whether the spec serves it)."
+                "indexes; drafted below as index rows that ddb2bt writes and keeps exact, with its access pattern "
+                "(migrate-plan shows the Bigtable read serving it; `ddb2bt parity` proves it)."
             )
     stream = table.get("StreamSpecification") or {}
     if stream.get("StreamEnabled"):

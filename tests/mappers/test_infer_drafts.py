@@ -86,3 +86,40 @@ def test_an_unknown_count_is_said_to_be_unknown():
     assert "DescribeTable reports 0 items" in draft.header[0] and "~0 items" not in draft.header[0]
     known = infer_spec(aws_samples.describe("Forum", item_count=2), aws_samples.items("Forum"), now=NOW)
     assert "~2 items" in known.header[0]
+
+
+def _reply_with_its_gsi() -> dict:
+    """AWS's sample Reply table with the index the Developer Guide gives it ("Example tables and data":
+    PostedBy-Message-Index, PostedBy + Message); the guide names its keys, not its projection: ALL assumed."""
+    describe = aws_samples.describe("Reply")
+    describe["Table"]["GlobalSecondaryIndexes"] = [{
+        "IndexName": "PostedBy-Message-Index", "Projection": {"ProjectionType": "ALL"},
+        "KeySchema": [{"AttributeName": "PostedBy", "KeyType": "HASH"}, {"AttributeName": "Message", "KeyType": "RANGE"}]}]
+    return describe
+
+
+def test_secondary_indexes_are_drafted_as_index_rows_that_serve_their_pattern():
+    describe = _reply_with_its_gsi()
+    describe["Table"]["LocalSecondaryIndexes"] = [{
+        "IndexName": "ByAuthor", "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["Message"]},
+        "KeySchema": [{"AttributeName": "Id", "KeyType": "HASH"}, {"AttributeName": "PostedBy", "KeyType": "RANGE"}]}]
+    draft, plan = _draft_and_plan(describe, aws_samples.items("Reply"))
+    indexes = {index["name"]: index for index in draft.spec["indexes"]}
+    assert indexes["PostedBy-Message-Index"]["projection"] == {"type": "ALL"}
+    assert indexes["ByAuthor"]["projection"] == {"type": "INCLUDE", "non_key_attributes": ["Message"]}
+    assert indexes["ByAuthor"]["type"] == "local" and indexes["ByAuthor"]["sort_key"] == "PostedBy"
+    assert draft.spec["target"]["families"]["index"] == {"max_versions": 1}
+    assert not plan.has_errors and plan.sample.errors == 0
+    # every drafted index pattern is served by its index rows: no "needs index rows" finding
+    assert not [lint.message for lint in plan.lints if "index rows" in lint.message], plan.lints
+
+
+def test_an_index_prefix_no_sampled_row_key_starts_with():
+    items = [{"pk": {"S": f"~user{i}"}, "sk": {"S": "a"}, "email": {"S": f"u{i}@x"}} for i in range(5)]
+    describe = _describe("Users")
+    describe["Table"]["GlobalSecondaryIndexes"] = [{"IndexName": "byEmail", "Projection": {"ProjectionType": "KEYS_ONLY"},
+                                                    "KeySchema": [{"AttributeName": "email", "KeyType": "HASH"}]}]
+    draft, plan = _draft_and_plan(describe, items)
+    prefix = draft.spec["indexes"][0]["target"]["prefix"]
+    assert not prefix.startswith("~") and prefix.endswith("by_email#")
+    assert not plan.has_errors and plan.sample.errors == 0
