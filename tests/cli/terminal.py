@@ -6,14 +6,9 @@ import pty
 import re
 import select
 import struct
-import sys
 import termios
 import time
 from pathlib import Path
-
-
-DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
-
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 

@@ -22,7 +22,9 @@ from ddb2bt.pipelines.bigtable.read import read_cells
 from ddb2bt.pipelines.bigtable.sink import admin_table, existing_families
 from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client, put_items
 from ddb2bt.pipelines.local.proxy import DelayProxy, serving
-from .terminal import DDB2BT, Terminal
+from tests.installed import DDB2BT
+
+from .terminal import Terminal
 
 pytestmark = pytest.mark.servers
 

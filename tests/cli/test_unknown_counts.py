@@ -134,7 +134,9 @@ def test_the_terminal_bar_without_a_known_count_shows_items_pages_and_segments(d
 
     from ddb2bt.pipelines.local import servers as local_servers
 
-    from .terminal import DDB2BT, Terminal
+    from tests.installed import DDB2BT
+
+    from .terminal import Terminal
 
     spec = loaded(dynalite.endpoint, unique_name, tmp_path)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BIGTABLE_", "GOOGLE_"))},

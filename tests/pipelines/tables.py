@@ -4,10 +4,10 @@ kill tests' spec."""
 import re
 import boto3
 import subprocess
-import sys
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 from pathlib import Path
+from tests.installed import DDB2BT
 
 
 def load_table(endpoint: str, table: str, items: list[dict]) -> None:
@@ -16,7 +16,6 @@ def load_table(endpoint: str, table: str, items: list[dict]) -> None:
     put_items(client, table, items)
 
 
-DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
 
 
 def migrate(spec_file: Path, run_dir: Path, *args: str, env: dict, **popen) -> subprocess.Popen:

@@ -9,7 +9,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 from ddb2bt.app.local import LocalState, Server
@@ -17,9 +16,9 @@ from ddb2bt.mappers.loader import load_spec
 from ddb2bt.pipelines.cutover.workload import dynamodb, table_items
 
 from .cells import expected_cells, read_cells
+from tests.installed import DDB2BT
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "CUTOVER.md"
-DDB2BT = str(Path(sys.executable).parent / "ddb2bt")  # the installed command (the project's venv entry point)
 
 
 def documented_commands() -> list[list[str]]:

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,10 +22,10 @@ from ddb2bt.pipelines.dynamodb.scan import scan_segment
 from ddb2bt.pipelines.validate.sample import random_sample
 
 from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec
+from tests.installed import DDB2BT
 
 ITEMS, SEGMENTS = KILL_ITEMS, KILL_SEGMENTS  # the same 12,000 items in dynalite as the migration's kill test
 
-DDB2BT = str(Path(sys.executable).parent / "ddb2bt")
 PARTITIONS = 97  # kill_source's items: pk p{i % 97}, sk i{i:06d}
 TS = 1_704_067_200_000_000
 TAMPERED = range(0, ITEMS, ITEMS // 20)  # 20 items spread over the key space
