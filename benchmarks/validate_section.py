@@ -6,7 +6,7 @@ own servers); ``benchmarks.run`` calls :func:`validate_section` with its own ``B
 For each source (the live table in dynalite, the export folder) ddb2bt migrates into a fresh
 table, then validates that table (``ddb2bt.app.validate.validate``, as the CLI runs it, in the
 same DirectRunner configuration, no repair, no target scan) in a process of its own. Validate
-must find 0 differences; its items/s over migrate's is the ratio (goal >= 0.8). Memory: peak RSS
+must find 0 differences; its items/s over migrate's is the ratio (goal >= 1.5, issue 24). Memory: peak RSS
 of a validation at N items and at M items (the live table for N; the export for M, which also
 shows what a source without scan order costs: every row's claims go through the rows pass).
 """
@@ -25,7 +25,7 @@ from typing import Any
 from .common import INSTANCE, PROJECT, RESULTS, Bench, log, machine, versions
 from .measure import run_child
 
-TARGETS = {"validate_ratio": 0.8, "validate_memory_max_bytes": 1 << 30}
+TARGETS = {"validate_ratio": 1.5, "validate_memory_max_bytes": 1 << 30}
 CONFIG = {"mode": "in_memory", "workers": 1, "segments": 4}
 
 
@@ -83,7 +83,8 @@ def validate_section(bench: Any, project: str, instance: str, *, small_export: s
 
 def verdicts(section: dict[str, Any]) -> dict[str, Any]:
     ratio = section["live_scan"]["ratio"]
-    found = {"validate_ratio": {"value": ratio, "target": ">= 0.8", "met": ratio >= TARGETS["validate_ratio"]}}
+    goal = TARGETS["validate_ratio"]
+    found = {"validate_ratio": {"value": ratio, "target": f">= {goal}", "met": ratio >= goal}}
     peaks = [entry["peak_rss_bytes"] for entry in section["memory"].values()]
     found["validate_memory_peak"] = {"value": max(peaks), "target": "< 1 GiB",
                                      "met": max(peaks) < TARGETS["validate_memory_max_bytes"]}

@@ -130,8 +130,9 @@ class Comparer:
         self.decoders = DecoderCache(spec) if decode_every else None
         self.decode_every, self._matching = decode_every, 0
         entities = (self.decoders.probe if self.decoders else Decoder(spec)).entities
-        self._readers = [(entity, _literal_prefix(entity)) for entity in entities]
-        """Each entity's row key reader, and the bytes every row key of it starts with (a cheap first test)."""
+        self._readers = [(entity, _literal_prefix(entity), _literals(entity)) for entity in entities]
+        """Each entity's row key reader, the bytes every row key of it starts with and the other literal bytes every
+        row key of it holds (cheap first tests: reading a row key of another entity raises, which costs more)."""
         partition = key_names[0] if key_names else None
         self._revealing = {entity.name for entity in entities if partition in entity.key.attributes
                            and partition not in entity.key.lossy and not entity.key.problem}
@@ -154,8 +155,9 @@ class Comparer:
             return False
         (text,) = texts
         made_by = {row.entity for row, _item in members}
-        for entity, prefix in self._readers:
-            if not row_key.startswith(prefix) or (made_by == {entity.name} and entity.name in self._revealing):
+        for entity, prefix, literals in self._readers:
+            if (not row_key.startswith(prefix) or (made_by == {entity.name} and entity.name in self._revealing)
+                    or not all(literal in row_key for literal in literals)):
                 continue  # never this entity's row key; or the entity that made it, which gives the value back
             try:
                 revealed = entity.key_values(row_key)
@@ -387,6 +389,12 @@ def resolve_row(candidates: list[Candidate], after_us: int | None = None) -> tup
         if not later:
             deletions.append(cell)
     return differences, deletions
+
+
+def _literals(entity: Any) -> tuple[bytes, ...]:
+    """The template's literal texts after its first piece: each is in every row key of the entity, verbatim (values
+    are rendered between them; a salt only comes before them)."""
+    return tuple(piece.encode() for piece in entity.key.pieces[1:] if isinstance(piece, str) and piece)
 
 
 def _literal_prefix(entity: Any) -> bytes:

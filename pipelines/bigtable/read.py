@@ -1,8 +1,8 @@
 """Read migrated rows back from Bigtable as plain `Cell`s: many keys per request, key ranges, cell-precise deletes.
 
 Uses the data client, so BIGTABLE_EMULATOR_HOST points it at the emulator as usual. `validate`
-looks rows up in batches (`RowLookup.rows`: one ReadRows per up to 1,000 keys, never one request
-per item), lists a table's row keys range by range for its target scan (`ScanRowKeys`), and
+looks rows up in batches (`RowLookup.rows`: one ReadRows per up to 1,000 keys, up to 4 of them at once, never one
+request per item), lists a table's row keys range by range for its target scan (`ScanRowKeys`), and
 deletes single cell versions when it repairs (`delete_entries`): a `DeleteRangeFromColumn` over
 exactly one timestamp, never a row delete that would take other items' cells with it.
 """
@@ -10,6 +10,7 @@ exactly one timestamp, never a row delete that would take other items' cells wit
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from .sink import Destination
 
 KEYS_PER_REQUEST = 1000
+REQUESTS_IN_FLIGHT = 4
+"""ReadRows requests of one lookup sent at once: Bigtable (or the emulator) answers one while the client merges
+another's chunks, instead of each request waiting for the one before."""
 
 
 def _cells(row: Any) -> list[Cell]:
@@ -38,9 +42,11 @@ class RowLookup:
         self._client = BigtableDataClient(project=destination.project)
         self.table = self._client.get_table(destination.instance, destination.table,
                                             app_profile_id=destination.app_profile)
+        self._requests: ThreadPoolExecutor | None = None
 
     def rows(self, row_keys: Iterable[bytes]) -> dict[bytes, list[Cell]]:
-        """The cells of each row that exists among ``row_keys``, in ReadRows requests of up to 1,000 keys.
+        """The cells of each row that exists among ``row_keys``, in ReadRows requests of up to 1,000 keys (up to
+        :data:`REQUESTS_IN_FLIGHT` at once, each on its own thread).
 
         The client's ``read_rows`` builds a ``Row`` of ``Cell`` objects (labels and all) through a
         general chunk state machine, and we copied them into our ``Cell``s: a quarter of validate's CPU
@@ -49,12 +55,17 @@ class RowLookup:
         aborted) asks again for the keys after the last complete row, within the table's read timeout.
         """
         keys = sorted(set(row_keys))
+        parts = [keys[start:start + KEYS_PER_REQUEST] for start in range(0, len(keys), KEYS_PER_REQUEST)]
+        if len(parts) <= 1:
+            return self._read_keys(parts[0]) if parts else {}
+        if self._requests is None:
+            self._requests = ThreadPoolExecutor(max_workers=REQUESTS_IN_FLIGHT, thread_name_prefix="ddb2bt-readrows")
         found: dict[bytes, list[Cell]] = {}
-        for start in range(0, len(keys), KEYS_PER_REQUEST):
-            self._read_keys(keys[start:start + KEYS_PER_REQUEST], found)
+        for part in [self._requests.submit(self._read_keys, part) for part in parts]:
+            found.update(part.result())
         return found
 
-    def _read_keys(self, keys: list[bytes], found: dict[bytes, list[Cell]]) -> None:
+    def _read_keys(self, keys: list[bytes]) -> dict[bytes, list[Cell]]:
         import time
 
         from google.cloud.bigtable_v2.types import ReadRowsRequest
@@ -64,6 +75,7 @@ class RowLookup:
         deadline = time.monotonic() + table.default_read_rows_operation_timeout
         attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
         pending, pause = keys, 0.01
+        found: dict[bytes, list[Cell]] = {}
         while pending:
             request = ReadRowsRequest(table_name=table.table_name, app_profile_id=table.app_profile_id,
                                       rows={"row_keys": pending})
@@ -74,7 +86,7 @@ class RowLookup:
                 for row_key, cells in merge_chunks(stream):
                     found[row_key] = cells
                     last = row_key
-                return
+                return found
             except retryable:
                 if time.monotonic() + pause > deadline:
                     raise
@@ -82,8 +94,11 @@ class RowLookup:
                 pause = min(pause * 2, 10.0)
                 if last is not None:
                     pending = [key for key in pending if key > last]
+        return found
 
     def close(self) -> None:
+        if self._requests is not None:
+            self._requests.shutdown()
         self._client.close()
 
     def __enter__(self) -> RowLookup:

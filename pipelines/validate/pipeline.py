@@ -7,7 +7,7 @@ a segment is marked done as soon as everything it found is stored)::
 
 ``Compare`` groups each batch's mapped rows by row key, carries the batch's last group over to
 the next batch (a row folded from consecutive items stays one group across page ends), reads
-the batch's rows from Bigtable in ReadRows requests of up to 1,000 keys (in a background thread,
+the batch's rows from Bigtable in ReadRows requests of up to 1,000 keys, several at once (in a background thread,
 while the batch before is compared), and compares each group
 (:class:`ddb2bt.mappers.validate.Comparer`): cell by cell, and item by item through the decoder.
 With ``--repair`` the cells a group misses or holds differently go to the same writer migrate
@@ -82,8 +82,12 @@ class _TallyMapFn(MapFn):
         yield Tally(len(batch), left)
 
 
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+"""One encoder for every line: ``json.dumps`` with these options builds a new one per call."""
+
+
 def json_line(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+    return _LINE_ENCODER.encode(record)
 
 
 class _CompareFn(beam.DoFn):
@@ -173,7 +177,7 @@ class _CompareFn(beam.DoFn):
         for row_key, members in groups.items():
             result = compare(row_key, members, actual.get(row_key), extras=self._extras,
                              scan_order=self._scan_order and row_key not in self._split, missing_claims=self._repair)
-            indexed = sum(row.entity.startswith(INDEX_ENTITY) for row, _item in members)
+            indexed = sum(row.entity.startswith(INDEX_ENTITY) for row, _item in members) if self._indexes else 0
             figures["items_compared"] += len(members) - indexed
             figures["index_rows_compared"] += indexed
             figures["cells_expected"] += result.cells_expected

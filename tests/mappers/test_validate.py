@@ -177,6 +177,28 @@ def test_only_rows_one_partition_can_make_are_decided_alone_in_scan_order():
     assert not lowered.whole_row(row.row_key, [(row, item)])  # "A" and "a" both make row "a"
 
 
+def test_a_row_key_another_template_cannot_hold_is_still_whole_and_one_it_can_is_not():
+    """The literal test before reading a row key with another entity's template: a customer row lacks the order
+    template's "#order#" (whole: no other partition can make it); an order row is one the customer template reads
+    back as another partition key ("a#order#1"), so it is not."""
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+        "target": {"table": "t", "families": {"f": {}}}, "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [
+            {"name": "customer", "match": {"sk": "profile"}, "row_key": "cust#{pk}", "drop": ["sk"],
+             "columns": [{"attribute": "v", "family": "f"}]},
+            {"name": "order", "match": {"sk": {"prefix": "order#"}}, "row_key": "cust#{pk}#order#{sk|part(1)}",
+             "lossy": ["sk"], "columns": [{"attribute": "v", "family": "f"}]}]})
+    compiled = compile_spec(spec)
+    comparer = Comparer(spec, now_us=NOW, key_names=("pk", "sk"), decode_every=0)
+    customer = {"pk": {"S": "a"}, "sk": {"S": "profile"}, "v": {"S": "x"}}
+    order = {"pk": {"S": "a"}, "sk": {"S": "order#1"}, "v": {"S": "y"}}
+    customer_row, order_row = compiled.map_item(customer), compiled.map_item(order)
+    assert (customer_row.row_key, order_row.row_key) == (b"cust#a", b"cust#a#order#1")
+    assert comparer.whole_row(customer_row.row_key, [(customer_row, customer)])
+    assert not comparer.whole_row(order_row.row_key, [(order_row, order)])
+
+
 def test_a_sample_leaves_other_items_cells_alone():
     result = comparer().compare(b"o1", members(LINE_A), written(ORDER, LINE_A, LINE_B), extras=False)
     assert result.differences == [] and result.candidate is None
