@@ -19,7 +19,7 @@ from .attrvalue import binary, kind_of, number_text
 from .encodings import EncodingError, decode, encoder_for
 from .numbers import sortable_text
 from .results import Cell, MappedRow
-from .spec import Encoding, IndexRowsSpec
+from .spec import Encoding, GcPolicy, IndexRowsSpec, MappingSpec, TargetSpec
 
 Item = dict
 END = b"\x00\x01"
@@ -56,12 +56,13 @@ def key_part(value: dict) -> bytes | None:
 class CompiledIndex:
     """One index, compiled: `row(item)` is its index row, or None when the item is not in the index."""
 
-    __slots__ = ("spec", "name", "prefix", "family", "keys", "attributes", "all", "timestamp_us")
+    __slots__ = ("spec", "name", "prefix", "table", "family", "keys", "attributes", "all", "timestamp_us")
 
     def __init__(self, spec: IndexRowsSpec, partition_key: str | None, sort_key: str | None, timestamp_us: int):
         self.spec = spec
         self.name = spec.name
         self.prefix = (spec.target.prefix or "").encode()
+        self.table = spec.target.table
         self.family = spec.family
         table_keys = tuple(name for name in (partition_key, sort_key) if name)
         self.keys = tuple(name for name in (spec.partition_key, spec.sort_key) if name) + table_keys
@@ -141,3 +142,16 @@ def projected(spec: IndexRowsSpec, item: Item, partition_key: str | None, sort_k
 def compile_indexes(indexes: list[IndexRowsSpec], partition_key: str | None, sort_key: str | None,
                     timestamp_us: int) -> tuple[CompiledIndex, ...]:  # fmt: skip
     return tuple(CompiledIndex(index, partition_key, sort_key, timestamp_us) for index in indexes)
+
+
+def index_targets(spec: MappingSpec) -> list[tuple[str, TargetSpec]]:
+    """(index name, its table as a target) for each index in a table of its own: the main target's project, instance
+    and app profile, the index's family alone (target.families' GC policy for it, else one version: an index row's
+    cells are all at the migration time)."""
+    found = []
+    for index in spec.indexes:
+        if index.target.table is not None:
+            policy = spec.target.families.get(index.family) or GcPolicy(max_versions=1)
+            found.append((index.name, spec.target.model_copy(update={"table": index.target.table,
+                                                                      "families": {index.family: policy}})))
+    return found
