@@ -18,7 +18,7 @@ from __future__ import annotations
 from .attrvalue import binary, kind_of, number_text
 from .encodings import EncodingError, decode, encoder_for
 from .numbers import sortable_text
-from .results import Cell, MappedRow
+from .results import Cell, IndexRow, MappedRow
 from .spec import Encoding, GcPolicy, IndexRowsSpec, MappingSpec, TargetSpec
 
 Item = dict
@@ -119,15 +119,25 @@ INDEX_ENTITY = "index:"
 """How an index row is named where a row names its entity (validate's row groups): `index:<name>`."""
 
 
-def with_index_rows(pairs: list) -> list:
+def as_index_row(row_key: bytes, cells: tuple[Cell, ...], entity: str, table: str) -> IndexRow:
+    """Cells of the row named `entity` (`index:<name>`) in an index's own table, to write there (validate's repairs)."""
+    return IndexRow(row_key, cells, entity.removeprefix(INDEX_ENTITY), table)
+
+
+def with_index_rows(pairs: list, elsewhere: dict[str, list] | None = None) -> list:
     """(row, item) pairs with each item's index rows after its row, as rows of their own named `index:<name>`:
-    validate compares them like any other rows."""
+    validate compares them like any other rows. With ``elsewhere``, the rows of an index in a table of its own go
+    there instead, by table (its keys are not the main table's)."""
     out = []
     for pair in pairs:
         out.append(pair)
         row, item = pair
         for index_row in row.index_rows:
-            out.append((MappedRow(index_row.row_key, index_row.cells, INDEX_ENTITY + index_row.index_name), item))
+            named = (MappedRow(index_row.row_key, index_row.cells, INDEX_ENTITY + index_row.index_name), item)
+            if elsewhere is None or index_row.table is None:
+                out.append(named)
+            else:
+                elsewhere.setdefault(index_row.table, []).append(named)
     return out
 
 

@@ -494,6 +494,9 @@ class _WriteFn(beam.DoFn):
                                  row.entity, None, row.row_key)
                 continue
             pending[id(entry)] = (entry, row, item)
+            if row.__class__ is not MappedRow:  # an index row of its own (validate's repairs of an index table)
+                batchers.to(row.table)(entry)
+                continue
             append(entry)
             for index_row in row.index_rows:  # rows of their own, counted apart (index_rows_written)
                 index_entry = to_mutation_entry(index_row)
