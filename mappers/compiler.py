@@ -617,7 +617,7 @@ class CompiledSpec:
                 if len(found[0]) > limits.ROW_KEY_MAX_BYTES:
                     raise ItemFailure(f"index {index.name!r}: its row key is {len(found[0])} bytes; Bigtable allows "
                                       f"{limits.ROW_KEY_MAX_BYTES}")  # fmt: skip
-                rows.append(IndexRow(found[0], found[1], index.name, index.table))
+                rows.append(_new_cell(IndexRow, (found[0], found[1], index.name, index.table)))
         return tuple(rows)
 
     def _with_index_rows(self, row: MappedRow, item: Item) -> MappedRow:

@@ -15,7 +15,10 @@ name, value its DynamoDB JSON (lossless for every type), at the migration time.
 
 from __future__ import annotations
 
-from .attrvalue import binary, kind_of, number_text
+import json
+from json.encoder import encode_basestring  # json.dumps(..., ensure_ascii=False)'s own quoting of a str (C)
+
+from .attrvalue import binary, is_canonical_number, kind_of, number_text, to_typed_json
 from .encodings import EncodingError, decode, encoder_for
 from .numbers import sortable_text
 from .results import Cell, IndexRow, MappedRow
@@ -49,14 +52,46 @@ def escaped(data: bytes) -> bytes:
 
 def key_part(value: dict) -> bytes | None:
     """One part of an index row key: the value's bytes, escaped, then END (None: not a key value)."""
+    payload = value.get("S") if value.__class__ is dict else None
+    if payload.__class__ is str and len(value) == 1:  # the common key: a string (value_bytes' first case, inline)
+        data = payload.encode()
+        return (data if b"\x00" not in data else data.replace(b"\x00", b"\x00\xff")) + END
     data = value_bytes(value)
     return None if data is None else escaped(data) + END
+
+
+_typed_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+"""encode_ddb_json's json.dumps, its encoder made once (json.dumps builds one per call for these options)."""
+
+
+def ddb_json(value: dict) -> bytes:
+    """The `ddb_json` encoding of `value`, byte for byte (tests/mappers/test_index_rows.py): S, canonical N and BOOL
+    written directly; the others through `to_typed_json` and one encoder; a value the encoding refuses through the
+    encoding itself, which words the error."""
+    try:
+        if value.__class__ is dict and len(value) == 1:
+            payload = value.get("S")
+            if payload.__class__ is str:
+                return ('{"S":' + encode_basestring(payload) + "}").encode()
+            payload = value.get("N")
+            if payload.__class__ is str and is_canonical_number(payload):
+                return ('{"N":"' + payload + '"}').encode()
+            payload = value.get("BOOL")
+            if payload is True or payload is False:
+                return b'{"BOOL":true}' if payload else b'{"BOOL":false}'
+        return _typed_json(to_typed_json(value)).encode()
+    except Exception:  # noqa: BLE001 - not a value the encoding takes: the encoding itself says why
+        return _encode(value)
+
+
+QUALIFIERS_KEPT = 4096
+"""Attribute names whose qualifier bytes an ALL index keeps (items with ever new names would grow it without end)."""
 
 
 class CompiledIndex:
     """One index, compiled: `row(item)` is its index row, or None when the item is not in the index."""
 
-    __slots__ = ("spec", "name", "prefix", "table", "family", "keys", "attributes", "all", "timestamp_us")
+    __slots__ = ("spec", "name", "prefix", "table", "family", "keys", "attributes", "all", "timestamp_us", "_qualifiers")
 
     def __init__(self, spec: IndexRowsSpec, partition_key: str | None, sort_key: str | None, timestamp_us: int):
         self.spec = spec
@@ -70,6 +105,8 @@ class CompiledIndex:
         self.attributes = tuple(projected)
         self.all = spec.projection.type == "ALL"
         self.timestamp_us = timestamp_us
+        self._qualifiers = {name: name.encode() for name in self.attributes}
+        """Attribute name -> its qualifier, encoded once (ALL adds the names it meets)."""
         if partition_key is None:
             raise ValueError(f"index {spec.name!r}: the table's key schema is unknown (set source.partition_key)")
 
@@ -91,16 +128,27 @@ class CompiledIndex:
         key = self.key(item)
         if key is None:
             return None
-        names = item if self.all else self.attributes
-        family, timestamp, cells = self.family, self.timestamp_us, []
-        for name in names:
-            value = item.get(name)
-            if value is not None:
-                try:
-                    cells.append(_new_cell(Cell, (family, name.encode(), timestamp, _encode(value))))
-                except EncodingError as err:
-                    raise EncodingError(f"index {self.name!r}, attribute {name!r}: {err}") from None
-        return key, tuple(cells)
+        family, timestamp, qualifiers, new = self.family, self.timestamp_us, self._qualifiers, _new_cell
+        name = ""
+        cells = []
+        try:
+            if self.all:
+                for name, value in item.items():
+                    qualifier = qualifiers.get(name)
+                    if qualifier is None:
+                        qualifier = name.encode()
+                        if len(qualifiers) < QUALIFIERS_KEPT:
+                            qualifiers[name] = qualifier
+                    cells.append(new(Cell, (family, qualifier, timestamp, ddb_json(value))))
+            else:
+                get = item.get
+                for name in self.attributes:
+                    value = get(name)
+                    if value is not None:
+                        cells.append(new(Cell, (family, qualifiers[name], timestamp, ddb_json(value))))
+            return key, tuple(cells)
+        except EncodingError as err:
+            raise EncodingError(f"index {self.name!r}, attribute {name!r}: {err}") from None
 
 def decode_index_row(family: str, cells: list[Cell]) -> Item:
     """The item an index row holds, as a query on the index returns it (the projected attributes; the newest cell of

@@ -158,3 +158,27 @@ def test_a_change_moves_an_index_row_within_its_own_table():
     assert all(row.sets == () for row in removed.rows)
     gone = diff_many(compiled, [Change(keys, new, {**keys, "gsk": {"S": "b"}}, "MODIFY", 3)])  # sparse: no gpk
     assert [(row.table, len(row.deletes), row.sets) for row in gone.rows if row.table] == [("t-by-g", 4, ())]
+
+
+def test_index_cells_and_key_parts_are_the_encodings_byte_for_byte():
+    """ddb_json's shortcuts (S, canonical N) give exactly the ddb_json encoding; everything else goes through it; a
+    value it cannot encode fails as the encoding does. key_part's shortcut for strings is value_bytes' escaped."""
+    from ddb2bt.mappers.encodings import EncodingError, encoder_for
+    from ddb2bt.mappers.index_rows import END, ddb_json, escaped, value_bytes
+    from ddb2bt.mappers.spec import Encoding
+
+    encode = encoder_for(Encoding.ddb_json)
+    strings = [*STRINGS, "", 'q"uote\\', "tab\there\nline", "\x00nul\x1f", "\u2028\u2029", "é中😀", "\ud7ff"]
+    values = [{"S": text} for text in strings] + [{"N": number} for number in (*NUMBERS, "01", "1.50", "1e3", "-0")]
+    values += [{"B": "AAH/"}, {"B": b"\x00\xff"}, {"SS": ["b", "a"]}, {"NS": ["10", "9"]}, {"BOOL": True},
+               {"NULL": True}, {"L": [{"S": "x"}, {"N": "1.0"}]}, {"M": {"b": {"S": "é"}, "a": {"N": "2"}}},
+               {"BOOL": False}, {"BOOL": 1}, {"BS": [b"\x01", "AA=="]}, {"M": {}}, {"L": []}]
+    for value in values:
+        assert ddb_json(value) == encode(value), value
+    for value in ({"S": "a", "N": "1"}, {"N": "1x"}, {"X": "y"}, {"S": "\ud800"}, {"M": {"a": {"N": "x"}}}):
+        with pytest.raises(EncodingError):
+            encode(value)
+        with pytest.raises(EncodingError):
+            ddb_json(value)
+    for text in strings:
+        assert key_part({"S": text}) == escaped(value_bytes({"S": text})) + END
