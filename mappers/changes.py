@@ -185,7 +185,7 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
 def _where(row: MappedRow | IndexRow) -> Any:
     """Where a row is: its key in the main table, (table, key) in an index's own table (keys of two tables may be
     equal)."""
-    table = row.table if row.__class__ is IndexRow else None  # type: ignore[union-attr]
+    table = row.table if row.__class__ is IndexRow else None
     return row.row_key if table is None else (table, row.row_key)
 
 

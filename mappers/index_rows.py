@@ -54,8 +54,8 @@ def key_part(value: dict) -> bytes | None:
     """One part of an index row key: the value's bytes, escaped, then END (None: not a key value)."""
     payload = value.get("S") if value.__class__ is dict else None
     if payload.__class__ is str and len(value) == 1:  # the common key: a string (value_bytes' first case, inline)
-        data = payload.encode()
-        return (data if b"\x00" not in data else data.replace(b"\x00", b"\x00\xff")) + END
+        text = payload.encode()
+        return (text if b"\x00" not in text else text.replace(b"\x00", b"\x00\xff")) + END
     data = value_bytes(value)
     return None if data is None else escaped(data) + END
 

@@ -495,7 +495,7 @@ class _WriteFn(beam.DoFn):
                 continue
             pending[id(entry)] = (entry, row, item)
             if row.__class__ is not MappedRow:  # an index row of its own (validate's repairs of an index table)
-                batchers.to(row.table)(entry)
+                batchers.to(row.table)(entry)  # type: ignore[union-attr]
                 continue
             append(entry)
             for index_row in row.index_rows:  # rows of their own, counted apart (index_rows_written)

@@ -40,6 +40,7 @@ from ..bigtable.read import RowLookup
 from ..bigtable.sink import NAMESPACE, Destination, FlowControl, WriteToBigtable
 from ..run.dead_letters import DeadLetter, write_part
 from ..pipeline import MapFn, relax_young_gc  # the migration's map step, reused
+from .extra import apply_deletions, resolved
 from .files import FOLDERS, PartWriter
 
 log = logging.getLogger(__name__)
@@ -230,15 +231,13 @@ class _CompareFn(beam.DoFn):
     def _extra_in(self, table: str, candidates: list) -> Iterator[Any]:
         """The extra cells of an index table's rows (one candidate each, never an owner's), and with ``repair`` their
         deletion there, counted as the rows pass counts its own."""
-        from .rows import apply_deletions, resolve
-
         deletions = []
         for candidate in candidates:
             if candidate.owns_all:
                 continue
-            found, deletion = resolve([json_line(candidate.to_json())], self._repair, self._after_us)
-            if found.differences:
-                yield found
+            differences, stats, deletion = resolved([candidate], self._repair, self._after_us)
+            if differences:
+                yield Found(tuple(json_line(d.to_json()) for d in differences), stats=tuple(stats.items()))
             if deletion is not None:
                 deletions.append(deletion)
         deleted, refused = apply_deletions(self._tables[table].table, deletions)
