@@ -1,5 +1,7 @@
-"""Extra cells, decided and deleted: what the rows pass does for a row's candidates, and the compare pass for an
-index table's rows (each holds one item, so its candidate decides alone)."""
+"""Extra cells decided and deleted: for the rows pass, and for an index table's rows in the compare pass.
+
+The rows pass resolves a row's candidates together; an index table's row holds one item, so its candidate decides
+alone, in the compare pass (pipelines/validate/pipeline.py)."""
 
 from __future__ import annotations
 
