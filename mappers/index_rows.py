@@ -65,23 +65,39 @@ _typed_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asc
 
 
 def ddb_json(value: dict) -> bytes:
-    """The `ddb_json` encoding of `value`, byte for byte (tests/mappers/test_index_rows.py): S, canonical N and BOOL
-    written directly; the others through `to_typed_json` and one encoder; a value the encoding refuses through the
-    encoding itself, which words the error."""
+    """The `ddb_json` encoding of `value`, byte for byte (tests/mappers/test_index_rows.py): written directly (see
+    :func:`_typed_text`); a value the encoding refuses through the encoding itself, which words the error."""
     try:
-        if value.__class__ is dict and len(value) == 1:
-            payload = value.get("S")
-            if payload.__class__ is str:
-                return ('{"S":' + encode_basestring(payload) + "}").encode()
-            payload = value.get("N")
-            if payload.__class__ is str and is_canonical_number(payload):
-                return ('{"N":"' + payload + '"}').encode()
-            payload = value.get("BOOL")
-            if payload is True or payload is False:
-                return b'{"BOOL":true}' if payload else b'{"BOOL":false}'
-        return _typed_json(to_typed_json(value)).encode()
+        return _typed_text(value).encode()
     except Exception:  # noqa: BLE001 - not a value the encoding takes: the encoding itself says why
         return _encode(value)
+
+
+def _typed_text(value: dict) -> str:
+    """`encode_ddb_json`'s text: S, canonical N, BOOL, M, L and SS written here, M's names sorted and S quoted as
+    json.dumps does (its own C function); the others (NS, BS, numbers to canonicalise, NULL) through `to_typed_json`
+    and one encoder made once."""
+    if len(value) == 1:
+        payload = value.get("S")
+        if payload.__class__ is str:
+            return '{"S":' + encode_basestring(payload) + "}"
+        payload = value.get("N")
+        if payload.__class__ is str and is_canonical_number(payload):
+            return '{"N":"' + payload + '"}'
+        payload = value.get("BOOL")
+        if payload is True or payload is False:
+            return '{"BOOL":true}' if payload else '{"BOOL":false}'
+        payload = value.get("M")
+        if payload.__class__ is dict:
+            return '{"M":{' + ",".join([encode_basestring(name) + ":" + _typed_text(payload[name])
+                                        for name in sorted(payload)]) + "}}"
+        payload = value.get("L")
+        if payload.__class__ is list:
+            return '{"L":[' + ",".join([_typed_text(element) for element in payload]) + "]}"
+        payload = value.get("SS")
+        if payload.__class__ is list:
+            return '{"SS":[' + ",".join([encode_basestring(member) for member in sorted(payload)]) + "]}"
+    return _typed_json(to_typed_json(value))
 
 
 QUALIFIERS_KEPT = 4096

@@ -163,6 +163,7 @@ def test_a_change_moves_an_index_row_within_its_own_table():
 def test_index_cells_and_key_parts_are_the_encodings_byte_for_byte():
     """ddb_json's shortcuts (S, canonical N) give exactly the ddb_json encoding; everything else goes through it; a
     value it cannot encode fails as the encoding does. key_part's shortcut for strings is value_bytes' escaped."""
+    from benchmarks import dataset
     from ddb2bt.mappers.encodings import EncodingError, encoder_for
     from ddb2bt.mappers.index_rows import END, ddb_json, escaped, value_bytes
     from ddb2bt.mappers.spec import Encoding
@@ -172,13 +173,21 @@ def test_index_cells_and_key_parts_are_the_encodings_byte_for_byte():
     values = [{"S": text} for text in strings] + [{"N": number} for number in (*NUMBERS, "01", "1.50", "1e3", "-0")]
     values += [{"B": "AAH/"}, {"B": b"\x00\xff"}, {"SS": ["b", "a"]}, {"NS": ["10", "9"]}, {"BOOL": True},
                {"NULL": True}, {"L": [{"S": "x"}, {"N": "1.0"}]}, {"M": {"b": {"S": "é"}, "a": {"N": "2"}}},
-               {"BOOL": False}, {"BOOL": 1}, {"BS": [b"\x01", "AA=="]}, {"M": {}}, {"L": []}]
+               {"BOOL": False}, {"BOOL": 1}, {"BS": [b"\x01", "AA=="]}, {"M": {}}, {"L": []},
+               {"M": {"z": {"L": [{"M": {"é": {"BOOL": False}, "a\"b": {"NULL": True}}}, {"SS": ["é", "a", "Z"]}]},
+                      "": {"NS": ["1e2", "-0.5"]}, "\u2028": {"N": "007"}}}]
+    values += [value for item in dataset.generate(300) for value in item.values()]  # every type, nested
     for value in values:
         assert ddb_json(value) == encode(value), value
-    for value in ({"S": "a", "N": "1"}, {"N": "1x"}, {"X": "y"}, {"S": "\ud800"}, {"M": {"a": {"N": "x"}}}):
-        with pytest.raises(EncodingError):
+    refused = []
+    for value in ({"S": "a", "N": "1"}, {"N": "1x"}, {"X": "y"}, {"S": "\ud800"}, {"M": {"a": {"N": "x"}}},
+                  {"L": [{"S": "a"}, "not a value"]}, {"SS": ["a", 1]}):
+        with pytest.raises(Exception) as by_encoding:  # noqa: PT011 - whatever it is, ddb_json raises the same
             encode(value)
-        with pytest.raises(EncodingError):
+        with pytest.raises(type(by_encoding.value)) as by_index:
             ddb_json(value)
+        assert str(by_index.value) == str(by_encoding.value)
+        refused.append(isinstance(by_index.value, EncodingError))
+    assert refused[:5] == [True] * 5  # a malformed value is refused as the encoding refuses it
     for text in strings:
         assert key_part({"S": text}) == escaped(value_bytes({"S": text})) + END
