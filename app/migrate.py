@@ -32,6 +32,7 @@ from ..mappers.decode import one_item_per_row
 from ..mappers.errors import Ddb2btError, Interrupted, UsageError
 from ..pipelines.run import checkpoint as ckpt
 from ..pipelines.dynamodb.aws import s3_beam_args
+from ..mappers.index_rows import index_targets
 from ..pipelines.bigtable.sink import ensure_table
 from ..pipelines.run.dead_letters import check_dead_letter_destination, check_writable, consolidate
 from ..pipelines.run.metrics import by_reason
@@ -317,6 +318,8 @@ def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int]
                 start_keys = ckpt.saved_positions(p.run_dir)
             now_ms = checkpoint.now_ms or now_ms  # a resumed run keeps the first attempt's "now": no second versions
         ensure_table(spec.target, create=create_table)
+        for _index, target in index_targets(spec):  # indexes in tables of their own
+            ensure_table(target, create=create_table)
     sample = None
     if options.sample is not None:  # a trial run: the first N items, no checkpoint
         sample = [] if p.dry_run else read_items(spec.source, options.sample)

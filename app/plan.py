@@ -73,6 +73,7 @@ def plan_against_target(spec: MappingSpec | str | Path, sample: int, options: Ru
     from .context import with_source_keys
     from .review import reviewed
     from .runs import source_name
+    from ..mappers.index_rows import index_targets
     from .target_diff import diff_target
 
     raw = spec if isinstance(spec, MappingSpec) else load_file(spec)
@@ -85,7 +86,7 @@ def plan_against_target(spec: MappingSpec | str | Path, sample: int, options: Ru
     announce(where, f"plan {source_name(resolved)} → {describe_target(resolved.target)}")
     the_plan = plan(resolved, sample, options, step)
     announce(step, "reading the Bigtable target (read-only)…")
-    diff = diff_target(resolved.target, not_named=not_named)
+    diff = diff_target(resolved.target, not_named=not_named, indexes=index_targets(resolved))
     ok = not the_plan.has_errors and not diff.blocking
     keyed = with_source_keys(resolved, the_plan.source)
     return TargetPlan(the_plan, diff, reviewed(keyed, the_plan.source, diff, ok=ok,

@@ -28,6 +28,7 @@ from ..pipelines.run.metrics import by_reason
 from ..pipelines.run.options import concurrent_segments
 from ..pipelines.run.progress import flush_local, progress_dir, read_progress, request_stop, reset
 from ..pipelines.run.progress import stop_requested as requested
+from ..mappers.index_rows import index_targets
 from .target_diff import diff_target
 
 if TYPE_CHECKING:
@@ -74,9 +75,9 @@ def before_run(spec: MappingSpec, options: RunOptions, source: SourceDescription
     if resumable and options.resume:  # read-only with resume: nothing to resume, another spec, another segment count
         Checkpoint.start(run_dir, spec_hash(spec), total_segments, source_name(spec), resume=True,
                          export=spec.source.export is not None)
-    diff = diff_target(spec.target, strict=True)  # a dead or refusing Bigtable fails here, in seconds
-    if diff.blocking:
-        raise mismatch_error(spec.target, diff.comparison)
+    diff = diff_target(spec.target, strict=True, indexes=index_targets(spec))  # a dead or refusing Bigtable fails
+    if diff.blocking:  # here, in seconds
+        raise mismatch_error(diff.refused or spec.target, diff.comparison)
     done = completed_segments(run_dir) if resumable and options.resume else frozenset()
     scanning = spec.source.export is None and options.sample is None
     part_way = len(saved_positions(run_dir)) if scanning and resumable and options.resume else 0

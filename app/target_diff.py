@@ -13,7 +13,8 @@ on (``read`` is False); ``migrate`` asks with ``strict`` and fails instead.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import ServiceError
@@ -57,6 +58,10 @@ class TargetDiff:
     """Every family the table has, with its GC rule in words (empty when it does not exist)."""
     comparison: Any = None
     """The sink's ``TableComparison`` (None when not read), for the error migrate raises on a refused target."""
+    refused: Any = None
+    """The ``TargetSpec`` of the table migrate refuses (the main table's or an index table's, see ``comparison``)."""
+    index_tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each index in a table of its own (spec `indexes`, `target: {table: ...}`): its table's state, as ``state()``."""
 
     @property
     def blocking(self) -> tuple[TargetChange, ...]:
@@ -71,23 +76,45 @@ class TargetDiff:
 
     def state(self) -> dict[str, Any]:
         """What the target looked like: a reviewed plan runs only against the same state."""
-        return {"where": self.where, "read": self.read, "exists": self.exists, "holds_rows": self.holds_rows,
-                "families": dict(sorted(self.families.items()))}
+        found = {"where": self.where, "read": self.read, "exists": self.exists, "holds_rows": self.holds_rows,
+                 "families": dict(sorted(self.families.items()))}
+        return {**found, "index_tables": self.index_tables} if self.index_tables else found
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("comparison")
+        data.pop("refused")
         data["blocking"] = bool(self.blocking)
         return data
 
 
-def diff_target(target: TargetSpec, *, not_named: str | None = None, strict: bool = False) -> TargetDiff:
+def diff_target(target: TargetSpec, *, not_named: str | None = None, strict: bool = False,
+                indexes: Sequence[tuple[str, TargetSpec]] = ()) -> TargetDiff:
     """Read the target and compare it with the spec's families; never writes.
 
     ``not_named``: why the target has no names (nothing is read then). Without ``strict`` a target
     that cannot be reached (a ServiceError: down, no credentials, permission denied) gives a diff
-    that says so; with ``strict`` the error is raised.
+    that says so; with ``strict`` the error is raised. ``indexes``: (index name, its table) for the indexes in tables
+    of their own (``mappers.index_rows.index_targets``), each read and compared as the main table is, its changes
+    named ``index NAME:``.
     """
+    main = _diff_table(target, not_named=not_named, strict=strict)
+    if not main.read or not indexes:
+        return main
+    changes, tables, refused, comparison = list(main.changes), {}, main.refused, main.comparison
+    for name, index_target in indexes:
+        found = _diff_table(index_target, strict=strict)
+        if not found.read:
+            changes.append(TargetChange("~", f"index {name}: table {index_target.table} not read: {found.note}"))
+            continue
+        changes += [replace(change, text=f"index {name}: {change.text}") for change in found.changes]
+        tables[name] = found.state()
+        if found.blocking and refused is None:
+            refused, comparison = index_target, found.comparison
+    return replace(main, changes=tuple(changes), index_tables=tables, refused=refused, comparison=comparison)
+
+
+def _diff_table(target: TargetSpec, *, not_named: str | None = None, strict: bool = False) -> TargetDiff:
 
     where, emulator = describe_target(target), emulator_host() is not None
     if not_named is not None:
@@ -129,4 +156,5 @@ def diff_target(target: TargetSpec, *, not_named: str | None = None, strict: boo
         changes.append(TargetChange("~", f"table {target.table} already holds rows: migrate writes into it, and rows "
                                          "with the same keys gain cells (or replace cells with the same timestamp)"))
     return TargetDiff(where, emulator, read=True, exists=comparison.exists, holds_rows=rows,
-                      changes=tuple(changes), families=described, comparison=comparison)
+                      changes=tuple(changes), families=described, comparison=comparison,
+                      refused=target if comparison.different else None)

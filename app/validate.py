@@ -382,7 +382,7 @@ def reconcile(totals: dict[str, int], attempt: dict[str, int], counters: dict[st
                         "cells than these items map to (another run's \"now\" or spec?), so nothing was validated")
     if counters.get("export_count_mismatch"):
         problems.append(f"{counters['export_count_mismatch']} export count mismatch(es): the export is incomplete")
-    written = counters.get("rows_written", 0) + counters.get("write_failures", 0)
+    written = counters.get("rows_written", 0) + counters.get("index_rows_written", 0) + counters.get("write_failures", 0)
     if attempt.get("repair_rows", 0) != written:
         problems.append(f"repair: {attempt.get('repair_rows', 0)} rows to rewrite, {written} written or refused")
     deleted = counters.get("cells_deleted", 0) + counters.get("delete_failures", 0)

@@ -6,7 +6,7 @@ same spec plus secondary indexes carried as index rows, and builds each row's mu
 (``to_mutation_entry`` and its ``size()``, for the item's row and each of its index rows). Rounds alternate between
 the variants, so that a noisy stretch of the shared machine hits each alike; CPU time of this process
 (``time.process_time``), the fastest round per variant (the one the other processes disturbed least; the
-median is recorded too). Variants:
+median is recorded too, and the spread of each round's ratio to its own round without indexes). Variants:
 
 * ``by_status``: a sparse GSI on the orders only (status, placed_at), INCLUDE [total]: the usual case;
 * ``by_type``: a GSI every item is in (type, sk), KEYS_ONLY;
@@ -86,9 +86,17 @@ def measure(n: int, rounds: int) -> dict[str, Any]:
         "cpu_us_per_item": {label: 1e6 * seconds / n for label, seconds in best.items()},
         "overhead": {label: best[label] / best["none"] - 1 for label in INDEXES},
         "overhead_median_rounds": {label: median[label] / median["none"] - 1 for label in INDEXES},
+        "overhead_per_round_spread": {label: _spread([mine / none - 1 for mine, none in zip(spent[label], spent["none"])])
+                                      for label in INDEXES},  # each round's variants ran side by side
         "goal": GOAL, "goal_met_usual_case": best["by_status"] / best["none"] - 1 <= GOAL,
         "load_average": os.getloadavg(), "machine": machine(),
     }
+
+
+def _spread(ratios: list[float]) -> dict[str, float]:
+    ordered = sorted(ratios)
+    return {"min": ordered[0], "quartile_1": ordered[len(ordered) // 4], "median": statistics.median(ordered),
+            "quartile_3": ordered[(3 * len(ordered)) // 4], "max": ordered[-1]}
 
 
 def main() -> None:

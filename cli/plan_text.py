@@ -182,7 +182,8 @@ def index_lines(plan: MigrationPlan) -> list[str]:
     """Per index carried as index rows: its row key, projection, and its rows on the sample."""
     lines = []
     for index in plan.indexes:
-        lines.append(f"  {index.name} ({index.type}, {index.projection}, family {index.family}): rows keyed {index.keys}")
+        lines.append(f"  {index.name} ({index.type}, {index.projection}, family {index.family}): rows of table "
+                     f"{index.table} keyed {index.keys}")
         lines.append(f"    on the sample: {index.items_in_index} of {index.items_mapped} mapped item(s) in the index "
                      f"(the others lack its keys), {index.cells} cell(s), {_size(index.bytes)}"
                      + (f"; e.g. {index.example_key}" if index.example_key else ""))

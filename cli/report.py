@@ -176,13 +176,14 @@ def _indexes(plan: MigrationPlan) -> list[Block]:
     """Secondary indexes carried as index rows: one table row each, with its rows on the sample."""
     if not plan.indexes:
         return []
-    rows = tuple((index.name, index.type, index.keys, index.projection,
+    rows = tuple((index.name, index.type, index.table, index.keys, index.projection,
                   f"{index.items_in_index} of {index.items_mapped} items, {index.cells} cells, {size(index.bytes)}")
                  for index in plan.indexes)  # fmt: skip
     return [Heading(2, "Secondary indexes", "indexes"),
-            Para("Each index is written as index rows beside the items' rows: one row per item that has the index's "
-                 "key attributes (indexes are sparse), so that a query on the index is one range of rows."),
-            Table(("Index", "Type", "Row key", "Projection", "On the sample"), rows)]
+            Para("Each index is written as index rows, beside the items' rows under a prefix or in a table of their "
+                 "own: one row per item that has the index's key attributes (indexes are sparse), so that a query on "
+                 "the index is one range of rows."),
+            Table(("Index", "Type", "Table", "Row key", "Projection", "On the sample"), rows)]
 
 
 def _source(plan: MigrationPlan) -> list[Block]:

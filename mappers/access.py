@@ -485,10 +485,11 @@ def _index_range(prefix: bytes, operator: str | None, operands: list[dict]) -> R
 
 
 def _index_translation(spec: MappingSpec, pattern: AccessPattern, index: IndexRowsSpec) -> Translation:
-    prefix = index.target.prefix or ""
-    summary = (f"index rows of {spec.target.table} under {prefix!r}: the partition's {index.partition_key} then "
+    table = index.target.table or spec.target.table
+    where = f"under {index.target.prefix!r}" if index.target.table is None else "in their own table"
+    summary = (f"index rows of {table} {where}: the partition's {index.partition_key} then "
                f"{index.sort_key or 'the table key'} in order ({index.projection.type} projection)")
-    return Translation(pattern.name, "served", spec.target.table, partition_key=index.partition_key,
+    return Translation(pattern.name, "served", table, partition_key=index.partition_key,
                        sort_key=index.sort_key, spec_pattern=pattern, summary=summary, spec_sort_key=spec.source.sort_key,
                        index_rows=index)  # fmt: skip
 

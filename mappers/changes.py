@@ -78,6 +78,8 @@ class RowChange(NamedTuple):
     row_key: bytes
     deletes: tuple[CellDelete, ...]
     sets: tuple[Cell, ...]
+    table: str | None = None
+    """An index's own table (IndexRow.table); None: the main table."""
 
     @property
     def mutation_count(self) -> int:
@@ -124,7 +126,7 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
     """
     if not changes:
         return NothingToDo("no changes")
-    produced: dict[bytes, dict[tuple[str, bytes, int], None]] = {}  # row key -> coordinates, in order
+    produced: dict[Any, dict[tuple[str, bytes, int], None]] = {}  # where (see _where) -> coordinates, in order
     failures: list[tuple[Change, ItemError]] = []
     entity = None
     skip_reason = None
@@ -141,7 +143,7 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
             last_row = row
         elif row is not None:
             for also in row.rows():
-                produced.setdefault(also.row_key, {}).update(dict.fromkeys(cell[:3] for cell in also.cells))
+                produced.setdefault(_where(also), {}).update(dict.fromkeys(cell[:3] for cell in also.cells))
             entity = row.entity
     # The old images, all of them (a redelivered change may break the chain), found against the last new image:
     # only the attributes that differ are mapped where the row and the timestamps are the same
@@ -149,7 +151,7 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
     last = changes[-1].new
     for image in {id(change.old): change.old for change in changes if change.old is not None}.values():
         for index_row in old_index_rows(compiled, image):  # where the old image's index rows were: moved or gone
-            produced.setdefault(index_row.row_key, {}).update(dict.fromkeys(cell[:3] for cell in index_row.cells))
+            produced.setdefault(_where(index_row), {}).update(dict.fromkeys(cell[:3] for cell in index_row.cells))
         stale = compiled.stale_coordinates(image, last) if last_row is not None else None
         if stale is not None:
             produced.setdefault(last_row.row_key, {}).update(dict.fromkeys(stale))  # type: ignore[union-attr]
@@ -158,25 +160,33 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
         if row is not None:
             produced.setdefault(row.row_key, {}).update(dict.fromkeys(cell[:3] for cell in row.cells))
             entity = row.entity
-    written: dict[bytes, tuple[Cell, ...]] = {}
+    written: dict[Any, tuple[Cell, ...]] = {}
     if last_row is not None:
         entity = last_row.entity
-        written = {row.row_key: row.cells for row in last_row.rows()}
+        written = {_where(row): row.cells for row in last_row.rows()}
         for row_key in written:
             produced.setdefault(row_key, {})
     rows: list[RowChange] = []
-    for row_key, coordinates in produced.items():
-        sets: tuple[Cell, ...] = written.get(row_key, ())
+    for where, coordinates in produced.items():
+        sets: tuple[Cell, ...] = written.get(where, ())
         if sets:
             if coordinates:
                 kept = {cell[:3] for cell in sets}
                 coordinates = {c: None for c in coordinates if c not in kept}
         deletes = tuple(_new(CellDelete, c) for c in coordinates)
         if deletes or sets:
-            rows.append(RowChange(row_key, deletes, sets))
+            rows.append(RowChange(where, deletes, sets) if where.__class__ is bytes
+                        else RowChange(where[1], deletes, sets, where[0]))
     if not rows and not failures:
         return NothingToDo(skip_reason or "neither image produces cells")
     return ChangeSet(tuple(rows), entity, tuple(failures))
+
+
+def _where(row: MappedRow | IndexRow) -> Any:
+    """Where a row is: its key in the main table, (table, key) in an index's own table (keys of two tables may be
+    equal)."""
+    table = row.table if row.__class__ is IndexRow else None
+    return row.row_key if table is None else (table, row.row_key)
 
 
 def old_index_rows(compiled: Any, image: Item) -> tuple[IndexRow, ...]:

@@ -571,7 +571,7 @@ class CompiledSpec:
                                        migration_ms * 1000) if spec.source.partition_key else ()  # fmt: skip
         self._index_problem = (f"index {spec.indexes[0].name!r} needs the table's key schema (source.partition_key)"
                                if spec.indexes and not self.indexes else None)  # fmt: skip
-        self._index_prefixes = tuple(index.prefix for index in self.indexes)
+        self._index_prefixes = tuple(index.prefix for index in self.indexes if index.table is None)
 
     def entity_for(self, item: Item) -> _Entity | None:
         if self._dispatch is not None:
@@ -617,7 +617,7 @@ class CompiledSpec:
                 if len(found[0]) > limits.ROW_KEY_MAX_BYTES:
                     raise ItemFailure(f"index {index.name!r}: its row key is {len(found[0])} bytes; Bigtable allows "
                                       f"{limits.ROW_KEY_MAX_BYTES}")  # fmt: skip
-                rows.append(IndexRow(found[0], found[1], index.name))
+                rows.append(_new_cell(IndexRow, (found[0], found[1], index.name, index.table)))
         return tuple(rows)
 
     def _with_index_rows(self, row: MappedRow, item: Item) -> MappedRow:

@@ -276,7 +276,7 @@ class Decoder:
         self.entities = [EntityDecoder(e, spec, types or {}) for e in spec.entities if e.action == "map"]
         self.by_name = {entity.name: entity for entity in self.entities}
         self.losses = losses(spec)
-        self.index_prefixes = tuple((index.target.prefix or "").encode() for index in spec.indexes)
+        self.index_prefixes = tuple(index.target.prefix.encode() for index in spec.indexes if index.target.prefix)
         """Index rows (spec.indexes) hold no entity's item: decode_entities reads none from them."""
 
     def decode_item(self, entity: str, row_key: bytes, cells: Iterable[Cell]) -> Item:

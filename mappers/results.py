@@ -29,6 +29,8 @@ class IndexRow(NamedTuple):
     row_key: bytes
     cells: tuple[Cell, ...]
     index_name: str
+    table: str | None = None
+    """The index's own table (spec `target: {table: ...}`); None: a row of the main table, under the index's prefix."""
 
 
 class MappedRow(NamedTuple):

@@ -151,6 +151,17 @@ _FAMILY_NAME = re.compile(r"^[-_.a-zA-Z0-9]+$")
 _TABLE_ID = re.compile(r"^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}$")  # Bigtable's CreateTable rule, at most 50 characters
 
 
+def table_id(value: str) -> str:
+    """`value`, checked as a Bigtable table id."""
+    if not _TABLE_ID.match(value):
+        usable = re.sub(r"[^-_.a-zA-Z0-9]+", "_", value).strip("_-.")[:50]
+        raise ValueError(
+            f"{value!r} is not a Bigtable table id: 1-50 letters, digits, '_', '-' or '.', not starting with '-' or '.'"
+            + (f" (e.g. {usable!r})" if usable else "")
+        )
+    return value
+
+
 class TargetSpec(StrictModel):
     project: str = "ddb2bt-local"
     """Google Cloud project (any name works against the emulator)."""
@@ -166,13 +177,7 @@ class TargetSpec(StrictModel):
     @field_validator("table")
     @classmethod
     def _table_id(cls, value: str) -> str:
-        if not _TABLE_ID.match(value):
-            usable = re.sub(r"[^-_.a-zA-Z0-9]+", "_", value).strip("_-.")[:50]
-            raise ValueError(
-                f"{value!r} is not a Bigtable table id: 1-50 letters, digits, '_', '-' or '.', not starting with '-' or '.'"
-                + (f" (e.g. {usable!r})" if usable else "")
-            )
-        return value
+        return table_id(value)
 
     @field_validator("families")
     @classmethod
@@ -570,21 +575,25 @@ class IndexProjection(StrictModel):
 
 
 class IndexTarget(StrictModel):
-    """Where an index's rows go: under a key prefix of the main table."""
+    """Where an index's rows go: under a key prefix of the main table, or in a table of their own."""
 
     prefix: Annotated[str, Field(min_length=1)] | None = None
     """Index rows are the main table's rows whose key starts with this prefix (e.g. `gsi1#`); no item's own row key
     may start with it (such an item is dead-lettered)."""
     table: str | None = None
-    """A table of their own: not written yet (use prefix)."""
+    """A Bigtable table of their own (same project, instance and app profile as target), holding this index's rows
+    only; `migrate` creates it with the index's family."""
+
+    @field_validator("table")
+    @classmethod
+    def _table_id(cls, value: str | None) -> str | None:
+        return None if value is None else table_id(value)
 
     @model_validator(mode="after")
     def _one(self) -> IndexTarget:
-        if self.table is not None:
-            raise ValueError("index rows in a table of their own are not written yet: use target: {prefix: ...} "
-                             "(rows under a key prefix of the main table)")  # fmt: skip
-        if self.prefix is None:
-            raise ValueError("say where the index rows go: target: {prefix: 'gsi1#'}")
+        if (self.prefix is None) == (self.table is None):
+            raise ValueError("say where the index rows go, one of: target: {prefix: 'gsi1#'} (rows of the main table) "
+                             "or target: {table: 'orders-by-status'} (a table of their own)")  # fmt: skip
         return self
 
 
@@ -606,8 +615,9 @@ class IndexRowsSpec(StrictModel):
     target: IndexTarget
     """Where the index rows go."""
     family: str
-    """The column family of the index rows' cells (one cell per projected attribute, DynamoDB JSON); declared in
-    target.families."""
+    """The column family of the index rows' cells (one cell per projected attribute, DynamoDB JSON). Under a prefix:
+    declared in target.families. In a table of their own: that table's one family, with target.families' GC policy
+    for it when declared there, else `max_versions: 1` (an index row's cells are all at the migration time)."""
 
     @model_validator(mode="after")
     def _local(self) -> IndexRowsSpec:
@@ -700,15 +710,22 @@ class MappingSpec(StrictModel):
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise ValueError(f"index {twice[0]!r} is declared twice under indexes; declare each index once")
-        prefixes = [(index.name, index.target.prefix or "") for index in self.indexes]
+        prefixes = [(index.name, index.target.prefix) for index in self.indexes if index.target.prefix is not None]
+        tables = [index.target.table for index in self.indexes if index.target.table is not None]
+        for index in self.indexes:
+            if index.type == "local" and self.source.partition_key not in (None, index.partition_key):
+                raise ValueError(f"index {index.name!r}: a local index shares the table's partition key "
+                                 f"{self.source.partition_key!r}, not {index.partition_key!r}")  # fmt: skip
+            table = index.target.table
+            if table is not None and (table == self.target.table or tables.count(table) > 1):
+                raise ValueError(f"index {index.name!r}: table {table!r} is "
+                                 + ("the main table" if table == self.target.table else "another index's too")
+                                 + "; give each index a table of its own (or use target: {prefix: ...})")  # fmt: skip
         for name, prefix in prefixes:
             index = next(index for index in self.indexes if index.name == name)
             if index.family not in self.target.families:
                 raise ValueError(f"index {name!r}: family {index.family!r} is not declared in target.families; "
                                  f"add it (e.g. {index.family}: {{max_versions: 1}})")  # fmt: skip
-            if index.type == "local" and self.source.partition_key not in (None, index.partition_key):
-                raise ValueError(f"index {name!r}: a local index shares the table's partition key "
-                                 f"{self.source.partition_key!r}, not {index.partition_key!r}")  # fmt: skip
             for other, theirs in prefixes:
                 if other != name and theirs.startswith(prefix):
                     raise ValueError(f"index {other!r}'s prefix {theirs!r} starts with index {name!r}'s {prefix!r}: "

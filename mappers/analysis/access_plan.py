@@ -58,6 +58,8 @@ class IndexPlan(BaseModel):
     """The index row key, in words: prefix, index keys, table keys."""
     projection: str
     family: str
+    table: str = ""
+    """The Bigtable table holding the index rows: the main table (under the index's prefix) or the index's own."""
     items_in_index: int = 0
     """Sampled items with the index's key attributes (the others have no index row: indexes are sparse)."""
     items_mapped: int = 0
@@ -79,7 +81,9 @@ def index_plans(spec: MappingSpec, results: Sequence[object]) -> tuple[IndexPlan
                                               if index.projection.non_key_attributes else "")  # fmt: skip
         plans.append(IndexPlan(
             name=index.name, type=index.type, projection=projection, family=index.family,
-            keys=f"{index.target.prefix!r} + {keys} + {table_keys} (each order-preserving, ended by \\x00\\x01)",
+            table=index.target.table or spec.target.table,
+            keys=(f"{index.target.prefix!r} + " if index.target.prefix else "")
+            + f"{keys} + {table_keys} (each order-preserving, ended by \\x00\\x01)",
             items_in_index=len(rows), items_mapped=len(mapped), cells=sum(len(row.cells) for row in rows),
             bytes=sum(len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells) for row in rows),
             example_key=_shown_key(rows[0].row_key) if rows else ""))

@@ -74,7 +74,16 @@ class BigtableReader:
         from google.cloud.bigtable.data import BigtableDataClient
 
         self._client = BigtableDataClient(project=target.project)
+        self._target = target
         self.table = self._client.get_table(target.instance, target.table, app_profile_id=target.app_profile)
+        self._tables = {target.table: self.table}
+
+    def _table(self, name: str) -> Any:
+        """The table a read names: the target's, or an index's own (same instance and app profile)."""
+        if name not in self._tables:
+            self._tables[name] = self._client.get_table(self._target.instance, name,
+                                                        app_profile_id=self._target.app_profile)
+        return self._tables[name]
 
     def rows(self, read: BigtableRead) -> list[tuple[bytes, list[Cell]]]:
         from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
@@ -93,7 +102,7 @@ class BigtableReader:
             limit=read.rows_limit, row_filter=row_filter,
         )  # fmt: skip
         rows = [(row.row_key, [Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells])
-                for row in self.table.read_rows(query)]  # fmt: skip
+                for row in self._table(read.table).read_rows(query)]  # fmt: skip
         if read.reverse_rows:
             rows.reverse()
         if read.keep_rows:

@@ -404,6 +404,30 @@ def open_batcher(table: Any, flow: FlowControl) -> Any:
     return batcher
 
 
+class TableBatchers:
+    """The batcher of the main table, and one per index table (`target: {table: ...}`) opened as its first entry comes:
+    appended to like one batcher, closed together."""
+
+    def __init__(self, table: Any, flow: FlowControl, table_named: Any) -> None:
+        self._flow, self._table_named = flow, table_named
+        self.main = open_batcher(table, flow)
+        self.append = self.main.append
+        self._others: dict[str, Any] = {}
+
+    def to(self, table: str | None) -> Any:
+        """The ``append`` of ``table``'s batcher (None: the main table)."""
+        if table is None:
+            return self.append
+        batcher = self._others.get(table)
+        if batcher is None:
+            batcher = self._others[table] = open_batcher(self._table_named(table), self._flow)
+        return batcher.append
+
+    def close(self) -> list[Any]:
+        """Close every batcher; the errors of the entries they failed (see :func:`close_batcher`)."""
+        return [error for batcher in (self.main, *self._others.values()) for error in close_batcher(batcher)]
+
+
 class _WriteFn(beam.DoFn):
     """Writes ``(MappedRow, item)`` pairs; its only output is a DeadLetter per refused entry."""
 
@@ -426,7 +450,8 @@ class _WriteFn(beam.DoFn):
         self._table = self._client.get_table(
             self._destination.instance, self._destination.table, app_profile_id=self._destination.app_profile
         )
-        self._batcher: Any = None
+        self._batcher: TableBatchers | None = None
+        self._tables: dict[str, Any] = {}
         self._pending: dict[int, tuple[Any, Any, dict]] = {}
         self._recent: dict[bytes, set] = {}  # the last rows' cell coordinates, to see overwrites across batches
         self._closer: ThreadPoolExecutor | None = None
@@ -456,8 +481,9 @@ class _WriteFn(beam.DoFn):
             yield element
             return
         if self._batcher is None:
-            self._batcher = open_batcher(self._table, self._flow)
-        append, pending, counters = self._batcher.append, self._pending, self._destination.counters
+            self._batcher = TableBatchers(self._table, self._flow, self._table_named)
+        batchers = self._batcher
+        append, pending, counters = batchers.append, self._pending, self._destination.counters
         for row, item in pairs:
             try:
                 entry = to_mutation_entry(row, counters)
@@ -468,14 +494,24 @@ class _WriteFn(beam.DoFn):
                                  row.entity, None, row.row_key)
                 continue
             pending[id(entry)] = (entry, row, item)
+            if row.__class__ is not MappedRow:  # an index row of its own (validate's repairs of an index table)
+                batchers.to(row.table)(entry)  # type: ignore[union-attr]
+                continue
             append(entry)
             for index_row in row.index_rows:  # rows of their own, counted apart (index_rows_written)
                 index_entry = to_mutation_entry(index_row)
                 pending[id(index_entry)] = (index_entry, index_row, item)
-                append(index_entry)
+                (append if index_row.table is None else batchers.to(index_row.table))(index_entry)
         if len(pending) >= self._flow.max_pending_entries:
             yield from self._settle_closing()
             yield from self._close()
+
+    def _table_named(self, name: str) -> Any:
+        """An index's own table, in the main table's instance and app profile."""
+        if name not in self._tables:
+            self._tables[name] = self._client.get_table(self._destination.instance, name,
+                                                        app_profile_id=self._destination.app_profile)
+        return self._tables[name]
 
     def finish_bundle(self) -> Iterator[Any]:
         for element in [*self._settle_closing(), *self._close()]:
@@ -487,7 +523,7 @@ class _WriteFn(beam.DoFn):
         self._batcher, self._pending = None, {}
         if batcher is None:
             return
-        yield from self._settle(close_batcher(batcher), pending)
+        yield from self._settle(batcher.close(), pending)
 
     def _close_behind(self, marker: SegmentAt) -> Iterator[Any]:
         """Close the batcher in the background and hold ``marker`` until it is closed (:meth:`_settle_closing`,
@@ -500,7 +536,7 @@ class _WriteFn(beam.DoFn):
             return
         if self._closer is None:
             self._closer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-close")
-        self._closing = (self._closer.submit(close_batcher, batcher), pending, marker)
+        self._closing = (self._closer.submit(batcher.close), pending, marker)
 
     def _settle_closing(self) -> Iterator[Any]:
         """The batcher closing in the background, once closed: its dead letters, then the savepoint it held."""
@@ -519,7 +555,8 @@ class _WriteFn(beam.DoFn):
             cells += len(row.cells)
             written_bytes += len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells)
             index_rows += row.__class__ is not MappedRow
-        overwritten = _overwritten((row for _entry, row, _item in pending.values()), self._recent)
+        overwritten = _overwritten((row for _entry, row, _item in pending.values() if getattr(row, "table", None) is None),
+                                   self._recent)  # an index table's keys are not the main table's
         self._rows.inc(len(pending) - index_rows)
         self._index_rows.inc(index_rows)
         self._cells.inc(cells - overwritten)

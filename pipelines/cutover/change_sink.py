@@ -26,8 +26,7 @@ import apache_beam as beam
 from ...mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
 from ...mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from ..bigtable.entries import mutations_entry_class, with_counters
-from ..bigtable.sink import (BigtableWriteError, Destination, FlowControl, close_batcher, open_batcher,
-                           refused_for_good)
+from ..bigtable.sink import BigtableWriteError, Destination, FlowControl, TableBatchers, refused_for_good
 from ..run.dead_letters import DeadLetter
 
 CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped", "cells_set",
@@ -138,6 +137,8 @@ class Prepared:
     owners: list[int] = field(default_factory=list)
     """Entry index -> index in ``groups``."""
     groups: list[Mapped] = field(default_factory=list)
+    tables: dict[int, str] = field(default_factory=dict)
+    """Entry index -> the index table it goes to (an index's own table); the others go to the main table."""
 
 
 def refusal(error: Any, flow: FlowControl) -> str:
@@ -157,8 +158,17 @@ class ChangeApplier:
         self._counters = destination.counters
         self.flow = flow or FlowControl()
         self._client = BigtableDataClient(project=destination.project)
+        self._destination = destination
         self.table = self._client.get_table(destination.instance, destination.table,
                                             app_profile_id=destination.app_profile)
+        self._tables: dict[str, Any] = {}
+
+    def table_named(self, name: str) -> Any:
+        """An index's own table, in the main table's instance and app profile."""
+        if name not in self._tables:
+            self._tables[name] = self._client.get_table(self._destination.instance, name,
+                                                        app_profile_id=self._destination.app_profile)
+        return self._tables[name]
 
     def close(self) -> None:
         self._client.close()
@@ -166,7 +176,7 @@ class ChangeApplier:
     def apply(self, groups: Iterable[Sequence[Change]]) -> Outcome:
         """Apply each group (one item's changes, in order) and wait until Bigtable holds them."""
         prepared = self.prepare(groups)
-        return self.settle(prepared, self._write(prepared.entries))
+        return self.settle(prepared, self._write(prepared.entries, prepared.tables))
 
     def prepare(self, groups: Iterable[Sequence[Change]]) -> Prepared:
         """Map each group (one item's changes, in order) and build its entries."""
@@ -181,6 +191,8 @@ class ChangeApplier:
                 continue
             for row in result.rows:
                 for entry in row_entries(row, self._counters):
+                    if row.table is not None:
+                        prepared.tables[len(entries)] = row.table
                     entries.append(entry)
                     owners.append(len(pending))
             rows = result.rows
@@ -210,15 +222,29 @@ class ChangeApplier:
             outcome.cells_deleted += mapped.cells_deleted
         return outcome
 
-    def _write(self, entries: list[Any]) -> dict[int, str]:
-        """Write the entries and wait; {index: reason} for those Bigtable refused for good."""
+    def _write(self, entries: list[Any], tables: dict[int, str]) -> dict[int, str]:
+        """Write the entries and wait; {index: reason} for those Bigtable refused for good. ``tables``: the entries
+        that go to an index's own table (by index), written by a request of their own."""
+        if not tables:
+            return self._write_to(self.table, entries)
+        parts: dict[str | None, list[int]] = {}
+        for number in range(len(entries)):
+            parts.setdefault(tables.get(number), []).append(number)
+        refused = {}
+        for table, numbers in parts.items():
+            found = self._write_to(self.table if table is None else self.table_named(table),
+                                   [entries[number] for number in numbers])
+            refused.update({numbers[index]: reason for index, reason in found.items()})
+        return refused
+
+    def _write_to(self, table: Any, entries: list[Any]) -> dict[int, str]:
         from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
 
         if not entries:
             return {}
         try:
-            self.table.bulk_mutate_rows(entries, operation_timeout=self.flow.operation_timeout,
-                                        attempt_timeout=self.flow.attempt_timeout)
+            table.bulk_mutate_rows(entries, operation_timeout=self.flow.operation_timeout,
+                                   attempt_timeout=self.flow.attempt_timeout)
         except MutationsExceptionGroup as group:
             refused = {}
             for error in group.exceptions:
@@ -291,16 +317,17 @@ class OverlappedWrites:
         number = len(self._prepared)
         self._prepared.append(prepared)
         if prepared.entries and self._batcher is None:
-            self._batcher = open_batcher(self._applier.table, self._applier.flow)
+            self._batcher = TableBatchers(self._applier.table, self._applier.flow, self._applier.table_named)
+        tables = prepared.tables
         for index, entry in enumerate(prepared.entries):
             self._where[id(entry)] = (number, index)
-            self._batcher.append(entry)
+            self._batcher.to(tables.get(index))(entry)
 
     def _flush(self) -> None:
         batcher, prepared, where = self._batcher, self._prepared, self._where
         self._batcher, self._prepared, self._where, self._items = None, [], {}, set()
         refused: list[dict[int, str]] = [{} for _ in prepared]
-        for error in close_batcher(batcher) if batcher is not None else ():
+        for error in batcher.close() if batcher is not None else ():
             number, index = where[id(error.entry)]
             refused[number][index] = refusal(error, self._applier.flow)
         for number, done in enumerate(prepared):

@@ -114,13 +114,20 @@ def compare(client: Any, table: str, compiled: Any, target: Any, keys: list[dict
         else:
             parity.unmapped += 1
     # an item's index rows (spec.indexes) are its rows too: a stale or missing one is a difference
-    wanted = sorted({row.row_key for _key, mapped in expected for row in mapped.rows()})
-    rows = {row_key: {(c.family, c.qualifier, c.timestamp_micros): c.value for c in cells}
-            for row_key, cells in read_cells(target, wanted)}
+    # (the rows of an index in a table of its own are read from that table)
+    wanted: dict[str | None, set[bytes]] = {}
+    for _key, mapped in expected:
+        for row in mapped.rows():
+            wanted.setdefault(getattr(row, "table", None), set()).add(row.row_key)
+    rows: dict[tuple[str | None, bytes], dict] = {}
+    for name, row_keys in wanted.items():
+        where = target if name is None else target.model_copy(update={"table": name})
+        rows.update({(name, row_key): {(c.family, c.qualifier, c.timestamp_micros): c.value for c in cells}
+                     for row_key, cells in read_cells(where, sorted(row_keys))})
     differing = []
     for key, mapped in expected:
         missing = [c for row in mapped.rows() for c in row.cells
-                   if rows.get(row.row_key, {}).get((c.family, c.qualifier, c.timestamp_micros)) != c.value]
+                   if rows.get((getattr(row, "table", None), row.row_key), {}).get(c[:3]) != c.value]
         if missing:
             differing.append((key, mapped, missing))
         else:

@@ -24,6 +24,7 @@ import base64
 import json
 import logging
 from collections import Counter
+from dataclasses import replace
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterator, NamedTuple
 
@@ -31,7 +32,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
-from ...mappers.index_rows import INDEX_ENTITY, with_index_rows
+from ...mappers.index_rows import INDEX_ENTITY, as_index_row, with_index_rows
 from ...mappers.results import MappedRow
 from ..run import checkpoint as ckpt
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
@@ -39,6 +40,7 @@ from ..bigtable.read import RowLookup
 from ..bigtable.sink import NAMESPACE, Destination, FlowControl, WriteToBigtable
 from ..run.dead_letters import DeadLetter, write_part
 from ..pipeline import MapFn, relax_young_gc  # the migration's map step, reused
+from .extra import apply_deletions, resolved
 from .files import FOLDERS, PartWriter
 
 log = logging.getLogger(__name__)
@@ -112,6 +114,7 @@ class _CompareFn(beam.DoFn):
         self._comparer = Comparer(spec, now_us=self._now_ms * 1000, key_names=keys,
                                   decode_every=self._decode_every, after_us=self._after_us)
         self._lookup = RowLookup(self._destination)
+        self._tables: dict[str, RowLookup] = {}
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-lookup")
         relax_young_gc()
 
@@ -134,7 +137,10 @@ class _CompareFn(beam.DoFn):
             self._stats["not_mapped"] += 1
         elif isinstance(element, list) and element:
             if self._indexes:  # an item's index rows are rows to compare too
-                element = with_index_rows(element)
+                elsewhere: dict[str, list] = {}
+                element = with_index_rows(element, elsewhere)
+                for table, pairs in elsewhere.items():  # an index's own table: read and compared here
+                    yield from self._compare_in(table, pairs)
             groups: dict[bytes, list] = {}
             if self._carry is not None:
                 groups[self._carry[0]] = self._carry[1]
@@ -165,12 +171,21 @@ class _CompareFn(beam.DoFn):
         if groups or self._stats:
             yield from self._compare(groups, self._lookup.rows(groups) if groups else {})
 
-    def _compare(self, groups: dict[bytes, list], actual: dict[bytes, list]) -> Iterator[Any]:
+    def _compare_in(self, table: str, pairs: list) -> Iterator[Any]:
+        """Compare the rows of an index in a table of its own (one item each): read from that table, repaired there."""
+        lookup = self._tables.get(table)
+        if lookup is None:
+            lookup = self._tables[table] = RowLookup(replace(self._destination, table=table))
+        groups = {row.row_key: [(row, item)] for row, item in pairs}
+        yield from self._compare(groups, lookup.rows(list(groups)), table)
+
+    def _compare(self, groups: dict[bytes, list], actual: dict[bytes, list], table: str | None = None) -> Iterator[Any]:
         differences: list[str] = []
         candidates: list[str] = []
         owners: list[str] = []
         row_keys: list[str] = []
         fixes = Batch()
+        extra: list = []
         figures: Counter[str] = Counter()
         kinds: Counter[str] = Counter()
         compare = self._comparer.compare
@@ -191,13 +206,16 @@ class _CompareFn(beam.DoFn):
                     figures["after_snapshot"] += 1
                 else:
                     kinds[difference.kind] += 1
-            if result.candidate is not None:
+            if result.candidate is not None and table is not None:  # an index row holds one item: its unclaimed
+                extra.append(result.candidate)  # cells are extra, decided here (the rows pass reads the main table)
+            elif result.candidate is not None:
                 (owners if result.candidate.owns_all else candidates).append(json_line(result.candidate.to_json()))
-            if self._collect_keys:
+            if self._collect_keys and table is None:  # the rows pass reads the main table
                 row_keys.append(base64.b64encode(row_key).decode("ascii"))
             if result.fixes and self._repair:
                 row, item = members[0]
-                fixes.append((MappedRow(row_key, tuple(result.fixes), row.entity), item))
+                fixes.append((MappedRow(row_key, tuple(result.fixes), row.entity) if table is None
+                              else as_index_row(row_key, tuple(result.fixes), row.entity, table), item))
                 figures["repair_rows"] += 1
                 figures["repair_cells"] += len(result.fixes)
         figures["rows_compared"] = len(groups)
@@ -209,15 +227,33 @@ class _CompareFn(beam.DoFn):
         self._stats.update(figures)
         stats, self._stats = self._stats, Counter()
         yield Found(tuple(differences), tuple(candidates), tuple(owners), tuple(row_keys), tuple(stats.items()))
+        if extra and table is not None:
+            yield from self._extra_in(table, extra)
         if fixes:
             yield fixes
+
+    def _extra_in(self, table: str, candidates: list) -> Iterator[Any]:
+        """The extra cells of an index table's rows (one candidate each, never an owner's), and with ``repair`` their
+        deletion there, counted as the rows pass counts its own."""
+        deletions = []
+        for candidate in candidates:
+            if candidate.owns_all:
+                continue
+            differences, stats, deletion = resolved([candidate], self._repair, self._after_us)
+            if differences:
+                yield Found(tuple(json_line(d.to_json()) for d in differences), stats=tuple(stats.items()))
+            if deletion is not None:
+                deletions.append(deletion)
+        deleted, refused = apply_deletions(self._tables[table].table, deletions)
+        Metrics.counter(NAMESPACE, "cells_deleted").inc(deleted)
+        Metrics.counter(NAMESPACE, "delete_failures").inc(refused)
 
     def teardown(self) -> None:
         if getattr(self, "_reader", None) is not None:
             self._reader.shutdown()
-        lookup = getattr(self, "_lookup", None)
-        if lookup is not None:
-            lookup.close()
+        for lookup in [getattr(self, "_lookup", None), *getattr(self, "_tables", {}).values()]:
+            if lookup is not None:
+                lookup.close()
 
 
 class PersistFoundFn(beam.DoFn):

@@ -24,15 +24,15 @@ import functools
 import json
 import operator
 from collections import Counter, defaultdict
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterator
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from ...mappers.results import Cell
-from ..bigtable.read import RowLookup, ScanRowKeys, delete_entries, key_ranges
+from ..bigtable.read import RowLookup, ScanRowKeys, key_ranges
 from ..bigtable.sink import NAMESPACE, Destination
+from .extra import Deletion, apply_deletions, resolved
 from .files import PartWriter, finished_parts, lines
 from .pipeline import Found, json_line, PersistFoundFn
 
@@ -41,37 +41,13 @@ LAUNCHER_BYTES = 32 << 20
 """Candidates up to this size (in their part files) are resolved in the launcher rather than by a Beam job."""
 
 
-class Deletion(NamedTuple):
-    row_key: bytes
-    cells: tuple[Cell, ...]
-
-
 def resolve(candidate_lines: list[str], repair: bool, after_us: int | None = None) -> tuple[Found, Deletion | None]:
     """One row's candidates -> its differences (and figures), and with ``repair`` the extra cells to delete."""
-    from ...mappers.validate.compare import Candidate, resolve_row
+    from ...mappers.validate.compare import Candidate
 
     candidates = [Candidate.from_json(json.loads(line)) for line in candidate_lines]
-    differences, extra = resolve_row(candidates, after_us)
-    stats: Counter[str] = Counter("after_snapshot" if d.after_snapshot else d.kind for d in differences)
-    deletion = None
-    if extra and repair:
-        deletion = Deletion(candidates[0].row_key, tuple(extra))
-        stats["repair_deletes"] += len(extra)
+    differences, stats, deletion = resolved(candidates, repair, after_us)
     return Found(tuple(json_line(d.to_json()) for d in differences), stats=tuple(stats.items())), deletion
-
-
-def apply_deletions(table: Any, deletions: list[Deletion]) -> tuple[int, int]:
-    """Delete exactly these cell versions in one bulk request; (cells deleted, cells refused)."""
-    from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
-
-    if not deletions:
-        return 0, 0
-    refused = 0
-    try:
-        table.bulk_mutate_rows([delete_entries(d.row_key, d.cells) for d in deletions])
-    except MutationsExceptionGroup as group:
-        refused = sum(len(deletions[error.index].cells) for error in group.exceptions)
-    return sum(len(d.cells) for d in deletions) - refused, refused
 
 
 class _ResolveFn(beam.DoFn):

@@ -44,3 +44,60 @@ def test_the_plan_the_text_and_the_report_show_index_rows_and_serve_index_patter
     assert "4 of 6 mapped item(s) in the index" in text
     markdown = render(plan, "markdown")
     assert "Secondary indexes" in markdown and "4 of 6 items, 20 cells" in markdown
+
+
+def own_table_spec(name: str, index_table: str | None = None) -> MappingSpec:
+    return MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+        "target": {"table": name, "families": {"d": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "item", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
+        "indexes": [{**GSI, "projection": {"type": "KEYS_ONLY"}, "target": {"table": index_table or f"{name}.by_status"},
+                     "family": "s"}],
+    })
+
+
+def test_the_plan_shows_an_index_in_a_table_of_its_own():
+    spec = own_table_spec("t")
+    items = [{"pk": {"S": "C1"}, "sk": {"S": "O1"}, "status": {"S": "OPEN"}, "amount": {"N": "3"}}]
+    plan = build_plan(spec, items)
+    (index,) = plan.indexes
+    assert index.table == "t.by_status" and not index.keys.startswith("'")  # no prefix
+    assert index.example_key.startswith("OPEN\\x00\\x01")
+    out = io.StringIO()
+    render_text(plan, Console(file=out, width=200))
+    assert "rows of table t.by_status keyed status + amount + pk + sk" in out.getvalue()
+    assert "| t.by_status |" in render(plan, "markdown")
+
+
+def test_the_target_diff_reads_the_index_table_and_migrate_refuses_one_it_cannot_use(bigtable_env, unique_name):
+    """migrate-plan's target diff: the index's own table to create, then as the spec wants it; a GC rule that differs
+    there blocks migrate, named by the index table."""
+    import pytest
+
+    from ddb2bt.app.target_diff import diff_target
+    from ddb2bt.cli.plan_text import target_lines
+    from ddb2bt.mappers.index_rows import index_targets
+    from ddb2bt.mappers.spec import GcPolicy
+    from ddb2bt.pipelines.bigtable.sink import SchemaMismatchError, ensure_table, mismatch_error
+
+    spec = own_table_spec(unique_name)
+    ((_, index_target),) = index_targets(spec)
+    before = "\n".join(target_lines(diff_target(spec.target, indexes=index_targets(spec))))
+    assert f"+ index by_status: table {unique_name}.by_status: does not exist; migrate creates it" in before
+    assert "+ index by_status: family s: keep at most 1 version (migrate creates it)" in before, before
+
+    ensure_table(spec.target)
+    ensure_table(index_target)
+    after = diff_target(spec.target, indexes=index_targets(spec))
+    assert not after.blocking and "= index by_status: family s: keep at most 1 version" in "\n".join(target_lines(after))
+    assert after.state()["index_tables"]["by_status"]["families"] == {"s": "keep at most 1 version"}
+
+    other = f"{unique_name}.other"  # an index table that exists with another GC rule
+    ensure_table(index_target.model_copy(update={"table": other, "families": {"s": GcPolicy()}}))
+    moved = own_table_spec(unique_name, other)
+    refused = diff_target(moved.target, indexes=index_targets(moved))
+    assert [change.family for change in refused.blocking] == ["s"]
+    assert refused.refused.table == other
+    with pytest.raises(SchemaMismatchError, match=other):
+        raise mismatch_error(refused.refused, refused.comparison)

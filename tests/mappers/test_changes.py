@@ -157,21 +157,27 @@ def test_a_suffix_replayed_in_order_converges_from_any_version(compiled, version
 
 
 def _index_rows_after(compiled, changes, before: dict) -> dict:
-    """Rows (key -> {coordinate: value}) after applying a ChangeSet to `before`, as Bigtable would."""
-    rows = {key: dict(cells) for key, cells in before.items()}
+    """Index rows ((table, key) -> {coordinate: value}) after applying a ChangeSet to `before`, as Bigtable would."""
+    rows = {where: dict(cells) for where, cells in before.items()}
     result = diff_many(compiled, changes)
     for row in result.rows if isinstance(result, ChangeSet) else ():
-        cells = rows.setdefault(row.row_key, {})
+        cells = rows.setdefault((row.table, row.row_key), {})
         for delete in row.deletes:
             cells.pop(tuple(delete), None)
         for cell in row.sets:
             cells[cell[:3]] = cell.value
-    return {key: cells for key, cells in rows.items() if cells and key.startswith(b"~")}
+    return {where: cells for where, cells in rows.items() if cells and _indexed(where)}
+
+
+def _indexed(where: tuple) -> bool:
+    """An index row: in an index's own table (by_b), or under an index's prefix in the main table (by_a)."""
+    return where[0] is not None or where[1].startswith(b"~")
 
 
 def _written(compiled, item) -> dict:
     mapped = compiled.map_item(item)
-    return {row.row_key: {cell[:3]: cell.value for cell in row.cells} for row in (mapped, *mapped.index_rows)}
+    return {(getattr(row, "table", None), row.row_key): {cell[:3]: cell.value for cell in row.cells}
+            for row in (mapped, *mapped.index_rows)}
 
 
 @pytest.mark.parametrize("old_attributes, new_attributes", [
@@ -185,7 +191,8 @@ def test_index_rows_follow_their_item_moved_removed_and_deleted(old_attributes, 
     old = {**post(**old_attributes), "C": {"N": "-1.5"}}  # by_a's sort key
     new = None if new_attributes is None else {**post(**new_attributes), "C": {"N": "7"}}
     before = _written(compiled, old)
-    assert any(key.startswith(b"~a#") for key in before)
+    assert any(key.startswith(b"~a#") for _table, key in before)
+    assert ("B" in old_attributes) == any(table == "T.by_b" for table, _key in before)  # by_b: its own table
     after = _index_rows_after(compiled, [change(old, new)], before)
-    expected = {} if new is None else {k: v for k, v in _written(compiled, new).items() if k.startswith(b"~")}
+    expected = {} if new is None else {k: v for k, v in _written(compiled, new).items() if _indexed(k)}
     assert after == expected  # exactly the new image's index rows: none left behind where the old key was

@@ -12,9 +12,10 @@ from pydantic import ValidationError
 from ddb2bt.mappers.access import holds, key_order, translate
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.decode import compile_decoder
-from ddb2bt.mappers.index_rows import decode_index_row, key_part
+from ddb2bt.mappers.changes import Change, diff_many
+from ddb2bt.mappers.index_rows import decode_index_row, index_targets, key_part
 from ddb2bt.mappers.results import ItemError, MappedRow
-from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.mappers.spec import GcPolicy, MappingSpec
 from tests.access_cases import BINARIES, NUMBERS, STRINGS
 
 
@@ -93,8 +94,10 @@ def test_an_items_row_key_under_an_index_prefix_is_a_dead_letter_and_decoders_sk
 @pytest.mark.parametrize("change, message", [
     ({"projection": {"type": "INCLUDE"}}, "names its non_key_attributes"),
     ({"projection": {"type": "ALL", "non_key_attributes": ["a"]}}, "apply to projection INCLUDE only"),
-    ({"target": {"table": "other"}}, "not written yet"),
     ({"target": {}}, "say where the index rows go"),
+    ({"target": {"prefix": "~g#", "table": "other"}}, "say where the index rows go, one of"),
+    ({"target": {"table": "t"}}, "is the main table"),
+    ({"target": {"table": "bad name"}}, "not a Bigtable table id"),
     ({"family": "nope"}, "not declared in target.families"),
     ({"type": "local", "partition_key": "other"}, "shares the table's partition key"),
     ({"type": "local", "partition_key": "pk", "sort_key": None}, "needs its sort_key"),
@@ -114,3 +117,77 @@ def test_the_spec_refuses_nested_prefixes_twins_and_a_pattern_that_disagrees():
         MappingSpec.model_validate({**base, "indexes": [base["indexes"][0], {**twice, "name": "h"}]})
     with pytest.raises(ValidationError, match="make them agree"):
         spec_with(access_patterns=[{"name": "q", "index": {"name": "g", "type": "global", "partition_key": "gpk"}}])
+
+
+def test_an_index_in_a_table_of_its_own():
+    """Its rows carry the table's name and no prefix (an item's own key may then be anything); the table is a target
+    of its own with the index's family alone; two indexes may not share one."""
+    spec = spec_with({"target": {"table": "t-by-g"}, "family": "g"})
+    compiled = compile_spec(spec)
+    row = compiled.map_item({"pk": {"S": "~g"}, "sk": {"S": "s"}, "gpk": {"S": "a"}, "gsk": {"S": "b"}})
+    assert isinstance(row, MappedRow) and row.row_key == b"~g#s"  # no prefix to collide with
+    (index_row,) = row.index_rows
+    assert (index_row.table, index_row.index_name) == ("t-by-g", "g")
+    assert index_row.row_key == key_part({"S": "a"}) + key_part({"S": "b"}) + key_part({"S": "~g"}) + key_part({"S": "s"})
+    assert {cell.family for cell in index_row.cells} == {"g"}
+    ((name, target),) = index_targets(spec)
+    assert (name, target.table, target.instance, target.families) == ("g", "t-by-g", spec.target.instance,
+                                                                       {"g": GcPolicy(max_versions=1)})
+    declared = spec_with({"target": {"table": "t-by-g"}})  # family i, declared in target.families: its policy
+    assert index_targets(declared)[0][1].families == {"i": GcPolicy()}
+    base = spec.model_dump(by_alias=True)
+    with pytest.raises(ValidationError, match="another index's too"):
+        MappingSpec.model_validate({**base, "indexes": [base["indexes"][0], {**base["indexes"][0], "name": "h"}]})
+
+
+def test_a_change_moves_an_index_row_within_its_own_table():
+    """diff_many names the index table on each row change, and keeps a main row and an index row apart even where
+    their keys are equal."""
+    compiled = compile_spec(spec_with({"target": {"table": "t-by-g"}, "family": "g"}))
+    keys = {"pk": {"S": "p"}, "sk": {"S": "s"}}
+    old = {**keys, "gpk": {"S": "a"}, "gsk": {"S": "b"}}
+    new = {**keys, "gpk": {"S": "c"}, "gsk": {"S": "b"}}
+    old_key, new_key = compiled.map_item(old).index_rows[0].row_key, compiled.map_item(new).index_rows[0].row_key
+    changes = diff_many(compiled, [Change(keys, old, new, "MODIFY", 1)])
+    by_where = {(row.table, row.row_key): row for row in changes.rows}
+    assert set(by_where) == {(None, b"p#s"), ("t-by-g", old_key), ("t-by-g", new_key)}
+    assert by_where["t-by-g", old_key].sets == () and len(by_where["t-by-g", old_key].deletes) == 4
+    assert by_where["t-by-g", new_key].deletes == () and len(by_where["t-by-g", new_key].sets) == 4
+    removed = diff_many(compiled, [Change(keys, new, None, "REMOVE", 2)])
+    assert {(row.table, row.row_key) for row in removed.rows} == {(None, b"p#s"), ("t-by-g", new_key)}
+    assert all(row.sets == () for row in removed.rows)
+    gone = diff_many(compiled, [Change(keys, new, {**keys, "gsk": {"S": "b"}}, "MODIFY", 3)])  # sparse: no gpk
+    assert [(row.table, len(row.deletes), row.sets) for row in gone.rows if row.table] == [("t-by-g", 4, ())]
+
+
+def test_index_cells_and_key_parts_are_the_encodings_byte_for_byte():
+    """ddb_json's shortcuts (S, canonical N) give exactly the ddb_json encoding; everything else goes through it; a
+    value it cannot encode fails as the encoding does. key_part's shortcut for strings is value_bytes' escaped."""
+    from benchmarks import dataset
+    from ddb2bt.mappers.encodings import EncodingError, encoder_for
+    from ddb2bt.mappers.index_rows import END, ddb_json, escaped, value_bytes
+    from ddb2bt.mappers.spec import Encoding
+
+    encode = encoder_for(Encoding.ddb_json)
+    strings = [*STRINGS, "", 'q"uote\\', "tab\there\nline", "\x00nul\x1f", "\u2028\u2029", "é中😀", "\ud7ff"]
+    values = [{"S": text} for text in strings] + [{"N": number} for number in (*NUMBERS, "01", "1.50", "1e3", "-0")]
+    values += [{"B": "AAH/"}, {"B": b"\x00\xff"}, {"SS": ["b", "a"]}, {"NS": ["10", "9"]}, {"BOOL": True},
+               {"NULL": True}, {"L": [{"S": "x"}, {"N": "1.0"}]}, {"M": {"b": {"S": "é"}, "a": {"N": "2"}}},
+               {"BOOL": False}, {"BOOL": 1}, {"BS": [b"\x01", "AA=="]}, {"M": {}}, {"L": []},
+               {"M": {"z": {"L": [{"M": {"é": {"BOOL": False}, "a\"b": {"NULL": True}}}, {"SS": ["é", "a", "Z"]}]},
+                      "": {"NS": ["1e2", "-0.5"]}, "\u2028": {"N": "007"}}}]
+    values += [value for item in dataset.generate(300) for value in item.values()]  # every type, nested
+    for value in values:
+        assert ddb_json(value) == encode(value), value
+    refused = []
+    for value in ({"S": "a", "N": "1"}, {"N": "1x"}, {"X": "y"}, {"S": "\ud800"}, {"M": {"a": {"N": "x"}}},
+                  {"L": [{"S": "a"}, "not a value"]}, {"SS": ["a", 1]}):
+        with pytest.raises(Exception) as by_encoding:  # noqa: PT011 - whatever it is, ddb_json raises the same
+            encode(value)
+        with pytest.raises(type(by_encoding.value)) as by_index:
+            ddb_json(value)
+        assert str(by_index.value) == str(by_encoding.value)
+        refused.append(isinstance(by_index.value, EncodingError))
+    assert refused[:5] == [True] * 5  # a malformed value is refused as the encoding refuses it
+    for text in strings:
+        assert key_part({"S": text}) == escaped(value_bytes({"S": text})) + END

@@ -11,14 +11,17 @@ from ddb2bt.mappers.spec import MappingSpec
 __all__ = ["expected_cells", "read_cells"]
 
 
-def expected_cells(spec: MappingSpec, items: list[dict], now_ms: int | None = None) -> dict:
-    """The cells one uninterrupted run of ``spec`` over ``items`` writes, in :func:`read_cells`' form."""
+def expected_cells(spec: MappingSpec, items: list[dict], now_ms: int | None = None, table: str | None = None) -> dict:
+    """The cells one uninterrupted run of ``spec`` over ``items`` writes, in :func:`read_cells`' form: in the main
+    table, or (``table``) in that index table."""
     compiled = compile_spec(spec, now_ms=now_ms)
     found: dict = {}
     for item in items:
         result = compiled.map_item(item)
         if isinstance(result, MappedRow):
-            for row in (result, *result.index_rows):  # an item's index rows are written with it
+            for row in (result, *result.index_rows):  # an item's index rows are written with it (in the main table
+                if getattr(row, "table", None) != table:  # or an index's own, `table`)
+                    continue
                 found.setdefault(row.row_key, []).extend(
                     (c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells)
     return {key: sorted(cells) for key, cells in found.items()}

@@ -32,7 +32,7 @@ from ddb2bt.pipelines.cutover.workload import make_spec, random_item
 from .export_fixtures import write_export
 from ddb2bt.pipelines.dynamodb.export_writer import compact, write_incremental_export
 from .streams import create_streamed_table, table_items
-from .streams import fresh_migration, stream_changes
+from .streams import FRESH, fresh_migration, index_cells, stream_changes
 
 EXAMPLES = 4
 OPS = st.lists(st.tuples(st.sampled_from(["put", "put", "put", "remove", "delete"]), st.integers(0, 4),
@@ -55,9 +55,14 @@ def assert_converged(spec, tmp_path, final: list[dict]) -> None:
     """Bigtable equals a fresh migration of the final table, cell by cell: the items' rows and their index rows."""
     cells = read_cells(spec.target)
     assert cells == fresh_migration(spec, tmp_path, final)
-    indexed = sum(("A" in item or "B" in item) and item.get("kind", {}).get("S") in ("post", "draft") and "Title" in item
-                  for item in final)  # fmt: skip
-    assert sum(key.startswith(b"~") for key in cells) >= indexed  # the index rows are there, not vacuously equal
+    tables = index_cells(spec)
+    assert tables == index_cells(spec, FRESH)  # by_b, in a table of its own
+    kinds = [(item.get("kind", {}).get("S"), item) for item in final]
+    mapped = [item for kind, item in kinds if kind == "draft" or kind == "post" and "Title" in item]  # not dead letters
+    # the index rows are there, not vacuously equal: by_a's under its prefix, by_b's in its table
+    assert sum(key.startswith(b"~a#") for key in cells) == sum("A" in item and "C" in item for item in mapped)
+    assert len(tables["by_b"]) == sum("B" in item for item in mapped)
+    assert not any(key.startswith(b"~b#") for key in cells)
 
 
 def now_ms_aligned() -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import boto3
+import pytest
 
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
@@ -58,7 +59,8 @@ def create_table(client, name: str) -> None:
     client.get_waiter("table_exists").wait(TableName=name)
 
 
-def index_spec(name: str, endpoint: str) -> MappingSpec:
+def index_spec(name: str, endpoint: str, where: str = "prefix") -> MappingSpec:
+    """by_status under a prefix of the main table, or (`where` "table") in a table of its own; by_type under a prefix."""
     by_status = {"name": "by_status", "type": "global", "partition_key": "status", "sort_key": "amount"}
     by_type = {"name": "by_type", "type": "global", "partition_key": "type"}
     patterns = [{"name": f"status_{i}", "index": by_status, "sort_key": {"operator": op}}
@@ -72,34 +74,40 @@ def index_spec(name: str, endpoint: str) -> MappingSpec:
         "target": {"table": name, "families": {"d": {"max_versions": 1}, "i": {"max_versions": 1}}},
         "migration_time": "2024-01-01T00:00:00Z",
         "entities": [{"name": "item", "row_key": {"template": "{pk}#{sk}", "on_delimiter": "escape"}, "rest": {"family": "d"}}],
-        "indexes": [{**by_status, "projection": {"type": "ALL"}, "target": {"prefix": "~by_status#"}, "family": "i"},
+        "indexes": [{**by_status, "projection": {"type": "ALL"}, "family": "i",
+                     "target": {"prefix": "~by_status#"} if where == "prefix" else {"table": f"{name}.by_status"}},
                     {**by_type, "projection": {"type": "KEYS_ONLY"}, "target": {"prefix": "~by_type#"}, "family": "i"}],
         "access_patterns": patterns,
     })
 
 
-def migrated(dynalite, name: str, tmp_path) -> tuple:
+def migrated(dynalite, name: str, tmp_path, where: str = "prefix") -> tuple:
     """The single-table items loaded into a dynalite table with both GSIs, migrated: (client, items, spec, result)."""
     client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
     create_table(client, name)
     items = single_table_items()
     for item in items:
         client.put_item(TableName=name, Item=item)
-    spec = index_spec(name, dynalite.endpoint)
+    spec = index_spec(name, dynalite.endpoint, where)
     result = migrate(spec, RunOptions(run_dir=str(tmp_path / "run"), total_segments=2))
     assert result.ok, result.problems
     return client, items, spec, result
 
 
-def test_migrate_writes_index_rows_and_index_patterns_have_parity(bigtable_env, dynalite, unique_name, tmp_path):
-    client, items, spec, result = migrated(dynalite, unique_name, tmp_path)
+@pytest.mark.parametrize("where", ["prefix", "table"])
+def test_migrate_writes_index_rows_and_index_patterns_have_parity(bigtable_env, dynalite, unique_name, tmp_path, where):
+    client, items, spec, result = migrated(dynalite, unique_name, tmp_path, where)
     keyed = spec.with_keys("pk", "sk")
     assert read_cells(spec.target) == expected_cells(keyed, items)
     in_status = sum("status" in item for item in items)
     assert result.counters["rows_written"] == len(items)  # items, as the reconciliation counts them
     assert result.counters["index_rows_written"] == in_status + len(items)
     index_keys = [key for key in read_cells(spec.target) if key.startswith(b"~")]
-    assert len(index_keys) == in_status + len(items)
+    assert len(index_keys) == (in_status if where == "prefix" else 0) + len(items)
+    if where == "table":  # by_status's rows in its own table, exactly the mapper's
+        own = spec.target.model_copy(update={"table": f"{unique_name}.by_status"})
+        assert read_cells(own) == expected_cells(keyed, items, table=own.table)
+        assert len(read_cells(own)) == in_status
 
     parity = check_parity(spec, sample=1000, partitions=3)
     report = parity.to_json()
@@ -124,41 +132,47 @@ def test_migrate_writes_index_rows_and_index_patterns_have_parity(bigtable_env, 
         assert translation.finish(decode_rows(decoder, rows, translation.index_rows), partition, operands) == want
 
 
-def test_validate_checks_index_rows_like_any_other_rows(bigtable_env, dynalite, unique_name, tmp_path):
+@pytest.mark.parametrize("where", ["prefix", "table"])
+def test_validate_checks_index_rows_like_any_other_rows(bigtable_env, dynalite, unique_name, tmp_path, where):
     from google.cloud.bigtable.data import BigtableDataClient, DeleteAllFromRow, RowMutationEntry, SetCell
 
-    client, items, spec, _result = migrated(dynalite, unique_name, tmp_path)
+    client, items, spec, _result = migrated(dynalite, unique_name, tmp_path, where)
+    status_target = spec.target if where == "prefix" else spec.target.model_copy(update={"table": f"{unique_name}.by_status"})
     clean = validate(spec, RunOptions(run_dir=str(tmp_path / "clean"), total_segments=2))
     assert clean.ok, (clean.counts, clean.problems, clean.first)
     assert clean.totals["items_compared"] == len(items)
     assert clean.totals["index_rows_compared"] == len(items) + sum("status" in item for item in items)
 
-    good = read_cells(spec.target)
-    status_rows = sorted(key for key in good if key.startswith(b"~by_status#"))
+    good, good_status = read_cells(spec.target), read_cells(status_target)
+    status_rows = sorted(key for key in good_status if key.startswith(b"~by_status#") or where == "table")
     type_rows = sorted(key for key in good if key.startswith(b"~by_type#"))
     with BigtableDataClient(project=spec.target.project) as bt:
         table = bt.get_table(spec.target.instance, spec.target.table)
-        timestamp = good[status_rows[0]][0][2]
-        table.bulk_mutate_rows([
+        timestamp = good_status[status_rows[0]][0][2]
+        bt.get_table(spec.target.instance, status_target.table).bulk_mutate_rows([
             RowMutationEntry(status_rows[0], [SetCell("i", b"name", b'{"S":"wrong"}', timestamp)]),  # an extra cell
-            RowMutationEntry(type_rows[0], [DeleteAllFromRow()]),  # an index row missing
+            RowMutationEntry(status_rows[1], [DeleteAllFromRow()]),  # an index row missing
         ])
+        table.bulk_mutate_rows([RowMutationEntry(type_rows[0], [DeleteAllFromRow()])])
     # cutover-status's spot check compares an item's index rows too
     keyed = spec.with_keys("pk", "sk")
     keys = [{"pk": item["pk"], "sk": item["sk"]} for item in items]
     spot = Parity()
     differing = compare(client, unique_name, compile_spec(keyed), spec.target, keys, spot)
-    assert spot.matching == len(items) - 1 and len(differing) == 1  # the extra cell is no missing one
-    assert differing[0]["missing"] and differing[0]["row_key"] != type_rows[0]  # named by the item's own row
+    assert spot.matching == len(items) - 2 and len(differing) == 2  # the extra cell is no missing one
+    assert all(found["missing"] and found["row_key"] not in (type_rows[0], status_rows[1]) for found in differing)
 
     tampered = validate(spec, RunOptions(run_dir=str(tmp_path / "tampered"), total_segments=2), target_scan=True)
     assert not tampered.ok
-    assert tampered.counts.get("missing_row") == 1, tampered.counts
-    assert sum(tampered.counts.values()) >= 2, tampered.counts
+    assert tampered.counts.get("missing_row") == 2, tampered.counts
+    assert tampered.counts.get("extra_cell") == 1, tampered.counts
     repaired = validate(spec, RunOptions(run_dir=str(tmp_path / "repair"), total_segments=2), repair=True,
                         target_scan=True)
-    assert repaired.finished
+    assert repaired.finished and not repaired.problems, repaired.problems
     assert read_cells(spec.target) == good
+    assert read_cells(status_target) == good_status  # the missing index row written back, the extra cell deleted
+    again = validate(spec, RunOptions(run_dir=str(tmp_path / "again"), total_segments=2))
+    assert again.counts.get("missing_row") is None and again.counts.get("missing_cell") is None, again.counts
 
 
 def test_an_item_whose_index_row_bigtable_refuses_is_one_dead_letter_and_counts_as_no_row(bigtable_env, unique_name,
