@@ -588,10 +588,17 @@ class _Workers:
         self.count = count
         self.processes: dict[Any, Any] = {}
         self._lives: list[Any] = []
+        self._error: BaseException | None = None
         self._started = threading.Thread(target=self._start, name="ddb2bt-rollback-start", daemon=True)
         self._started.start()  # in the background: this process checks the table meanwhile
 
     def _start(self) -> None:
+        try:
+            self._fork()
+        except Exception as err:  # noqa: BLE001 - raised by run(), in the caller's thread
+            self._error = err
+
+    def _fork(self) -> None:
         import multiprocessing
 
         # forkserver: one fresh process imports the libraries once (no gRPC channel is made before the fork, as gRPC
@@ -617,6 +624,9 @@ class _Workers:
         from multiprocessing.connection import wait
 
         self._started.join()
+        if self._error is not None:
+            raise ServiceError(f"the rollback's worker processes could not start: {self._error}",
+                               "roll back in this process with --processes 1")
         queue = deque(todo)
         busy = dict(self.processes)
         failure: BaseException | None = None
@@ -675,6 +685,9 @@ class _Workers:
             raise Interrupted("rollback stopped: every range is committed up to its last row written", resume) from None
         if failure is not None:
             raise failure
+        if queue:  # never a false OK: every range was handed out and finished
+            done = "written" if phase == "write" else "compared"
+            raise ServiceError(f"{len(queue)} key ranges were not {done}: the worker processes ended first", resume)
 
     def close(self) -> None:
         self._started.join()

@@ -53,6 +53,8 @@ def measure(items: int, writers: int, rounds: int, ablation: tuple[str, ...], al
     from ddb2bt.pipelines.local import servers as local_servers
     from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client
 
+    from multiprocessing import forkserver
+
     from . import dataset
     from .load import load_table
 
@@ -100,6 +102,8 @@ def measure(items: int, writers: int, rounds: int, ablation: tuple[str, ...], al
                 table = f"rb{label}{number}"
                 create_table(client, table, "pk", "sk")
                 log(f"round {number + 1}: {label}")
+                # a fresh forkserver each time: a CLI run starts its own, and pays for its imports
+                forkserver._forkserver._stop()  # noqa: SLF001
                 load_before = os.getloadavg()[0]
                 began = time.perf_counter()
                 with _undone(undo):
