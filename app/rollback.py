@@ -1,23 +1,25 @@
 """The rollback use case: Bigtable → DynamoDB through the spec's decoder, resumable, then compared.
 
 ``rollback(spec, request)`` reads the Bigtable table (or ``start``..``end``, or with ``since`` only the
-rows holding a cell written since then) range by range in key order (`pipelines.rollback_source`),
+rows holding a cell written since then) range by range in key order (`pipelines.bigtable.rows`),
 decodes each row into the items it was mapped from (`mappers.decode.Decoder.decode_row`), and writes
-them with BatchWriteItem (`pipelines.dynamodb_sink`) into the spec's source table or ``to_table``.
+them with BatchWriteItem (`pipelines.dynamodb.sink`) into the spec's source table or ``to_table``.
 A row that cannot be decoded is a dead letter (row key and reason, mode 0600), as is an item
 DynamoDB refuses. Then every row is read and decoded again and each item is read back with
 BatchGetItem and compared, type for type.
 
-A plain threaded runner, not Beam: resuming needs the rows of a range to be committed in key
-order (a checkpoint of the last row whose items are in DynamoDB), which one reader per range and
-a few writer threads give directly; the work is bounded by DynamoDB's write rate, not by CPU.
+A plain runner, not Beam: resuming needs the rows of a range to be committed in key order (a
+checkpoint of the last row whose items are in DynamoDB), which one reader per range and a few writer
+threads give directly. Decoding is Python and takes a core, so the ranges are shared out among
+``processes`` worker processes (one per core by default), each with its share of the write budget;
+they send each batch's commit to this process, which alone writes the run folder.
 
 Run folder (``runs/<table>-rollback-<UTC time>``): ``rollback.json`` (what is rolled back: spec hash,
 target table, ranges, since), ``checkpoint.json`` (per range the last committed row key, the
 counters and the dead-letter file's committed length; replaced atomically after each commit),
 ``dead_letters.jsonl`` and ``differences.jsonl`` (user data, 0600). A batch is committed when its
-items are written; its dead letters are appended and the checkpoint replaced under one lock, so a
-kill -9 anywhere leaves a checkpoint whose counters and dead-letter length match: ``--resume``
+items are written; its dead letters are appended and the checkpoint replaced by one process, so a
+kill -9 anywhere (of that process or of a worker) leaves a checkpoint whose counters and dead-letter length match: ``--resume``
 cuts the dead-letter file back to that length and reads on after each range's committed row.
 
 Reconciliation: rows read = rows decoded + rows dead-lettered + rows empty, and items decoded =
@@ -28,6 +30,7 @@ spec declares a key attribute lost, e.g. versioning's sort key, so the item's ke
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import threading
@@ -35,12 +38,11 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..mappers.errors import UsageError
-from .context import load_spec
+from ..mappers.errors import Interrupted, ServiceError, UsageError
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -51,6 +53,8 @@ CHECKPOINT_FILE = "checkpoint.json"
 DEAD_LETTER_FILE = "dead_letters.jsonl"
 DIFFERENCES_FILE = "differences.jsonl"
 ITEMS_PER_COMMIT = 100
+SAVE_SECONDS = 0.2
+"""How often the checkpoint file is rewritten while batches are committed."""
 GET_BATCH = 100
 """Items compared per BatchGetItem (its limit)."""
 COUNTERS = ("rows_read", "rows_decoded", "rows_dead_lettered", "rows_empty", "items_decoded", "items_written",
@@ -80,6 +84,9 @@ class RollbackRequest:
     wcu: float | None = None
     """Write capacity units per second for the whole run; None: as fast as DynamoDB takes them."""
     writers: int = 4
+    """Writer threads of each process."""
+    processes: int | None = None
+    """Worker processes, each reading, decoding and writing whole key ranges (None: one per core; 1: this process)."""
     compare: bool = True
     types: dict[str, str] = field(default_factory=dict)
     """DynamoDB types of attributes that live only in a key, qualifier or timestamp (the table's keys come
@@ -117,36 +124,38 @@ def default_run_dir(table: str) -> str:
 def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = RollbackRequest(),
              options: RunOptions = RunOptions(), *, progress: Progress | None = None) -> RollbackResult:
     """Roll the Bigtable table back into DynamoDB; RollbackError (nothing written) when it cannot start."""
-    from ..mappers.decode import Decoder
-    from ..mappers.rollback import latest_only, lost_keys, verdict
-    from ..pipelines.bigtable.sink import Destination
-    from ..pipelines.dynamodb.client import ClientSettings, keep_field_raw, make_client
-    from ..pipelines.dynamodb.sink import DynamoWriter, WriteBudget, send_requests_raw
-    from ..pipelines.run.checkpoint import spec_hash
-    from ..pipelines.bigtable.rows import ranges
-    from ..pipelines.bigtable.target import describe_target, probe_target
+    from .context import load_spec  # here: a worker process imports this module and needs no Beam
 
     began = time.monotonic()
     loaded = load_spec(spec, options)
+    workers = _Workers(_processes(request)) if _processes(request) > 1 else None
+    try:
+        return _rollback(loaded, request, options, workers, progress, began)
+    finally:
+        if workers is not None:
+            workers.close()
+
+
+def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions, workers: _Workers | None,
+              progress: Progress | None, began: float) -> RollbackResult:
+    from ..mappers.rollback import latest_only, lost_keys, verdict
+    from ..pipelines.bigtable.rows import ranges
+    from ..pipelines.bigtable.target import describe_target, probe_target
+    from ..pipelines.run.checkpoint import spec_hash
+
     table = request.to_table or loaded.source.table
     if not table:
         raise RollbackError("the spec reads an export and names no DynamoDB table", "name one: --to-table TABLE")
-    client = make_client(ClientSettings.from_source(loaded.source))
-    send_requests_raw(client)
-    keep_field_raw(client, "BatchGetItem", "Responses")  # the comparison reads B as bytes or base64 alike
-    key_names, key_types = _table_keys(client, table, loaded)
+    key_names, key_types = _table_keys(_dynamodb(loaded), table, loaded)
     probe_target(loaded.target, must_exist=True)
-    destination = Destination.from_target(loaded.target)
     run_dir = options.run_dir or default_run_dir(table)
     record = {"spec_hash": spec_hash(loaded), "table": table, "start": _b64(request.start), "end": _b64(request.end),
               "since_us": request.since_us}
-    state = _Checkpoint.open(run_dir, record, options.resume,
-                             lambda: ranges(destination, request.start, request.end))
-    decoder = Decoder(loaded, {**key_types, **request.types})
-    writer = DynamoWriter(client, table, key_names, WriteBudget(request.wcu), retry_seconds=request.retry_seconds)
-    newest = latest_only(loaded)
-    unkeyed = lost_keys(loaded, key_names)
-    _write_phase(state, destination, decoder, writer, key_names, request, newest, unkeyed, progress)
+    state = _Checkpoint.open(run_dir, record, options.resume, lambda: ranges(loaded.target, request.start, request.end))
+    setup = _Setup(loaded, table, key_names, {**key_types, **request.types}, request,
+                   latest_only(loaded), lost_keys(loaded, key_names), tuple(state.ranges))
+    resume = f"continue it with the same command and --resume --run-dir {run_dir}"
+    _write_phase(state, setup, workers, progress, resume)
     dead_lines = state.dead_lines()
     counters = dict(state.counters)
     problems = _reconcile(counters)
@@ -154,9 +163,7 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
     differences_file = None
     if request.compare:
         differences_file = os.path.join(run_dir, DIFFERENCES_FILE)
-        compared, differences, not_compared = _compare(state, destination, decoder, writer, key_names, request.since_us,
-                                                       newest, unkeyed, differences_file, request.writers,
-                                                       progress)
+        compared, differences, not_compared = _compare(setup, workers, differences_file, progress, resume)
         if differences:
             problems.append(f"{differences} items differ between DynamoDB and Bigtable (see {differences_file})")
     if dead_lines:
@@ -168,6 +175,18 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
                           compared, differences, differences_file, not_compared, state.resumed,
                           time.monotonic() - began, tuple(verdict(loaded).lines()) if verdict(loaded).losses else (),
                           tuple(notes), tuple(problems))
+
+
+def _dynamodb(spec: MappingSpec) -> Any:
+    """A DynamoDB client for the spec's source whose BatchWriteItem bodies are one json.dumps and whose
+    BatchGetItem answers keep their items as raw JSON (the comparison reads B as bytes or base64 alike)."""
+    from ..pipelines.dynamodb.client import ClientSettings, keep_field_raw, make_client
+    from ..pipelines.dynamodb.sink import send_requests_raw
+
+    client = make_client(ClientSettings.from_source(spec.source))
+    send_requests_raw(client)
+    keep_field_raw(client, "BatchGetItem", "Responses")
+    return client
 
 
 def _table_keys(client: Any, table: str, spec: MappingSpec) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -213,6 +232,7 @@ class _Checkpoint:
         self.dead_bytes: int = saved.get("dead_letter_bytes", 0)
         self.resumed = saved != {}
         self.dead_letter = os.path.join(run_dir, DEAD_LETTER_FILE)
+        self._next_save = 0.0
 
     @classmethod
     def open(cls, run_dir: str, record: dict, resume: bool, split: Callable[[], list[tuple[bytes, bytes]]]) -> _Checkpoint:
@@ -262,10 +282,22 @@ class _Checkpoint:
                 self.after[index] = last_key
             if finished:
                 self.done.add(index)
-            # No fsync: a kill -9 leaves the page cache to the kernel; only a machine crash could lose this write.
-            _replace(os.path.join(self.run_dir, CHECKPOINT_FILE), {
-                "after": {str(i): _b64(key) for i, key in self.after.items()}, "done": sorted(self.done),
-                "counters": dict(self.counters), "dead_letter_bytes": self.dead_bytes})
+            # Saved every SAVE_SECONDS and when a range is done, not per batch: a kill loses the batches since
+            # (written again on resume, and their dead letters cut off beyond the saved length), never consistency.
+            if finished or time.monotonic() >= self._next_save:
+                self._save()
+
+    def save(self) -> None:
+        """The checkpoint as committed so far (at the end of a phase, or when it is stopped)."""
+        with self.lock:
+            self._save()
+
+    def _save(self) -> None:
+        self._next_save = time.monotonic() + SAVE_SECONDS
+        # No fsync: a kill -9 leaves the page cache to the kernel; only a machine crash could lose this write.
+        _replace(os.path.join(self.run_dir, CHECKPOINT_FILE), {
+            "after": {str(i): _b64(key) for i, key in self.after.items()}, "done": sorted(self.done),
+            "counters": dict(self.counters), "dead_letter_bytes": self.dead_bytes})
 
     def dead_lines(self) -> int:
         with open(self.dead_letter, "rb") as handle:
@@ -339,11 +371,76 @@ def _decode(decoder: Any, row_key: bytes, cells: list, key_names: tuple[str, ...
         batch.origin[id(item)] = row_key
 
 
-def _write_phase(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, key_names: tuple[str, ...],
-                 request: RollbackRequest, newest: bool, unkeyed: dict[str, Any], progress: Progress | None) -> None:
-    """Each unfinished range: read and decode in key order here, write in ``request.writers`` threads, commit in order."""
+@dataclass(frozen=True)
+class _Setup:
+    """What reading, decoding and writing need; picklable, so that a worker process builds its own clients from it."""
+
+    spec: MappingSpec
+    table: str
+    key_names: tuple[str, ...]
+    types: dict[str, str]
+    request: RollbackRequest
+    newest: bool
+    unkeyed: dict[str, Any]
+    ranges: tuple[tuple[bytes, bytes], ...]
+    processes: int = 1
+    """How many processes share the work (and the write budget)."""
+
+    def tools(self) -> tuple[Any, Any]:
+        """(decoder, writer) of this process; the writer's budget is this process's share of ``--wcu``."""
+        from ..mappers.decode import Decoder
+        from ..pipelines.dynamodb.sink import DynamoWriter, WriteBudget
+
+        wcu = self.request.wcu / self.processes if self.request.wcu else None
+        writer = DynamoWriter(_dynamodb(self.spec), self.table, self.key_names, WriteBudget(wcu),
+                              retry_seconds=self.request.retry_seconds)
+        return Decoder(self.spec, self.types), writer
+
+    def source(self) -> Any:
+        from ..pipelines.bigtable.rows import RowSource
+
+        return RowSource(self.spec.target, since_us=self.request.since_us, latest_only=self.newest)
+
+
+Commit = Callable[[int, "bytes | None", "Counter[str]", list[str], bool], None]
+"""(range, last row key, counters, dead-letter lines, range finished): one batch's items are in DynamoDB."""
+
+
+def _write_phase(state: _Checkpoint, setup: _Setup, workers: _Workers | None, progress: Progress | None,
+                 resume: str) -> None:
+    """Every unfinished range, in this process or in the worker processes (each reading, decoding and writing whole
+    ranges); either way this process alone commits, so the checkpoint and dead letters stay one consistent file."""
+
+    def commit(index: int, last_key: bytes | None, counts: Counter[str], letters: list[str], finished: bool) -> None:
+        state.commit(index, last_key, counts, letters, finished)
+        if progress is not None:
+            progress("write", dict(state.counters))
+
+    todo = [index for index in range(len(setup.ranges)) if index not in state.done]
+    queue = deque(todo)
+    try:
+        if workers is not None and len(todo) > 1:
+            workers.run(replace(setup, processes=min(workers.count, len(todo))), "write", todo, state.after,
+                        lambda message: commit(*message), resume)
+        else:
+            _write_ranges(setup, dict(state.after), lambda: queue.popleft() if queue else None, commit, lambda: False)
+    except KeyboardInterrupt:
+        raise Interrupted("rollback stopped: every range is committed up to its last row written", resume) from None
+    finally:
+        state.save()
+
+
+def _processes(request: RollbackRequest) -> int:
+    return request.processes if request.processes is not None else (os.cpu_count() or 1)
+
+
+def _write_ranges(setup: _Setup, after: dict[int, bytes | None], next_range: Callable[[], int | None],
+                  commit: Commit, stopping: Callable[[], bool]) -> None:
+    """Ranges from ``next_range`` until None: read and decode in key order here, write in ``request.writers`` threads,
+    ``commit`` in order; ``stopping()`` ends the run after the batches in flight are committed."""
     from ..pipelines.run.dead_letters import DeadLetter
-    from ..pipelines.bigtable.rows import RowSource
+
+    decoder, writer = setup.tools()
 
     def write(batch: _Batch) -> _Batch:
         for item, reason in writer.write(batch.items):
@@ -352,30 +449,30 @@ def _write_phase(state: _Checkpoint, destination: Any, decoder: Any, writer: Any
         batch.counts["items_written"] += len(batch.items) - batch.counts["items_refused"]
         return batch
 
-    def commit(future: Future) -> None:
+    def done(future: Future) -> None:
         batch = future.result()
-        state.commit(batch.index, batch.last_key, batch.counts, batch.letters)
-        if progress is not None:
-            progress("write", dict(state.counters))
+        commit(batch.index, batch.last_key, batch.counts, batch.letters, False)
 
-    with RowSource(destination, since_us=request.since_us, latest_only=newest) as source, \
-            ThreadPoolExecutor(max_workers=request.writers, thread_name_prefix="rollback-write") as pool:
-        for index, key_range in enumerate(state.ranges):
-            if index in state.done:
-                continue
-            flying: deque[Future] = deque()
+    writers = setup.request.writers
+    with setup.source() as source, ThreadPoolExecutor(max_workers=writers, thread_name_prefix="rollback-write") as pool:
+        flying: deque[Future] = deque()
+        while (index := next_range()) is not None:
             batch = _Batch(index)
-            for row_key, cells in source.rows(key_range, state.after.get(index)):
-                _decode(decoder, row_key, cells, key_names, batch, unkeyed)
+            for row_key, cells in source.rows(setup.ranges[index], after.get(index)):
+                _decode(decoder, row_key, cells, setup.key_names, batch, setup.unkeyed)
                 if len(batch.items) >= ITEMS_PER_COMMIT or len(batch.letters) >= ITEMS_PER_COMMIT:
                     flying.append(pool.submit(write, batch))
                     batch = _Batch(index)
-                while flying and (flying[0].done() or len(flying) > 2 * request.writers):
-                    commit(flying.popleft())
+                    if stopping():  # what is sent is committed first, so that a resume need not send it again
+                        while flying:
+                            done(flying.popleft())
+                        return
+                while flying and (flying[0].done() or len(flying) > 2 * writers):
+                    done(flying.popleft())
             flying.append(pool.submit(write, batch))
             while flying:
-                commit(flying.popleft())
-            state.commit(index, None, Counter(), [], finished=True)
+                done(flying.popleft())
+            commit(index, None, Counter(), [], True)
 
 
 def _reconcile(c: dict[str, int]) -> list[str]:
@@ -389,22 +486,49 @@ def _reconcile(c: dict[str, int]) -> list[str]:
     return problems
 
 
-def _compare(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, key_names: tuple[str, ...],
-             since_us: int | None, newest: bool, unkeyed: dict[str, Any], path: str, threads: int,
-             progress: Progress | None) -> tuple[int, int, int]:
-    """Every row again: its items against DynamoDB's (BatchGetItem of 100 keys, ``threads`` calls in flight while
-    the rows are read on); (items compared, differing, not comparable)."""
+def _compare(setup: _Setup, workers: _Workers | None, path: str, progress: Progress | None,
+             resume: str) -> tuple[int, int, int]:
+    """Every row again: its items against DynamoDB's, in this process or in worker processes (each its own ranges);
+    the differences go into ``path`` from this process alone. (items compared, differing, rows not decodable)."""
+    from ..pipelines.run.dead_letters import create_private
+
+    totals = Counter[str]()
+    with create_private(path) as out:
+
+        def report(compared: int, lines: list[str], unreadable: int) -> None:
+            totals.update(compared=compared, differing=len(lines), unreadable=unreadable)
+            out.write("".join(lines).encode("utf-8"))
+            if progress is not None:
+                progress("compare", {"compared": totals["compared"], "differing": totals["differing"]})
+
+        todo = list(range(len(setup.ranges)))
+        if workers is not None and len(todo) > 1:
+            workers.run(replace(setup, processes=min(workers.count, len(todo))), "compare", todo, {},
+                        lambda message: report(*message), resume)
+        else:
+            queue = deque(todo)
+            _compare_ranges(setup, lambda: queue.popleft() if queue else None, report, lambda: False)
+    if progress is not None:
+        progress("compare", {"compared": totals["compared"], "differing": totals["differing"]})
+    return totals["compared"], totals["differing"], totals["unreadable"]
+
+
+def _compare_ranges(setup: _Setup, next_range: Callable[[], int | None],
+                    report: Callable[[int, list[str], int], None], stopping: Callable[[], bool]) -> None:
+    """The rows of each range from ``next_range``: their items against DynamoDB's (BatchGetItem of 100 keys,
+    ``request.writers`` calls in flight while the rows are read on); ``report(compared, difference lines, rows
+    not decodable)`` per call."""
     from ..mappers.attrvalue import to_export_json
     from ..mappers.decode import comparable
     from ..mappers.rollback import key_of
-    from ..pipelines.run.dead_letters import create_private
-    from ..pipelines.bigtable.rows import RowSource
+
+    decoder, writer = setup.tools()
+    key_names, threads = setup.key_names, setup.request.writers
 
     def canonical(item: dict) -> dict:
         return {name: comparable(value) for name, value in item.items()}
 
-    def check(items: list[dict]) -> tuple[int, list[str]]:
-        """(items compared, a differences.jsonl line per item that differs)."""
+    def check(items: list[dict], unreadable: int) -> tuple[int, list[str], int]:
         wanted = {key_of(item, key_names): item for item in items}  # a later item of one key wins, as written
         got = {key_of(item, key_names): item for item in writer.get([{n: i[n] for n in key_names}
                                                                       for i in wanted.values()])}
@@ -416,37 +540,256 @@ def _compare(state: _Checkpoint, destination: Any, decoder: Any, writer: Any, ke
                                          "bigtable": to_export_json(item),
                                          "dynamodb": None if found is None else to_export_json(found)},
                                         sort_keys=True) + "\n")
-        return len(wanted), lines
+        return len(wanted), lines, unreadable
 
-    compared = differing = unreadable = 0
-    with RowSource(destination, since_us=since_us, latest_only=newest) as source, create_private(path) as out, \
+    with setup.source() as source, \
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rollback-compare") as pool:
         flying: deque[Future] = deque()
-
-        def collect(future: Future) -> None:
-            nonlocal compared, differing
-            count, lines = future.result()
-            compared += count
-            differing += len(lines)
-            out.write("".join(lines).encode("utf-8"))
-            if progress is not None:
-                progress("compare", {"compared": compared, "differing": differing})
-
         pending: list[dict] = []
-        for key_range in state.ranges:
-            for row_key, cells in source.rows(key_range):
+        unreadable = 0
+        while (index := next_range()) is not None and not stopping():
+            for row_key, cells in source.rows(setup.ranges[index]):
                 batch = _Batch(0)
-                _decode(decoder, row_key, cells, key_names, batch, unkeyed)
+                _decode(decoder, row_key, cells, key_names, batch, setup.unkeyed)
                 unreadable += batch.counts["rows_dead_lettered"]
                 pending += batch.items
                 if len(pending) >= GET_BATCH:
-                    flying.append(pool.submit(check, pending))
-                    pending = []
+                    flying.append(pool.submit(check, pending, unreadable))
+                    pending, unreadable = [], 0
                     while flying and (flying[0].done() or len(flying) > 2 * threads):
-                        collect(flying.popleft())
-        flying.append(pool.submit(check, pending))
+                        report(*flying.popleft().result())
+        flying.append(pool.submit(check, pending, unreadable))
         while flying:
-            collect(flying.popleft())
-    if progress is not None:
-        progress("compare", {"compared": compared, "differing": differing})
-    return compared, differing, unreadable
+            report(*flying.popleft().result())
+
+
+# --------------------------------------------------------------------------- worker processes
+#
+# Decoding is Python, bound by one core per interpreter (threads share its GIL), so the ranges are shared out among
+# worker processes. Each has its own pipe to this one: it asks for the next range, reads, decodes and writes it, and
+# sends each batch's commit (or, comparing, its differences) once the batch is in DynamoDB. This process alone writes
+# the checkpoint, dead letters and differences. A pipe per worker, not a shared queue: a worker killed in the middle
+# of a message breaks only its own pipe (a shared queue's lock could be left held by the dead process).
+
+STOP = "stop"
+STOP_SECONDS = 30.0
+QUIET_LOGGERS = ("google.cloud.bigtable.data._metrics",)
+WORKER_MODULES = ("ddb2bt.app.rollback", "google.cloud.bigtable.data", "ddb2bt.mappers.decode",
+                  "ddb2bt.pipelines.bigtable.rows", "ddb2bt.pipelines.dynamodb.client", "ddb2bt.pipelines.dynamodb.sink")
+"""What the forkserver imports once for every worker."""
+"""After Ctrl-C, how long the workers may take to commit what they have sent before they are terminated."""
+
+
+class _Workers:
+    """Worker processes, started before this one checks the table (they import their libraries meanwhile) and given
+    both phases' work: ``run`` hands out ranges until none is left, ``close`` ends them."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.processes: dict[Any, Any] = {}
+        self._lives: list[Any] = []
+        self._error: BaseException | None = None
+        self._started = threading.Thread(target=self._start, name="ddb2bt-rollback-start", daemon=True)
+        self._started.start()  # in the background: this process checks the table meanwhile
+
+    def _start(self) -> None:
+        try:
+            self._fork()
+        except Exception as err:  # noqa: BLE001 - raised by run(), in the caller's thread
+            self._error = err
+
+    def _fork(self) -> None:
+        import multiprocessing
+
+        # forkserver: one fresh process imports the libraries once (no gRPC channel is made before the fork, as gRPC
+        # requires), and each worker is forked from it; a fork of this process would copy its gRPC state and threads.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["__main__", *WORKER_MODULES])  # __main__: a script is not run again per worker
+        for number in range(self.count):
+            mine, theirs = context.Pipe()
+            life, lifeline = context.Pipe(duplex=False)  # never written: the worker sees its end close when we die
+            process = context.Process(target=_worker, args=(theirs, life, _quiet()),
+                                      name=f"ddb2bt-rollback-{number}", daemon=True)
+            process.start()
+            theirs.close()
+            life.close()
+            self.processes[mine] = process
+            self._lives.append(lifeline)
+
+    def run(self, setup: _Setup, phase: str, todo: list[int], after: dict[int, bytes | None],
+            on_message: Callable[[tuple], None], resume: str) -> None:
+        """``phase`` ("write" or "compare") of the ranges ``todo``; each message a worker sends for a batch goes to
+        ``on_message``. A worker that fails or dies stops the others and the run (its error, or ServiceError:
+        resumable); Ctrl-C stops them after the batches in flight are committed and raises Interrupted."""
+        from multiprocessing.connection import wait
+
+        self._started.join()
+        if self._error is not None:
+            raise ServiceError(f"the rollback's worker processes could not start: {self._error}",
+                               "roll back in this process with --processes 1")
+        queue = deque(todo)
+        busy = dict(self.processes)
+        failure: BaseException | None = None
+        stopping = False
+        for connection in busy:
+            with contextlib.suppress(OSError):  # a worker that died meanwhile: its pipe's end is read below
+                connection.send((phase, setup, after))
+
+        def stop_all() -> None:
+            nonlocal stopping
+            stopping = True
+            for connection in busy:
+                with contextlib.suppress(OSError):  # that worker has ended already
+                    connection.send(STOP)
+
+        def fail(error: BaseException) -> None:
+            nonlocal failure
+            if failure is None:
+                failure = error
+                stop_all()
+
+        def serve(deadline: float | None) -> None:
+            while busy and (deadline is None or time.monotonic() < deadline):
+                ready: list[Any] = wait(list(busy), timeout=1.0)
+                for connection in ready:
+                    process = busy[connection]
+                    try:
+                        message = connection.recv()
+                    except (EOFError, OSError):
+                        process.join()
+                        del busy[connection], self.processes[connection]
+                        fail(ServiceError(f"rollback worker process {process.pid} ended "
+                                          f"({_how_it_ended(process.exitcode)}) before its ranges were done",
+                                          f"the checkpoint holds every batch it committed; {resume}"))
+                        continue
+                    kind = message[0]
+                    if kind == "next":
+                        connection.send(queue.popleft() if queue and not stopping else None)
+                    elif kind == "done":
+                        del busy[connection]
+                    elif kind == "error":
+                        del busy[connection]
+                        fail(message[1])
+                    elif kind == "crash":
+                        del busy[connection]
+                        fail(ServiceError(f"rollback worker process {process.pid} failed: {message[1]}", resume))
+                    else:
+                        on_message(message[1:])
+
+        try:
+            serve(None)
+        except KeyboardInterrupt:
+            stop_all()
+            with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: do not wait for the batches in flight
+                serve(time.monotonic() + STOP_SECONDS)
+            raise Interrupted("rollback stopped: every range is committed up to its last row written", resume) from None
+        if failure is not None:
+            raise failure
+        if queue:  # never a false OK: every range was handed out and finished
+            done = "written" if phase == "write" else "compared"
+            raise ServiceError(f"{len(queue)} key ranges were not {done}: the worker processes ended first", resume)
+
+    def close(self) -> None:
+        self._started.join()
+        for connection in self.processes:
+            with contextlib.suppress(OSError):
+                connection.send(None)
+        for connection, process in self.processes.items():
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+            connection.close()
+        for lifeline in self._lives:
+            lifeline.close()
+        self.processes.clear()
+
+
+def _how_it_ended(code: int | None) -> str:
+    import signal
+
+    if code is not None and code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit status {code}"
+
+
+def _quiet() -> tuple[list, dict[str, int]]:
+    """This process's warning filters and the levels of the loggers the CLI quietens, for a worker to take over."""
+    import logging
+    import warnings
+
+    builtin = [entry for entry in warnings.filters if entry[2].__module__ == "builtins"]  # others' would import them
+    return builtin, {name: logging.getLogger(name).level for name in QUIET_LOGGERS}
+
+
+def _worker(connection: Any, life: Any, quiet: tuple[list, dict[str, int]]) -> None:
+    """A worker process: phases from the parent over ``connection``, ranges asked one by one, each batch's outcome
+    sent back, until the parent sends None."""
+    import logging
+    import signal
+    import traceback
+    import warnings
+
+    from ..mappers.errors import Ddb2btError
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
+    _exit_with_parent(life)
+    warnings.filters[:] = quiet[0]  # type: ignore[index]
+    for name, level in quiet[1].items():
+        logging.getLogger(name).setLevel(level)
+    stopped = False
+
+    def stopping() -> bool:
+        nonlocal stopped
+        while not stopped and connection.poll():
+            stopped = connection.recv() == STOP
+        return stopped
+
+    def next_range() -> int | None:
+        nonlocal stopped
+        if stopped:
+            return None
+        connection.send(("next",))
+        answer = connection.recv()
+        while answer == STOP:  # a stop sent before the answer
+            stopped = True
+            answer = connection.recv()
+        return None if stopped else answer
+
+    def commit(index: int, last_key: bytes | None, counts: Counter[str], letters: list[str], finished: bool) -> None:
+        connection.send(("commit", index, last_key, dict(counts), letters, finished))
+
+    def report(compared: int, lines: list[str], unreadable: int) -> None:
+        connection.send(("report", compared, lines, unreadable))
+
+    while (job := connection.recv()) is not None:
+        if job == STOP:  # sent to a worker that had already finished the phase
+            continue
+        phase, setup, after = job
+        stopped = False
+        try:
+            if phase == "write":
+                _write_ranges(setup, after, next_range, commit, stopping)
+            else:
+                _compare_ranges(setup, next_range, report, stopping)
+        except Ddb2btError as err:
+            connection.send(("error", err))
+        except Exception as err:  # noqa: BLE001 - the parent reports it; the worker has no one else to tell
+            traceback.print_exc()
+            connection.send(("crash", f"{type(err).__name__}: {err}"))
+        else:
+            connection.send(("done",))
+    connection.close()
+
+
+def _exit_with_parent(life: Any) -> None:
+    """End this worker at once when its parent dies (kill -9 included), so that no orphan goes on writing beside a
+    resumed run: ``life`` is the read end of a pipe the parent never writes, so it is ready only when it closes."""
+
+    def watch() -> None:
+        from multiprocessing.connection import wait
+
+        wait([life])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ddb2bt-parent-watch", daemon=True).start()

@@ -1,6 +1,6 @@
 """The rollback section: items/s of `rollback` (Bigtable → DynamoDB) against `migrate` on the same data.
 
-``python -m benchmarks.rollback_section [--items N] [--writers W] [--rounds R] [--ablation]`` starts its own
+``python -m benchmarks.rollback_section [--items N] [--writers W] [--rounds R] [--ablation [NAME]]`` starts its own
 dynalite and Bigtable emulator, loads the benchmark dataset (benchmarks/dataset.py: customers, orders, lines,
 products, reviews, every DynamoDB type, a few 100-300 KB items) into a table, then runs R rounds, each: migrate it
 with ``ddb2bt.app.migrate.migrate`` (DirectRunner, in_memory, 4 segments, as the other sections run it) into the
@@ -8,7 +8,8 @@ round's own Bigtable table, and roll that table back into empty DynamoDB tables 
 once without the comparison (the write path alone, what the ratio uses) and once whole (write and compare). The
 rounds alternate the two directions so that both see the machine's load as it comes and goes; each round's ratio
 and the load average before each run are kept, and the median, minimum and maximum are reported. With
-``--ablation`` every round also rolls back with each speed-up taken back (``ABLATIONS``), which is what each buys.
+``--ablation`` every round also rolls back with each speed-up taken back (``ABLATIONS``; ``--ablation NAME``: that one),
+which is what each buys.
 Both directions map with one lossless spec (benchmarks/rollback_spec.yaml: one row per item, every attribute in a
 ``ddb_json`` rest family), so both move the same items; the whole rollback must compare every item equal. Goal:
 rollback items/s >= 0.8 x migrate's. Also timed in every round: loading the items with plain BatchWriteItem from 4 threads
@@ -34,7 +35,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "rollback_spec.yaml"
 GOAL = 0.8
-ABLATIONS = ("rollback_write_botocore_requests", "rollback_write_every_sampled_range")
+ABLATIONS = ("rollback_write_one_process", "rollback_write_botocore_requests", "rollback_write_every_sampled_range")
 
 
 def log(message: str) -> None:
@@ -43,7 +44,7 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def measure(items: int, writers: int, rounds: int, ablation: bool, also_writers: list[int], workdir: str) -> dict[str, Any]:
+def measure(items: int, writers: int, rounds: int, ablation: tuple[str, ...], also_writers: list[int], workdir: str) -> dict[str, Any]:
     from ddb2bt.app.migrate import migrate
     from ddb2bt.app.options import RunOptions
     from ddb2bt.app.rollback import RollbackRequest, rollback
@@ -51,6 +52,8 @@ def measure(items: int, writers: int, rounds: int, ablation: bool, also_writers:
     from ddb2bt.mappers.spec import MappingSpec
     from ddb2bt.pipelines.local import servers as local_servers
     from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table, make_client
+
+    from multiprocessing import forkserver
 
     from . import dataset
     from .load import load_table
@@ -92,16 +95,20 @@ def measure(items: int, writers: int, rounds: int, ablation: bool, also_writers:
             variants: list[tuple[str, bool, str | None, int]] = [("rollback_write", False, None, writers),
                                                                  ("rollback_whole", True, None, writers)]
             if ablation:
-                variants[1:1] = [(name, False, name, writers) for name in ABLATIONS]
+                variants[1:1] = [(name, False, name, writers) for name in ablation]
             variants[1:1] = [(f"rollback_write_{more}_writers", False, None, more) for more in also_writers]
             for label, compare, undo, threads in variants:
+                processes = 1 if undo == "rollback_write_one_process" else None
                 table = f"rb{label}{number}"
                 create_table(client, table, "pk", "sk")
                 log(f"round {number + 1}: {label}")
+                # a fresh forkserver each time: a CLI run starts its own, and pays for its imports
+                forkserver._forkserver._stop()  # noqa: SLF001
                 load_before = os.getloadavg()[0]
                 began = time.perf_counter()
                 with _undone(undo):
-                    result = rollback(spec, RollbackRequest(to_table=table, writers=threads, compare=compare),
+                    result = rollback(spec, RollbackRequest(to_table=table, writers=threads, processes=processes,
+                                                            compare=compare),
                                       RunOptions(run_dir=f"{workdir}/{label}{number}"))
                 seconds = time.perf_counter() - began
                 assert result.ok and result.counters["items_written"] == items, result.problems
@@ -119,7 +126,7 @@ def measure(items: int, writers: int, rounds: int, ablation: bool, also_writers:
                                            for run in runs])
                             for name in ("migrate", "plain_load", "rollback_write", "rollback_whole", "ratio_write",
                                          "ratio_whole", "ratio_write_vs_plain_load",
-                                         *(ABLATIONS if ablation else ()),
+                                         *ablation,
                                          *(f"rollback_write_{more}_writers" for more in also_writers))},
                 "goal": GOAL}
 
@@ -129,7 +136,7 @@ def _undone(ablation: str | None) -> Iterator[None]:
     """The rollback with one of its speed-ups taken back (None: as it is), to measure what it buys."""
     from unittest import mock
 
-    if ablation is None:
+    if ablation in (None, "rollback_write_one_process"):  # (the latter is a request option: processes=1)
         yield
     elif ablation == "rollback_write_botocore_requests":  # botocore validates and serialises every value again
         with mock.patch("ddb2bt.pipelines.dynamodb.sink.send_requests_raw", lambda client: None):
@@ -150,7 +157,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--ablation", action="store_true",
+    parser.add_argument("--ablation", nargs="?", const="all", choices=("all", *ABLATIONS),
                         help="also roll back with each speed-up taken back, in every round (what each one buys)")
     parser.add_argument("--also-writers", type=int, action="append", default=[],
                         help="also roll back (write path) with this many writer threads, in every round")
@@ -160,7 +167,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     warnings.filterwarnings("ignore", message="Connecting to Bigtable emulator")  # deliberate, here
     with tempfile.TemporaryDirectory() as workdir:
-        figures = measure(args.items, args.writers, args.rounds, args.ablation, args.also_writers, workdir)
+        ablation = ABLATIONS if args.ablation == "all" else (args.ablation,) if args.ablation else ()
+        figures = measure(args.items, args.writers, args.rounds, ablation, args.also_writers, workdir)
     summary = figures["summary"]
     figures["meets_goal"] = summary["ratio_write"]["median"] >= GOAL
     figures.update(date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), python=platform.python_version(),

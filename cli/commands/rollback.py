@@ -46,7 +46,11 @@ def command(
     wcu: Annotated[Optional[float], typer.Option("--wcu", min=0.1, help="Write capacity units per second for the "
                                                  "whole run (default: as fast as the table takes them).",
                                                  show_default=False)] = None,
-    writers: Annotated[int, typer.Option("--writers", min=1, max=64, help="Writer threads.")] = 4,
+    writers: Annotated[int, typer.Option("--writers", min=1, max=64, help="Writer threads of each process.")] = 4,
+    processes: Annotated[Optional[int], typer.Option("--processes", min=1, max=256, help="Worker processes, each "
+                                                     "reading, decoding and writing whole key ranges with its share "
+                                                     "of --wcu (default: one per core; 1: all in this process).",
+                                                     show_default=False)] = None,
     type_: Annotated[Optional[list[str]], typer.Option("--type", help="NAME=S|N|B|BOOL: the DynamoDB type of an "
                                                        "attribute that lives only in a row key, qualifier or timestamp "
                                                        "(the table's keys are read from DescribeTable; others are S).",
@@ -69,6 +73,7 @@ def command(
 
     request = RollbackRequest(to_table=to_table, start=(start or "").encode(), end=(end or "").encode(),
                               since_us=parse_since(since) if since else None, wcu=wcu, writers=writers,
+                              processes=processes,
                               compare=not no_compare, types=parse_types(type_ or []))
     seen: dict[str, Any] = {"phase": "", "counters": {}}
 

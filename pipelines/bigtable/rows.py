@@ -6,6 +6,9 @@ after the last row whose items are in DynamoDB. With `since_us` only rows holdin
 at or after that time are read, and then whole: a timestamp-range filter with one cell per row
 and values stripped lists their keys, then the rows are read by key (a filter on the rows' own
 read would return only the newer cells, and an item is rebuilt from all of its cells).
+
+Only the data client, no Beam: a rollback's worker processes import this module, and each would pay
+for importing Beam.
 """
 
 from __future__ import annotations
@@ -14,10 +17,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...mappers.results import Cell
-from .read import RowLookup
 
 if TYPE_CHECKING:
-    from .sink import Destination
+    from ...mappers.spec import TargetSpec
 
 KEYS_PER_LOOKUP = 500
 MAX_RANGES = 32
@@ -25,11 +27,20 @@ MAX_RANGES = 32
 emulator even more) samples keys far more often than a rollback needs places to resume from."""
 
 
-def ranges(destination: Destination, start: bytes = b"", end: bytes = b"") -> list[tuple[bytes, bytes]]:
+def _open(target: TargetSpec) -> tuple[Any, Any]:
+    """(data client, table) of the target."""
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    client = BigtableDataClient(project=target.project)
+    return client, client.get_table(target.instance, target.table, app_profile_id=target.app_profile)
+
+
+def ranges(target: TargetSpec, start: bytes = b"", end: bytes = b"") -> list[tuple[bytes, bytes]]:
     """[start, end) split at the table's sampled keys (b"" open-ended; at most MAX_RANGES, evenly picked among
     them), in key order."""
-    with RowLookup(destination) as lookup:
-        splits = sorted({key for key, _offset in lookup.table.sample_row_keys() if key})
+    client, table = _open(target)
+    with client:
+        splits = sorted({key for key, _offset in table.sample_row_keys() if key})
     inside = [key for key in splits if key > start and (not end or key < end)]
     if len(inside) >= MAX_RANGES:
         step = len(inside) / MAX_RANGES
@@ -41,12 +52,13 @@ def ranges(destination: Destination, start: bytes = b"", end: bytes = b"") -> li
 class RowSource:
     """One data client; rows of a key range, optionally only those touched since a time. Close it (or `with`)."""
 
-    def __init__(self, destination: Destination, *, since_us: int | None = None, latest_only: bool = False):
-        self._lookup = RowLookup(destination)
+    def __init__(self, target: TargetSpec, *, since_us: int | None = None, latest_only: bool = False):
+        self._client, self._table = _open(target)
         self.since_us, self.latest_only = since_us, latest_only
         # A counter is the sum of its column's cells (one per timestamp): read whole, and the newest version
         # of other columns picked here (no ReadRows filter says "one version, but not in these families").
-        self._counters = destination.counters if latest_only else frozenset()
+        self._counters = frozenset(name for name, family in target.families.items()
+                                   if family.aggregate) if latest_only else frozenset()
 
     def rows(self, key_range: tuple[bytes, bytes], after: bytes | None = None) -> Iterator[tuple[bytes, list[Cell]]]:
         """(row key, cells) of the range in key order, from just after ``after`` (None: from the range's start)."""
@@ -70,7 +82,7 @@ class RowSource:
     def _whole(self, keys: list[bytes]) -> Iterator[tuple[bytes, list[Cell]]]:
         if not keys:
             return
-        found = self._lookup.rows(keys) if not self.latest_only else dict(self._read_keys(keys))
+        found = dict(self._read_keys(keys))
         for key in sorted(found):
             yield key, found[key]
 
@@ -84,7 +96,7 @@ class RowSource:
     def _read_keys(self, keys: list[bytes]) -> Iterator[tuple[bytes, list[Cell]]]:
         from google.cloud.bigtable.data import ReadRowsQuery
 
-        for row in self._lookup.table.read_rows_stream(ReadRowsQuery(row_keys=list[str | bytes](keys), row_filter=self._newest_filter())):
+        for row in self._table.read_rows_stream(ReadRowsQuery(row_keys=list[str | bytes](keys), row_filter=self._newest_filter())):
             yield row.row_key, self._cells(row)
 
     def _read(self, key_range: tuple[bytes, bytes], after: bytes | None, row_filter: Any) -> Iterator[tuple[bytes, list[Cell]]]:
@@ -95,11 +107,11 @@ class RowSource:
             span = RowRange(start_key=after, end_key=end or None, start_is_inclusive=False)
         else:
             span = RowRange(start_key=start or None, end_key=end or None)
-        for row in self._lookup.table.read_rows_stream(ReadRowsQuery(row_ranges=span, row_filter=row_filter)):
+        for row in self._table.read_rows_stream(ReadRowsQuery(row_ranges=span, row_filter=row_filter)):
             yield row.row_key, self._cells(row)
 
     def close(self) -> None:
-        self._lookup.close()
+        self._client.close()
 
     def __enter__(self) -> RowSource:
         return self

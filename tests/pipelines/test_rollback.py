@@ -190,7 +190,9 @@ def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([str(DDB2BT), *args], env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_kill_9_and_resume_equals_an_uninterrupted_rollback(bigtable_env, moto_server, unique_name, tmp_path):
+def start_killable(moto_server, bigtable_env, unique_name: str, tmp_path: Path):
+    """1,500 rich items in Bigtable and `ddb2bt rollback` of them started in two worker processes, slowed by a write
+    budget, and let run until 300 items are committed: (items, spec file, CLI arguments, env, run folder, process)."""
     items = rich_items(1500)
     spec = make_spec(unique_name, moto_server.endpoint)
     write_bigtable(spec, items)
@@ -200,23 +202,26 @@ def test_kill_9_and_resume_equals_an_uninterrupted_rollback(bigtable_env, moto_s
     path = spec_file(tmp_path, spec)
     env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
     run_dir = tmp_path / "killed"
-    # a write budget slows the run down enough to kill it in the middle
-    args = [str(path), "--to-table", unique_name + "killed", "--run-dir", str(run_dir), "--wcu", "400", "--writers", "2"]
+    args = [str(path), "--to-table", unique_name + "killed", "--run-dir", str(run_dir), "--processes", "2",
+            "--wcu", "400", "--writers", "2"]
     process = subprocess.Popen([str(DDB2BT), "rollback", *args], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, start_new_session=True)
     checkpoint = run_dir / "checkpoint.json"
     deadline = time.monotonic() + 120
-    written = 0
     while time.monotonic() < deadline and process.poll() is None:
         if checkpoint.exists():
-            written = json.loads(checkpoint.read_text() or "{}").get("counters", {}).get("items_written", 0)
-            if written >= 300:
+            if json.loads(checkpoint.read_text() or "{}").get("counters", {}).get("items_written", 0) >= 300:
                 break
         time.sleep(0.05)
     assert process.poll() is None, process.communicate()
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    saved = json.loads(checkpoint.read_text())
+    return items, path, args, env, run_dir, process
+
+
+def resume_and_compare(items: list[dict], path: Path, args: list[str], env: dict, run_dir: Path, moto_server,
+                       unique_name: str, tmp_path: Path) -> None:
+    """What the kill left: some ranges unfinished, fewer items; then --resume, and the table equals an uninterrupted
+    rollback's and the source items, item by item."""
+    saved = json.loads((run_dir / "checkpoint.json").read_text())
     key_ranges = json.loads((run_dir / "rollback.json").read_text())["ranges"]
     assert 300 <= saved["counters"]["items_written"] < 1500 and len(saved["done"]) < len(key_ranges)
     assert len(table_items(moto_server.endpoint, unique_name + "killed")) < 1500
@@ -233,6 +238,65 @@ def test_kill_9_and_resume_equals_an_uninterrupted_rollback(bigtable_env, moto_s
     assert "rollback OK" in whole.stdout
     killed = table_items(moto_server.endpoint, unique_name + "killed")
     assert killed == table_items(moto_server.endpoint, unique_name + "whole") == canonical(items)
+
+
+def descendants(pid: int) -> list[int]:
+    found = []
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        found += [int(child), *descendants(int(child))]
+    return found
+
+
+def running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def all_end(pids: list[int], seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(running(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_kill_9_and_resume_equals_an_uninterrupted_rollback(bigtable_env, moto_server, unique_name, tmp_path):
+    items, path, args, env, run_dir, process = start_killable(moto_server, bigtable_env, unique_name, tmp_path)
+    workers = [pid for pid in descendants(process.pid) if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert len(workers) == 3  # the forkserver and the two workers forked from it
+    assert all_end(workers)  # they end with their parent: no orphan goes on writing
+    resume_and_compare(items, path, args, env, run_dir, moto_server, unique_name, tmp_path)
+
+
+def test_a_killed_worker_process_stops_the_run_and_resume_equals_an_uninterrupted_rollback(
+        bigtable_env, moto_server, unique_name, tmp_path):
+    items, path, args, env, run_dir, process = start_killable(moto_server, bigtable_env, unique_name, tmp_path)
+    server = next(pid for pid in descendants(process.pid)
+                  if b"forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes())
+    workers = descendants(server)
+    os.kill(workers[0], signal.SIGKILL)
+    out, err = (part.decode() for part in process.communicate(timeout=120))
+    assert process.returncode == 3, err + out
+    assert f"rollback worker process {workers[0]} ended (killed by SIGKILL)" in err and "--resume" in err
+    assert all_end([server, *workers])
+    resume_and_compare(items, path, args, env, run_dir, moto_server, unique_name, tmp_path)
+
+
+def test_ctrl_c_stops_every_worker_process_and_resume_equals_an_uninterrupted_rollback(
+        bigtable_env, moto_server, unique_name, tmp_path):
+    items, path, args, env, run_dir, process = start_killable(moto_server, bigtable_env, unique_name, tmp_path)
+    helpers = descendants(process.pid)  # the forkserver, its two workers, multiprocessing's resource tracker
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal sends to the whole foreground group
+    out, err = (part.decode() for part in process.communicate(timeout=120))
+    assert process.returncode == 130, err + out
+    assert "rollback stopped" in err and "--resume" in err and "Traceback" not in err
+    assert len(helpers) >= 3 and all_end(helpers)
+    resume_and_compare(items, path, args, env, run_dir, moto_server, unique_name, tmp_path)
 
 
 def test_since_carries_the_applications_writes_after_cutover_back(bigtable_env, moto_server, unique_name, tmp_path):
