@@ -5,9 +5,9 @@ counts or estimates its items, splits into pieces that a checkpoint can mark (sc
 export's data files) and, where it can, resume part way (a scan segment's savepoint), reads them
 as a Beam graph of item batches, and gives samples without Beam. Implementations wrap what
 exists: :mod:`.dynamodb.sources` (live scan, full export), :mod:`.run.dead_letter_source` (a
-dead-letter file, for redrive), :mod:`.bigtable.sources` (Bigtable rows, rollback's source) and
-:class:`ItemsSource` (items in hand: a ``--sample`` run). :mod:`.sources` chooses one for a spec;
-adding a source is one module with a subclass and one ``register`` call (docs/PIPELINE.md).
+dead-letter file, for redrive) and :class:`ItemsSource` (items in hand: a ``--sample`` run).
+:mod:`.sources` chooses one for a spec; adding a source is one module with a subclass and one
+``register`` call (docs/PIPELINE.md, "Sources and sinks").
 """
 
 from __future__ import annotations
