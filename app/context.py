@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..mappers.spec import MappingSpec
 from ..pipelines.run.dead_letters import consolidate
-from ..pipelines.dynamodb.client import ClientSettings, make_client
-from ..pipelines.dynamodb.client import describe_source as describe
 from ..pipelines.pipeline import query_counters
+from ..pipelines.sources import source_for
 from ..pipelines.bigtable.target import TargetOverrides, resolve_target
 from .options import RunOptions
 
@@ -49,11 +48,8 @@ def load_spec(spec: MappingSpec | str | Path, options: RunOptions = RunOptions()
 
 
 def describe_source(spec: MappingSpec) -> SourceDescription | None:
-    """DescribeTable (and TTL) boiled down; None when the spec reads an export."""
-    if spec.source.export is not None or spec.source.table is None:  # SourceSpec requires one of the two
-        return None
-
-    return describe(make_client(ClientSettings.from_source(spec.source)), spec.source.table)
+    """The spec's source described by its service (DescribeTable and TTL, boiled down); None for an export."""
+    return source_for(spec).describe()
 
 
 def with_source_keys(spec: MappingSpec, source: SourceDescription | None) -> MappingSpec:

@@ -14,9 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import apache_beam as beam
+
 from ..mappers.errors import UsageError
-from .context import load_spec, unfinished, wait_for
+from ..pipelines.cutover.change_sink import CHANGE_COUNTERS
 from ..pipelines.cutover.parity import Parity
+from ..pipelines.sources import source_for
+from .assembly import runner_for
+from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
 
 if TYPE_CHECKING:
@@ -108,24 +113,17 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     ``started`` is called with the export's item count (None when its manifest gives none) once the export is
     checked, just before the job starts; :func:`catch_up_progress` then says how far it got.
     """
-    import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
-
     from ..pipelines.cutover import timeline as tl
-    from ..pipelines.dynamodb.aws import s3_beam_args
-    from ..pipelines.bigtable.sink import Destination
-    from ..pipelines.cutover.change_sink import CHANGE_COUNTERS, ApplyChangesFn
-    from ..pipelines.run.dead_letters import DeadLetter, check_dead_letter_destination, write_part
-    from ..pipelines.dynamodb.export import ExportError, file_problem, use_options
-    from ..pipelines.dynamodb.incremental_export import ReadIncrementalExport, check_export, read_incremental_manifest
-    from ..pipelines.run.options import is_direct_runner
-    from ..pipelines.run.progress import Tally, reset
+    from ..pipelines.cutover.catchup import build_catch_up
+    from ..pipelines.dynamodb.export import ExportError, file_problem
+    from ..pipelines.dynamodb.incremental_export import check_export, read_incremental_manifest
+    from ..pipelines.run.dead_letters import check_dead_letter_destination
+    from ..pipelines.run.progress import reset
     from ..pipelines.bigtable.target import probe_target
 
     run_dir = _need_run_dir(options)
     spec = load_spec(spec, options)
-    pipeline_options = PipelineOptions(s3_beam_args(options.beam_args, spec.source))
-    use_options(pipeline_options)
+    run = runner_for(spec, options)
     timeline = tl.load(run_dir, spec)
     if timeline.tail_started_us is not None:
         raise tl.TimelineError(f"the stream tail of {run_dir} has started; catch-up exports no longer apply",
@@ -149,22 +147,14 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     dead_letter = options.dead_letter or tl.join(run_dir, f"catch-up-{manifest.export_id}.dead_letters.jsonl")
     check_dead_letter_destination(dead_letter, resume=True)  # a catch-up run again continues its own file
 
-    from apache_beam.options.pipeline_options import StandardOptions
-
-    live = catch_up_live_folder(run_dir) if is_direct_runner(pipeline_options.view_as(StandardOptions).runner) else None
+    live = catch_up_live_folder(run_dir) if run.direct else None
     reset(live)
     if started is not None:
         started(manifest.item_count)
     began = time.monotonic()
-    pipeline = beam.Pipeline(options=pipeline_options)
-    read = pipeline | "ReadIncrementalExport" >> ReadIncrementalExport(manifest)
-    batches = read["batches"] if live is None else read["batches"] | "Tally" >> beam.Map(Tally(live, "changes_read"))
-    _ = batches | "Apply" >> beam.ParDo(ApplyChangesFn(
-        Destination.from_target(spec.target), spec.model_dump(by_alias=True), timeline.now_ms, dead_letter,
-        options.flow_control()))
-    _ = (read["count_mismatch"]
-         | "MismatchLetters" >> beam.Map(lambda r: DeadLetter(None, "source", f"export count mismatch: {r}").to_json())
-         | "PersistMismatches" >> beam.Map(lambda line: write_part(dead_letter, [line])))
+    pipeline = beam.Pipeline(options=run.pipeline_options)
+    build_catch_up(pipeline, spec, manifest, now_ms=timeline.now_ms, dead_letter=dead_letter,
+                   flow=options.flow_control(), progress_dir=live)
     state, counters, lines = wait_for(pipeline.run(), dead_letter)
     outcome = CatchUpResult(run_dir, manifest.export_id, manifest.from_us, manifest.to_us, state,
                             {k: counters.get(k, 0) for k in (*CHANGE_COUNTERS, "export_count_mismatch")},
@@ -184,16 +174,16 @@ def check_export_table(table: SourceTable | None, spec: MappingSpec, timeline: T
                        where: str) -> dict[str, Any]:
     """An incremental export must be of the cutover's source table: the one the backfill's full export is of
     (recorded in the timeline, or read from source.export) and the spec's source.table. Returns it as recorded."""
-    from ..pipelines.dynamodb.export import ExportError, SourceTable, read_manifest
+    from ..pipelines.dynamodb.export import ExportError, SourceTable
     from ..pipelines.cutover.timeline import us_to_iso
 
     if table is None:
         raise ExportError(f"{where} names no tableArn in its manifest-summary.json, so the table it is of cannot be "
                           "checked", "apply the export as DynamoDB wrote it (manifest-summary.json unchanged)")
     expected = timeline.table
-    if expected is None and spec.source.export is not None:
-        backfill = read_manifest(spec.source.export.path).table
-        expected = None if backfill is None else {"arn": backfill.arn, "table_id": backfill.table_id}
+    if expected is None:  # a backfill from a full export: the table it is of
+        snapshot = source_for(spec).snapshot()
+        expected = snapshot.table if snapshot is not None else None
     fix = (f"apply an export of the source table instead (ExportTableToPointInTime of {{table}}, ExportFromTime "
            f"{us_to_iso(timeline.applied_to_us)}); nothing was written")
     if expected is not None:

@@ -19,48 +19,30 @@ from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import (
-    GoogleCloudOptions,
-    PipelineOptions,
-    SetupOptions,
-    StandardOptions,
-    TestOptions,
-    WorkerOptions,
-)
+from apache_beam.options.pipeline_options import GoogleCloudOptions, SetupOptions, WorkerOptions
 
 from ..mappers.decode import one_item_per_row
 from ..mappers.errors import Ddb2btError, Interrupted, UsageError
 from ..pipelines.run import checkpoint as ckpt
-from ..pipelines.dynamodb.aws import s3_beam_args
 from ..mappers.index_rows import index_targets
 from ..pipelines.bigtable.sink import ensure_table
 from ..pipelines.run.dead_letters import check_dead_letter_destination, check_writable, consolidate
 from ..pipelines.run.metrics import by_reason
-from ..pipelines.run.options import (
-    check_locations,
-    check_pipeline_options,
-    check_worker_setup,
-    concurrent_segments,
-    is_direct_runner,
-)
+from ..pipelines.run.options import concurrent_segments
 from ..pipelines.pipeline import build_pipeline, reconcile
-from ..pipelines.sources import read_items
-from ..pipelines.bigtable.target import describe_target, probe_target
+from ..pipelines.sources import source_for
+from ..pipelines.bigtable.target import describe_target
+from ..pipelines.sinks import BigtableSink
 from . import runs
-from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
+from .assembly import default_run_dir, runner_for, segments
+from .context import Step, announce, load_spec, unfinished, wait_for, with_source_keys
 from .options import RunOptions
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
 
-SHARED_SCHEMES = ("gs://", "s3://")
 INTERRUPTED_STATE = "INTERRUPTED"
 FAILED_STATE = "FAILED"
-
-
-def default_run_dir(table: str, kind: str = "") -> str:
-    """``runs/<table>[-<kind>]-<UTC time>``: one folder per run, sortable by time (validations: kind ``validate``)."""
-    return f"runs/{table}{'-' + kind if kind else ''}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
 
 
 @dataclass(frozen=True)
@@ -183,53 +165,30 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
                          "drop --sample to resume the run, or --resume for a trial run")
 
     spec = load_spec(spec, options)
-    announce(where, f"migrate {runs.source_name(spec)} → {describe_target(spec.target)}")
-    beam_args = list(options.beam_args)
-    if options.project and not any(a.split("=")[0] == "--project" for a in beam_args):
-        beam_args.append(f"--project={options.project}")  # one project for the job and the instance, unless told apart
-    pipeline_options = PipelineOptions(s3_beam_args(beam_args, spec.source))
-    runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
-    dry_run = bool(pipeline_options.view_as(TestOptions).dry_run)
-    direct = is_direct_runner(runner)
-    scanning = spec.source.export is None and options.sample is None
+    source = source_for(spec)
+    announce(where, f"migrate {source.name()} → {describe_target(spec.target)}")
+    run = runner_for(spec, options, source=source)
+    pipeline_options, runner, dry_run, direct = run.pipeline_options, run.name, run.dry_run, run.direct
+    scanning = source.positions and options.sample is None
     assumptions: list[str] = []
 
     run_dir = options.run_dir or ("" if options.resume else default_run_dir(spec.target.table))
-    if not direct:
-        require_shared("--run-dir", options.run_dir, runner)
-        if options.dead_letter:
-            require_shared("--dead-letter", options.dead_letter, runner)
-    check_locations(pipeline_options, {"--run-dir": options.run_dir, "--dead-letter": options.dead_letter,
-                                       "source.export.path": spec.source.export.path if spec.source.export else None})
-    check_pipeline_options(pipeline_options, runner)  # what Beam would refuse once the job is built: refused now
-    check_worker_setup(pipeline_options, runner)
     total = options.total_segments or spec.source.total_segments
-    source = None
+    description = None
     if dry_run:
-        if spec.source.export is None and spec.source.partition_key is None:
+        if source.live and spec.source.partition_key is None:
             assumptions.append("key names: read from DescribeTable when the job is launched (not in a dry run)")
         if scanning and total is None:
             total = 1
             assumptions.append("1 scan segment (the table's size is not read in a dry run; pass --total-segments)")
     else:
-        source = describe_source(spec)  # the source is checked before the target is touched
-        spec = with_source_keys(spec, source)
-        if spec.source.export is not None:
-            from ..pipelines.dynamodb.export import verify_export
-
-            manifest = verify_export(spec.source.export.path, pipeline_options)  # damaged files: before writing
-            total = len(manifest.files)  # an export's data files are its resumable units
+        description = source.describe()  # the source is checked before the target is touched
+        spec = with_source_keys(spec, description)
+        fixed = source.check(pipeline_options)  # an export's damaged files: refused before writing
         if not run_dir:  # --resume alone: the latest run of this very spec
             run_dir = runs.latest_run(ckpt.spec_hash(spec))
-        if scanning and total is None and options.resume:
-            total = ckpt.Checkpoint.saved_total_segments(run_dir)
-        if scanning and total is None:
-            from ..pipelines.dynamodb.scan import choose_total_segments
-
-            total = choose_total_segments(source.size_bytes if source else 0)
-            if source is not None and not source.size_bytes:
-                assumptions.append(f"{total} scan segments: DescribeTable reports no size yet (it refreshes about "
-                                   "every six hours); pass --total-segments to choose")
+        total, assumed = segments(source, options, spec, description, fixed, run_dir=run_dir, resume=options.resume)
+        assumptions += [assumed] if assumed else []
     if not run_dir:
         run_dir = runs.latest_run(ckpt.spec_hash(spec))
     dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
@@ -238,7 +197,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
             ckpt.Checkpoint.refuse_taken(run_dir)  # said first: the dead letters there are that run's
         _check_run_dir(run_dir)
         check_dead_letter_destination(dead_letter, resume=options.resume, create=False)
-    extra = runs.before_run(spec, options, source, run_dir, options.sample is None, total or 1, dry_run,
+    extra = runs.before_run(spec, source, options, description, run_dir, options.sample is None, total or 1, dry_run,
                             pipeline_options)
     return PreparedRun(**extra,
         spec=spec, options=options, pipeline_options=pipeline_options, run_dir=run_dir, dead_letter=dead_letter,
@@ -307,8 +266,9 @@ def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int]
     completed: frozenset[int] = frozenset()
     start_keys: dict[int, dict] = {}
     now_ms = p.now_ms
+    sink = BigtableSink(spec.target)
     if not p.dry_run:
-        probe_target(spec.target)  # a dead Bigtable fails here, in seconds
+        sink.check()  # a dead Bigtable fails here, in seconds
         check_dead_letter_destination(p.dead_letter, resume=options.resume)  # before the checkpoint is made
         if p.resumable:  # a scan or an export: the run's "now" is stored, and what is done is marked
             checkpoint = ckpt.Checkpoint.start(p.run_dir, ckpt.spec_hash(spec), p.total_segments, p.source,
@@ -317,12 +277,12 @@ def _before_pipeline(p: PreparedRun, create_table: bool) -> tuple[frozenset[int]
             if options.resume and p.scanning:
                 start_keys = ckpt.saved_positions(p.run_dir)
             now_ms = checkpoint.now_ms or now_ms  # a resumed run keeps the first attempt's "now": no second versions
-        ensure_table(spec.target, create=create_table)
+        sink.prepare(create=create_table)
         for _index, target in index_targets(spec):  # indexes in tables of their own
             ensure_table(target, create=create_table)
     sample = None
     if options.sample is not None:  # a trial run: the first N items, no checkpoint
-        sample = [] if p.dry_run else read_items(spec.source, options.sample)
+        sample = [] if p.dry_run else source_for(spec).items(options.sample)
     return completed, now_ms, sample, start_keys
 
 
@@ -382,14 +342,6 @@ def _keep_dead_letters(path: str) -> None:
         consolidate(path)
     except Exception:  # noqa: BLE001 - the run's own error is what the user needs to see
         pass
-
-
-def require_shared(flag: str, path: str | None, runner: str) -> None:
-    if not path or not path.startswith(SHARED_SCHEMES):
-        raise UsageError(
-            f"{flag} {path or '(not given)'}: {runner} workers run on other machines and cannot write a local folder",
-            f"pass {flag} gs://BUCKET/... (or s3://...), a location only the migration's operators can read",
-        )
 
 
 def pipeline_stages(pipeline: Any) -> tuple[str, ...]:

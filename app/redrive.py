@@ -2,7 +2,7 @@
 
 ``redrive(run_dir, spec)`` reads ``<run_dir>/dead_letters.jsonl`` (or a dead-letter file given
 directly), checks every line before anything is written, and runs the items through the same
-Beam pipeline as ``migrate`` with the file as its source (``build_pipeline(source=...)``). The
+Beam pipeline as ``migrate`` with the file as its source (a ``DeadLetterSource``). The
 redrive has its own run folder, dead-letter file (only what still fails) and reconciliation:
 items read = rows written + dead-lettered + skipped, where the items read are the file's items.
 Lines that hold no item (an export's count mismatch) cannot be re-driven and are reported.
@@ -21,17 +21,15 @@ from typing import TYPE_CHECKING
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-from ..mappers.errors import UsageError
-from ..pipelines.bigtable.sink import ensure_table
 from ..pipelines.cutover.letters import holds_changes
-from ..pipelines.run.dead_letter_source import ReadDeadLetters, survey
+from ..pipelines.run.dead_letter_source import DeadLetterSource
 from ..pipelines.run.dead_letters import check_dead_letter_destination
 from ..pipelines.run.metrics import by_reason
-from ..pipelines.run.options import is_direct_runner
 from ..pipelines.pipeline import build_pipeline, reconcile
-from ..pipelines.bigtable.target import describe_target, probe_target
+from ..pipelines.bigtable.target import describe_target
+from ..pipelines.sinks import BigtableSink
+from .assembly import runner_for
 from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
 from .redrive_folder import DEAD_LETTER_FILE, dead_letter_file, default_redrive_dir, record, recorded_now, recorded_spec
@@ -87,26 +85,25 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
 
         return redrive_changes(letters, spec, options)
     folder = run_dir if letters != run_dir else FileSystems.split(letters)[0] or "."
-    found = survey(letters)  # every line checked before anything is written
+    source = DeadLetterSource(letters)
+    source.check()  # every line checked before anything is written
+    found = source.found
+    assert found is not None
     loaded = load_spec(spec if spec is not None else recorded_spec(folder), options)
-    pipeline_options = PipelineOptions(list(options.beam_args))
-    runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
     new_dir = options.run_dir or default_redrive_dir(loaded.target.table)
+    run = runner_for(loaded, options, source=source, run_dir=new_dir)
     dead_letter = options.dead_letter or FileSystems.join(new_dir, DEAD_LETTER_FILE)
-    if not is_direct_runner(runner) and not all(p.startswith(("gs://", "s3://")) for p in (letters, dead_letter)):
-        raise UsageError(f"{runner} workers run on other machines and cannot read or write local files",
-                         "give a run folder on gs:// or s3:// and pass --run-dir gs://BUCKET/...")
     inherited = recorded_now(folder)
     now = inherited or now_ms or int(time.time() * 1000)
 
-    probe_target(loaded.target)  # a dead Bigtable fails here, in seconds
+    sink = BigtableSink(loaded.target)
+    sink.check()  # a dead Bigtable fails here, in seconds
     check_dead_letter_destination(dead_letter)  # never the file being read: that one exists
-    ensure_table(loaded.target, create=True)  # a fixed spec may add a family
+    sink.prepare(create=True)  # a fixed spec may add a family
     record(new_dir, letters, Path(spec) if isinstance(spec, (str, Path)) else None, now)
 
-    pipeline = beam.Pipeline(options=pipeline_options)
-    build_pipeline(pipeline, loaded, dead_letter=dead_letter, flow=options.flow_control(), now_ms=now,
-                   source=ReadDeadLetters(letters))
+    pipeline = beam.Pipeline(options=run.pipeline_options)
+    build_pipeline(pipeline, loaded, dead_letter=dead_letter, flow=options.flow_control(), now_ms=now, source=source)
     state, counters, lines = wait_for(pipeline.run(), dead_letter)
     counters, reasons = by_reason(counters)
     problems = unfinished(state) + reconcile(counters, loaded.unmatched)

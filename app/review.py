@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..mappers.errors import UsageError
 from ..pipelines.run.checkpoint import spec_hash
 from ..pipelines.run.dead_letters import create_private
-from ..pipelines.run.service_errors import redact
+from ..pipelines.sources import source_for
 
 if TYPE_CHECKING:
     from ..mappers.source import SourceDescription
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from .target_diff import TargetDiff
 
 FORMAT = "ddb2bt-plan/1"
-SOURCE_DRIFT = {"item_count", "size_bytes"}
-"""DescribeTable figures that move on their own (refreshed about every six hours): not part of what was reviewed."""
 
 
 class PlanChangedError(UsageError):
@@ -85,19 +83,8 @@ def reviewed(spec: MappingSpec, source: SourceDescription | None, target: Target
 
 
 def source_state(spec: MappingSpec, source: SourceDescription | None) -> dict[str, Any]:
-    if spec.source.export is not None:
-        from apache_beam.options.pipeline_options import PipelineOptions
-
-        from ..pipelines.dynamodb.aws import s3_beam_args
-        from ..pipelines.dynamodb.export import read_manifest
-
-        manifest = read_manifest(spec.source.export.path, PipelineOptions(s3_beam_args([], spec.source)))
-        return {"export": spec.source.export.path, "export_id": manifest.export_id, "item_count": manifest.item_count,
-                "files": sorted([f.key, f.item_count, f.md5 or f.etag] for f in manifest.files)}
-    described = source.model_dump(mode="json", exclude=SOURCE_DRIFT) if source is not None else None
-    endpoint = redact(spec.source.endpoint_url) if spec.source.endpoint_url else None  # the plan file holds no secret
-    return {"table": spec.source.table, "endpoint_url": endpoint, "region": spec.source.region,
-            "description": described}
+    """What the plan file records of the source (never a secret: endpoints are redacted)."""
+    return source_for(spec).state(source)
 
 
 def check(saved: Reviewed, current: Reviewed, path: Path) -> None:

@@ -29,6 +29,8 @@ from ..pipelines.run.options import concurrent_segments
 from ..pipelines.run.progress import flush_local, progress_dir, read_progress, request_stop, reset
 from ..pipelines.run.progress import stop_requested as requested
 from ..mappers.index_rows import index_targets
+from ..pipelines.source import Source
+from ..pipelines.sources import source_for
 from .target_diff import diff_target
 
 if TYPE_CHECKING:
@@ -42,8 +44,8 @@ RUNS_ROOT = "runs"
 
 
 def source_name(spec: MappingSpec) -> str:
-    """The source table, or the export's path."""
-    return spec.source.table or (spec.source.export.path if spec.source.export is not None else "")
+    """The source's name (the table, or the export's path)."""
+    return source_for(spec).name()
 
 
 def latest_run(spec_hash: str, root: str = RUNS_ROOT) -> str:
@@ -64,41 +66,30 @@ def latest_run(spec_hash: str, root: str = RUNS_ROOT) -> str:
     return max(found)[1]
 
 
-def before_run(spec: MappingSpec, options: RunOptions, source: SourceDescription | None, run_dir: str,
-               resumable: bool, total_segments: int, dry_run: bool, pipeline_options: Any) -> dict[str, Any]:
+def before_run(spec: MappingSpec, source: Source, options: RunOptions, description: SourceDescription | None,
+               run_dir: str, resumable: bool, total_segments: int, dry_run: bool, pipeline_options: Any) -> dict[str, Any]:
     """The PreparedRun fields that say what the run will do: the target read (refused if migrate would refuse it),
-    the items to expect and the segments (an export's data files) already stored. A dry run reads nothing."""
+    the items to expect and the pieces (scan segments, an export's data files) already stored. A dry run reads
+    nothing."""
 
-    found = {"source_description": source, "found_run_dir": bool(options.resume and not options.run_dir)}
+    found = {"source_description": description, "found_run_dir": bool(options.resume and not options.run_dir)}
     if dry_run:
         return found
     if resumable and options.resume:  # read-only with resume: nothing to resume, another spec, another segment count
-        Checkpoint.start(run_dir, spec_hash(spec), total_segments, source_name(spec), resume=True,
-                         export=spec.source.export is not None)
+        Checkpoint.start(run_dir, spec_hash(spec), total_segments, source.name(), resume=True,
+                         export=not source.positions)
     diff = diff_target(spec.target, strict=True, indexes=index_targets(spec))  # a dead or refusing Bigtable fails
     if diff.blocking:  # here, in seconds
         raise mismatch_error(diff.refused or spec.target, diff.comparison)
     done = completed_segments(run_dir) if resumable and options.resume else frozenset()
-    scanning = spec.source.export is None and options.sample is None
+    scanning = source.positions and options.sample is None
     part_way = len(saved_positions(run_dir)) if scanning and resumable and options.resume else 0
-    expected, basis = _expected_items(spec, options, source, total_segments, done, pipeline_options)
+    expected: int | None = options.sample
+    basis = "--sample"
+    if expected is None:
+        expected, basis = source.expected_items(description, total_segments, done, pipeline_options)
     return {**found, "target_diff": diff, "expected_items": expected, "expected_from": basis,
             "segments_done": len(done), "segments_part_way": part_way}
-
-
-def _expected_items(spec: MappingSpec, options: RunOptions, source: SourceDescription | None, total: int,
-                    done: frozenset[int], pipeline_options: Any) -> tuple[int | None, str]:
-    if options.sample is not None:
-        return options.sample, "--sample"
-    if spec.source.export is not None:
-        from ..pipelines.dynamodb.export import read_manifest
-
-        files = read_manifest(spec.source.export.path, pipeline_options).files
-        return sum(f.item_count for number, f in enumerate(files) if number not in done), "the export's manifest"
-    if source is None or not source.item_count:
-        return None, ""
-    left = source.item_count * (total - len(done)) // total
-    return left, "DescribeTable, refreshed about every six hours"
 
 
 @dataclass(frozen=True)

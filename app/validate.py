@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 
 from ..mappers.errors import UsageError
 from ..mappers.analysis.lints import uses_default_time
@@ -25,16 +24,17 @@ from ..mappers.validate.compare import times_from_items
 from ..pipelines.run import checkpoint as ckpt
 from ..pipelines.cutover import timeline as tl
 from ..pipelines.validate import files
-from ..pipelines.dynamodb.aws import s3_beam_args
 from ..pipelines.bigtable.sink import Destination
 from ..pipelines.run.dead_letters import check_dead_letter_destination
-from ..pipelines.run.options import check_locations, concurrent_segments, is_direct_runner
+from ..pipelines.run.options import concurrent_segments
+from ..pipelines.sources import source_for
 from ..pipelines.bigtable.target import describe_target, probe_target
 from ..pipelines.validate.files import discard_unfinished, finished_parts
 from ..pipelines.validate.pipeline import build_compare_pass
 from ..pipelines.validate.rows import LAUNCHER_BYTES, build_rows_pass, candidate_bytes, resolve_here
-from .context import Step, announce, describe_source, load_spec, unfinished, wait_for, with_source_keys
-from .migrate import default_run_dir, pipeline_stages, require_shared
+from .assembly import default_run_dir, runner_for, segments
+from .context import Step, announce, load_spec, unfinished, wait_for, with_source_keys
+from .migrate import pipeline_stages
 from .options import FLOW_NAMES, RUN_OPTIONS, RunOptions
 from .runs import source_name
 
@@ -169,44 +169,27 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
                          "rows no item maps to", "drop --sample, or --resume/--target-scan")
     if options.resume and not options.run_dir:
         raise ckpt.ResumeError("--resume needs the folder of the validation to continue", "pass --run-dir RUN_DIR")
-    beam_args = list(options.beam_args)
-    if options.project and not any(a.split("=")[0] == "--project" for a in beam_args):
-        beam_args.append(f"--project={options.project}")
-    pipeline_options = PipelineOptions(s3_beam_args(beam_args, spec.source))
-    runner = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
-    dry_run = bool(pipeline_options.view_as(TestOptions).dry_run)
-    direct = is_direct_runner(runner)
+    source = source_for(spec)
+    run = runner_for(spec, options, source=source)
+    pipeline_options, runner, dry_run, direct = run.pipeline_options, run.name, run.dry_run, run.direct
     run_dir = options.run_dir or default_run_dir(spec.target.table, "validate")
-    if not direct:
-        require_shared("--run-dir", options.run_dir, runner)
-        if options.dead_letter:
-            require_shared("--dead-letter", options.dead_letter, runner)
-    check_locations(pipeline_options, {"--run-dir": options.run_dir, "--dead-letter": options.dead_letter})
-    scanning = spec.source.export is None and options.sample is None
+    scanning = source.positions and options.sample is None
     total = options.total_segments or spec.source.total_segments
     item_count = 0
     after_us, snapshot = None, ""
     if as_of is not None and not _is_folder(as_of):
         after_us, snapshot = snapshot_time(as_of, spec)  # a time: refused before anything is read if it does not parse
     if not dry_run:
-        source = describe_source(spec)  # the source is checked before the target
-        spec = with_source_keys(spec, source)
+        description = source.describe()  # the source is checked before the target
+        spec = with_source_keys(spec, description)
         if as_of is not None and after_us is None:
             after_us, snapshot = snapshot_time(as_of, spec)
             if now_ms is None:  # the run's own "now": its cells at "now" are expected where it wrote them
                 now_ms = run_now_ms(as_of, spec)
-        item_count = source.item_count if source else 0
-        if spec.source.export is not None:
-            from ..pipelines.dynamodb.export import verify_export
-
-            verify_export(spec.source.export.path, pipeline_options)
+        item_count = description.item_count if description else 0
+        fixed = source.check(pipeline_options)  # an export's damaged files: refused before anything is read
         probe_target(spec.target, must_exist=True)  # a dead Bigtable or a missing table fails here, in seconds
-        if scanning and total is None and options.resume:
-            total = ckpt.Checkpoint.saved_total_segments(run_dir)
-        if scanning and total is None:
-            from ..pipelines.dynamodb.scan import choose_total_segments
-
-            total = choose_total_segments(source.size_bytes if source else 0)
+        total, _assumed = segments(source, options, spec, description, fixed, run_dir=run_dir, resume=options.resume)
 
     now_unknown = now_ms is None and spec.migration_time is None and any(map(uses_default_time, spec.entities))
     return PreparedValidation(
@@ -237,9 +220,7 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
             check_dead_letter_destination(p.dead_letter, resume=options.resume)
     sample = None
     if options.sample is not None:
-        from ..pipelines.validate.sample import random_sample
-
-        sample = [] if p.dry_run else random_sample(spec.source, options.sample, item_count=p.item_count)
+        sample = [] if p.dry_run else source_for(spec).random_sample(options.sample, item_count=p.item_count)
     before = files.totals(p.run_dir) if options.resume else {}
 
     pipeline = beam.Pipeline(options=p.pipeline_options)

@@ -33,10 +33,13 @@ from ..mappers.limits import DeadLetterLimit
 from ..mappers.results import MappedRow, Skipped
 from .run import checkpoint as ckpt
 from .run import progress
-from .run.batches import BATCH_ITEMS, Barrier, Batch, SegmentAt, SegmentDone
-from .bigtable.sink import FlowControl, WriteToBigtable
+from .run.batches import Barrier, Batch, SegmentAt, SegmentDone
+from .bigtable.sink import FlowControl
 from .run.metrics import NAMESPACE, ReasonCounters, letter_reason, skip_reason
 from .run.dead_letters import DeadLetter, DeadLetterGate, ItemsMapped, write_part
+from .source import ItemsSource, Source
+from .sinks import BigtableSink
+from .sources import source_for
 
 log = logging.getLogger(__name__)
 
@@ -211,42 +214,27 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
                    total_segments: int = 1, completed: frozenset[int] = frozenset(),
                    flow: FlowControl | None = None, sample: list[dict] | None = None,
                    now_ms: int | None = None, segments_in_flight: int | None = None,
-                   source: beam.PTransform | None = None, progress_dir: str | None = None,
+                   source: Source | None = None, progress_dir: str | None = None,
                    max_dead_letters: DeadLetterLimit | None = None,
                    start_keys: dict[int, dict[str, Any]] | None = None) -> None:
-    """Add the migration to ``p``. ``sample`` (these items) or ``source`` (a transform giving item batches that it
-    counts as read, e.g. a dead-letter file's) replaces the spec's source; neither has a checkpoint.
-    With ``run_dir`` the run marks what it stored there: scan segments, or an export's data files (numbered by
-    their place in the manifest); ``completed`` (segments or files) are not read again. A scan also saves each
+    """Add the migration to ``p``, reading ``source`` (default: the spec's, :func:`.sources.source_for`).
+    ``sample`` (these items) replaces it, with no checkpoint.
+    With ``run_dir`` the run marks what it stored there: the source's pieces (scan segments, or an export's data
+    files numbered by their place in the manifest); ``completed`` pieces are not read again. A scan also saves each
     segment's position after every stored page there, and ``start_keys`` (segment -> ExclusiveStartKey, the
     savepoints a resumed run found) start segments part way.
     ``progress_dir``: where the map and write steps keep live totals (see :mod:`.progress`)."""
-    mismatches = None
-    if source is not None:
-        items = p | "Source" >> source
-        run_dir = None
-    elif sample is not None:
-        batches = [Batch(sample[start:start + BATCH_ITEMS]) for start in range(0, len(sample), BATCH_ITEMS)]
-        items = (p | "Sample" >> beam.Create(batches)
-                 | "CountRead" >> beam.Map(lambda batch: (Metrics.counter(NAMESPACE, "items_read").inc(len(batch)),
-                                                          batch)[1]))
-        run_dir = None
-    elif spec.source.export is not None:
-        from .dynamodb.export import ReadDynamoDBExport
-
-        read = p | "ReadExport" >> ReadDynamoDBExport(spec.source.export.path, completed_files=completed,
-                                                      mark_done=run_dir is not None)
-        items, mismatches = read["batches"], read["count_mismatch"]
-    else:
-        from .dynamodb.scan import ScanDynamoDB
-
-        items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
-                                             segments_in_flight=segments_in_flight, start_keys=start_keys,
-                                             savepoints=run_dir is not None, progress_dir=progress_dir)
+    if sample is not None:
+        source, run_dir = ItemsSource(sample), None
+    elif source is None:
+        source = source_for(spec)
+    read = source.read(p, total_segments=total_segments, completed=completed, mark_done=run_dir is not None,
+                       segments_in_flight=segments_in_flight, start_keys=start_keys, progress_dir=progress_dir)
+    items, mismatches = read.batches, read.mismatches
     # Output type Batch for BatchCoder's cheap size estimate; the map's dead letters ride in the same stream.
     mapped = (items | "Map" >> beam.ParDo(MapFn(spec.model_dump(by_alias=True), now_ms, progress_dir))
               .with_output_types(Batch))
-    _ = (mapped | "WriteToBigtable" >> WriteToBigtable(spec.target, flow, progress_dir=progress_dir)
+    _ = (BigtableSink(spec.target, flow, progress_dir=progress_dir).write(mapped)
          | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir, max_dead_letters)))
     if mismatches is not None:  # exports only; a file with a count mismatch is never marked done
         _ = (mismatches | "MismatchLetters" >> beam.Map(_mismatch_letter)

@@ -1,27 +1,77 @@
-"""Items from a spec's source without Beam: a sample for the dry run, or everything for `validate --full`."""
+"""The registry of sources: which :class:`~.source.Source` reads a spec's ``source``, chosen once per run.
+
+Each kind of source registers a test on the spec's ``source`` section and a factory; the newest
+registration whose test holds wins, so a source registered later (a new module, a test) can
+claim specs the built-in ones would take. Built in: a full export (``source.export``) and the live
+table (``source.table``). Sources that no spec names (a dead-letter file, Bigtable rows) are made
+directly by their use case; :data:`KINDS` lists every kind, for the interface's tests.
+"""
 
 from __future__ import annotations
 
-from ..mappers.spec import SourceSpec
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from .dynamodb.sources import ExportSource, ScanSource
+from .run.dead_letter_source import DeadLetterSource
+from .source import ItemsSource, Source
+
+if TYPE_CHECKING:
+    from ..mappers.spec import MappingSpec, SourceSpec
+
+
+@dataclass(frozen=True)
+class Registration:
+    kind: type[Source]
+    matches: Callable[[SourceSpec], bool]
+    make: Callable[[SourceSpec], Source]
+
+
+REGISTRY: list[Registration] = []
+KINDS: list[type[Source]] = [ItemsSource, DeadLetterSource]
+"""Every kind of source, the ones no spec names included."""
+
+
+def register(kind: type[Source], matches: Callable[[SourceSpec], bool],
+             make: Callable[[SourceSpec], Source] | None = None) -> Registration:
+    """Make ``kind`` read the specs whose ``source`` section ``matches`` (``make``: how, default ``kind(source)``).
+    Returns the registration, for :func:`unregister`."""
+    registration = Registration(kind, matches, make or kind)
+    REGISTRY.append(registration)
+    if kind not in KINDS:
+        KINDS.append(kind)
+    return registration
+
+
+def unregister(registration: Registration) -> None:
+    REGISTRY.remove(registration)
+    if all(other.kind is not registration.kind for other in REGISTRY):
+        KINDS.remove(registration.kind)
+
+
+def source_of(source: SourceSpec) -> Source:
+    """The source a spec's ``source`` section names (the newest registration that claims it)."""
+    for registration in reversed(REGISTRY):
+        if registration.matches(source):
+            return registration.make(source)
+    raise LookupError("no registered source reads this source section")  # SourceSpec requires table or export
+
+
+def source_for(spec: MappingSpec) -> Source:
+    """The source of ``spec``: chosen here, once, for every use case."""
+    return source_of(spec.source)
 
 
 def read_items(source: SourceSpec, limit: int | None = None) -> list[dict]:
-    """The first `limit` items (a few scan pages, never a full scan), or every item (one sequential scan)."""
-    if source.export is not None:
-        from apache_beam.options.pipeline_options import PipelineOptions
+    """The first ``limit`` items (a few scan pages, never a full scan), or every item (one sequential read)."""
+    return source_of(source).items(limit)
 
-        from .dynamodb.aws import s3_beam_args
-        from .dynamodb.export import iter_export_items
 
-        # Beam's S3 filesystem wants options even outside a pipeline; its endpoint by the project's rule (.aws).
-        options = PipelineOptions(s3_beam_args([], source))
-        return list(iter_export_items(source.export.path, limit=limit, options=options))
-    from .dynamodb.client import ClientSettings, make_client
-    from .dynamodb.scan import sample_items, scan_segment
+def random_sample(source: SourceSpec, n: int, *, item_count: int = 0, seed: int | None = None) -> list[dict]:
+    """Up to ``n`` items picked at random across the source (``item_count``: DescribeTable's, which sizes a scan's
+    sample)."""
+    return source_of(source).random_sample(n, item_count=item_count, seed=seed)
 
-    table = source.table
-    assert table is not None, "a spec without an export names its table"  # SourceSpec's own rule
-    client = make_client(ClientSettings.from_source(source))
-    if limit is None:
-        return list(scan_segment(client, table))
-    return sample_items(client, table, limit)
+
+register(ScanSource, lambda source: source.table is not None and source.export is None)
+register(ExportSource, lambda source: source.export is not None)

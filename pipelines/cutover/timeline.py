@@ -23,6 +23,7 @@ from typing import Any
 from ...mappers.errors import UsageError
 from ...mappers.units import iso_to_micros as iso_to_us, micros_to_iso as us_to_iso  # noqa: F401 - the cutover's names
 from ..run import checkpoint as ckpt
+from ..sources import source_for
 
 TIMELINE_FILE = "cutover.json"
 BACKFILL_LETTERS = "dead_letters.jsonl"
@@ -121,21 +122,17 @@ def find_backfill(run_dir: str, spec: Any) -> Backfill:
     """The backfill recorded in ``run_dir`` for ``spec``: its kind, start, "now" and whether it finished."""
     from apache_beam.io.filesystems import FileSystems
 
-    if spec.source.export is not None:
-        from ..dynamodb.export import read_manifest
-
-        manifest = read_manifest(spec.source.export.path)
-        if not manifest.export_time:
-            raise TimelineError(f"the export in {manifest.export_dir} has no exportTime; the timeline cannot start")
+    snapshot = source_for(spec).snapshot()
+    if snapshot is not None:  # a full export: the timeline starts at its time
+        if not snapshot.time:
+            raise TimelineError(f"{snapshot.where} has no exportTime; the timeline cannot start")
         if spec.migration_time is None:
             raise TimelineError(
                 "an export backfill does not record its run's \"now\", which gives cells without a timestamp theirs",
                 "set migration_time in the spec (the same value the backfill ran with)")
         done = FileSystems.exists(join(run_dir, BACKFILL_LETTERS))
         now_ms = int(spec.migration_time.timestamp() * 1000)
-        table = None if manifest.table is None else {"arn": manifest.table.arn, "table_id": manifest.table.table_id}
-        return Backfill("export", iso_to_us(manifest.export_time), now_ms, done,
-                        f"full export {manifest.export_id} at {manifest.export_time}", table)
+        return Backfill("export", iso_to_us(snapshot.time), now_ms, done, snapshot.detail, snapshot.table)
     saved = read_json(join(run_dir, ckpt.CHECKPOINT_FILE))
     if saved is None:
         raise TimelineError(f"{run_dir} holds no backfill (no {ckpt.CHECKPOINT_FILE} and the spec reads no export)",

@@ -19,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from ...mappers.errors import UsageError
+from ..source import Source, SourceRead
 from .batches import BATCH_ITEMS, Batch
 from .metrics import NAMESPACE
 
@@ -102,3 +103,43 @@ class ReadDeadLetters(beam.PTransform):
                 | "Items" >> beam.FlatMap(_items)
                 | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=BATCH_ITEMS)
                 | "Count" >> beam.ParDo(_CountedBatch()).with_output_types(Batch))
+
+
+class DeadLetterSource(Source):
+    """A dead-letter file as a :class:`~ddb2bt.pipelines.source.Source` (redrive's): one piece, no checkpoint; its
+    check is :func:`survey` (every line, before anything is written), kept in ``found``."""
+
+    kind = "dead letters"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.found: DeadLetterSurvey | None = None
+
+    def name(self) -> str:
+        return self.path
+
+    def check(self, pipeline_options: Any = None) -> None:
+        self.found = survey(self.path)
+
+    def locations(self) -> dict[str, str | None]:
+        return {"the dead-letter file": self.path}
+
+    def expected_items(self, description: Any, total: int, done: frozenset[int],
+                       pipeline_options: Any = None) -> tuple[int | None, str]:
+        found = self.found or survey(self.path)
+        return found.items, "the dead-letter file"
+
+    def read(self, p: Any, *, total_segments: int = 1, completed: frozenset[int] = frozenset(),
+             mark_done: bool = False, segments_in_flight: int | None = None,
+             start_keys: dict[int, dict[str, Any]] | None = None, progress_dir: str | None = None,
+             count_read: bool = True) -> SourceRead:
+        return SourceRead(p | "Source" >> ReadDeadLetters(self.path))
+
+    def items(self, limit: int | None = None) -> list[dict]:
+        found: list[dict] = []
+        with FileSystems.open(self.path) as handle:
+            for raw in handle:
+                if limit is not None and len(found) >= limit:
+                    break
+                found.extend(_items(raw.decode("utf-8", "replace")))
+        return found

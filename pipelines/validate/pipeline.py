@@ -35,12 +35,15 @@ from apache_beam.transforms.window import GlobalWindows
 from ...mappers.index_rows import INDEX_ENTITY, as_index_row, with_index_rows
 from ...mappers.results import MappedRow
 from ..run import checkpoint as ckpt
-from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
+from ..run.batches import Batch, SegmentDone
 from ..bigtable.read import RowLookup
-from ..bigtable.sink import NAMESPACE, Destination, FlowControl, WriteToBigtable
+from ..bigtable.sink import NAMESPACE, Destination, FlowControl
 from ..run.dead_letters import DeadLetter, write_part
 from ..pipeline import MapFn, relax_young_gc  # the migration's map step, reused
 from .extra import apply_deletions, resolved
+from ..source import ItemsSource
+from ..sources import source_for
+from ..sinks import BigtableSink
 from .files import FOLDERS, PartWriter
 
 log = logging.getLogger(__name__)
@@ -306,26 +309,19 @@ def build_compare_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, now_ms: int
                        collect_keys: bool = False, dead_letter: str | None = None, flow: FlowControl | None = None,
                        segments_in_flight: int | None = None, decode_every: int = 1,
                        after_us: int | None = None) -> None:
-    """Add the compare pass to ``p``: ``sample`` replaces the source with these items (no checkpoint, no extras)."""
-    if sample is not None:
-        batches = [Batch(sample[start:start + BATCH_ITEMS]) for start in range(0, len(sample), BATCH_ITEMS)]
-        items = p | "Sample" >> beam.Create(batches)
-    elif spec.source.export is not None:
-        from ..dynamodb.export import ReadDynamoDBExport
-
-        items = (p | "ReadExport" >> ReadDynamoDBExport(spec.source.export.path))["batches"]
-    else:
-        from ..dynamodb.scan import ScanDynamoDB
-
-        items = p | "Scan" >> ScanDynamoDB(spec.source, total_segments, completed_segments=completed,
-                                             segments_in_flight=segments_in_flight)
+    """Add the compare pass to ``p``: ``sample`` replaces the spec's source with these items (no checkpoint, no
+    extras)."""
+    source = ItemsSource(sample) if sample is not None else source_for(spec)
+    # validate keeps no checkpoint of whole pieces: a scan's segments are marked by their done markers
+    items = source.read(p, total_segments=total_segments, completed=completed, segments_in_flight=segments_in_flight,
+                        count_read=False).batches
     destination = Destination.from_target(spec.target)
-    scanning = sample is None and spec.source.export is None
+    scanning = sample is None and source.positions
     compare = _CompareFn(spec.model_dump(by_alias=True), destination, now_ms, repair=repair, extras=sample is None,
                          scan_order=scanning, collect_keys=collect_keys, decode_every=decode_every, after_us=after_us)
     found = (items
              | "Map" >> beam.ParDo(_TallyMapFn(spec.model_dump(by_alias=True), now_ms)).with_output_types(Batch)
              | "Compare" >> beam.ParDo(compare).with_output_types(Batch))
     if repair:
-        found = found | "Repair" >> WriteToBigtable(destination, flow)
+        found = BigtableSink(spec.target, flow).write(found, "Repair")
     _ = found | "Persist" >> beam.ParDo(PersistFoundFn(run_dir, dead_letter, scanning))

@@ -1,4 +1,4 @@
-"""A random sample of a source for `validate --sample N`: spread over the whole table, not its first pages.
+"""Random samples of DynamoDB sources for `validate --sample N` (:meth:`.Source.random_sample`): spread over the whole table, not its first pages.
 
 Live table: a parallel Scan cut into many small segments (about ``ITEMS_PER_SEGMENT`` items each,
 from DescribeTable's item count); random segments give the first page of at most
@@ -42,11 +42,8 @@ def reservoir(items: Any, n: int, rng: random.Random, stop_after: int | None = N
     return chosen
 
 
-def random_sample(source: SourceSpec, n: int, *, item_count: int = 0, seed: int | None = None) -> list[dict]:
-    """Up to ``n`` items picked at random across the source (see the module doc for how)."""
-    rng = random.Random(seed)
-    if source.export is not None:
-        return _export_sample(source.export.path, n, rng)
+def scan_sample(source: SourceSpec, n: int, rng: random.Random, item_count: int = 0) -> list[dict]:
+    """Up to ``n`` items picked at random across a live table (see the module doc for how)."""
     from ..dynamodb.client import ClientSettings
     from ..dynamodb.scan import RetryPolicy, scan_client, scan_pages
 
@@ -67,7 +64,8 @@ def random_sample(source: SourceSpec, n: int, *, item_count: int = 0, seed: int 
     return found
 
 
-def _export_sample(path: str, n: int, rng: random.Random) -> list[dict]:
+def export_sample(path: str, n: int, rng: random.Random) -> list[dict]:
+    """Up to ``n`` items picked at random among the items of an export's data files (see the module doc)."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from ..dynamodb.export import iter_file_items, read_manifest

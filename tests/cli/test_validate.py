@@ -113,6 +113,9 @@ def test_the_dataflow_job_is_built_offline(invoke, tmp_path, monkeypatch):
     spec.write_text(DRY_SPEC)
     beam = ["--runner", "DataflowRunner", "--project", "dummy-project", "--region", "us-central1",
             "--temp_location", "gs://dummy-bucket/tmp", "--dry_run=True"]
+    bare = invoke("validate", spec, "--run-dir", "gs://dummy-bucket/runs/v", *beam)
+    assert bare.exit_code == 2 and "--sdk_container_image" in bare.stderr  # migrate's rule: workers need ddb2bt
+    beam += ["--sdk_container_image", "example.org/ddb2bt:test"]
     built = invoke("validate", spec, "--run-dir", "gs://dummy-bucket/runs/v", "--total-segments", "4", "--repair",
                    *beam)
     assert built.exit_code == 0, built.output

@@ -19,7 +19,7 @@ from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.run import checkpoint as ckpt
 from ddb2bt.pipelines.local import servers as local_servers
 from ddb2bt.pipelines.dynamodb.scan import scan_segment
-from ddb2bt.pipelines.validate.sample import random_sample
+from ddb2bt.pipelines.sources import random_sample
 
 from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec
 from tests.installed import DDB2BT

@@ -1,0 +1,181 @@
+"""Sources and sinks behind one interface: every kind implements it, and a source added with one registration is read
+by the real use cases (migrate, its resume, validate, the samples) with no other change."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import apache_beam as beam
+import boto3
+import pytest
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+from apache_beam.testing.util import assert_that, equal_to
+
+from ddb2bt.app.migrate import migrate
+from ddb2bt.app.options import RunOptions
+from ddb2bt.app.validate import validate
+from ddb2bt.mappers.errors import UsageError
+from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.pipelines.cutover.catchup import ChangeSink
+from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table
+from ddb2bt.pipelines.run.batches import Batch, SegmentDone
+from ddb2bt.pipelines.run.checkpoint import completed_segments
+from ddb2bt.pipelines.run.metrics import NAMESPACE
+from ddb2bt.pipelines.sink import Sink
+from ddb2bt.pipelines.sinks import BigtableSink, DynamoDBSink
+from ddb2bt.pipelines.source import ItemsSource, Source, SourceRead
+from ddb2bt.pipelines.sources import KINDS, read_items, register, source_for, unregister
+from tests.pipelines.cells import expected_cells, read_cells
+
+PIECES = 3
+
+
+def _read_piece(piece: tuple[str, int], mark_done: bool) -> Iterator[Any]:
+    path, number = piece
+    with FileSystems.open(path) as handle:
+        lines = handle.read().decode("utf-8").splitlines()
+    items = [json.loads(line) for index, line in enumerate(lines) if line.strip() and index % PIECES == number]
+    Metrics.counter(NAMESPACE, "items_read").inc(len(items))
+    yield Batch(items)
+    if mark_done:
+        yield SegmentDone(number)
+
+
+class JsonLinesSource(Source):
+    """Items in DynamoDB's wire format, one JSON object a line, read in PIECES pieces (every PIECES-th line)."""
+
+    kind = "json lines"
+    pieces_name = "line sets"
+
+    def __init__(self, spec: Any) -> None:
+        self.spec, self.path = spec, spec.export.path
+
+    def name(self) -> str:
+        return self.path
+
+    def check(self, pipeline_options: Any = None) -> int:
+        if not Path(self.path).is_file():
+            raise UsageError(f"no file at {self.path}", "give a JSON-lines file")
+        return PIECES
+
+    def expected_items(self, description: Any, total: int, done: frozenset[int],
+                       pipeline_options: Any = None) -> tuple[int | None, str]:
+        lines = Path(self.path).read_text(encoding="utf-8").splitlines()
+        return sum(1 for index, _ in enumerate(lines) if index % PIECES not in done), "the file"
+
+    def read(self, p: Any, *, total_segments: int = 1, completed: frozenset[int] = frozenset(),
+             mark_done: bool = False, segments_in_flight: int | None = None,
+             start_keys: dict[int, dict[str, Any]] | None = None, progress_dir: str | None = None,
+             count_read: bool = True) -> SourceRead:
+        pieces = [(self.path, number) for number in range(total_segments) if number not in completed]
+        return SourceRead(p | "Pieces" >> beam.Create(pieces) | "Spread" >> beam.Reshuffle()
+                          | "ReadLines" >> beam.FlatMap(_read_piece, mark_done).with_output_types(Batch))
+
+    def items(self, limit: int | None = None) -> list[dict]:
+        lines = Path(self.path).read_text(encoding="utf-8").splitlines()[:limit]
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+@pytest.fixture
+def json_lines_source():
+    registration = register(JsonLinesSource, lambda source: bool(source.export and source.export.path.endswith(".jsonl")))
+    yield JsonLinesSource
+    unregister(registration)
+
+
+def _signature(method: Any) -> list[tuple[str, Any]]:
+    return [(p.name, p.kind) for p in inspect.signature(method).parameters.values()]
+
+
+def test_every_source_and_sink_implements_its_interface(json_lines_source):
+    kinds = [*KINDS]
+    assert JsonLinesSource in kinds  # one registration lists it with the built-in kinds
+    assert {kind.kind for kind in kinds} >= {"scan", "export", "dead letters", "items", "json lines"}
+    assert len({kind.kind for kind in kinds}) == len(kinds), "two kinds share a name"
+    for kind in kinds:
+        assert issubclass(kind, Source) and not inspect.isabstract(kind), f"{kind.__name__} leaves methods out"
+        for name in ("read", "expected_items", "check", "items", "random_sample"):
+            assert _signature(getattr(kind, name)) == _signature(getattr(Source, name)), f"{kind.__name__}.{name}"
+    for sink in (BigtableSink, ChangeSink, DynamoDBSink):
+        assert issubclass(sink, Sink) and not inspect.isabstract(sink), f"{sink.__name__} leaves methods out"
+        assert _signature(sink.write) == _signature(Sink.write)
+    assert isinstance(source_for(MappingSpec.model_validate(_spec("t", "/x/items.jsonl"))), JsonLinesSource)
+
+
+def test_without_its_registration_a_spec_goes_to_the_built_in_sources():
+    spec = MappingSpec.model_validate(_spec("t", "/x/items.jsonl"))
+    assert source_for(spec).kind == "export"
+    assert source_for(spec.model_copy(update={"source": spec.source.model_copy(update={"export": None})})).kind == "scan"
+
+
+def _spec(table: str, path: str) -> dict:
+    return {
+        "source": {"table": table, "partition_key": "pk", "sort_key": "sk", "export": {"path": path}},
+        "target": {"table": table, "families": {"d": None}},
+        "entities": [{"name": "thing", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
+    }
+
+
+def _items(n: int) -> list[dict]:
+    return [{"pk": {"S": f"p{i % 7}"}, "sk": {"S": f"s{i:03d}"}, "n": {"N": str(10**30 + i)}, "b": {"B": "AAE="}}
+            for i in range(n)]
+
+
+def test_a_registered_source_is_migrated_resumed_validated_and_sampled(json_lines_source, bigtable_env, unique_name,
+                                                                      tmp_path):
+    items = _items(40)
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    spec = MappingSpec.model_validate(_spec(unique_name, str(path)))
+    run_dir = str(tmp_path / "run")
+
+    assert read_items(spec.source, 5) == items[:5]  # migrate-plan's sample: the same registry
+
+    result = migrate(spec, RunOptions(run_dir=run_dir))
+    assert result.ok, result.problems
+    assert result.prepared.total_segments == PIECES  # the source fixed its pieces in its check
+    assert result.prepared.expected_items == 40 and result.prepared.expected_from == "the file"
+    assert result.counters["items_read"] == 40 and result.counters["rows_written"] == 40
+    assert completed_segments(run_dir) == frozenset(range(PIECES))  # each piece marked done once stored
+    assert read_cells(spec.target) == expected_cells(spec, items, result.prepared.now_ms)
+
+    again = migrate(spec, RunOptions(run_dir=run_dir, resume=True))  # every piece stored: nothing is read again
+    assert again.ok, again.problems
+    assert again.prepared.expected_items == 0 and again.counters["items_read"] == 0
+    assert read_cells(spec.target) == expected_cells(spec, items, result.prepared.now_ms)
+
+    checked = validate(spec, RunOptions(run_dir=str(tmp_path / "validate")), now_ms=result.prepared.now_ms)
+    assert checked.ok, (checked.counts, checked.problems)
+    assert checked.totals["items_compared"] == 40
+
+
+def test_a_missing_file_is_refused_by_the_source_before_anything_is_written(json_lines_source, bigtable_env,
+                                                                          unique_name, tmp_path):
+    spec = MappingSpec.model_validate(_spec(unique_name, str(tmp_path / "missing.jsonl")))
+    with pytest.raises(UsageError, match="no file at"):
+        migrate(spec, RunOptions(run_dir=str(tmp_path / "run")))
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_dynamodb_sink_writes_items_and_gives_back_what_dynamodb_refused(moto_server, unique_name):
+    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    create_table(client, unique_name, "pk", "sk")
+    sink = DynamoDBSink(ClientSettings(region="us-east-1", endpoint_url=moto_server.endpoint), unique_name,
+                        ("pk", "sk"))
+    sink.prepare()
+    good = _items(30)
+    keyless = {"pk": {"S": "p0"}, "n": {"N": "1"}}  # no sort key: DynamoDB refuses it (ValidationException)
+    pipeline = beam.Pipeline(runner="DirectRunner")
+    out = sink.write(ItemsSource([*good[:20], keyless, *good[20:]]).read(pipeline).batches)
+    assert_that(out | beam.Map(lambda letter: (letter.item, letter.stage)), equal_to([(keyless, "write")]))
+    pipeline.run().wait_until_finish()
+
+    found = client.scan(TableName=unique_name, ConsistentRead=True)["Items"]
+    assert sorted(found, key=lambda item: item["sk"]["S"]) == [
+        {**item, "b": {"B": b"\x00\x01"}} for item in good]  # boto3 decodes B; the wire held base64 "AAE="
+    with pytest.raises(UsageError, match="no DynamoDB table"):
+        DynamoDBSink(sink.settings, unique_name + "x", ("pk", "sk")).check()
