@@ -16,39 +16,35 @@ from __future__ import annotations
 from typing import Any
 
 
-class RawAnswersTarget:
+class _Delegate:
+    """Stands for ``inner``: every attribute not set on it is ``inner``'s."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __repr__(self) -> str:
+        return repr(self._inner)
+
+
+class RawAnswersTarget(_Delegate):
     """``table``, except that its client's ``_gapic_client.mutate_rows`` streams raw ``MutateRowsResponse``s."""
 
     def __init__(self, table: Any) -> None:
-        self._table = table
-        self.client = _Client(table.client)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._table, name)
-
-    def __repr__(self) -> str:
-        return repr(self._table)
+        super().__init__(table)
+        client = self.client = _Delegate(table.client)
+        client._gapic_client = _Gapic(table.client._gapic_client)  # type: ignore[attr-defined]  # set on the stand-in
 
 
-class _Client:
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self._gapic_client = _Gapic(client._gapic_client)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-
-class _Gapic:
+class _Gapic(_Delegate):
     def __init__(self, gapic: Any) -> None:
         from google.cloud.bigtable_v2.types import bigtable as types_pb
 
-        self._gapic = gapic
+        super().__init__(gapic)
         self._raw = types_pb.MutateRowsResponse.pb
 
     def mutate_rows(self, *args: Any, **kwargs: Any) -> Any:
         # The call is made here, so that it fails where the client's would; each answer is unwrapped as it comes.
-        return map(self._raw, self._gapic.mutate_rows(*args, **kwargs))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._gapic, name)
+        return map(self._raw, self._inner.mutate_rows(*args, **kwargs))

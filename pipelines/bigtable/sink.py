@@ -393,8 +393,9 @@ def open_batcher(table: Any, flow: FlowControl) -> Any:
     read as raw protobuf (:mod:`.raw_answers`)."""
     from google.cloud.bigtable.data import MutationsBatcher
 
+    target: Any = RawAnswersTarget(table)  # the table, to the batcher (it takes a table's attributes only)
     batcher = MutationsBatcher(
-        RawAnswersTarget(table),
+        target,
         flush_limit_mutation_count=flow.flush_limit_mutation_count,
         flush_limit_bytes=flow.flush_limit_bytes,
         flow_control_max_mutation_count=flow.flow_control_max_mutation_count,
