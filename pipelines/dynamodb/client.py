@@ -19,6 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from ...mappers.source import SourceDescription
+from . import wire_json
 from .aws import aws_client
 
 log = logging.getLogger(__name__)
@@ -128,9 +129,9 @@ def _write_batch(client: Any, table: str, requests: list[dict]) -> int:
 
 def keep_field_raw(client: Any, operation: str, field: str) -> None:
     """Let ``operation``'s answers keep ``field`` (items, in Scan's Items or BatchGetItem's Responses) as the raw
-    JSON, skipping botocore's per-value parsing (about five times json.loads's CPU per item). Items stay in wire
-    format, except that ``B`` values stay base64 text, the export form the mapper, the comparison and dead letters
-    take. The rest of the answer is parsed by botocore as usual. Touches botocore's response dict (pinned)."""
+    JSON (parsed by :func:`.wire_json.loads`), skipping botocore's per-value parsing (about five times json.loads's
+    CPU per item). Items stay in wire format, except that ``B`` values stay base64 text, the export form the
+    mapper, the comparison and dead letters take. The rest of the answer is parsed by botocore as usual. Touches botocore's response dict (pinned)."""
     client.meta.events.register(f"before-parse.dynamodb.{operation}", partial(_raw_field, field),
                                 unique_id=f"ddb2bt-raw-{operation}-{field}")
 
@@ -139,7 +140,7 @@ def _raw_field(field: str, response_dict: dict, customized_response_dict: dict, 
     if response_dict.get("status_code") != 200 or not response_dict.get("body"):
         return
     try:
-        data = json.loads(response_dict["body"])
+        data = wire_json.loads(response_dict["body"])
     except ValueError:  # cut short or corrupt: left to botocore, whose CRC32 check retries it (and the caller after)
         return
     if not isinstance(data, dict):

@@ -39,6 +39,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from . import wire_json
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
 from ..run.metrics import NAMESPACE
 from ...mappers.errors import UsageError
@@ -227,7 +228,7 @@ def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
                 if not line.strip():
                     continue
                 try:
-                    parsed = parse(json.loads(line))
+                    parsed = parse(wire_json.loads(line))
                 except (ValueError, KeyError, TypeError) as err:
                     detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
                     raise ExportError(f"{path} line {number} is not {what}: {detail}") from err

@@ -28,6 +28,7 @@ from ddb2bt.pipelines.bigtable.sink import Destination, admin_table, existing_fa
 from ddb2bt.pipelines.cutover.change_sink import ChangeApplier, row_entries
 from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
+from .bigtable_faults import LostResponse
 from .cells import expected_cells, read_cells
 from .streams import create_streamed_table, table_items
 
@@ -401,23 +402,6 @@ def test_validate_finds_a_counter_off_and_repair_rewrites_it_whole(bigtable_env,
     assert read_cells(spec.target) == expected_cells(spec, ITEMS)  # 5 again, not 5 + 15
     again = validate(spec, RunOptions(run_dir=str(tmp_path / "again")), target_scan=True)
     assert again.ok and again.counts == {}, again.first
-
-
-class LostResponse:
-    """The data client's MutateRows transport, except that the first request is applied by Bigtable and then answered
-    UNAVAILABLE (the response lost): the client retries the entries that say they are idempotent."""
-
-    def __init__(self, real) -> None:
-        self.real, self.calls = real, 0
-
-    def __call__(self, *args, **kwargs):
-        from google.api_core.exceptions import ServiceUnavailable
-
-        self.calls += 1
-        answers = list(self.real(*args, **kwargs))
-        if self.calls == 1:
-            raise ServiceUnavailable("response lost after the write was applied")
-        return iter(answers)
 
 
 def test_a_batch_retried_after_a_lost_response_leaves_the_same_counter(bigtable_env, moto_server, unique_name):

@@ -1,0 +1,92 @@
+"""wire_json.loads is json.loads, faster: the same value (ints exact, key order, floats) or the same error."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ddb2bt.mappers.attrvalue import to_export_json
+from ddb2bt.pipelines.dynamodb import wire_json
+from ddb2bt.pipelines.dynamodb.client import put_items
+from ddb2bt.pipelines.dynamodb.scan import ClientSettings, scan_client, scan_pages
+
+from .export_fixtures import item_key, make_items
+
+REGION = "us-east-1"
+
+big_ints = st.integers(min_value=-(10**40), max_value=10**40) | st.sampled_from([2**63, 2**64 - 1, 2**64, -(2**63) - 1])
+scalars = (st.none() | st.booleans() | big_ints | st.floats(allow_nan=True, allow_infinity=True)
+           | st.text() | st.text(alphabet="0123456789 -", min_size=18))
+documents = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
+                         | st.dictionaries(st.text(max_size=5), inner, max_size=4), max_leaves=12)
+
+
+def outcome(parse, data: bytes):
+    """What a parser makes of ``data``: the value's repr (types, key order, float digits) or the error."""
+    try:
+        return "value", repr(parse(data))
+    except ValueError as err:
+        return "error", type(err).__name__, str(err)
+
+
+@settings(max_examples=400, deadline=None)
+@given(documents, st.booleans(), st.sampled_from([(", ", ": "), (",", ":")]), st.sampled_from(["", " ", "\n", "\t"]))
+def test_any_json_document_parses_to_what_json_loads_gives(document, ascii_only, separators, pad):
+    text = pad + json.dumps(document, ensure_ascii=ascii_only, separators=separators) + pad
+    data = text.encode("utf-8", "surrogatepass")  # a lone surrogate: bytes json refuses, so must wire_json
+    assert outcome(wire_json.loads, data) == outcome(json.loads, data)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=60) | st.from_regex(rb'\A[\[\]{}":,0-9 eE.+\-tfrunlsa\\]{0,40}\Z'))
+def test_any_bytes_give_the_same_value_or_the_same_error(data):
+    assert outcome(wire_json.loads, data) == outcome(json.loads, data)
+
+
+@pytest.mark.parametrize("data", [
+    b'{"N": 123456789012345678901234567890}',  # orjson alone would give a float
+    b'[-18446744073709551616]',
+    b"99999999999999999999",
+    b'{"a":\n 100000000000000000000}',
+    b'{"Item": {"n": {"N": "12345678901234567890123456789012345678"}}, "c": 3}',  # digits in text: orjson's path
+    b'\xef\xbb\xbf{"a": 1}',  # a byte-order mark, which json.loads of bytes skips
+    b'{"a": NaN, "b": -Infinity, "c": 1e400}',
+    b'"\\ud83d"',
+    b'{"a": 1, "a": 2, "b": 3}',
+    '{"s": "é漢\U0001f600"}'.encode("utf-16"),
+])
+def test_what_orjson_reads_otherwise_is_read_as_json_reads_it(data):
+    assert outcome(wire_json.loads, data) == outcome(json.loads, data)
+    assert outcome(json.loads, data)[0] == "value"
+
+
+def test_only_a_digit_run_that_may_be_a_bare_number_is_sent_to_json():
+    may = wire_json._may_hold_big_int
+    assert not may(b'{"N": "12345678901234567890123456789012345678", "S": "x1234567890123456789"}')
+    assert may(b'{"N": 12345678901234567890}') and may(b"[1,-12345678901234567890]") and may(b"12345678901234567890")
+    assert may(b'{"S": "a 12345678901234567890"}')  # needlessly (text after a space), still exact
+    assert may(b"[-9223372036854775809]")  # 19 digits, below -2**63
+    assert not may(b'{"a": 123456789012345678}')  # 18 digits fit 64 bits: orjson keeps them an int
+
+
+@pytest.mark.servers
+def test_scan_pages_hold_what_botocore_parses_b_as_base64(dynalite, unique_name):
+    """Real 1 MB pages from dynalite, kept raw and parsed by wire_json, equal botocore's own parse of them."""
+    client = boto3.client("dynamodb", region_name=REGION, endpoint_url=dynalite.endpoint)
+    items = make_items(1500, padding=1500)
+    items[0]["text"] = {"S": "é漢\U0001f600 \u2028 \\ \" 12345678901234567890"}
+    client.create_table(TableName=unique_name, BillingMode="PAY_PER_REQUEST",
+                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                              {"AttributeName": "sk", "AttributeType": "N"}])
+    client.get_waiter("table_exists").wait(TableName=unique_name, WaiterConfig={"Delay": 0.2})
+    assert put_items(client, unique_name, items) == len(items)
+    reference = [item for page in client.get_paginator("scan").paginate(TableName=unique_name)
+                 for item in page["Items"]]
+    ours = [item for page in scan_pages(scan_client(ClientSettings(region=REGION, endpoint_url=dynalite.endpoint)),
+                                        unique_name) for item in page.items]
+    assert len(ours) == len(items)
+    assert sorted(ours, key=item_key) == sorted(map(to_export_json, reference), key=item_key)
