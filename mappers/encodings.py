@@ -167,6 +167,24 @@ def _fast_int64(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
     return encode
 
 
+def _fast_float64(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    def encode(value: dict) -> bytes:
+        payload = value.get("N")
+        if payload.__class__ is str and len(value) == 1 and not payload.startswith("-0"):  # -0: the sign is dropped
+            try:
+                as_float = float(payload)
+            except ValueError:
+                return checked(value)
+            shortest = repr(as_float)
+            # The text is the float's shortest text (plain digits, no exponent, inf or nan): exact, and canonical.
+            if (shortest == payload or shortest[-2:] == ".0" and shortest[:-2] == payload) and "e" not in shortest \
+                    and "n" not in shortest:
+                return _FLOAT.pack(as_float)
+        return checked(value)
+
+    return encode
+
+
 def _fast_bool(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
     def encode(value: dict) -> bytes:
         payload = value.get("BOOL")
@@ -200,6 +218,7 @@ _FAST: dict[Encoding, Callable] = {
     Encoding.utf8: _fast_utf8,
     Encoding.decimal: _fast_decimal,
     Encoding.int64: _fast_int64,
+    Encoding.float64: _fast_float64,
     Encoding.bool: _fast_bool,
     Encoding.auto: _fast_auto,
 }
