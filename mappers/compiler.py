@@ -22,6 +22,7 @@ from .results import Cell, IndexRow, ItemError, MappedRow, MapResult, Skipped
 from .spec import ColumnSpec, Encoding, EntitySpec, Layout, MappingSpec
 from .render import ItemFailure, compile_template, salt_prefix
 from .spaces import entity_spaces, overlap
+from .specialise import specialise
 from .templates import parse_template
 from .timestamps import TimestampError, compile_timestamp, reads_back
 
@@ -198,12 +199,14 @@ class _Entity:
         "name", "conditions", "skip", "row_key", "salt", "delimiter", "columns", "rest", "consumed",
         "timestamp", "ttl_attribute", "ttl_missing_skip", "family_age_us", "versioning", "now_us", "default_us",
         "spans", "rest_taken", "rest_prefixes", "rest_encoding", "context", "key_attributes", "timestamp_texts",
+        "specialised",
     )  # fmt: skip
 
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, now_ms: int, migration_ms: int):
         self.name = spec.name
         self.conditions = tuple(_compile_condition(attr, cond) for attr, cond in spec.match.items())
         self.skip = spec.action == "skip"
+        self.specialised: Callable[[Item], MappedRow | None] | None = None
         self.now_us = now_ms * 1000
         self.default_us = migration_ms * 1000
         if self.skip:
@@ -253,6 +256,7 @@ class _Entity:
         self.context = None if self.versioning or self.ttl_attribute else frozenset(context_attributes(spec))
         self.key_attributes = frozenset(parse_template(spec.key.template).attributes)
         self.timestamp_texts = _timestamp_texts(spec)
+        self.specialised = specialise(self, spec)
 
     def matches(self, item: Item) -> bool:
         for condition in self.conditions:
@@ -262,6 +266,10 @@ class _Entity:
 
     def map(self, item: Item, trace: list | None = None) -> MapResult:
         """The item's row; `trace`, when given, receives (source, first cell, end) spans: which column wrote what."""
+        if trace is None and self.specialised is not None:
+            row = self.specialised(item)
+            if row is not None:
+                return row
         version_us = 0
         if self.versioning:
             item, version = self._unversion(item)
