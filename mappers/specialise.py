@@ -89,11 +89,18 @@ def specialise(entity: Any, spec: EntitySpec) -> Callable[[dict], MappedRow | No
         _timestamp(source, entity.timestamp, spec.timestamp, "ts")
     else:
         source.add(f"ts = {entity.default_us!r}")
-    source.add("cells = []", "append = cells.append")
+    source.add("cells = []", "append = cells.append", "size = 0")
     for column in entity.columns:
         _column(source, column)
     _rest(source, entity)
-    source.add(f"return new(MappedRow, (key, tuple(cells), {entity.name!r}, check_cells(cells), ()))")
+    # limits.check_cells, specialised: every timestamp here is known to be a whole millisecond from 1970 to 9999
+    # (parsed, checked inline, or the migration time), qualifiers and sizes were counted as the cells were made.
+    if limits.timestamp_problem(entity.default_us) is None:
+        source.add(f"if not cells or len(cells) > {limits.MUTATIONS_PER_ENTRY_MAX} or size > {limits.CELL_WARN_BYTES}:",
+                   "    return None",
+                   f"return new(MappedRow, (key, tuple(cells), {entity.name!r}, (), ()))")
+    else:
+        source.add(f"return new(MappedRow, (key, tuple(cells), {entity.name!r}, check_cells(cells), ()))")
     text = "\n".join(["def map_entity(item):", "    try:", "        get = item.get"]
                      + ["        " + line for line in source.lines]
                      # Any failure: the general path maps the item again and says what is wrong, as it always has.
@@ -164,7 +171,9 @@ def _column(source: _Source, column: Any) -> None:
     if column.timestamp is not None:
         source.add(f"at = {source.name('timestamp', column.timestamp)}(item)", indent=1)
         at = "at"
-    if column.one_cell:
+    qualifier, family = column.qualifier, column.family
+    literal = qualifier.__class__ is bytes and len(qualifier) <= limits.QUALIFIER_MAX_BYTES
+    if column.one_cell and literal:
         if column.layout is Layout.cell:
             encode = source.name("encode", column.encode)
             inline = _INLINE.get(column.spec.encoding)
@@ -174,11 +183,75 @@ def _column(source: _Source, column: Any) -> None:
             source.add(*inline, "else:", f"    data = {encode}(value)", indent=1)
         else:
             source.add(f"data = {encode}(value)", indent=1)
-        source.add(f"append(new(Cell, ({column.family!r}, {column.qualifier!r}, {at}, data)))", indent=1)
+        source.add(f"append(new(Cell, ({family!r}, {qualifier!r}, {at}, data)))",
+                   f"size += len(data) + {len(qualifier)}", indent=1)
+    elif literal and column.layout in (Layout.set, Layout.map, Layout.list):
+        _collection(source, column, at)
     else:
-        source.add(f"{source.name('emit', column.emit)}(item, value, {at}, cells)", indent=1)
+        _emitted(source, column, at, indent=1)
     if column.required:
         source.add("else:", "    return None")
+
+
+def _emitted(source: _Source, column: Any, at: str, indent: int) -> None:
+    """The column's general emit, its cells counted after (a list's timestamps checked: they grow by element)."""
+    limit = f"len(cell[1]) > {limits.QUALIFIER_MAX_BYTES}"
+    if column.layout is Layout.list:
+        limit += f" or cell[2] > {limits.TIMESTAMP_MAX_MICROS}"
+    source.add("start = len(cells)", f"{source.name('emit', column.emit)}(item, value, {at}, cells)",
+               "for cell in cells[start:]:",
+               f"    if {limit}:",
+               "        return None",
+               "    size += len(cell[1]) + len(cell[3])", indent=indent)
+
+
+def _collection(source: _Source, column: Any, at: str) -> None:
+    """Column.cells for a set, map or list at a literal qualifier, inline for the usual value; the general emit for
+    anything else (another set type, an empty list, a value that is not one): the same cells or the same error."""
+    family, qualifier = column.family, column.qualifier
+    fits = f"len(q) > {limits.QUALIFIER_MAX_BYTES}"
+    if column.layout is Layout.set:
+        if column.set_type not in (None, "SS"):
+            _emitted(source, column, at, indent=1)
+            return
+        # Distinct strings are distinct qualifiers (UTF-8 is one-to-one): the duplicate test on the members.
+        source.add("p = value.get('SS')",
+                   "if p.__class__ is list and p and len(value) == 1:",
+                   "    for member in p:",
+                   f"        q = {qualifier!r} + member.encode()",
+                   f"        if {fits}:",
+                   "            return None",
+                   f"        append(new(Cell, ({family!r}, q, {at}, b'\\x00')))",
+                   "        size += len(q) + 1",
+                   "    if len(set(p)) != len(p):",
+                   "        return None",
+                   "else:", indent=1)
+    elif column.layout is Layout.map:
+        encode = source.name("encode", column.encode)
+        source.add("p = value.get('M')",
+                   "if p.__class__ is dict and p and len(value) == 1:",
+                   "    for name, element in p.items():",
+                   f"        data = {encode}(element)",
+                   "        if not name and not data:",
+                   "            return None",
+                   f"        q = {qualifier!r} + name.encode()",
+                   f"        if {fits}:",
+                   "            return None",
+                   f"        append(new(Cell, ({family!r}, q, {at}, data)))",
+                   "        size += len(q) + len(data)",
+                   "else:", indent=1)
+    else:
+        encode = source.name("encode", column.encode)
+        source.add("p = value.get('L')",
+                   "if p.__class__ is list and p and len(value) == 1:",
+                   f"    if {at} + (len(p) - 1) * 1000 > {limits.TIMESTAMP_MAX_MICROS}:",
+                   "        return None",
+                   "    for index, element in enumerate(p):",
+                   f"        data = {encode}(element)",
+                   f"        append(new(Cell, ({family!r}, {qualifier!r}, {at} + index * 1000, data)))",
+                   f"        size += len(data) + {len(qualifier)}",
+                   "else:", indent=1)
+    _emitted(source, column, at, indent=2)
 
 
 def _rest(source: _Source, entity: Any) -> None:
@@ -210,8 +283,12 @@ def _rest(source: _Source, entity: Any) -> None:
                    indent=1)
     if entity.rest_prefixes:
         source.add(f"if name.startswith({tuple(entity.rest_prefixes)!r}):", "    return None", indent=1)
-    source.add(f"append(new(Cell, ({family!r}, name.encode(), ts, {source.name('encode', encode)}(item[name]))))",
-               indent=1)
+    source.add("q = name.encode()",
+               f"if len(q) > {limits.QUALIFIER_MAX_BYTES}:",
+               "    return None",
+               f"data = {source.name('encode', encode)}(item[name])",
+               f"append(new(Cell, ({family!r}, q, ts, data)))",
+               "size += len(q) + len(data)", indent=1)
 
 
 def _reads_back_or_false(value: dict, fmt: str) -> bool:

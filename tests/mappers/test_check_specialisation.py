@@ -314,3 +314,54 @@ def test_every_entity_of_the_benchmark_spec_is_specialised_and_maps_its_items_as
     broken = [dict(item, total={"N": "1.5.5"}) for item in items[:40]] + [
         {name: value for name, value in item.items() if name != "name"} for item in items[:40]]
     assert_same(spec, items + broken)
+
+
+COLLECTIONS = """
+target: {table: t, families: {c: {}, l: {}, x: {}}}
+migration_time: "2024-01-01T00:00:00Z"
+entities:
+  - name: e
+    row_key: "{pk}"
+    timestamp: {attribute: at, format: iso8601}
+    lossy: [at]
+    columns:
+      - {attribute: tags, family: c, qualifier: "tag:", layout: set, encoding: utf8}
+      - {attribute: prefs, family: c, qualifier: "pref:", layout: map, encoding: utf8}
+      - {attribute: history, family: l, layout: list}
+      - {attribute: blob, family: c, encoding: bytes}
+    rest: {family: x}
+"""
+
+
+@pytest.mark.parametrize("values, problem", [
+    ({"tags": {"SS": ["a", "a"]}}, "duplicate members"),
+    ({"prefs": {"M": {"": S("")}}}, "map key ''"),
+    ({"tags": {"SS": ["x" * 20_000]}}, "16 KiB"),
+    ({"prefs": {"M": {"x" * 20_000: S("v")}}}, "16 KiB"),
+    ({"x" * 20_000: S("v")}, "16 KiB"),
+    ({"history": {"L": [S("a"), S("b")]}, "at": S("9999-12-31T23:59:59.999")}, "after 9999-12-31"),
+    ({"history": {"L": []}, "tags": {"SS": []}}, "non-empty"),
+])
+def test_what_the_general_path_refuses_the_specialised_function_leaves_to_it(values, problem):
+    mapper = compiled(COLLECTIONS)
+    item = {"pk": S("k"), "at": S("2024-05-01T10:00:00"), "tags": {"SS": ["a"]}} | values
+    assert mapper.entities[0].specialised(item) is None
+    error = mapper.map_item(item)
+    assert isinstance(error, ItemError) and problem in error.reason
+    assert_same(mapper.spec, [item])
+
+
+def test_a_row_over_the_advised_size_keeps_its_warning():
+    mapper = compiled(COLLECTIONS)
+    item = {"pk": S("k"), "at": S("2024-05-01T10:00:00"), "blob": {"B": b"\0" * (11 << 20)}}
+    row = mapper.map_item(item)
+    assert isinstance(row, MappedRow) and row.warnings and "over the advised 10 MiB" in row.warnings[0]
+    assert_same(mapper.spec, [item])
+
+
+def test_the_last_element_of_a_list_may_sit_at_the_last_millisecond():
+    mapper = compiled(COLLECTIONS)
+    item = {"pk": S("k"), "at": S("9999-12-31T23:59:59.998"), "history": {"L": [S("a"), S("b")]}}
+    row = mapper.entities[0].specialised(item)
+    assert row is not None and row == mapper.map_item(item)
+    assert max(cell.timestamp_micros for cell in row.cells) == 253_402_300_799_999_000
