@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import limits
-from .attrvalue import is_canonical_number, key_text
+from .attrvalue import CANONICAL_NUMBER, key_text
 from .encodings import encoder_for
 from .render import escape_delimiter, salt_prefix
 from .results import Cell, MappedRow
@@ -41,8 +41,8 @@ _INLINE = {
     Encoding.utf8: ("p = value.get('S')",
                     "if p.__class__ is str and len(value) == 1:",
                     "    data = p.encode()"),
-    Encoding.decimal: ("p = value.get('N')",
-                       "if p.__class__ is str and len(value) == 1 and is_canonical_number(p):",
+    Encoding.decimal: ("p = value.get('N')",  # is_canonical_number's regex, called without the function around it
+                       "if p.__class__ is str and len(value) == 1 and len(p) <= 38 and canonical(p) and p != '-0':",
                        "    data = p.encode()"),
     Encoding.int64: ("p = value.get('N')",
                      "if p.__class__ is str and len(value) == 1 and len(p) < 19 and p.isdigit():",
@@ -55,13 +55,25 @@ _INLINE = {
 _EPOCH_SCALE = {"epoch_s": 1_000_000, "epoch_ms": 1000, "epoch_us": 1}
 
 
+def _strip_prefix(text: str, prefix: str) -> tuple[str, ...]:
+    return (f"if not {text}.startswith({prefix!r}):", "    return None", f"{text} = {text}[{len(prefix)}:]")
+
+
+def _part(text: str, index: int, sep: str = "#") -> tuple[str, ...]:
+    return (f"{text} = {text}.split({sep!r})[{index!r}]",)
+
+
+# transforms.strip_prefix and transforms.part written out (a value they refuse: None, and the general path words it)
+_INLINE_TRANSFORMS: dict[str, Callable[..., tuple[str, ...]]] = {"strip_prefix": _strip_prefix, "part": _part}
+
+
 class _Source:
     """The function's lines and the names they use."""
 
     def __init__(self, entity: Any) -> None:
         self.names: dict[str, Any] = {
             "Cell": Cell, "MappedRow": MappedRow, "new": _new, "check_cells": limits.check_cells,
-            "is_canonical_number": is_canonical_number, "key_text": key_text, "salt_prefix": salt_prefix,
+            "canonical": CANONICAL_NUMBER.fullmatch, "key_text": key_text, "salt_prefix": salt_prefix,
             "escape_delimiter": escape_delimiter, "reads_back": reads_back, "entity": entity,
         }
         self.lines: list[str] = []
@@ -133,6 +145,9 @@ def _row_key(source: _Source, spec: EntitySpec) -> None:
         text = f"t{index}"
         _text(source, piece.attribute, text)
         for call in piece.transforms:
+            if call.name in _INLINE_TRANSFORMS and all(arg.__class__ in (str, int) for arg in call.args):
+                source.add(*_INLINE_TRANSFORMS[call.name](text, *call.args))
+                continue
             apply = source.name("transform", TRANSFORMS[call.name].apply)
             literal = all(arg.__class__ in (str, int) for arg in call.args)
             arguments = "".join(f", {arg!r}" for arg in call.args) if literal else \
