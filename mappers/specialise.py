@@ -119,7 +119,7 @@ def specialise(entity: Any, spec: EntitySpec) -> Callable[[dict], MappedRow | No
                      + ["    except Exception:", "        return None"]) + "\n"
     exec(compile(text, f"<specialised map of entity {entity.name!r}>", "exec"), source.names)  # noqa: S102
     function = source.names["map_entity"]
-    function.source = text  # type: ignore[attr-defined]  # for a reader (and a test) who wants to see what runs
+    function.source = text  # for a reader (and a test) who wants to see what runs
     return function
 
 

@@ -23,6 +23,13 @@ def compiled(text: str):
     return compile_spec(validate_data(data), now_ms=NOW_MS)
 
 
+def entity(families: str, name: str, body: str) -> str:
+    """A spec with one entity keyed by pk: its families (each with the default policy) and the rest of its YAML."""
+    policies = ", ".join(f"{family}: {{}}" for family in families.split(", "))
+    return (f"target: {{table: t, families: {{{policies}}}}}\nmigration_time: \"2024-01-01T00:00:00Z\"\n"
+            f"entities:\n  - name: {name}\n    row_key: \"{{pk}}\"\n" + body)
+
+
 def S(text):
     return {"S": text}
 
@@ -37,19 +44,14 @@ def no_duplicate_check(monkeypatch):
     monkeypatch.setattr(compiler, "_duplicates", refuse)
 
 
-APART = """
-target: {table: t, families: {c: {}, l: {}, x: {}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: customer
-    row_key: "{pk}"
+APART = entity("c, l, x", "customer", """
     columns:
       - {attribute: name, family: c, qualifier: n, encoding: utf8}
       - {attribute: tags, family: c, qualifier: "tag:", layout: set, encoding: utf8}
       - {attribute: address, family: c, qualifier: "addr:", layout: map}
       - {attribute: phones, family: l, layout: list}
     rest: {family: x}
-"""
+""")
 
 
 def test_set_and_map_prefixes_no_other_qualifier_can_meet_get_no_duplicate_check(no_duplicate_check):
@@ -85,17 +87,12 @@ def test_two_prefixes_one_starting_the_other_keep_the_check():
     assert isinstance(error, ItemError) and "c:tag:ab is written by both" in error.reason
 
 
-TEMPLATED_SET = """
-target: {table: t, families: {f: {}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: e
-    row_key: "{pk}"
+TEMPLATED_SET = entity("f", "e", """
     lossy: [tags]
     columns:
       - {attribute: tags, family: f, qualifier: "{kind}:", layout: set, encoding: utf8}
       - {attribute: other, family: f, qualifier: "a:b", encoding: utf8}
-"""
+""")
 
 
 def test_a_set_under_a_qualifier_template_is_a_prefix_whatever_the_template_ends_with():
@@ -106,17 +103,12 @@ def test_a_set_under_a_qualifier_template_is_a_prefix_whatever_the_template_ends
     assert isinstance(error, ItemError) and "f:a:b is written by both" in error.reason
 
 
-REST_AND_TEMPLATE = """
-target: {table: t, families: {f: {}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: e
-    row_key: "{pk}"
+REST_AND_TEMPLATE = entity("f", "e", """
     lossy: [value]
     columns:
       - {attribute: value, family: f, qualifier: "{name}", encoding: utf8}
     rest: {family: f}
-"""
+""")
 
 
 def test_rest_in_the_family_of_a_qualifier_template_keeps_the_check():
@@ -128,17 +120,12 @@ def test_rest_in_the_family_of_a_qualifier_template_keeps_the_check():
 
 
 def test_rest_beside_literal_qualifiers_is_refused_by_rest_itself_without_the_duplicate_check(no_duplicate_check):
-    spec = """
-target: {table: t, families: {f: {}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: e
-    row_key: "{pk}"
+    spec = entity("f", "e", """
     columns:
       - {attribute: a, family: f, qualifier: b}
       - {attribute: tags, family: f, qualifier: "t:", layout: set, encoding: utf8}
     rest: {family: f}
-"""
+""")
     mapper = compiled(spec)
     assert mapper.entities[0].spans is False
     error = mapper.map_item({"pk": S("k"), "a": S("1"), "b": S("2")})
@@ -147,17 +134,12 @@ entities:
     assert isinstance(error, ItemError) and "would read back as part of 'tags'" in error.reason
 
 
-PLACED = """
-target: {table: t, families: {o: {}, x: {}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: order
-    row_key: "{pk}"
+PLACED = entity("o, x", "order", """
     timestamp: {attribute: placed_at, format: epoch_ms}
     columns:
       - {attribute: total, family: o, encoding: decimal}
     rest: {family: x}
-"""
+""")
 
 
 def test_a_timestamp_text_that_reads_back_gets_no_cell_of_its_own_in_the_specialised_function():
@@ -316,12 +298,7 @@ def test_every_entity_of_the_benchmark_spec_is_specialised_and_maps_its_items_as
     assert_same(spec, items + broken)
 
 
-COLLECTIONS = """
-target: {table: t, families: {c: {}, l: {}, x: {}}}
-migration_time: "2024-01-01T00:00:00Z"
-entities:
-  - name: e
-    row_key: "{pk}"
+COLLECTIONS = entity("c, l, x", "e", """
     timestamp: {attribute: at, format: iso8601}
     lossy: [at]
     columns:
@@ -330,7 +307,7 @@ entities:
       - {attribute: history, family: l, layout: list}
       - {attribute: blob, family: c, encoding: bytes}
     rest: {family: x}
-"""
+""")
 
 
 @pytest.mark.parametrize("values, problem", [
