@@ -21,7 +21,8 @@ class AttributeValueError(ValueError):
     """A value that cannot be used where the spec puts it."""
 
 
-_CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?")
+CANONICAL_NUMBER = _CANONICAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?")
+"""Canonical decimal text (with at most 38 characters and not ``-0``: see :func:`is_canonical_number`)."""
 
 
 def kind_of(value: dict) -> tuple[str, Any]:

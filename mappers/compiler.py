@@ -21,6 +21,8 @@ from .index_rows import compile_indexes
 from .results import Cell, IndexRow, ItemError, MappedRow, MapResult, Skipped
 from .spec import ColumnSpec, Encoding, EntitySpec, Layout, MappingSpec
 from .render import ItemFailure, compile_template, salt_prefix
+from .spaces import entity_spaces, overlap
+from .specialise import specialise
 from .templates import parse_template
 from .timestamps import TimestampError, compile_timestamp, reads_back
 
@@ -197,12 +199,14 @@ class _Entity:
         "name", "conditions", "skip", "row_key", "salt", "delimiter", "columns", "rest", "consumed",
         "timestamp", "ttl_attribute", "ttl_missing_skip", "family_age_us", "versioning", "now_us", "default_us",
         "spans", "rest_taken", "rest_prefixes", "rest_encoding", "context", "key_attributes", "timestamp_texts",
+        "specialised",
     )  # fmt: skip
 
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, now_ms: int, migration_ms: int):
         self.name = spec.name
         self.conditions = tuple(_compile_condition(attr, cond) for attr, cond in spec.match.items())
         self.skip = spec.action == "skip"
+        self.specialised: Callable[[Item], MappedRow | None] | None = None
         self.now_us = now_ms * 1000
         self.default_us = migration_ms * 1000
         if self.skip:
@@ -229,12 +233,13 @@ class _Entity:
             if spec.rest and column.family == spec.rest.family and column.layout in (Layout.set, Layout.map)
             and column.qualifier.__class__ is bytes and column.qualifier
         }
+        self.consumed = frozenset(consumed_attributes(spec))
         # Columns whose qualifiers vary per item (templates, set members, map keys) may meet another source's
-        # qualifier: such entities record which column wrote which cells and check them (see _duplicates).
-        self.spans = any(
+        # qualifier: such entities record which column wrote which cells and check them (see _duplicates), unless
+        # no two of their qualifier spaces can meet, which is known from the spec alone (see _may_collide).
+        self.spans = _may_collide(spec, self.consumed) and any(
             column.qualifier.__class__ is not bytes or column.layout in (Layout.set, Layout.map) for column in self.columns
         )
-        self.consumed = frozenset(consumed_attributes(spec))
         self.ttl_attribute = spec.ttl.attribute if spec.ttl else None
         self.ttl_missing_skip = bool(spec.ttl and spec.ttl.on_missing == "skip")
         self.family_age_us = {
@@ -251,6 +256,7 @@ class _Entity:
         self.context = None if self.versioning or self.ttl_attribute else frozenset(context_attributes(spec))
         self.key_attributes = frozenset(parse_template(spec.key.template).attributes)
         self.timestamp_texts = _timestamp_texts(spec)
+        self.specialised = specialise(self, spec)
 
     def matches(self, item: Item) -> bool:
         for condition in self.conditions:
@@ -260,6 +266,10 @@ class _Entity:
 
     def map(self, item: Item, trace: list | None = None) -> MapResult:
         """The item's row; `trace`, when given, receives (source, first cell, end) spans: which column wrote what."""
+        if trace is None and self.specialised is not None:
+            row = self.specialised(item)
+            if row is not None:
+                return row
         version_us = 0
         if self.versioning:
             item, version = self._unversion(item)
@@ -307,9 +317,9 @@ class _Entity:
             if spans is not None:
                 spans.append((column, start, len(cells)))
         start = len(cells)
-        self._rest(item, cells, version_us, entity_us)
+        leftovers = self._rest(item, cells, version_us, entity_us)
         if spans is not None:
-            spans.extend((name, index, index + 1) for index, name in enumerate(self._leftovers(item), start))
+            spans.extend((name, index, index + 1) for index, name in enumerate(leftovers, start))
             if self.spans:
                 _duplicates(cells, spans)
         if expiry_us is not None:
@@ -421,10 +431,11 @@ class _Entity:
                 kept.append(attribute)
         return kept
 
-    def _rest(self, item: Item, cells: list[Cell], version_us: int, entity_us: int | None = None) -> None:
+    def _rest(self, item: Item, cells: list[Cell], version_us: int, entity_us: int | None = None) -> list[str]:
+        """Append the rest cells; returns the attributes they hold, in order."""
         leftovers = self._leftovers(item)
         if not leftovers:
-            return
+            return leftovers
         if self.rest is None:
             if leftovers[0] in self.consumed:  # a timestamp attribute (see _kept_times)
                 raise ItemFailure(
@@ -455,6 +466,7 @@ class _Entity:
                 cells.append(Cell(family, name.encode(), timestamp, encode(item[name])))
             except EncodingError as err:
                 raise ItemFailure(str(err), name) from None
+        return leftovers
 
 
 def _source_name(source: object) -> str:
@@ -477,6 +489,25 @@ def _duplicates(cells: list[Cell], spans: list) -> None:
                     f"{_source_name(source)}; one cell would overwrite the other",
                     attribute,
                 )
+
+
+def _may_collide(entity: EntitySpec, consumed: frozenset[str]) -> bool:
+    """Whether two sources of one item (columns, rest) can ever write the same family:qualifier.
+
+    Conservative, from the qualifier spaces (:mod:`.spaces`). Pairs that :meth:`_Entity._rest` refuses before
+    :func:`_duplicates` looks (a rest attribute named like a literal qualifier of its family, or starting with a
+    non-empty set or map prefix there) do not count: those items fail whatever the duplicate check says.
+    """
+    spaces = list(entity_spaces(entity, consumed))
+    for index, first in enumerate(spaces):
+        for second in spaces[index + 1 :]:
+            if "rest" in (first.kind, second.kind):
+                other = second if first.kind == "rest" else first
+                if other.kind == "literal" or (other.kind == "prefix" and other.head):
+                    continue
+            if overlap(first, second):
+                return True
+    return False
 
 
 def _timestamp_texts(entity: EntitySpec) -> tuple[tuple[str, str, str | None], ...]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from .attrvalue import (
-    AttributeValueError, binary, from_json, from_typed_json, is_canonical_number, kind_of, number_text, to_json, to_typed_json,
+    _json_string, AttributeValueError, binary, from_json, from_typed_json, is_canonical_number, kind_of, number_text, to_json, to_typed_json,
 )
 from .numbers import DecimalError, canonical_text, parse_number
 from .spec import Encoding
@@ -167,6 +167,24 @@ def _fast_int64(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
     return encode
 
 
+def _fast_float64(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    def encode(value: dict) -> bytes:
+        payload = value.get("N")
+        if payload.__class__ is str and len(value) == 1 and not payload.startswith("-0"):  # -0: the sign is dropped
+            try:
+                as_float = float(payload)
+            except ValueError:
+                return checked(value)
+            shortest = repr(as_float)
+            # The text is the float's shortest text (plain digits, no exponent, inf or nan): exact, and canonical.
+            if (shortest == payload or shortest[-2:] == ".0" and shortest[:-2] == payload) and "e" not in shortest \
+                    and "n" not in shortest:
+                return _FLOAT.pack(as_float)
+        return checked(value)
+
+    return encode
+
+
 def _fast_bool(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
     def encode(value: dict) -> bytes:
         payload = value.get("BOOL")
@@ -196,12 +214,42 @@ def _fast_auto(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
     return encode
 
 
+def _fast_json(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    def encode(value: dict) -> bytes:
+        try:
+            return _json_text(value).encode()
+        except Exception:  # noqa: BLE001 - B, sets or anything odd: the checked path says what
+            return checked(value)
+
+    return encode
+
+
+def _json_text(value: dict) -> str:
+    """to_json(value, strict=True) for S, N, BOOL, NULL, L and M, as one expression per value (no parts list)."""
+    ((tag, payload),) = value.items()
+    if tag == "S":
+        return _json_string(payload)
+    if tag == "N":
+        return number_text(payload)
+    if tag == "M":
+        return "{" + ",".join([_json_string(name) + ":" + _json_text(payload[name]) for name in sorted(payload)]) + "}"
+    if tag == "L":
+        return "[" + ",".join([_json_text(element) for element in payload]) + "]"
+    if tag == "BOOL":
+        return "true" if payload else "false"
+    if tag == "NULL":
+        return "null"
+    raise AttributeValueError(tag)  # B and sets: the checked path refuses them, in words
+
+
 _FAST: dict[Encoding, Callable] = {
     Encoding.utf8: _fast_utf8,
     Encoding.decimal: _fast_decimal,
     Encoding.int64: _fast_int64,
+    Encoding.float64: _fast_float64,
     Encoding.bool: _fast_bool,
     Encoding.auto: _fast_auto,
+    Encoding.json: _fast_json,
 }
 
 

@@ -48,7 +48,8 @@ def column_space(column: ColumnSpec, path: tuple = ()) -> Space:
     pieces = parse_template(text).pieces if text else ()
     if any(isinstance(piece, Placeholder) for piece in pieces):
         head = pieces[0] if isinstance(pieces[0], str) else ""
-        tail = pieces[-1] if isinstance(pieces[-1], str) else ""
+        # A set member or map key follows the template's text: its trailing literal is no suffix of the qualifier.
+        tail = pieces[-1] if isinstance(pieces[-1], str) and not prefixed else ""
         return Space("template", column.family, head, tail, column.attribute, path)
     return Space("prefix" if prefixed else "literal", column.family, text, "", column.attribute, path)
 

@@ -1,0 +1,317 @@
+"""Per-entity specialised map functions: an entity's key, timestamp, columns and rest unrolled into one function.
+
+The compiler's general path (``_Entity.map``) decides per column and per item what the spec already
+decided: which attribute, which family and qualifier, whether the column has a timestamp of its own,
+which encoder, which transforms the row key applies, whether a timestamp text reads back. For an
+entity whose items need no rewriting (no versioning, no TTL) and whose sources cannot write the same
+cell (no duplicate check, see ``compiler._may_collide``), :func:`specialise` writes those decisions
+into the source of one function, with the spec's values as constants, and compiles it once
+(docs/PERFORMANCE.md says what it bought).
+
+The function takes only the common road: an item it does not map in full (an attribute missing, a
+value an encoder or a transform refuses, a timestamp that does not parse, a name rest refuses, a
+limit) gives ``None``, and the general path maps that item again and words the error, as it always
+has. Every per-item check of the general path is here too, inline, or the general function itself is
+called; a check is left out only where the spec shows it cannot fail (a timestamp text that is
+canonical epoch digits reads back, which the general path would also find). The function has no side
+effect, so for every item the result is the general path's (tests/mappers/test_check_specialisation.py
+compares both over the round-trip tests' generated specs and items).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import limits
+from .attrvalue import CANONICAL_NUMBER, key_text
+from .encodings import encoder_for
+from .render import escape_delimiter, salt_prefix
+from .results import Cell, MappedRow
+from .spec import Encoding, EntitySpec, Layout
+from .templates import Placeholder, parse_template
+from .timestamps import reads_back
+from .transforms import TRANSFORMS
+
+_new = tuple.__new__
+
+# Inline forms of the encoders' fast paths (encodings.py): the same test, the same bytes; anything else goes
+# through the column's encoder, which gives the same result or raises (and the general path words the error).
+_INLINE = {
+    Encoding.utf8: ("p = value.get('S')",
+                    "if p.__class__ is str and len(value) == 1:",
+                    "    data = p.encode()"),
+    Encoding.decimal: ("p = value.get('N')",  # is_canonical_number's regex, called without the function around it
+                       "if p.__class__ is str and len(value) == 1 and len(p) <= 38 and canonical(p) and p != '-0':",
+                       "    data = p.encode()"),
+    Encoding.int64: ("p = value.get('N')",
+                     "if p.__class__ is str and len(value) == 1 and len(p) < 19 and p.isdigit():",
+                     "    data = int(p).to_bytes(8, 'big', signed=True)"),
+    Encoding.bool: ("p = value.get('BOOL')",
+                    "if p.__class__ is bool and len(value) == 1:",
+                    "    data = b'\\x01' if p else b'\\x00'"),
+}
+
+_EPOCH_SCALE = {"epoch_s": 1_000_000, "epoch_ms": 1000, "epoch_us": 1}
+
+
+def _strip_prefix(text: str, prefix: str) -> tuple[str, ...]:
+    return (f"if not {text}.startswith({prefix!r}):", "    return None", f"{text} = {text}[{len(prefix)}:]")
+
+
+def _part(text: str, index: int, sep: str = "#") -> tuple[str, ...]:
+    return (f"{text} = {text}.split({sep!r})[{index!r}]",)
+
+
+# transforms.strip_prefix and transforms.part written out (a value they refuse: None, and the general path words it)
+_INLINE_TRANSFORMS: dict[str, Callable[..., tuple[str, ...]]] = {"strip_prefix": _strip_prefix, "part": _part}
+
+
+class _Source:
+    """The function's lines and the names they use."""
+
+    def __init__(self, entity: Any) -> None:
+        self.names: dict[str, Any] = {
+            "Cell": Cell, "MappedRow": MappedRow, "new": _new, "check_cells": limits.check_cells,
+            "canonical": CANONICAL_NUMBER.fullmatch, "key_text": key_text, "salt_prefix": salt_prefix,
+            "escape_delimiter": escape_delimiter, "reads_back": reads_back, "entity": entity,
+        }
+        self.lines: list[str] = []
+
+    def name(self, prefix: str, value: Any) -> str:
+        """A name in the function's globals bound to `value`."""
+        name = f"{prefix}_{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def add(self, *lines: str, indent: int = 0) -> None:
+        self.lines += ["    " * indent + line for line in lines]
+
+
+def specialise(entity: Any, spec: EntitySpec) -> Callable[[dict], MappedRow | None] | None:
+    """The entity's specialised map function, or None where the general path must map every item."""
+    if entity.skip or entity.versioning or entity.ttl_attribute or entity.spans:
+        return None
+    source = _Source(entity)
+    _row_key(source, spec)
+    if entity.salt:
+        source.add(f"key = salt_prefix(key, {entity.salt!r}, {entity.delimiter!r}) + key")
+    source.add(f"if not key or len(key) > {limits.ROW_KEY_MAX_BYTES}:", "    return None")
+    if spec.timestamp is not None:
+        _timestamp(source, entity.timestamp, spec.timestamp, "ts")
+    else:
+        source.add(f"ts = {entity.default_us!r}")
+    source.add("cells = []", "append = cells.append", "size = 0")
+    for column in entity.columns:
+        _column(source, column)
+    _rest(source, entity)
+    # limits.check_cells, specialised: every timestamp here is known to be a whole millisecond from 1970 to 9999
+    # (parsed, checked inline, or the migration time), qualifiers and sizes were counted as the cells were made.
+    if limits.timestamp_problem(entity.default_us) is None:
+        source.add(f"if not cells or len(cells) > {limits.MUTATIONS_PER_ENTRY_MAX} or size > {limits.CELL_WARN_BYTES}:",
+                   "    return None",
+                   f"return new(MappedRow, (key, tuple(cells), {entity.name!r}, (), ()))")
+    else:
+        source.add(f"return new(MappedRow, (key, tuple(cells), {entity.name!r}, check_cells(cells), ()))")
+    text = "\n".join(["def map_entity(item):", "    try:", "        get = item.get"]
+                     + ["        " + line for line in source.lines]
+                     # Any failure: the general path maps the item again and says what is wrong, as it always has.
+                     + ["    except Exception:", "        return None"]) + "\n"
+    exec(compile(text, f"<specialised map of entity {entity.name!r}>", "exec"), source.names)  # noqa: S102
+    function = source.names["map_entity"]
+    function.source = text  # for a reader (and a test) who wants to see what runs
+    return function
+
+
+def _text(source: _Source, attribute: str, target: str) -> None:
+    """`target` = the attribute's key text (S as is, else key_text); a missing attribute gives None."""
+    source.add(f"value = get({attribute!r})",
+               "if value is None:",
+               "    return None",
+               f"{target} = value.get('S')",
+               f"if {target}.__class__ is not str or len(value) != 1:",
+               f"    {target} = key_text(value)")
+
+
+def _row_key(source: _Source, spec: EntitySpec) -> None:
+    template = spec.key
+    pieces = parse_template(template.template).pieces
+    last = max((i for i, piece in enumerate(pieces) if isinstance(piece, Placeholder)), default=-1)
+    parts = []
+    for index, piece in enumerate(pieces):
+        if isinstance(piece, str):
+            parts.append(repr(piece))
+            continue
+        text = f"t{index}"
+        _text(source, piece.attribute, text)
+        for call in piece.transforms:
+            if call.name in _INLINE_TRANSFORMS and all(arg.__class__ in (str, int) for arg in call.args):
+                source.add(*_INLINE_TRANSFORMS[call.name](text, *call.args))
+                continue
+            apply = source.name("transform", TRANSFORMS[call.name].apply)
+            literal = all(arg.__class__ in (str, int) for arg in call.args)
+            arguments = "".join(f", {arg!r}" for arg in call.args) if literal else \
+                f", *{source.name('arguments', call.args)}"
+            source.add(f"{text} = {apply}({text}{arguments})")
+        if index != last and template.on_delimiter != "allow":
+            if template.on_delimiter == "escape":
+                source.add(f"{text} = escape_delimiter({text}, {template.delimiter!r})")
+            else:
+                source.add(f"if not {source.name('delimiter', frozenset(template.delimiter))}.isdisjoint({text}):",
+                           "    return None")
+        parts.append(text)
+    source.add(f"key = ({' + '.join(parts)}).encode()")
+
+
+def _timestamp(source: _Source, compiled: Callable, spec: Any, target: str) -> None:
+    """`target` = the timestamp; epoch digits in an explicit unit inline, anything else through `compiled`."""
+    general = source.name("timestamp", compiled)
+    scale = _EPOCH_SCALE.get(spec.format)
+    if spec.attribute and scale:
+        source.add(f"value = get({spec.attribute!r})",
+                   "p = value.get('N') or value.get('S') if value is not None and len(value) == 1 else None",
+                   "if p.__class__ is str and p.isdigit() and p.isascii():",
+                   f"    {target} = int(p) * {scale}" + (" // 1000 * 1000" if scale == 1 else ""),
+                   f"    if {target} > {limits.TIMESTAMP_MAX_MICROS}:",
+                   "        return None",
+                   "else:",
+                   f"    {target} = {general}(item)")
+    else:
+        source.add(f"{target} = {general}(item)")
+
+
+def _column(source: _Source, column: Any) -> None:
+    source.add(f"value = get({column.attribute!r})", "if value is not None:")
+    at = "ts"
+    if column.timestamp is not None:
+        source.add(f"at = {source.name('timestamp', column.timestamp)}(item)", indent=1)
+        at = "at"
+    qualifier, family = column.qualifier, column.family
+    literal = qualifier.__class__ is bytes and len(qualifier) <= limits.QUALIFIER_MAX_BYTES
+    if column.one_cell and literal:
+        if column.layout is Layout.cell:
+            encode = source.name("encode", column.encode)
+            inline = _INLINE.get(column.spec.encoding)
+        else:
+            encode, inline = source.name("encode", encoder_for(Encoding.json)), None
+        if inline:
+            source.add(*inline, "else:", f"    data = {encode}(value)", indent=1)
+        else:
+            source.add(f"data = {encode}(value)", indent=1)
+        source.add(f"append(new(Cell, ({family!r}, {qualifier!r}, {at}, data)))",
+                   f"size += len(data) + {len(qualifier)}", indent=1)
+    elif literal and column.layout in (Layout.set, Layout.map, Layout.list):
+        _collection(source, column, at)
+    else:
+        _emitted(source, column, at, indent=1)
+    if column.required:
+        source.add("else:", "    return None")
+
+
+def _emitted(source: _Source, column: Any, at: str, indent: int) -> None:
+    """The column's general emit, its cells counted after (a list's timestamps checked: they grow by element)."""
+    limit = f"len(cell[1]) > {limits.QUALIFIER_MAX_BYTES}"
+    if column.layout is Layout.list:
+        limit += f" or cell[2] > {limits.TIMESTAMP_MAX_MICROS}"
+    source.add("start = len(cells)", f"{source.name('emit', column.emit)}(item, value, {at}, cells)",
+               "for cell in cells[start:]:",
+               f"    if {limit}:",
+               "        return None",
+               "    size += len(cell[1]) + len(cell[3])", indent=indent)
+
+
+def _collection(source: _Source, column: Any, at: str) -> None:
+    """Column.cells for a set, map or list at a literal qualifier, inline for the usual value; the general emit for
+    anything else (another set type, an empty list, a value that is not one): the same cells or the same error."""
+    family, qualifier = column.family, column.qualifier
+    fits = f"len(q) > {limits.QUALIFIER_MAX_BYTES}"
+    if column.layout is Layout.set:
+        if column.set_type not in (None, "SS"):
+            _emitted(source, column, at, indent=1)
+            return
+        # Distinct strings are distinct qualifiers (UTF-8 is one-to-one): the duplicate test on the members.
+        source.add("p = value.get('SS')",
+                   "if p.__class__ is list and p and len(value) == 1:",
+                   "    for member in p:",
+                   f"        q = {qualifier!r} + member.encode()",
+                   f"        if {fits}:",
+                   "            return None",
+                   f"        append(new(Cell, ({family!r}, q, {at}, b'\\x00')))",
+                   "        size += len(q) + 1",
+                   "    if len(set(p)) != len(p):",
+                   "        return None",
+                   "else:", indent=1)
+    elif column.layout is Layout.map:
+        encode = source.name("encode", column.encode)
+        source.add("p = value.get('M')",
+                   "if p.__class__ is dict and p and len(value) == 1:",
+                   "    for name, element in p.items():",
+                   f"        data = {encode}(element)",
+                   "        if not name and not data:",
+                   "            return None",
+                   f"        q = {qualifier!r} + name.encode()",
+                   f"        if {fits}:",
+                   "            return None",
+                   f"        append(new(Cell, ({family!r}, q, {at}, data)))",
+                   "        size += len(q) + len(data)",
+                   "else:", indent=1)
+    else:
+        encode = source.name("encode", column.encode)
+        source.add("p = value.get('L')",
+                   "if p.__class__ is list and p and len(value) == 1:",
+                   f"    if {at} + (len(p) - 1) * 1000 > {limits.TIMESTAMP_MAX_MICROS}:",
+                   "        return None",
+                   "    for index, element in enumerate(p):",
+                   f"        data = {encode}(element)",
+                   f"        append(new(Cell, ({family!r}, {qualifier!r}, {at} + index * 1000, data)))",
+                   f"        size += len(data) + {len(qualifier)}",
+                   "else:", indent=1)
+    _emitted(source, column, at, indent=2)
+
+
+def _rest(source: _Source, entity: Any) -> None:
+    """What ``_Entity._rest`` does: leftovers, timestamp texts that would not read back, their cells."""
+    consumed = source.name("consumed", entity.consumed)
+    source.add(f"leftovers = [name for name in item if name not in {consumed}]")
+    attributes = [attribute for attribute, _, _ in entity.timestamp_texts]
+    if len(set(attributes)) != len(attributes):  # one attribute read twice: the general function
+        source.add("leftovers += entity._kept_times(item)")
+    for attribute, fmt, column in entity.timestamp_texts if len(set(attributes)) == len(attributes) else ():
+        source.add(f"value = get({attribute!r})", "if value is not None:")
+        condition = "True" if column is None else f"{column!r} in item"
+        fast = ""
+        if fmt in _EPOCH_SCALE:  # canonical epoch digits read back (what reads_back finds first, too)
+            fast = "p.__class__ is str and p.isdigit() and p.isascii() and p[0] != '0'"
+            if fmt == "epoch_us":
+                fast += " and p.endswith('000')"
+            source.add("p = value.get('N') or value.get('S') if len(value) == 1 else None", indent=1)
+        source.add(f"if not ({condition} and ({fast + ' or ' if fast else ''}"
+                   f"{source.name('exact', _reads_back_or_false)}(value, {fmt!r}))):", indent=1)
+        source.add(f"    leftovers.append({attribute!r})", indent=1)
+    if entity.rest is None:
+        source.add("if leftovers:", "    return None")
+        return
+    family, encode = entity.rest
+    source.add("for name in leftovers:")
+    if entity.rest_taken:
+        source.add(f"if name.encode() in {source.name('taken', frozenset(entity.rest_taken))}:", "    return None",
+                   indent=1)
+    if entity.rest_prefixes:
+        source.add(f"if name.startswith({tuple(entity.rest_prefixes)!r}):", "    return None", indent=1)
+    source.add("q = name.encode()",
+               f"if len(q) > {limits.QUALIFIER_MAX_BYTES}:",
+               "    return None",
+               f"data = {source.name('encode', encode)}(item[name])",
+               f"append(new(Cell, ({family!r}, q, ts, data)))",
+               "size += len(q) + len(data)", indent=1)
+
+
+def _reads_back_or_false(value: dict, fmt: str) -> bool:
+    """``_Entity._kept_times``'s test: a value that is no time (unused, or the item failed already) is kept as is."""
+    from .attrvalue import AttributeValueError
+    from .timestamps import TimestampError
+
+    try:
+        return reads_back(value, fmt)
+    except (AttributeValueError, TimestampError):
+        return False
