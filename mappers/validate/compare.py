@@ -15,8 +15,8 @@ which cells several groups claim (collisions across groups).
 Garbage collection is allowed for: a cell that its family's `max_versions` (counted over the
 cells seen in that column) or `max_age` may already have removed is neither missing nor extra.
 
-The records (differences, candidates) are in `validate_records`, the decoder's side in
-`validate_decode`.
+The records (differences, candidates) are in `mappers/validate/records.py`, the decoder's side in
+`mappers/validate/decode.py`.
 """
 
 from __future__ import annotations

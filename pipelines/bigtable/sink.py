@@ -354,7 +354,7 @@ class FlowControl:
     A request goes out at 10,000 mutations (cells) or 20 MiB, whichever comes first: the client's
     work per request (retry wrapper, metrics, futures) is a fixed cost, and at 1,000 mutations it
     was a tenth of the writer's time (docs/PERFORMANCE.md). Bigtable allows 100,000 mutations per request.
-    Sizes are real byte counts (see :mod:`.bigtable_entries`), so the byte limits hold.
+    Sizes are real byte counts (see :mod:`.entries`), so the byte limits hold.
     """
 
     flush_limit_mutation_count: int = 10_000

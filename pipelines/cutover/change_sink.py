@@ -36,15 +36,15 @@ CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "
 def row_entries(row: RowChange, counters: frozenset[str] = frozenset()) -> list[Any]:
     """The ``RowMutationEntry`` objects for one row: exact one-millisecond deletes, then the new cells.
 
-    Built as the wire message directly (as :mod:`.bigtable_entries` does for the backfill), from the
+    Built as the wire message directly (as :mod:`..bigtable.entries` does for the backfill), from the
     diff's own tuples: a ``CellDelete`` (family, qualifier, micros) or a ``Cell`` (family, qualifier,
-    micros, value), told apart by length. Through the client's ``DeleteRangeFromColumn``/``SetCell``
-    objects and proto-plus, building the message was 40% of a change's cost (docs/PERFORMANCE.md). Byte for byte
-    the same request (tests/pipelines/test_change_sink.py).
+    micros, value), told apart by length, because the client's ``DeleteRangeFromColumn``/``SetCell`` objects and
+    proto-plus cost more than the change itself (measured in docs/PERFORMANCE.md). Byte for byte the same request
+    (tests/pipelines/test_change_sink.py).
 
     Counters (cells of the aggregate families, ``counters``) converge on the new image's value, never by a delta
     that a replay would add twice: a counter the new image has is its whole column deleted and the value added
-    (:func:`.bigtable_entries.whole_counter`, the two kept in one entry); one it no longer has, its whole column
+    (:func:`..bigtable.entries.whole_counter`, the two kept in one entry); one it no longer has, its whole column
     deleted (an application's increments included).
     """
     mutations = counter_changes(row, counters) if counters else row.deletes + row.sets

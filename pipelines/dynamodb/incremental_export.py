@@ -5,7 +5,7 @@ An incremental export covers a window ``[ExportFromTime, ExportToTime)``. Its fo
 ``INCREMENTAL_EXPORT``, ``outputView``, the window, ``tableArn``/``tableId``) and
 ``manifest-files.json``; its gzipped JSON-lines data files are in the *shared* folder
 ``[prefix/]AWSDynamoDB/data/`` beside the export folders (``dataFileS3Key``
-``AWSDynamoDB/data/<name>.json.gz``; see :func:`.export_source.resolve_key`). Each line is one
+``AWSDynamoDB/data/<name>.json.gz``; see :func:`.export.resolve_key`). Each line is one
 changed item, compacted to its final state for the window::
 
     {"Metadata": {"WriteTimestampMicros": {"N": "1714564800123456"}},

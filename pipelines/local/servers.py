@@ -226,7 +226,7 @@ def patched_environ(env: dict[str, str], unset: tuple[str, ...] = ("AWS_PROFILE"
                 os.environ[k] = v
 
 
-if __name__ == "__main__":  # used by tools/setup.sh: `local_servers.py which cbtemulator|bigtable|moto|dynalite`
+if __name__ == "__main__":  # used by tools/setup.sh: `pipelines/local/servers.py which cbtemulator|bigtable|moto|dynalite`
     finders = {"cbtemulator": lambda: _require(find_cbtemulator(), "cbtemulator"), "bigtable": find_bigtable_emulator,
                "moto": find_moto_server, "dynalite": find_dynalite}
     if len(sys.argv) != 3 or sys.argv[1] != "which" or sys.argv[2] not in finders:

@@ -12,10 +12,10 @@ while the batch before is compared), and compares each group
 (:class:`ddb2bt.mappers.validate.Comparer`): cell by cell, and item by item through the decoder.
 With ``--repair`` the cells a group misses or holds differently go to the same writer migrate
 uses. ``Persist`` writes differences, row-group candidates and figures to part files
-(:mod:`.validate_files`), finishes them and marks the segment done after the segment's done
+(:mod:`.files`), finishes them and marks the segment done after the segment's done
 marker has passed the writer.
 
-What one row group cannot decide is left to the rows pass (:mod:`.validate_rows`).
+What one row group cannot decide is left to the rows pass (:mod:`.rows`).
 """
 
 from __future__ import annotations
