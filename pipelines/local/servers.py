@@ -30,7 +30,7 @@ try:
 except ImportError:  # run as a script (`which`) by tools/setup.sh, where only the standard library is sure to be there
     UsageError = ServiceError = RuntimeError  # type: ignore[misc,assignment]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 SETUP_HINT = "run `make setup` (bash tools/setup.sh) from the repository root"
 
