@@ -129,8 +129,8 @@ def run_child(job: dict, env: dict[str, str], timeout: float = 1800,
 
 
 OWN_CPU_HOW = ("CPU (user + system) of the job's own process and its descendants (the SDK workers of "
-               "multi_processing; not the servers), sampled every 0.1 s by a thread of the job against the run's "
-               "live item count (<run dir>/progress, summed over processes, rewritten every 0.5 s); a sample is kept "
+               "multi_processing; not the servers), sampled every 0.2 s by a thread of the job (~1 ms of its CPU "
+               "per sample) against the run's live item count (<run dir>/progress, summed over processes, rewritten every 0.5 s); a sample is kept "
                "when the count changes. steady_us_per_item: least-squares slope of CPU over items between 10% and "
                "90% of the items (fallback: the first and last changed counts). start-up = the steady line at "
                "item 0 (interpreter, imports, spec, checks, pipeline construction, first element), split into "

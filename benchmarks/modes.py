@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for size in sizes:
             export_dir, _ = load.cached_export(size, 16 if size >= 500_000 else 8)
             # no DynamoDB server: an export source never calls it (a call would fail on the discard port)
-            bench = Bench(size, env, "http://127.0.0.1:9", "bench", export_dir, workdir, None,
+            bench = Bench(size, env, "http://127.0.0.1:9", "bench", export_dir, os.path.join(workdir, str(size)), None,
                           servers={"emulator": emulator.pid})
             mine = []
             for number in range(args.rounds):
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                  "peak_rss_bytes": run["peak_rss_bytes"], "processes": run["processes"]})
             runs += mine
             out["sizes"].append(summarize(size, mine) | {"runs": mine})
+            Path(args.output).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")  # a later size may fail
     loads = [value for run in runs for value in run["load_1min"]]
     out["load_range"] = [min(loads), max(loads)]
     out["crossover"] = crossover(runs)

@@ -375,6 +375,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         "changes/s from an incremental export and from the stream vs migrate's items/s)")
     parser.add_argument("--validate", action="store_true", help="also the validate section (benchmarks/"
                         "validate_section.py: validate's items/s vs migrate's on the same data, its peak RSS)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of the validate and cutover sections")
+    parser.add_argument("--cutover-items", type=int, default=None, help="items of the cutover section (default min(N, 20,000))")
+    parser.add_argument("--no-validate-memory", action="store_true",
+                        help="the validate section without its run on the memory section's big export")
     parser.add_argument("--output", default=str(RESULTS / "latest.json"))
     args = parser.parse_args(argv)
 
@@ -402,7 +406,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.cutover:
         from . import cutover
 
-        results["cutover"] = cutover.run(min(n, 20_000))
+        results["cutover"] = cutover.run(args.cutover_items or min(n, 20_000), rounds=args.rounds)
         log(cutover.render(results["cutover"]))
     results["targets"] = verdicts(results)
     results["load_average"] = {"start": load_start, "end": os.getloadavg()}
@@ -459,8 +463,9 @@ def servers_part(args: argparse.Namespace, n: int, memory_n: int) -> dict[str, A
         if args.validate:
             from .validate_section import validate_section
 
-            big = {} if args.no_memory else {"big_export": big_dir, "big_n": memory_n}
-            out["validate"] = validate_section(bench, PROJECT, INSTANCE, small_export=export_dir, **big)
+            big = {} if args.no_memory or args.no_validate_memory else {"big_export": big_dir, "big_n": memory_n}
+            out["validate"] = validate_section(bench, PROJECT, INSTANCE, small_export=export_dir, rounds=args.rounds,
+                                               **big)
     return out
 
 

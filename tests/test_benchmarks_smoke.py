@@ -118,3 +118,24 @@ def test_own_cpu_split_falls_back_to_the_ends_then_says_there_is_no_steady_state
     none = own_cpu_split(_trace([(0, 2.0, 0), (1, 3.0, 10_000)]), 10_000)
     assert none["steady_us_per_item"] is None and "no steady state" in none["method"]
     assert none["total_us_per_item"] == 300.0
+
+
+def test_modes_ratio_per_round_and_crossover_of_the_fitted_lines():
+    """Synthetic runs: in_memory 5,000 items/s after 3 s, multi_processing 8,000 items/s after 9 s: the lines cross at
+    (9 - 3) / (1/5000 - 1/8000) = 80,000 items; each round's ratio is in_memory's seconds over multi_processing's."""
+    from benchmarks import modes
+
+    def run(number, mode, seconds, rate, startup):
+        return {"round": number, "mode": mode, "seconds": seconds, "items_per_s": 100_000 / seconds,
+                "own_cpu": {"steady_items_per_s": rate, "startup_wall_s": startup, "steady_us_per_item": 150.0}}
+
+    runs = [run(0, "in_memory", 23.0, 5_000, 3.0), run(0, "multi_processing", 21.5, 8_000, 9.0),
+            run(1, "multi_processing", 23.0, 8_000, 9.0), run(1, "in_memory", 20.7, 5_000, 3.0)]
+    summary = modes.summarize(100_000, runs)
+    assert summary["round_ratios"] == [20.7 / 23.0, 23.0 / 21.5]
+    assert summary["spread"] == [20.7 / 23.0, 23.0 / 21.5]
+    cross = modes.crossover(runs)
+    assert round(cross["items"]) == 80_000 and cross["steady_rate_ratio"] == 1.6
+    slower = [dict(r, own_cpu=dict(r["own_cpu"], steady_items_per_s=4_000)) if r["mode"] == "multi_processing" else r
+              for r in runs]
+    assert modes.crossover(slower)["items"] is None and "no crossover" in modes.crossover(slower)["why"]
