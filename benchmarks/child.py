@@ -5,17 +5,99 @@ Jobs: ``baseline_scan``, ``baseline_export`` (benchmarks/baseline.py), ``ddb2bt`
 DirectRunner options) and ``validate`` (``ddb2bt.app.validate.validate`` of the migrated table). The last stdout
 line is a JSON object: counts, ``seconds`` (the migration only: imports and interpreter start
 are left out for both sides alike) and, for ddb2bt, the run's counters and problems.
+
+For ``ddb2bt`` and ``validate`` jobs, ``own_cpu`` traces the CPU of this process and its descendants (the SDK
+workers of ``multi_processing``; never the servers, which the parent started) against the run's live item count
+(``<run dir>/progress``), so that start-up and steady state can be told apart (``measure.own_cpu_split``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import resource
 import sys
+import threading
 import time
 from pathlib import Path
 
 SPEC = Path(__file__).resolve().parent / "spec.yaml"
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+CPU_AT_MAIN = _self_cpu()  # the interpreter's start and this module's imports, before any of ddb2bt is imported
+
+
+class CpuTrace(threading.Thread):
+    """Every ``interval`` seconds: (seconds, own CPU seconds, items read) of this process tree during a run.
+
+    The item count is the run's live totals (``pipelines/run/progress.py``: each mapping process rewrites its
+    totals every half second, the first batch at once), summed over the processes. Reading them and psutil's
+    figures costs this thread a few hundredths of a millisecond per sample.
+    """
+
+    def __init__(self, run_dir: str, interval: float = 0.2, refresh: int = 5) -> None:
+        super().__init__(daemon=True)
+        self.folder = os.path.join(run_dir, "progress")
+        self.interval, self.refresh = interval, refresh
+        self.samples: list[tuple[float, float, int]] = []
+        self._halt = threading.Event()
+        self._descendants: list = []
+
+    def cpu(self) -> float:
+        """This process's CPU and its descendants'. Finding the descendants walks every process of the machine
+        (~3 ms), so it is done every ``refresh`` samples; reading a known one's CPU is cheap."""
+        import psutil
+
+        if len(self.samples) % self.refresh == 0:
+            self._descendants = psutil.Process().children(recursive=True)
+        times = os.times()
+        total = times.user + times.system + times.children_user + times.children_system
+        for process in self._descendants:
+            try:
+                spent = process.cpu_times()
+            except psutil.Error:  # gone: once waited for, its CPU is in its parent's children_* times
+                continue
+            total += spent.user + spent.system + spent.children_user + spent.children_system
+        return total
+
+    def sample(self) -> None:
+        from ddb2bt.pipelines.run.progress import read_progress
+
+        items = read_progress(self.folder)["items_read"]
+        self.samples.append((time.perf_counter(), self.cpu(), items))
+
+    def run(self) -> None:
+        while not self._halt.wait(self.interval):
+            self.sample()
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+        self.sample()
+
+
+def traced(job: dict, call):
+    """``call()`` with its CPU traced; returns (its result, seconds, the ``own_cpu`` record)."""
+    from .measure import cpu_seconds
+
+    trace = CpuTrace(job["run_dir"])
+    cpu_before = cpu_seconds(os.getpid())
+    start = time.perf_counter()
+    trace.start()
+    try:
+        result = call()
+    finally:
+        trace.stop()
+    seconds = time.perf_counter() - start
+    record = {"cpu_at_main_s": CPU_AT_MAIN, "cpu_before_run_s": cpu_before, "cpu_after_run_s": cpu_seconds(os.getpid()),
+              "run_started": start, "samples": trace.samples}
+    return result, seconds, record
 
 
 def bench_spec(job: dict):
@@ -45,14 +127,13 @@ def run_ddb2bt(job: dict) -> dict:
         raise SystemExit(f"unknown flow option(s) {sorted(unknown)}; known: {', '.join(FLOW_NAMES)}")
     options = RunOptions(run_dir=job["run_dir"], total_segments=job.get("segments"), **flow,
                          beam_args=tuple(beam_args))
-    start = time.perf_counter()
-    result = migrate(spec, options, now_ms=job.get("now_ms"))
-    seconds = time.perf_counter() - start
+    result, seconds, own_cpu = traced(job, lambda: migrate(spec, options, now_ms=job.get("now_ms")))
     counters = result.counters
     return {"items_read": counters["items_read"], "rows_written": counters["rows_written"],
             "failed": counters["dead_lettered"], "seconds": seconds, "ok": result.ok, "problems": result.problems,
             "state": result.state, "dead_letter_lines": result.dead_letter_lines,
-            "run_dir": result.prepared.run_dir, "dead_letter": result.prepared.dead_letter, "counters": counters}
+            "run_dir": result.prepared.run_dir, "dead_letter": result.prepared.dead_letter, "counters": counters,
+            "own_cpu_trace": own_cpu}
 
 
 def run_validate(job: dict) -> dict:
@@ -63,10 +144,8 @@ def run_validate(job: dict) -> dict:
     beam_args = (f"--direct_running_mode={job.get('mode', 'in_memory')}",
                  f"--direct_num_workers={job.get('workers', 1)}")
     options = RunOptions(run_dir=job["run_dir"], total_segments=job.get("segments"), beam_args=beam_args)
-    start = time.perf_counter()
-    result = validate(bench_spec(job), options, now_ms=job.get("now_ms"))
-    seconds = time.perf_counter() - start
-    return {"items_read": result.totals.get("items_read", 0), "rows_written": 0, "seconds": seconds,
+    result, seconds, own_cpu = traced(job, lambda: validate(bench_spec(job), options, now_ms=job.get("now_ms")))
+    return {"own_cpu_trace": own_cpu, "items_read": result.totals.get("items_read", 0), "rows_written": 0, "seconds": seconds,
             "differences": result.differences, "counts": result.counts, "problems": result.problems,
             "totals": result.totals, "counters": result.counters}
 

@@ -63,6 +63,9 @@ def test_py_spy_summary_shares_self_and_inclusive_samples():
     assert " 60.0%  loads (json)" in self_part and " 30.0%  map (c.py)" in self_part
     assert " 10.0%  (native)" in self_part
     assert " 90.0%  main (a.py)" in inclusive_part and " 60.0%  scan (b.py)" in inclusive_part
+    focused = summarize_py_spy(raw, title="job", focus="scan")
+    assert "6 samples, stacks through scan() only: job" in focused
+    assert "100.0%  loads (json)" in focused and "map (c.py)" not in focused
 
 
 def test_cutover_section_runs_end_to_end_on_a_few_changes(tmp_path):
@@ -76,3 +79,63 @@ def test_cutover_section_runs_end_to_end_on_a_few_changes(tmp_path):
     assert out["catch_up"]["cells_deleted"] > 0 and out["catch_up"]["cells_set"] > out["catch_up"]["cells_deleted"]
     assert out["tail"]["changes_per_s"] > 0 and out["tail"]["get_records_seconds"] > 0
     assert json.loads((tmp_path / "cutover.json").read_text())["items"] == 300
+
+
+def _trace(samples, before=1.5, after=None, at_main=0.3):
+    return {"cpu_at_main_s": at_main, "cpu_before_run_s": before,
+            "cpu_after_run_s": samples[-1][1] if after is None else after, "samples": samples}
+
+
+def test_own_cpu_split_separates_start_up_steady_state_and_end():
+    """A synthetic run: 2.5 s of CPU before the first item (1.5 s of it before the run call), then 30 us per item,
+    then 0.4 s of drain; counts repeat between progress writes, which must not bend the slope."""
+    from benchmarks.measure import own_cpu_split
+
+    n = 100_000
+    samples = [(0.0, 1.6, 0), (0.1, 2.0, 0)]
+    for step in range(1, 21):
+        items = step * 5_000
+        cpu = 2.5 + 30e-6 * items
+        samples += [(10 + step, cpu, items), (10 + step + 0.1, cpu + 0.05, items), (10 + step + 0.2, cpu + 0.1, items)]
+    split = own_cpu_split(_trace(samples, after=2.5 + 30e-6 * n + 0.4) | {"run_started": 8.0}, n)
+    assert round(split["steady_us_per_item"], 6) == 30.0
+    assert round(split["startup_s"], 6) == 2.5 and round(split["startup_in_run_s"], 6) == 1.0
+    assert round(split["interpreter_s"], 6) == 0.3 and round(split["imports_and_spec_s"], 6) == 1.2
+    assert round(split["end_s"], 6) == 0.4
+    assert round(split["total_us_per_item"], 3) == round((2.5 + 3.0 + 0.4) / n * 1e6, 3)
+    assert split["changed_samples"] == 20 and split["first_items_seen"] == 5_000
+    assert round(split["steady_items_per_s"], 6) == 5_000 and round(split["startup_wall_s"], 6) == 2.0
+    assert "least-squares" in split["method"] and split["how"]
+
+
+def test_own_cpu_split_falls_back_to_the_ends_then_says_there_is_no_steady_state():
+    from benchmarks.measure import own_cpu_split
+
+    few = [(0, 2.0, 0), (1, 3.0, 1_000), (2, 3.2, 9_950), (3, 3.4, 10_000)]  # one sample inside 10-90 %
+    split = own_cpu_split(_trace(few, before=1.0), 10_000)
+    assert round(split["steady_us_per_item"], 6) == round(0.2 / 8_950 * 1e6, 6)
+    assert "first and last" in split["method"]
+    none = own_cpu_split(_trace([(0, 2.0, 0), (1, 3.0, 10_000)]), 10_000)
+    assert none["steady_us_per_item"] is None and "no steady state" in none["method"]
+    assert none["total_us_per_item"] == 300.0
+
+
+def test_modes_ratio_per_round_and_crossover_of_the_fitted_lines():
+    """Synthetic runs: in_memory 5,000 items/s after 3 s, multi_processing 8,000 items/s after 9 s: the lines cross at
+    (9 - 3) / (1/5000 - 1/8000) = 80,000 items; each round's ratio is in_memory's seconds over multi_processing's."""
+    from benchmarks import modes
+
+    def run(number, mode, seconds, rate, startup):
+        return {"round": number, "mode": mode, "seconds": seconds, "items_per_s": 100_000 / seconds,
+                "own_cpu": {"steady_items_per_s": rate, "startup_wall_s": startup, "steady_us_per_item": 150.0}}
+
+    runs = [run(0, "in_memory", 23.0, 5_000, 3.0), run(0, "multi_processing", 21.5, 8_000, 9.0),
+            run(1, "multi_processing", 23.0, 8_000, 9.0), run(1, "in_memory", 20.7, 5_000, 3.0)]
+    summary = modes.summarize(100_000, runs)
+    assert summary["round_ratios"] == [20.7 / 23.0, 23.0 / 21.5]
+    assert summary["spread"] == [20.7 / 23.0, 23.0 / 21.5]
+    cross = modes.crossover(runs)
+    assert round(cross["items"]) == 80_000 and cross["steady_rate_ratio"] == 1.6
+    slower = [dict(r, own_cpu=dict(r["own_cpu"], steady_items_per_s=4_000)) if r["mode"] == "multi_processing" else r
+              for r in runs]
+    assert modes.crossover(slower)["items"] is None and "no crossover" in modes.crossover(slower)["why"]
