@@ -31,25 +31,24 @@ def spec(moto_server, bigtable_env, unique_name, tmp_path):
 @pytest.fixture
 def batchers(monkeypatch):
     """Every batcher the writer opens: its keyword arguments and the size of each request it sent."""
-    from google.cloud.bigtable.data import Table
+    from google.cloud.bigtable.data import MutationsBatcher
 
     opened: list[dict] = []
-    open_batcher = Table.mutations_batcher
+    init = MutationsBatcher.__init__
 
-    def spy(self, **kwargs):
-        batcher = open_batcher(self, **kwargs)
+    def spy(self, table, **kwargs):
+        init(self, table, **kwargs)
         record = {"kwargs": kwargs, "requests": []}
         opened.append(record)
-        flush = batcher._flush_internal  # the client's one place where a request's entries are sent
+        flush = self._flush_internal  # the client's one place where a request's entries are sent
 
         def counting_flush(entries):
             record["requests"].append(len(entries))
             return flush(entries)
 
-        batcher._flush_internal = counting_flush
-        return batcher
+        self._flush_internal = counting_flush
 
-    monkeypatch.setattr(Table, "mutations_batcher", spy)
+    monkeypatch.setattr(MutationsBatcher, "__init__", spy)
     return opened
 
 
