@@ -114,12 +114,11 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     checked, just before the job starts; :func:`catch_up_progress` then says how far it got.
     """
     from ..pipelines.cutover import timeline as tl
-    from ..pipelines.cutover.catchup import build_catch_up
+    from ..pipelines.cutover.catchup import ChangeSink, build_catch_up
     from ..pipelines.dynamodb.export import ExportError, file_problem
     from ..pipelines.dynamodb.incremental_export import check_export, read_incremental_manifest
     from ..pipelines.run.dead_letters import check_dead_letter_destination
     from ..pipelines.run.progress import reset
-    from ..pipelines.bigtable.target import probe_target
 
     run_dir = _need_run_dir(options)
     spec = load_spec(spec, options)
@@ -143,8 +142,9 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
         raise ExportError(f"export {manifest.export_id} refused: {err}",
                           "nothing was written and the timeline is unchanged; export the window again "
                           "(or correct that line) and run catch-up with it") from None
-    probe_target(spec.target, must_exist=True)
     dead_letter = options.dead_letter or tl.join(run_dir, f"catch-up-{manifest.export_id}.dead_letters.jsonl")
+    sink = ChangeSink(spec, timeline.now_ms, dead_letter, options.flow_control())
+    sink.check()
     check_dead_letter_destination(dead_letter, resume=True)  # a catch-up run again continues its own file
 
     live = catch_up_live_folder(run_dir) if run.direct else None
@@ -153,8 +153,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
         started(manifest.item_count)
     began = time.monotonic()
     pipeline = beam.Pipeline(options=run.pipeline_options)
-    build_catch_up(pipeline, spec, manifest, now_ms=timeline.now_ms, dead_letter=dead_letter,
-                   flow=options.flow_control(), progress_dir=live)
+    build_catch_up(pipeline, sink, manifest, progress_dir=live)
     state, counters, lines = wait_for(pipeline.run(), dead_letter)
     outcome = CatchUpResult(run_dir, manifest.export_id, manifest.from_us, manifest.to_us, state,
                             {k: counters.get(k, 0) for k in (*CHANGE_COUNTERS, "export_count_mismatch")},

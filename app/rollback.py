@@ -1,8 +1,10 @@
 """The rollback use case: Bigtable → DynamoDB through the spec's decoder, resumable, then compared.
 
 ``rollback(spec, request)`` reads the Bigtable table (or ``start``..``end``, or with ``since`` only the
-rows holding a cell written since then) range by range in key order (`pipelines.bigtable.rows`),
-decodes each row into the items it was mapped from (`mappers.decode.Decoder.decode_row`), and writes
+rows holding a cell written since then) range by range in key order through its source,
+`pipelines.bigtable.rows.RowSource` (a `pipelines.source.Source`: key ranges as pieces, the last
+committed row key as the position), decodes each row into the items it was mapped from (the source's
+`entities`, with the spec's decoder `mappers.decode`), and writes
 them with BatchWriteItem (`pipelines.dynamodb.sink`) into the spec's source table or ``to_table``.
 A row that cannot be decoded is a dead letter (row key and reason, mode 0600), as is an item
 DynamoDB refuses. Then every row is read and decoded again and each item is read back with
@@ -47,6 +49,7 @@ from .options import RunOptions
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
+    from ..pipelines.bigtable.rows import RowSource
 
 RECORD_FILE = "rollback.json"
 CHECKPOINT_FILE = "checkpoint.json"
@@ -139,21 +142,21 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
 def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions, workers: _Workers | None,
               progress: Progress | None, began: float) -> RollbackResult:
     from ..mappers.rollback import latest_only, lost_keys, verdict
-    from ..pipelines.bigtable.rows import ranges
-    from ..pipelines.bigtable.target import describe_target, probe_target
     from ..pipelines.run.checkpoint import spec_hash
 
     table = request.to_table or loaded.source.table
     if not table:
         raise RollbackError("the spec reads an export and names no DynamoDB table", "name one: --to-table TABLE")
     key_names, key_types = _table_keys(_dynamodb(loaded), table, loaded)
-    probe_target(loaded.target, must_exist=True)
+    setup = _Setup(loaded, table, key_names, {**key_types, **request.types}, request,
+                   latest_only(loaded), lost_keys(loaded, key_names), ())
+    source = setup.source()
+    source.check()
     run_dir = options.run_dir or default_run_dir(table)
     record = {"spec_hash": spec_hash(loaded), "table": table, "start": _b64(request.start), "end": _b64(request.end),
               "since_us": request.since_us}
-    state = _Checkpoint.open(run_dir, record, options.resume, lambda: ranges(loaded.target, request.start, request.end))
-    setup = _Setup(loaded, table, key_names, {**key_types, **request.types}, request,
-                   latest_only(loaded), lost_keys(loaded, key_names), tuple(state.ranges))
+    state = _Checkpoint.open(run_dir, record, options.resume, source.pieces)
+    setup = replace(setup, ranges=tuple(state.ranges))
     resume = f"continue it with the same command and --resume --run-dir {run_dir}"
     _write_phase(state, setup, workers, progress, resume)
     dead_lines = state.dead_lines()
@@ -171,7 +174,7 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
     notes = [NOT_DELETED] if request.since_us is None and request.to_table is None else []
     if request.since_us is not None:
         notes.insert(0, f"--since: {UNSEEN_BY_SINCE}")
-    return RollbackResult(run_dir, table, describe_target(loaded.target), counters, state.dead_letter, dead_lines,
+    return RollbackResult(run_dir, table, source.name(), counters, state.dead_letter, dead_lines,
                           compared, differences, differences_file, not_compared, state.resumed,
                           time.monotonic() - began, tuple(verdict(loaded).lines()) if verdict(loaded).losses else (),
                           tuple(notes), tuple(problems))
@@ -332,7 +335,7 @@ class _Batch:
     letters: list[str] = field(default_factory=list)
 
 
-def _decode(decoder: Any, row_key: bytes, cells: list, key_names: tuple[str, ...], batch: _Batch,
+def _decode(source: Any, row_key: bytes, cells: list, key_names: tuple[str, ...], batch: _Batch,
             unkeyed: dict[str, Any]) -> None:
     """One row into the batch: its items, or a dead letter naming the row key and why it cannot be decoded. Items of
     an entity whose key is a declared loss (``unkeyed``) are dead letters too: their old key cannot be rebuilt."""
@@ -343,10 +346,7 @@ def _decode(decoder: Any, row_key: bytes, cells: list, key_names: tuple[str, ...
     batch.counts["rows_read"] += 1
     batch.last_key = row_key
     try:
-        found = decoder.decode_entities(row_key, cells)
-        for entity, item in found:  # an attribute the match fixes comes back from the match, even a dropped one
-            for name, value in decoder.by_name[entity].fixed.items():
-                item.setdefault(name, value)
+        found = source.entities(row_key, cells)
         missing = [item for entity, item in found if entity not in unkeyed and any(n not in item for n in key_names)]
         if missing:
             raise DecodeError(f"an item without its key ({', '.join(n for n in key_names if n not in missing[0])} "
@@ -386,20 +386,21 @@ class _Setup:
     processes: int = 1
     """How many processes share the work (and the write budget)."""
 
-    def tools(self) -> tuple[Any, Any]:
-        """(decoder, writer) of this process; the writer's budget is this process's share of ``--wcu``."""
-        from ..mappers.decode import Decoder
+    def writer(self) -> Any:
+        """This process's writer; its budget is this process's share of ``--wcu``."""
         from ..pipelines.dynamodb.sink import DynamoWriter, WriteBudget
 
         wcu = self.request.wcu / self.processes if self.request.wcu else None
-        writer = DynamoWriter(_dynamodb(self.spec), self.table, self.key_names, WriteBudget(wcu),
-                              retry_seconds=self.request.retry_seconds)
-        return Decoder(self.spec, self.types), writer
+        return DynamoWriter(_dynamodb(self.spec), self.table, self.key_names, WriteBudget(wcu),
+                            retry_seconds=self.request.retry_seconds)
 
-    def source(self) -> Any:
+    def source(self) -> RowSource:
+        """The Bigtable rows (a :class:`~ddb2bt.pipelines.source.Source`): key ranges, rows from a committed row key
+        on, and the spec's decoder with this run's attribute types."""
         from ..pipelines.bigtable.rows import RowSource
 
-        return RowSource(self.spec.target, since_us=self.request.since_us, latest_only=self.newest)
+        return RowSource(self.spec, since_us=self.request.since_us, latest_only=self.newest, types=self.types,
+                         start=self.request.start, end=self.request.end)
 
 
 Commit = Callable[[int, "bytes | None", "Counter[str]", list[str], bool], None]
@@ -440,7 +441,8 @@ def _write_ranges(setup: _Setup, after: dict[int, bytes | None], next_range: Cal
     ``commit`` in order; ``stopping()`` ends the run after the batches in flight are committed."""
     from ..pipelines.run.dead_letters import DeadLetter
 
-    decoder, writer = setup.tools()
+    writer, source = setup.writer(), setup.source()
+    source.decoder  # noqa: B018 - built before the first row: a spec it cannot decode fails the run here
 
     def write(batch: _Batch) -> _Batch:
         for item, reason in writer.write(batch.items):
@@ -454,12 +456,12 @@ def _write_ranges(setup: _Setup, after: dict[int, bytes | None], next_range: Cal
         commit(batch.index, batch.last_key, batch.counts, batch.letters, False)
 
     writers = setup.request.writers
-    with setup.source() as source, ThreadPoolExecutor(max_workers=writers, thread_name_prefix="rollback-write") as pool:
+    with source, ThreadPoolExecutor(max_workers=writers, thread_name_prefix="rollback-write") as pool:
         flying: deque[Future] = deque()
         while (index := next_range()) is not None:
             batch = _Batch(index)
             for row_key, cells in source.rows(setup.ranges[index], after.get(index)):
-                _decode(decoder, row_key, cells, setup.key_names, batch, setup.unkeyed)
+                _decode(source, row_key, cells, setup.key_names, batch, setup.unkeyed)
                 if len(batch.items) >= ITEMS_PER_COMMIT or len(batch.letters) >= ITEMS_PER_COMMIT:
                     flying.append(pool.submit(write, batch))
                     batch = _Batch(index)
@@ -522,7 +524,8 @@ def _compare_ranges(setup: _Setup, next_range: Callable[[], int | None],
     from ..mappers.decode import comparable
     from ..mappers.rollback import key_of
 
-    decoder, writer = setup.tools()
+    writer, source = setup.writer(), setup.source()
+    source.decoder  # noqa: B018 - built before the first row: a spec it cannot decode fails the run here
     key_names, threads = setup.key_names, setup.request.writers
 
     def canonical(item: dict) -> dict:
@@ -542,15 +545,14 @@ def _compare_ranges(setup: _Setup, next_range: Callable[[], int | None],
                                         sort_keys=True) + "\n")
         return len(wanted), lines, unreadable
 
-    with setup.source() as source, \
-            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rollback-compare") as pool:
+    with source, ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rollback-compare") as pool:
         flying: deque[Future] = deque()
         pending: list[dict] = []
         unreadable = 0
         while (index := next_range()) is not None and not stopping():
             for row_key, cells in source.rows(setup.ranges[index]):
                 batch = _Batch(0)
-                _decode(decoder, row_key, cells, key_names, batch, setup.unkeyed)
+                _decode(source, row_key, cells, key_names, batch, setup.unkeyed)
                 unreadable += batch.counts["rows_dead_lettered"]
                 pending += batch.items
                 if len(pending) >= GET_BATCH:

@@ -7,7 +7,11 @@ as a Beam graph of item batches, and gives samples without Beam. Implementations
 exists: :mod:`.dynamodb.sources` (live scan, full export), :mod:`.run.dead_letter_source` (a
 dead-letter file, for redrive) and :class:`ItemsSource` (items in hand: a ``--sample`` run).
 :mod:`.sources` chooses one for a spec; adding a source is one module with a subclass and one
-``register`` call (docs/PIPELINE.md, "Sources and sinks").
+``register`` call (docs/PIPELINE.md, "Sources and sinks"). The rollback reads Bigtable rows through it
+(:mod:`.bigtable.rows`).
+
+Beam is imported where a graph is built, not here: the rollback's worker processes import this
+interface with its Bigtable source, and none of them builds a Beam graph.
 """
 
 from __future__ import annotations
@@ -16,12 +20,6 @@ import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
-
-import apache_beam as beam
-from apache_beam.metrics import Metrics
-
-from .run.batches import BATCH_ITEMS, Batch
-from .run.metrics import NAMESPACE
 
 if TYPE_CHECKING:
     from ..mappers.source import SourceDescription
@@ -112,13 +110,14 @@ class Source(ABC):
         return everything if len(everything) <= n else random.Random(seed).sample(everything, n)
 
 
-class _CountRead(beam.DoFn):
-    def __init__(self) -> None:
-        self._read = Metrics.counter(NAMESPACE, "items_read")
+def counted(batch: Any) -> Any:
+    """Count a batch's items as read (Beam counter items_read) and pass it on: a step of a source's read graph."""
+    from apache_beam.metrics import Metrics
 
-    def process(self, batch: Batch) -> Any:
-        self._read.inc(len(batch))
-        yield batch
+    from .run.metrics import NAMESPACE
+
+    Metrics.counter(NAMESPACE, "items_read").inc(len(batch))
+    return batch
 
 
 class ItemsSource(Source):
@@ -136,10 +135,14 @@ class ItemsSource(Source):
              mark_done: bool = False, segments_in_flight: int | None = None,
              start_keys: dict[int, dict[str, Any]] | None = None, progress_dir: str | None = None,
              count_read: bool = True) -> SourceRead:
+        import apache_beam as beam
+
+        from .run.batches import BATCH_ITEMS, Batch
+
         batches = [Batch(self._items[start:start + BATCH_ITEMS]) for start in range(0, len(self._items), BATCH_ITEMS)]
         read = p | self._label >> beam.Create(batches)
         if count_read:
-            read = read | "CountRead" >> beam.ParDo(_CountRead())
+            read = read | "CountRead" >> beam.Map(counted)
         return SourceRead(read)
 
     def items(self, limit: int | None = None) -> list[dict]:

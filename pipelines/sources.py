@@ -3,8 +3,9 @@
 Each kind of source registers a test on the spec's ``source`` section and a factory; the newest
 registration whose test holds wins, so a source registered later (a new module, a test) can
 claim specs the built-in ones would take. Built in: a full export (``source.export``) and the live
-table (``source.table``). Sources that no spec names (a dead-letter file, Bigtable rows) are made
-directly by their use case; :data:`KINDS` lists every kind, for the interface's tests.
+table (``source.table``). Sources that no spec's ``source`` names are made directly by their use case
+(a dead-letter file by redrive; Bigtable rows, the spec's ``target`` read back, by rollback) and
+registered in :data:`KINDS`, which lists every kind, for the interface's tests.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from .bigtable.rows import RowSource
 from .dynamodb.sources import ExportSource, ScanSource
 from .run.dead_letter_source import DeadLetterSource
 from .source import ItemsSource, Source
@@ -28,7 +30,7 @@ class Registration:
 
 
 REGISTRY: list[Registration] = []
-KINDS: list[type[Source]] = [ItemsSource, DeadLetterSource]
+KINDS: list[type[Source]] = [ItemsSource, DeadLetterSource, RowSource]
 """Every kind of source, the ones no spec names included."""
 
 

@@ -1,25 +1,33 @@
 """The rollback's source: Bigtable rows in key order, range by range, from a row key on (to resume), as `Cell`s.
 
-`ranges` splits the table (or the part of it between `--start` and `--end`) at the keys Bigtable
-samples; `rows` reads one range from just after a row key, so that a resumed rollback starts
-after the last row whose items are in DynamoDB. With `since_us` only rows holding a cell written
-at or after that time are read, and then whole: a timestamp-range filter with one cell per row
-and values stripped lists their keys, then the rows are read by key (a filter on the rows' own
-read would return only the newer cells, and an item is rebuilt from all of its cells).
+:class:`RowSource` is a :class:`~..source.Source` (kind "bigtable rows"): its pieces are key ranges
+(`pieces`: the table, or the part of it between `--start` and `--end`, split at the keys Bigtable
+samples), its position in a piece is the last row key committed, and `rows` reads one range from
+just after such a key, so that a resumed rollback starts after the last row whose items are in
+DynamoDB. Its items are the rows decoded with the spec's own decoder (`mappers.decode`). With
+`since_us` only rows holding a cell written at or after that time are read, and then whole: a
+timestamp-range filter with one cell per row and values stripped lists their keys, then the rows are
+read by key (a filter on the rows' own read would return only the newer cells, and an item is rebuilt
+from all of its cells).
 
-Only the data client, no Beam: a rollback's worker processes import this module, and each would pay
-for importing Beam.
+Only the data client, no Beam at import: a rollback's worker processes import this module, and each
+would pay for importing Beam; `read` (the Beam graph) imports it when a graph is built.
 """
 
 from __future__ import annotations
 
+import base64
+import random
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ...mappers.decode import Decoder
 from ...mappers.results import Cell
+from ..source import Source, SourceRead, counted
+from .target import describe_target, probe_target
 
 if TYPE_CHECKING:
-    from ...mappers.spec import TargetSpec
+    from ...mappers.spec import MappingSpec, TargetSpec
 
 KEYS_PER_LOOKUP = 500
 MAX_RANGES = 32
@@ -49,16 +57,112 @@ def ranges(target: TargetSpec, start: bytes = b"", end: bytes = b"") -> list[tup
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-class RowSource:
-    """One data client; rows of a key range, optionally only those touched since a time. Close it (or `with`)."""
+class RowSource(Source):
+    """The rows of the spec's Bigtable table as items, key range by key range, optionally only those touched since a
+    time. One data client, opened on first use; close it (or `with`)."""
 
-    def __init__(self, target: TargetSpec, *, since_us: int | None = None, latest_only: bool = False):
-        self._client, self._table = _open(target)
-        self.since_us, self.latest_only = since_us, latest_only
+    kind = "bigtable rows"
+    pieces_name = "key ranges"
+    positions = True
+
+    def __init__(self, spec: MappingSpec, *, since_us: int | None = None, latest_only: bool = False,
+                 types: dict[str, str] | None = None, start: bytes = b"", end: bytes = b"") -> None:
+        self.spec, self.target = spec, spec.target
+        self.since_us, self.latest_only, self.types = since_us, latest_only, dict(types or {})
+        self.start, self.end = start, end
+        self._opened: tuple[Any, Any] | None = None
+        self._decoder: Decoder | None = None
         # A counter is the sum of its column's cells (one per timestamp): read whole, and the newest version
         # of other columns picked here (no ReadRows filter says "one version, but not in these families").
-        self._counters = frozenset(name for name, family in target.families.items()
+        self._counters = frozenset(name for name, family in self.target.families.items()
                                    if family.aggregate) if latest_only else frozenset()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_opened": None, "_decoder": None}  # a copy opens its own client
+
+    @property
+    def _table(self) -> Any:
+        if self._opened is None:
+            self._opened = _open(self.target)
+        return self._opened[1]
+
+    @property
+    def decoder(self) -> Decoder:
+        """The spec's decoder (rows into items), with ``types`` for attributes that live only in keys."""
+        if self._decoder is None:
+            self._decoder = Decoder(self.spec, self.types)
+        return self._decoder
+
+    def name(self) -> str:
+        return describe_target(self.target)
+
+    def check(self, pipeline_options: Any = None) -> int | None:
+        probe_target(self.target, must_exist=True)  # a dead Bigtable or a missing table fails here, in seconds
+        return None
+
+    def pieces(self) -> list[tuple[bytes, bytes]]:
+        """The key ranges to read (``ranges`` of the table between ``start`` and ``end``)."""
+        return ranges(self.target, self.start, self.end)
+
+    def choose_pieces(self, description: Any) -> int:
+        return len(self.pieces())
+
+    def entities(self, row_key: bytes, cells: list[Cell]) -> list[tuple[str, dict]]:
+        """(entity, item) of every item folded into the row, with the attributes its entity's match fixes; raises
+        the decoder's errors (DecodeError, AttributeValueError, ValueError, UnicodeDecodeError)."""
+        decoder = self.decoder
+        found = decoder.decode_entities(row_key, cells)
+        for entity, item in found:  # an attribute the match fixes comes back from the match, even a dropped one
+            for name, value in decoder.by_name[entity].fixed.items():
+                item.setdefault(name, value)
+        return found
+
+    def _decodable(self, key_range: tuple[bytes, bytes], after: bytes | None = None) -> Iterator[dict]:
+        for row_key, cells in self.rows(key_range, after):
+            try:
+                found = self.entities(row_key, cells)
+            except (ValueError, UnicodeDecodeError):  # DecodeError and AttributeValueError are ValueErrors too
+                continue  # a sample or a read of items skips it; the rollback dead-letters it (it reads rows)
+            for _entity, item in found:
+                yield item
+
+    def items(self, limit: int | None = None) -> list[dict]:
+        """Items of the rows in key order (rows that cannot be decoded left out), up to ``limit``."""
+        out: list[dict] = []
+        for item in self._decodable((self.start, self.end)):
+            out.append(item)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def random_sample(self, n: int, *, item_count: int = 0, seed: int | None = None) -> list[dict]:
+        """The items of the first rows of key ranges picked at random, up to ``n``."""
+        pieces = self.pieces()
+        random.Random(seed).shuffle(pieces)
+        out: list[dict] = []
+        for key_range in pieces:
+            for item in self._decodable(key_range):
+                out.append(item)
+                if len(out) >= n:
+                    return out
+        return out
+
+    def read(self, p: Any, *, total_segments: int = 1, completed: frozenset[int] = frozenset(),
+             mark_done: bool = False, segments_in_flight: int | None = None,
+             start_keys: dict[int, dict[str, Any]] | None = None, progress_dir: str | None = None,
+             count_read: bool = True) -> SourceRead:
+        """The key ranges of ``pieces`` not ``completed`` (``total_segments`` is not used: Bigtable's samples fix
+        them), each from just after the row ``start_keys[i]["after"]`` (base64) where given."""
+        import apache_beam as beam
+
+        pieces = self.pieces()
+        todo = [(index, key_range, (start_keys or {}).get(index, {}).get("after"))
+                for index, key_range in enumerate(pieces) if index not in completed]
+        read = (p | "KeyRanges" >> beam.Create(todo)
+                | "ReadRows" >> beam.FlatMap(_read_piece, self, mark_done))
+        if count_read:
+            read = read | "CountRead" >> beam.Map(_count_batches)
+        return SourceRead(read)
 
     def rows(self, key_range: tuple[bytes, bytes], after: bytes | None = None) -> Iterator[tuple[bytes, list[Cell]]]:
         """(row key, cells) of the range in key order, from just after ``after`` (None: from the range's start)."""
@@ -111,7 +215,9 @@ class RowSource:
             yield row.row_key, self._cells(row)
 
     def close(self) -> None:
-        self._client.close()
+        if self._opened is not None:
+            self._opened[0].close()
+            self._opened = None
 
     def __enter__(self) -> RowSource:
         return self
@@ -136,3 +242,25 @@ def _datetime(micros: int) -> Any:
     from datetime import datetime, timedelta, timezone
 
     return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=micros)
+
+
+def _read_piece(piece: tuple[int, tuple[bytes, bytes], str | None], source: RowSource, mark_done: bool) -> Iterator[Any]:
+    """One key range's items in batches (after the row ``after``, base64, when given), then its done marker."""
+    from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
+
+    index, key_range, after = piece
+    batch: list[dict] = []
+    with source:
+        for item in source._decodable(key_range, None if after is None else base64.b64decode(after)):
+            batch.append(item)
+            if len(batch) >= BATCH_ITEMS:
+                yield Batch(batch)
+                batch = []
+    if batch:
+        yield Batch(batch)
+    if mark_done:
+        yield SegmentDone(index)
+
+
+def _count_batches(element: Any) -> Any:
+    return counted(element) if isinstance(element, list) else element

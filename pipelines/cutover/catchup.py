@@ -1,7 +1,7 @@
 """The catch-up's Beam graph: one incremental export's changes applied to Bigtable, its count mismatches dead-lettered.
 
-``ddb2bt catch-up`` (:mod:`ddb2bt.app.cutover`) checks the export, the timeline and the target,
-then builds this graph and runs it; the timeline moves on only when the counters reconcile.
+``ddb2bt catch-up`` (:mod:`ddb2bt.app.cutover`) checks the export, the timeline and the target
+(:class:`ChangeSink`'s ``check``), then builds this graph and runs it; the timeline moves on only when the counters reconcile.
 """
 
 from __future__ import annotations
@@ -48,16 +48,17 @@ def _mismatch_line(record: Any) -> str:
     return DeadLetter(None, "source", f"export count mismatch: {record}").to_json()
 
 
-def build_catch_up(p: beam.Pipeline, spec: Any, manifest: IncrementalManifest, *, now_ms: int, dead_letter: str,
-                   flow: FlowControl | None = None, progress_dir: str | None = None) -> None:
-    """Add the catch-up of ``manifest``'s export to ``p``: its changes, grouped by item, applied with the spec (cells
-    at the backfill's ``now_ms``); changes Bigtable refuses and count mismatches to ``dead_letter``.
-    ``progress_dir``: where the changes read are tallied live (``changes_read``)."""
+def build_catch_up(p: beam.Pipeline, sink: ChangeSink, manifest: IncrementalManifest, *,
+                   progress_dir: str | None = None) -> None:
+    """Add the catch-up of ``manifest``'s export to ``p``: its changes, grouped by item, written by ``sink`` (applied
+    with its spec, cells at the backfill's time); changes Bigtable refuses and count mismatches to the sink's dead-letter
+    file. ``progress_dir``: where the changes read are tallied live (``changes_read``)."""
     read = p | "ReadIncrementalExport" >> ReadIncrementalExport(manifest)
     batches = read["batches"]
     if progress_dir is not None:
         batches = batches | "Tally" >> beam.Map(Tally(progress_dir, "changes_read"))
-    ChangeSink(spec, now_ms, dead_letter, flow).write(batches)
+    sink.write(batches)
+    dead_letter = sink.dead_letter
     _ = (read["count_mismatch"]
          | "MismatchLetters" >> beam.Map(_mismatch_line)
          | "PersistMismatches" >> beam.Map(lambda line: write_part(dead_letter, [line])))

@@ -3,6 +3,7 @@ by the real use cases (migrate, its resume, validate, the samples) with no other
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 from pathlib import Path
@@ -18,8 +19,10 @@ from apache_beam.testing.util import assert_that, equal_to
 from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
 from ddb2bt.app.validate import validate
+from ddb2bt.mappers.decode import comparable
 from ddb2bt.mappers.errors import UsageError
 from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.pipelines.bigtable.rows import RowSource
 from ddb2bt.pipelines.cutover.catchup import ChangeSink
 from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table
 from ddb2bt.pipelines.run.batches import Batch, SegmentDone
@@ -94,7 +97,7 @@ def _signature(method: Any) -> list[tuple[str, Any]]:
 def test_every_source_and_sink_implements_its_interface(json_lines_source):
     kinds = [*KINDS]
     assert JsonLinesSource in kinds  # one registration lists it with the built-in kinds
-    assert {kind.kind for kind in kinds} >= {"scan", "export", "dead letters", "items", "json lines"}
+    assert {kind.kind for kind in kinds} >= {"scan", "export", "dead letters", "items", "json lines", "bigtable rows"}
     assert len({kind.kind for kind in kinds}) == len(kinds), "two kinds share a name"
     for kind in kinds:
         assert issubclass(kind, Source) and not inspect.isabstract(kind), f"{kind.__name__} leaves methods out"
@@ -179,3 +182,51 @@ def test_the_dynamodb_sink_writes_items_and_gives_back_what_dynamodb_refused(mot
         {**item, "b": {"B": b"\x00\x01"}} for item in good]  # boto3 decodes B; the wire held base64 "AAE="
     with pytest.raises(UsageError, match="no DynamoDB table"):
         DynamoDBSink(sink.settings, unique_name + "x", ("pk", "sk")).check()
+
+
+def _canonical(items: list[dict]) -> list[dict]:
+    return [{name: comparable(value) for name, value in item.items()} for item in items]
+
+
+def test_bigtable_rows_are_a_source_read_in_key_ranges_from_a_committed_row_on(json_lines_source, bigtable_env,
+                                                                                 unique_name, tmp_path):
+    """Rollback's source: the rows migrate wrote, decoded back into the items, by piece, from a position, sampled and
+    as a Beam read; a missing table is refused by its check."""
+    items = _items(40)
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+    spec = MappingSpec.model_validate(_spec(unique_name, str(path)))
+    assert migrate(spec, RunOptions(run_dir=str(tmp_path / "run"))).ok
+    in_key_order = sorted(items, key=lambda item: f"{item['pk']['S']}#{item['sk']['S']}")
+
+    with RowSource(spec) as source:
+        source.check()
+        pieces = source.pieces()
+        assert pieces[0][0] == b"" and pieces[-1][1] == b"" and all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+        assert _canonical(source.items()) == _canonical(in_key_order)
+        assert _canonical(source.items(5)) == _canonical(in_key_order[:5])
+        rows = [key for piece in pieces for key, _cells in source.rows(piece)]
+        assert rows == sorted(rows) and len(rows) == 40
+        position = rows[9]  # the last row committed: the read goes on just after it
+        piece = next(index for index, (start, end) in enumerate(pieces) if start <= position and (not end or position < end))
+        after = [key for key, _cells in source.rows(pieces[piece], position)]
+        assert after == [key for key in rows if key > position and (not pieces[piece][1] or key < pieces[piece][1])]
+        sample = source.random_sample(7, seed=3)
+        assert len(sample) == 7 and all(item in _canonical(items) for item in _canonical(sample))
+
+    pipeline = beam.Pipeline(runner="DirectRunner")
+    read = RowSource(spec).read(pipeline, mark_done=True,
+                                start_keys={piece: {"after": base64.b64encode(position).decode("ascii")}})
+    done = read.batches | "Done" >> beam.Filter(lambda element: isinstance(element, SegmentDone))
+    assert_that(done | beam.Map(lambda marker: marker.segment), equal_to(list(range(len(pieces)))), label="Done")
+    got = (read.batches | beam.Filter(lambda element: isinstance(element, list)) | beam.FlatMap(_canonical)
+           | beam.Map(lambda item: json.dumps(item, sort_keys=True, default=str)))
+    kept = [item for item in in_key_order  # every row but those of its piece up to the position
+            if not pieces[piece][0] <= f"{item['pk']['S']}#{item['sk']['S']}".encode() <= position]
+    assert len(kept) < 40
+    assert_that(got, equal_to([json.dumps(item, sort_keys=True, default=str) for item in _canonical(kept)]))
+    pipeline.run().wait_until_finish()
+
+    missing = spec.model_copy(update={"target": spec.target.model_copy(update={"table": unique_name + "x"})})
+    with pytest.raises(UsageError):
+        RowSource(missing).check()
