@@ -139,3 +139,71 @@ def test_modes_ratio_per_round_and_crossover_of_the_fitted_lines():
     slower = [dict(r, own_cpu=dict(r["own_cpu"], steady_items_per_s=4_000)) if r["mode"] == "multi_processing" else r
               for r in runs]
     assert modes.crossover(slower)["items"] is None and "no crossover" in modes.crossover(slower)["why"]
+
+
+def _job_result(label, items_per_s, steady=None, startup=None):
+    own = {"steady_us_per_item": steady, "startup_s": startup} if steady is not None else None
+    return {"label": label, "items_per_s": items_per_s, "own_cpu": own}
+
+
+def test_end_to_end_rounds_alternate_the_order_and_report_the_median_ratio_and_its_spread():
+    """Synthetic jobs (no servers, nothing timed): three rounds of two scenarios; the baseline runs first in rounds
+    0 and 2 and second in round 1, every scenario's pair runs back to back, and each scenario's figures come from its
+    own rounds."""
+    jobs = {"loopback": {"baseline": {"kind": "baseline_scan", "label": "b"}, "ddb2bt": {"kind": "ddb2bt", "label": "d"}},
+            "export": {"baseline": {"kind": "baseline_export", "label": "be"},
+                       "ddb2bt": {"kind": "ddb2bt", "label": "de"}}}
+    rates = {"b": [1000, 1000, 2000], "d": [3000, 2000, 7000], "be": [500, 500, 500], "de": [1000, 2000, 1500]}
+    steady = {"d": [40.0, 30.0, 50.0], "de": [20.0, 25.0, 30.0]}
+    calls = []
+
+    def fake(job):
+        label = job["label"]
+        calls.append(label)
+        number = sum(call == label for call in calls) - 1
+        own = steady.get(label)
+        return _job_result(label, rates[label][number], own[number] if own else None, 3.0 if own else None)
+
+    pairs, load, failed = run.alternate(jobs, 3, fake)
+    assert calls == ["b", "d", "be", "de", "d", "b", "de", "be", "b", "d", "be", "de"]
+    assert [entry["order"] for entry in load] == [["baseline", "ddb2bt"], ["ddb2bt", "baseline"],
+                                                  ["baseline", "ddb2bt"]]
+    assert all(len(entry["loadavg_before"]) == 3 and len(entry["loadavg_after"]) == 3 for entry in load)
+    assert failed == []
+    loop = run.summarize_rounds(pairs["loopback"])
+    assert loop["round_ratios"] == [3.0, 2.0, 3.5] and loop["ratio"] == 3.0 and loop["spread"] == [2.0, 3.5]
+    assert loop["items_per_s"] == {"baseline": 1000, "ddb2bt": 3000}
+    assert loop["own_cpu_steady_us_per_item"] == {"median": 40.0, "per_round": [40.0, 30.0, 50.0]}
+    export = run.summarize_rounds(pairs["export"])
+    assert export["ratio"] == 3.0 and export["spread"] == [2.0, 4.0]
+    assert export["own_cpu_steady_us_per_item"]["median"] == 25.0
+
+
+def test_a_failed_run_drops_only_its_rounds_pair_and_the_verdicts_read_the_medians():
+    from benchmarks import run as bench_run
+
+    jobs = {"loopback": {"baseline": {"label": "b"}, "ddb2bt": {"label": "d"}},
+            "export": {"baseline": {"label": "be"}, "ddb2bt": {"label": "de"}},
+            "latency_20ms": {"baseline": {"label": "bf"}, "ddb2bt": {"label": "df"}}}
+    rates = {"b": 1000, "d": 2500, "be": 1000, "de": 3100, "bf": 100, "df": 400}
+    seen = []
+
+    def run(job):
+        seen.append(job["label"])
+        if job["label"] == "d" and seen.count("d") == 2:
+            raise RuntimeError("ddb2bt in_memory: run not OK")
+        return _job_result(job["label"], rates[job["label"]], 36.0 if job["label"] == "d" else None, 2.0)
+
+    pairs, load, failed = bench_run.alternate(jobs, 2, run)
+    assert [pair["round"] for pair in pairs["loopback"]] == [0] and len(pairs["export"]) == 2
+    assert failed == [{"round": 1, "scenario": "loopback", "side": "ddb2bt", "error": "ddb2bt in_memory: run not OK"}]
+    assert seen == ["b", "d", "be", "de", "bf", "df", "d", "de", "be", "df", "bf"]  # round 1's "b" never ran
+    e2e = {name: bench_run.summarize_rounds(done) | {"pairs": done} for name, done in pairs.items()}
+    verdicts = bench_run.e2e_verdicts(e2e)
+    assert verdicts["e2e_loopback_ratio"]["value"] == 2.5 and not verdicts["e2e_loopback_ratio"]["met"]
+    assert verdicts["e2e_export_ratio"]["value"] == 3.1 and verdicts["e2e_export_ratio"]["met"]
+    assert verdicts["e2e_export_ratio"]["spread"] == [3.1, 3.1]
+    assert verdicts["e2e_latency_ratio"]["value"] == 4.0 and verdicts["e2e_latency_ratio"]["met"]
+    assert verdicts["own_cpu_us_per_item"]["value"] == 36.0 and not verdicts["own_cpu_us_per_item"]["met"]
+    empty = bench_run.summarize_rounds([])
+    assert empty["ratio"] is None and empty["spread"] is None and empty["own_cpu_steady_us_per_item"]["median"] is None
