@@ -66,10 +66,14 @@ class RowSource(Source):
     positions = True
 
     def __init__(self, spec: MappingSpec, *, since_us: int | None = None, latest_only: bool = False,
-                 types: dict[str, str] | None = None, start: bytes = b"", end: bytes = b"") -> None:
+                 types: dict[str, str] | None = None, start: bytes = b"", end: bytes = b"",
+                 key_ranges: list[tuple[bytes, bytes]] | None = None) -> None:
         self.spec, self.target = spec, spec.target
         self.since_us, self.latest_only, self.types = since_us, latest_only, dict(types or {})
         self.start, self.end = start, end
+        # A resumed read must split the table as the first attempt did: Bigtable's samples move as the table
+        # changes and compacts, and a saved position belongs to its key range.
+        self.key_ranges = list(key_ranges) if key_ranges is not None else None
         self._opened: tuple[Any, Any] | None = None
         self._decoder: Decoder | None = None
         # A counter is the sum of its column's cells (one per timestamp): read whole, and the newest version
@@ -101,7 +105,10 @@ class RowSource(Source):
         return None
 
     def pieces(self) -> list[tuple[bytes, bytes]]:
-        """The key ranges to read (``ranges`` of the table between ``start`` and ``end``)."""
+        """The key ranges to read: ``key_ranges`` when given (a resumed read's, as first saved), else ``ranges`` of
+        the table between ``start`` and ``end`` from Bigtable's samples now."""
+        if self.key_ranges is not None:
+            return list(self.key_ranges)
         return ranges(self.target, self.start, self.end)
 
     def choose_pieces(self, description: Any) -> int:
