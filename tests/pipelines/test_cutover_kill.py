@@ -74,7 +74,7 @@ def test_catch_up_killed_and_run_again_converges(bigtable_env, unique_name, tmp_
     table: dict = {}
     simulate(rng, table, 2000, T0 - HOUR, T0, posts=1000)
     spec = backfill(tmp_path, unique_name, list(table.values()))
-    log = simulate(rng, table, 6000, T0, T0 + HOUR, posts=1000)
+    log = simulate(rng, table, 20000, T0, T0 + HOUR, posts=1000)  # long enough that the kill lands mid-run
     window = incremental(tmp_path, log, T0, T0 + HOUR, unique_name)
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
