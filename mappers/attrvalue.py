@@ -53,6 +53,21 @@ def binary(payload: bytes | str) -> bytes:
     return payload if isinstance(payload, bytes) else base64.b64decode(payload, validate=True)
 
 
+def with_bytes(value: dict) -> dict:
+    """The AttributeValue with every `B` payload as bytes (boto3's form), at any depth: base64 text (the export
+    form) handed to botocore's serialiser would be encoded a second time."""
+    (tag, payload), = value.items()
+    if tag == "B":
+        return {tag: binary(payload)}
+    if tag == "BS":
+        return {tag: [binary(member) for member in payload]}
+    if tag == "M":
+        return {tag: {name: with_bytes(member) for name, member in payload.items()}}
+    if tag == "L":
+        return {tag: [with_bytes(member) for member in payload]}
+    return value
+
+
 def key_text(value: dict) -> str:
     """Text of a scalar for templates and match conditions: S as is, N canonical, B hex, BOOL true/false."""
     payload = value.get("S")

@@ -12,7 +12,6 @@ from typing import Any, Iterator
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from ..mappers.attrvalue import binary
 from ..mappers.errors import UsageError
 from .bigtable.sink import Destination, FlowControl, WriteToBigtable, ensure_table
 from .bigtable.target import describe_target, probe_target
@@ -48,21 +47,6 @@ class BigtableSink(Sink):
                                                                          progress_dir=self.progress_dir)
 
 
-def _client_form(value: dict) -> dict:
-    """An AttributeValue with ``B`` payloads as bytes: a source's base64 text (the export form) would be encoded
-    again by botocore's PutItem, which the writer falls back to when DynamoDB refuses a batch."""
-    (tag, payload), = value.items()
-    if tag == "B":
-        return {tag: binary(payload)}
-    if tag == "BS":
-        return {tag: [binary(member) for member in payload]}
-    if tag == "M":
-        return {tag: {name: _client_form(member) for name, member in payload.items()}}
-    if tag == "L":
-        return {tag: [_client_form(member) for member in payload]}
-    return value
-
-
 class _PutItemsFn(beam.DoFn):
     def __init__(self, settings: ClientSettings, table: str, key_names: tuple[str, ...], wcu: float | None,
                  retry_seconds: float) -> None:
@@ -81,7 +65,7 @@ class _PutItemsFn(beam.DoFn):
         if not isinstance(element, list):  # a barrier: every item before it is written or refused
             yield element
             return
-        refused = self._writer.write([{name: _client_form(value) for name, value in item.items()} for item in element])
+        refused = self._writer.write(element)
         self._written.inc(len(element) - len(refused))
         self._refused.inc(len(refused))
         for item, reason in refused:

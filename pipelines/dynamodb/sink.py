@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ...mappers.attrvalue import with_bytes
 from ...mappers.errors import ServiceError
 from ...mappers.rollback import requests, write_units
 
@@ -141,8 +142,9 @@ class DynamoWriter:
         return []
 
     def _single(self, item: dict) -> list[tuple[dict, str]]:
+        # botocore serialises PutItem itself (only BatchWriteItem's body is sent raw): B must be bytes for it
         _, refused = self._send(_Backoff(self.retry_seconds, "PutItem"), self.client.put_item, TableName=self.table,
-                                Item=item)
+                                Item={name: with_bytes(value) for name, value in item.items()})
         return [] if refused is None else [(item, f"DynamoDB refused the item: {refused}")]
 
     def _send(self, backoff: _Backoff, call: Any, **request: Any) -> tuple[dict, str | None]:
