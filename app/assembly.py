@@ -27,7 +27,7 @@ from ..pipelines.sources import source_for
 from .options import RunOptions
 
 if TYPE_CHECKING:
-    from ..mappers.source import SourceDescription
+    from ..mappers.table import SourceDescription
     from ..mappers.spec import MappingSpec
 
 SHARED_SCHEMES = ("gs://", "s3://")

@@ -13,7 +13,7 @@ from ..pipelines.bigtable.target import TargetOverrides, resolve_target
 from .options import RunOptions
 
 if TYPE_CHECKING:
-    from ..mappers.source import SourceDescription
+    from ..mappers.table import SourceDescription
     from ..mappers.spec import MappingSpec
 
 Step = Callable[[str], object]

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..mappers.analysis.infer import infer_spec
 from ..mappers.loader import SpecError, validate_data
-from ..mappers.source import SourceDescription
+from ..mappers.table import SourceDescription
 from ..mappers.spec_yaml import render_yaml
 from ..pipelines.dynamodb.client import ClientSettings, describe_raw, make_client
 from ..pipelines.dynamodb.scan import sample_items

@@ -21,7 +21,7 @@ from ..pipelines.run.dead_letters import create_private
 from ..pipelines.sources import source_for
 
 if TYPE_CHECKING:
-    from ..mappers.source import SourceDescription
+    from ..mappers.table import SourceDescription
     from ..mappers.spec import MappingSpec
     from .target_diff import TargetDiff
 

@@ -34,7 +34,7 @@ from ..pipelines.sources import source_for
 from .target_diff import diff_target
 
 if TYPE_CHECKING:
-    from ..mappers.source import SourceDescription
+    from ..mappers.table import SourceDescription
     from ..mappers.spec import MappingSpec
     from .migrate import MigrateResult, PreparedRun
     from .options import RunOptions

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from ..mappers.source import SourceDescription
+    from ..mappers.table import SourceDescription
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..attrvalue import key_text
 from ..encodings import SET_TYPES
-from ..source import key_schema
+from ..table import key_schema
 from ..transforms import REVERSE_TIMESTAMP_MAX
 from ..units import human_size
 

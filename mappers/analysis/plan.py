@@ -27,7 +27,7 @@ from .lints import Lint, lint, lint_data, lint_losses
 from ..results import ItemError, MappedRow, Skipped
 from ..rollback import verdict
 from .sample import Sample, SizeStats, analyse_sample, readable_bytes, size_stats
-from ..source import SourceDescription
+from ..table import SourceDescription
 from .previews import PREVIEW_CHARS, AttributePreview, CellPreview, cell_preview, item_preview, shorten  # noqa: F401 - the plan's parts
 from ..spec import EntitySpec, MappingSpec
 

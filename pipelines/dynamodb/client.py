@@ -18,7 +18,7 @@ from typing import Any, Literal
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from ...mappers.source import SourceDescription
+from ...mappers.table import SourceDescription
 from . import wire_json
 from .aws import aws_client
 

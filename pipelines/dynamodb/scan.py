@@ -25,7 +25,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, HTTPClientError
 
-from ...mappers.source import SourceDescription
+from ...mappers.table import SourceDescription
 from ..run.batches import Batch, SegmentAt, SegmentDone
 from ..run import progress
 from ..run.metrics import NAMESPACE

@@ -1,7 +1,7 @@
 """DynamoDB as a :class:`~ddb2bt.pipelines.source.Source`: the live table (a parallel Scan) and a full export.
 
 Thin adapters: the reading itself is :mod:`.scan` and :mod:`.export`; the random samples are
-:mod:`ddb2bt.pipelines.validate.sample`'s.
+:mod:`ddb2bt.pipelines.dynamodb.sample`'s.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from ..run.service_errors import redact
 from ..source import Snapshot, Source, SourceRead
-from ..validate.sample import export_sample, scan_sample
+from .sample import export_sample, scan_sample
 from .aws import s3_beam_args
 from .client import ClientSettings, describe_source, make_client
 from .export import ReadDynamoDBExport, iter_export_items, read_manifest, verify_export
 from .scan import ScanDynamoDB, choose_total_segments, sample_items, scan_segment
 
 if TYPE_CHECKING:
-    from ...mappers.source import SourceDescription
+    from ...mappers.table import SourceDescription
     from ...mappers.spec import SourceSpec
 
 SOURCE_DRIFT = {"item_count", "size_bytes"}

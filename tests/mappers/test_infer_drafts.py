@@ -10,7 +10,7 @@ from benchmarks import dataset
 from ddb2bt.mappers.analysis.infer import infer_spec
 from ddb2bt.mappers.loader import parse_document, validate_data
 from ddb2bt.mappers.analysis.plan import build_plan
-from ddb2bt.mappers.source import SourceDescription
+from ddb2bt.mappers.table import SourceDescription
 from ddb2bt.mappers.spec_yaml import render_yaml
 from tests import aws_samples
 

@@ -44,8 +44,8 @@ def reservoir(items: Any, n: int, rng: random.Random, stop_after: int | None = N
 
 def scan_sample(source: SourceSpec, n: int, rng: random.Random, item_count: int = 0) -> list[dict]:
     """Up to ``n`` items picked at random across a live table (see the module doc for how)."""
-    from ..dynamodb.client import ClientSettings
-    from ..dynamodb.scan import RetryPolicy, scan_client, scan_pages
+    from .client import ClientSettings
+    from .scan import RetryPolicy, scan_client, scan_pages
 
     client = scan_client(ClientSettings.from_source(source), RetryPolicy())
     table = str(source.table)
@@ -68,7 +68,7 @@ def export_sample(path: str, n: int, rng: random.Random) -> list[dict]:
     """Up to ``n`` items picked at random among the items of an export's data files (see the module doc)."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from ..dynamodb.export import iter_file_items, read_manifest
+    from .export import iter_file_items, read_manifest
 
     files = list(read_manifest(path, PipelineOptions([])).files)
     rng.shuffle(files)
