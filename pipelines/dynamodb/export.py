@@ -1,4 +1,4 @@
-"""Read a DynamoDB export to S3 (DYNAMODB_JSON format) instead of scanning the live table.
+"""Read a DynamoDB export to S3 (DYNAMODB_JSON or ION) instead of scanning the live table.
 
 An export costs no read capacity and is a consistent snapshot, which makes it the better source
 for big tables. Layout, under the export folder ``<prefix>/AWSDynamoDB/<exportId>/``:
@@ -7,7 +7,8 @@ for big tables. Layout, under the export folder ``<prefix>/AWSDynamoDB/<exportId
   ``tableArn``, ``tableId`` ...
 * ``manifest-files.json``: JSON lines, one per data file: ``itemCount``, ``md5Checksum`` (base64),
   ``etag`` (an S3 ETag, often multipart: ``<hex>-1``), ``dataFileS3Key``
-* data files: gzipped JSON lines, each ``{"Item": {...}}`` with ``B`` values as base64 text; an empty
+* data files: gzipped JSON lines, each ``{"Item": {...}}`` with ``B`` values as base64 text (an ION export:
+  Ion lines ``$ion_1_0 {Item:{...}}``, read into the same records by :mod:`.ion_lines`); an empty
   partition gives an empty file (``itemCount`` 0). A full export keeps them in its own
   ``<exportId>/data/``; an incremental export writes them into the *shared* ``AWSDynamoDB/data/``
   folder beside the export folders.
@@ -39,7 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from . import wire_json
+from . import ion_lines, wire_json
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
 from ..run.metrics import NAMESPACE
 from ...mappers.errors import UsageError
@@ -158,8 +159,7 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
     export_dir = find_export_dir(path)
     summary = read_summary(export_dir)
     output_format = summary.get("outputFormat", "DYNAMODB_JSON")
-    if output_format != "DYNAMODB_JSON":
-        raise ExportError(f"export format {output_format} is not supported; export with DYNAMODB_JSON")
+    check_format(output_format, export_dir)
     if summary.get("exportType", "FULL_EXPORT") != "FULL_EXPORT":
         raise ExportError(f"{summary['exportType']} is not supported; use a full export")
     files = manifest_files(export_dir, summary)
@@ -167,6 +167,17 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
         raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")
     return ExportManifest(export_dir, export_id(export_dir, summary), int(summary["itemCount"]), output_format,
                           summary.get("exportTime"), files, SourceTable.of(summary))
+
+
+FORMATS = ("DYNAMODB_JSON", "ION")
+"""The export formats DynamoDB writes (ExportFormat), both read: Ion lines become the records JSON lines are."""
+
+
+def check_format(output_format: str, export_dir: str) -> None:
+    """ExportError unless ``output_format`` (the summary's outputFormat) is one DynamoDB writes and we read."""
+    if output_format not in FORMATS:
+        raise ExportError(f"{export_dir}/{SUMMARY}: outputFormat {output_format!r} is not a DynamoDB export format",
+                          f"DynamoDB exports as {' or '.join(FORMATS)}; check that this folder is a DynamoDB export")
 
 
 def read_summary(export_dir: str) -> dict[str, Any]:
@@ -224,11 +235,14 @@ def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
             stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
+            loads = None
             for number, line in enumerate(stream, start=1):
                 if not line.strip():
                     continue
+                if loads is None:  # a file is all DYNAMODB_JSON or all Ion (ExportFormat ION)
+                    loads = ion_lines.loads if ion_lines.is_ion(line) else wire_json.loads
                 try:
-                    parsed = parse(wire_json.loads(line))
+                    parsed = parse(loads(line))
                 except (ValueError, KeyError, TypeError) as err:
                     detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
                     raise ExportError(f"{path} line {number} is not {what}: {detail}") from err

@@ -1,4 +1,4 @@
-"""Read a DynamoDB incremental export (DYNAMODB_JSON) as item changes.
+"""Read a DynamoDB incremental export (DYNAMODB_JSON or ION) as item changes.
 
 An incremental export covers a window ``[ExportFromTime, ExportToTime)``. Its folder
 ``[prefix/]AWSDynamoDB/<exportId>/`` holds ``manifest-summary.json`` (``exportType``
@@ -37,8 +37,8 @@ from ...mappers.attrvalue import is_value as _valid_value, value_problem
 from ...mappers.changes import Change, kind_of_change
 from ..run.batches import Batch
 from ..run.metrics import NAMESPACE
-from .export import (SUMMARY, ExportError, ExportFile, SourceTable, export_id, file_batches,
-                            find_export_dir, manifest_files, mismatch_record, read_summary, sized_records)
+from .export import (SUMMARY, ExportError, ExportFile, SourceTable, check_format, export_id, file_batches,
+                     find_export_dir, manifest_files, mismatch_record, read_summary, sized_records)
 from ..cutover.timeline import iso_to_us
 
 INCREMENTAL = "INCREMENTAL_EXPORT"
@@ -85,8 +85,7 @@ def read_incremental_manifest(path: str) -> IncrementalManifest:
     if summary.get("exportType") != INCREMENTAL:
         raise ExportError(f"{export_dir} is a {summary.get('exportType', 'FULL_EXPORT')}, not an incremental export",
                           "a full export is a backfill source (source.export in the spec); catch-up takes incremental ones")
-    if summary.get("outputFormat", "DYNAMODB_JSON") != "DYNAMODB_JSON":
-        raise ExportError(f"export format {summary['outputFormat']} is not supported; export with DYNAMODB_JSON")
+    check_format(str(summary.get("outputFormat", "DYNAMODB_JSON")), export_dir)
     start, end, view = _window(summary, where)
     if view != "NEW_AND_OLD_IMAGES":
         raise ExportError(f"{export_dir} was exported with view {view}: without old images the cells a change "

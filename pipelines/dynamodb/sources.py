@@ -80,7 +80,7 @@ class ScanSource(Source):
 
 
 class ExportSource(Source):
-    """A full export (DYNAMODB_JSON) in S3, Cloud Storage or a folder: its data files are the pieces, each checked
+    """A full export (DYNAMODB_JSON or ION) in S3, Cloud Storage or a folder: its data files are the pieces, each checked
     against the manifest's count and MD5; a snapshot at its exportTime."""
 
     kind = "export"

@@ -144,7 +144,7 @@ def test_an_empty_export_reads_nothing_and_reports_nothing(tmp_path):
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"outputFormat": "ION"}, "ION is not supported"), ({"exportType": "INCREMENTAL_EXPORT"}, "full export")],
+    [({"outputFormat": "CSV"}, "outputFormat 'CSV' is not a DynamoDB export format"), ({"exportType": "INCREMENTAL_EXPORT"}, "full export")],
 )
 def test_unsupported_exports_are_refused(tmp_path, change, message):
     export_dir = write_export(tmp_path, make_items(3, padding=1), files=1)
