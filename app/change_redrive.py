@@ -1,10 +1,10 @@
 """Redrive of change dead letters (the tail's, a catch-up's): re-apply the changes through the fixed spec.
 
 A change dead letter carries a whole change record (keys, old and new image, time, sequence
-number): it is applied again as the tail applies changes (:class:`ddb2bt.pipelines.cutover.change_sink.ChangeApplier`:
-the new image's cells set, the old images' cells it no longer produces deleted by exact coordinates),
-never as an item. Per item, the letters are applied in stream order (sequence numbers; an export's
-write time), folded as the tail folds a page.
+number): it is applied again as the tail applies changes (the applier of
+:class:`ddb2bt.pipelines.cutover.change_sink.ChangeSink`: the new image's cells set, the old images' cells
+it no longer produces deleted by exact coordinates), never as an item. Per item, the letters are applied
+in stream order (sequence numbers; an export's write time), folded as the tail folds a page.
 
 Only where that is still the item's latest state: each item is read now (consistent read) and its
 letters are applied only when the last one's new image is what DynamoDB holds (or both say deleted).
@@ -32,12 +32,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from ..mappers.attrvalue import to_export_json, to_typed_json
 from ..mappers.changes import Change, item_key
-from ..mappers.compiler import compile_spec
 from ..mappers.errors import UsageError
 from ..pipelines.cutover import letters as change_letters
 from ..pipelines.cutover import timeline as tl
-from ..pipelines.bigtable.sink import Destination, ensure_table
-from ..pipelines.cutover.change_sink import ChangeApplier
+from ..pipelines.bigtable.sink import ensure_table
+from ..pipelines.cutover.change_sink import ChangeSink
 from ..pipelines.run.checkpoint import spec_data_hash, spec_hash
 from ..pipelines.run.dead_letter_source import DeadLetterFileError
 from ..pipelines.run.dead_letters import check_dead_letter_destination, consolidate, write_part
@@ -152,8 +151,7 @@ def redrive_changes(letters: str, spec: MappingSpec | str | Path | None, options
         last = group[-1][0]
         (current if _canonical(now.get(key)) == _canonical(last.new) else stale).append(group)
 
-    applier = ChangeApplier(Destination.from_target(loaded.target), compile_spec(loaded, now_ms=timeline.now_ms),
-                            options.flow_control())
+    applier = ChangeSink(loaded, timeline.now_ms, dead_letter, options.flow_control()).applier()
     try:
         outcome = applier.apply([[change for change, _line in group] for group in current])
     finally:

@@ -113,10 +113,9 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     ``started`` is called with the export's item count (None when its manifest gives none) once the export is
     checked, just before the job starts; :func:`catch_up_progress` then says how far it got.
     """
+    from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover import timeline as tl
     from ..pipelines.cutover.catchup import ChangeSink, build_catch_up
-    from ..pipelines.dynamodb.export import ExportError, file_problem
-    from ..pipelines.dynamodb.incremental_export import check_export, read_incremental_manifest
     from ..pipelines.run.dead_letters import check_dead_letter_destination
     from ..pipelines.run.progress import reset
 
@@ -129,20 +128,15 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
                                "keep `ddb2bt tail` running (it continues where it stopped)")
     if timeline.backfill == "scan":
         raise tl.TimelineError(SCAN_AND_EXPORTS.format(run_dir=run_dir), SCAN_AND_EXPORTS_HINT)
-    manifest = read_incremental_manifest(export)
-    table = check_export_table(manifest.table, spec, timeline, f"export {manifest.export_id}")  # before its window:
-    check_window(timeline, manifest.from_us, manifest.to_us, f"export {manifest.export_id}")  # another table's is moot
-    problems = [problem for data_file in manifest.files if (problem := file_problem(data_file))]
-    if problems:
-        raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
-                          "copy the export again; nothing was written")
-    try:  # every record, before anything is written: one bad record must not cost an item its cells
-        check_export(manifest, tuple(k for k in (spec.source.partition_key, spec.source.sort_key) if k))
-    except ExportError as err:
-        raise ExportError(f"export {manifest.export_id} refused: {err}",
-                          "nothing was written and the timeline is unchanged; export the window again "
-                          "(or correct that line) and run catch-up with it") from None
-    dead_letter = options.dead_letter or tl.join(run_dir, f"catch-up-{manifest.export_id}.dead_letters.jsonl")
+    source = change_source_for(spec, export)
+    window = source.window()
+    if window.from_us is None or window.to_us is None:
+        raise UsageError(f"{source.name()} is no window of changes ({source.kind})",
+                         "catch up from an incremental export; a stream is followed by `ddb2bt tail`")
+    table = check_export_table(window.table, spec, timeline, f"export {window.id}")  # before its window:
+    check_window(timeline, window.from_us, window.to_us, f"export {window.id}")  # another table's is moot
+    source.check(tuple(k for k in (spec.source.partition_key, spec.source.sort_key) if k))  # nothing written yet
+    dead_letter = options.dead_letter or tl.join(run_dir, f"catch-up-{window.id}.dead_letters.jsonl")
     sink = ChangeSink(spec, timeline.now_ms, dead_letter, options.flow_control())
     sink.check()
     check_dead_letter_destination(dead_letter, resume=True)  # a catch-up run again continues its own file
@@ -150,19 +144,19 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     live = catch_up_live_folder(run_dir) if run.direct else None
     reset(live)
     if started is not None:
-        started(manifest.item_count)
+        started(window.expected)
     began = time.monotonic()
     pipeline = beam.Pipeline(options=run.pipeline_options)
-    build_catch_up(pipeline, sink, manifest, progress_dir=live)
+    build_catch_up(pipeline, sink, source, progress_dir=live)
     state, counters, lines = wait_for(pipeline.run(), dead_letter)
-    outcome = CatchUpResult(run_dir, manifest.export_id, manifest.from_us, manifest.to_us, state,
+    outcome = CatchUpResult(run_dir, window.id, window.from_us, window.to_us, state,
                             {k: counters.get(k, 0) for k in (*CHANGE_COUNTERS, "export_count_mismatch")},
                             dead_letter, lines, seconds=time.monotonic() - began)
-    outcome.problems = unfinished(state) + reconcile_changes(outcome.counters, manifest.item_count)
+    outcome.problems = unfinished(state) + reconcile_changes(outcome.counters, window.expected)
     if outcome.ok:
-        timeline.phases.append(tl.Phase(manifest.export_id, manifest.from_us, manifest.to_us, outcome.counters,
+        timeline.phases.append(tl.Phase(window.id, window.from_us, window.to_us, outcome.counters,
                                         int(time.time() * 1_000_000)))
-        timeline.applied_to_us = manifest.to_us
+        timeline.applied_to_us = window.to_us
         timeline.spec = spec.model_dump(mode="json", by_alias=True)
         timeline.table = timeline.table or table
         tl.save(run_dir, timeline)
@@ -239,16 +233,15 @@ class TailResult:
 
 
 def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, until_idle_s: float | None = None,
-         max_seconds: float | None = None, poll_s: float = 1.0) -> TailResult:
-    """Follow the table's stream from where the timeline ends until stopped (Ctrl-C, or the given limits)."""
-    from ..mappers.compiler import compile_spec
+         max_seconds: float | None = None, poll_s: float = 1.0, changes: str | None = None) -> TailResult:
+    """Follow the table's stream from where the timeline ends until stopped (Ctrl-C, or the given limits).
+    ``changes``: another change source to follow (where :mod:`~ddb2bt.pipelines.change_sources` finds it); None,
+    the table's stream."""
+    from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover import timeline as tl
-    from ..pipelines.bigtable.sink import Destination
-    from ..pipelines.cutover.change_sink import ChangeApplier
+    from ..pipelines.cutover.change_sink import ChangeSink
+    from ..pipelines.cutover.tail import TailRun, record_stop
     from ..pipelines.run.dead_letters import consolidate
-    from ..pipelines.dynamodb.client import ClientSettings, make_client
-    from ..pipelines.cutover.tail import TailRun, make_streams_client, record_stop
-    from ..pipelines.bigtable.target import probe_target
 
     run_dir = _need_run_dir(options)
     spec = load_spec(spec, options)
@@ -256,14 +249,11 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
         raise UsageError("the tail reads the table's stream: the spec needs source.table",
                          "name the table in source.table (an export spec can keep source.export for the backfill)")
     timeline = tl.load(run_dir, spec)
-    probe_target(spec.target, must_exist=True)
-    settings = ClientSettings.from_source(spec.source)
-    dynamodb = make_client(settings)
-    streams = make_streams_client(settings)
-    applier = ChangeApplier(Destination.from_target(spec.target), compile_spec(spec, now_ms=timeline.now_ms),
-                            options.flow_control())
     dead_letter = options.dead_letter or tl.join(run_dir, "tail.dead_letters.jsonl")
-    run = TailRun(run_dir, spec.source.table, dynamodb, streams, applier, dead_letter, until_idle_s, max_seconds, poll_s)
+    sink = ChangeSink(spec, timeline.now_ms, dead_letter, options.flow_control())
+    sink.check()
+    source = change_source_for(spec, changes)
+    run = TailRun(run_dir, source, sink, until_idle_s, max_seconds, poll_s)
     started = time.monotonic()
     record_stop(run_dir, 0)  # running from now on, until its heartbeat stops or it records its stop
     try:
@@ -274,7 +264,7 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
             tl.save(run_dir, timeline)
         state = run.run(state)
     finally:
-        applier.close()
+        run.close()
         lines = consolidate(dead_letter)
         record_stop(run_dir, int(time.time() * 1_000_000))
     counters = run.outcome.counters()
@@ -415,7 +405,8 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     from ..pipelines.dynamodb.client import ClientSettings, make_client
     from ..pipelines.cutover.parity import check, sample_keys
     from ..pipelines.cutover.backlog import read_backlog
-    from ..pipelines.cutover.tail import load_state, make_streams_client, stopped_since
+    from ..pipelines.cutover.tail import load_state, stopped_since
+    from ..pipelines.dynamodb.stream import make_streams_client
 
     timeline = _check_run_dir(run_dir)
     now_us = int(time.time() * 1_000_000)

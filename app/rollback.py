@@ -50,6 +50,7 @@ from .options import RunOptions
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
     from ..pipelines.bigtable.rows import RowSource
+    from ..pipelines.dynamodb.sink import DynamoDBSink, DynamoWriter
 
 RECORD_FILE = "rollback.json"
 CHECKPOINT_FILE = "checkpoint.json"
@@ -147,7 +148,7 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
     table = request.to_table or loaded.source.table
     if not table:
         raise RollbackError("the spec reads an export and names no DynamoDB table", "name one: --to-table TABLE")
-    key_names, key_types = _table_keys(_dynamodb(loaded), table, loaded)
+    key_names, key_types = _table_keys(_sink(loaded, table, request), loaded)
     setup = _Setup(loaded, table, key_names, {**key_types, **request.types}, request,
                    latest_only(loaded), lost_keys(loaded, key_names), ())
     source = setup.source()
@@ -180,37 +181,29 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
                           tuple(notes), tuple(problems))
 
 
-def _dynamodb(spec: MappingSpec) -> Any:
-    """A DynamoDB client for the spec's source whose BatchWriteItem bodies are one json.dumps and whose
-    BatchGetItem answers keep their items as raw JSON (the comparison reads B as bytes or base64 alike)."""
-    from ..pipelines.dynamodb.client import ClientSettings, keep_field_raw, make_client
-    from ..pipelines.dynamodb.sink import send_requests_raw
+def _sink(spec: MappingSpec, table: str, request: RollbackRequest, key_names: tuple[str, ...] = (),
+          ) -> DynamoDBSink:
+    """The rollback's sink: the DynamoDB table ``table`` of the spec's source account, within ``--wcu``."""
+    from ..pipelines.dynamodb.client import ClientSettings
+    from ..pipelines.dynamodb.sink import DynamoDBSink
 
-    client = make_client(ClientSettings.from_source(spec.source))
-    send_requests_raw(client)
-    keep_field_raw(client, "BatchGetItem", "Responses")
-    return client
+    return DynamoDBSink(ClientSettings.from_source(spec.source), table, key_names, wcu=request.wcu,
+                        retry_seconds=request.retry_seconds)
 
 
-def _table_keys(client: Any, table: str, spec: MappingSpec) -> tuple[tuple[str, ...], dict[str, str]]:
-    """The table's key names and types (DescribeTable); RollbackError when it is missing or keyed otherwise."""
-    from botocore.exceptions import ClientError
-
-    try:
-        described = client.describe_table(TableName=table)["Table"]
-    except ClientError as err:
-        if err.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
-            raise RollbackError(f"DynamoDB table {table} does not exist",
-                                "create it with the source table's key schema, or name another with --to-table") from None
-        raise
-    schema = sorted(described["KeySchema"], key=lambda key: key["KeyType"])  # HASH before RANGE
-    names = tuple(key["AttributeName"] for key in schema)
-    types = {d["AttributeName"]: d["AttributeType"] for d in described.get("AttributeDefinitions", [])}
+def _table_keys(sink: DynamoDBSink, spec: MappingSpec) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The table's key names and types (the sink's DescribeTable); RollbackError when it is missing or keyed
+    otherwise."""
+    found = sink.table_keys()
+    if found is None:
+        raise RollbackError(f"DynamoDB table {sink.table} does not exist",
+                            "create it with the source table's key schema, or name another with --to-table")
+    names, types = found
     wanted = tuple(name for name in (spec.source.partition_key, spec.source.sort_key) if name)
     if spec.source.partition_key and wanted != names:
-        raise RollbackError(f"DynamoDB table {table} is keyed by {', '.join(names)}, the spec's items by "
+        raise RollbackError(f"DynamoDB table {sink.table} is keyed by {', '.join(names)}, the spec's items by "
                             f"{', '.join(wanted)}", "roll back into a table with the source's key schema (--to-table)")
-    return names, {name: types[name] for name in names if name in types}
+    return names, types
 
 
 def _b64(key: bytes | None) -> str | None:
@@ -386,13 +379,10 @@ class _Setup:
     processes: int = 1
     """How many processes share the work (and the write budget)."""
 
-    def writer(self) -> Any:
-        """This process's writer; its budget is this process's share of ``--wcu``."""
-        from ..pipelines.dynamodb.sink import DynamoWriter, WriteBudget
-
-        wcu = self.request.wcu / self.processes if self.request.wcu else None
-        return DynamoWriter(_dynamodb(self.spec), self.table, self.key_names, WriteBudget(wcu),
-                            retry_seconds=self.request.retry_seconds)
+    def writer(self) -> DynamoWriter:
+        """This process's writer, from the sink (the interface every run writes through); its budget is this
+        process's share of ``--wcu``."""
+        return _sink(self.spec, self.table, self.request, self.key_names).writer(share=self.processes)
 
     def source(self) -> RowSource:
         """The Bigtable rows (a :class:`~ddb2bt.pipelines.source.Source`): key ranges, rows from a committed row key

@@ -86,12 +86,11 @@ def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
 
     from ddb2bt.app.cutover import catch_up
     from ddb2bt.app.migrate import migrate
-    from ddb2bt.mappers.compiler import compile_spec
     from ddb2bt.pipelines.local import servers as local_servers
-    from ddb2bt.pipelines.bigtable.sink import Destination
-    from ddb2bt.pipelines.cutover.change_sink import ChangeApplier
+    from ddb2bt.pipelines.cutover.change_sink import ChangeSink
     from ddb2bt.pipelines.dynamodb.client import put_items
     from ddb2bt.pipelines.cutover.tail import TailRun, TailState
+    from ddb2bt.pipelines.dynamodb.stream import StreamChanges
     from ddb2bt.pipelines.dynamodb.export_writer import write_incremental_export
 
     from . import dataset, load
@@ -149,16 +148,15 @@ def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
         client.update_table(TableName="cutover", StreamSpecification={"StreamEnabled": True,
                                                                       "StreamViewType": "NEW_AND_OLD_IMAGES"})
         put_items(client, "cutover", [change["NewImage"] for change in changes])
-        compiled = compile_spec(spec, now_ms=result.prepared.now_ms)
-        applier = ChangeApplier(Destination.from_target(spec.target), compiled)
-        tail = TailRun(os.path.join(work, "tail"), "cutover", client, boto3.client(
-            "dynamodbstreams", endpoint_url=moto.endpoint, region_name="us-east-1"), applier,
-            os.path.join(work, "tail", "dead.jsonl"), until_idle_s=0.5, poll_s=0.05)
+        sink = ChangeSink(spec, result.prepared.now_ms, os.path.join(work, "tail", "dead.jsonl"))
+        source = StreamChanges("cutover", client, boto3.client("dynamodbstreams", endpoint_url=moto.endpoint,
+                                                               region_name="us-east-1"))
+        tail = TailRun(os.path.join(work, "tail"), source, sink, until_idle_s=0.5, poll_s=0.05)
         arn = client.describe_table(TableName="cutover")["Table"]["LatestStreamArn"]
         started = time.perf_counter()
         tail.run(TailState(arn, 0))
         seconds = time.perf_counter() - started - 0.5  # minus the idle wait that ends the run
-        applier.close()
+        tail.close()
         assert tail.outcome.applied == n, tail.outcome.counters()
         own = seconds - tail.stream_seconds
         out["tail"] = {"seconds": seconds, "end_to_end_changes_per_s": n / seconds,

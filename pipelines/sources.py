@@ -10,53 +10,40 @@ registered in :data:`KINDS`, which lists every kind, for the interface's tests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from .bigtable.rows import RowSource
 from .dynamodb.sources import ExportSource, ScanSource
+from .registry import Registration, Registry
 from .run.dead_letter_source import DeadLetterSource
 from .source import ItemsSource, Source
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec, SourceSpec
 
-
-@dataclass(frozen=True)
-class Registration:
-    kind: type[Source]
-    matches: Callable[[SourceSpec], bool]
-    make: Callable[[SourceSpec], Source]
-
-
-REGISTRY: list[Registration] = []
-KINDS: list[type[Source]] = [ItemsSource, DeadLetterSource, RowSource]
+_SOURCES: Registry[Source] = Registry((ItemsSource, DeadLetterSource, RowSource))
+REGISTRY = _SOURCES.registrations
+KINDS = _SOURCES.kinds
 """Every kind of source, the ones no spec names included."""
 
 
 def register(kind: type[Source], matches: Callable[[SourceSpec], bool],
-             make: Callable[[SourceSpec], Source] | None = None) -> Registration:
+             make: Callable[[SourceSpec], Source] | None = None) -> Registration[Source]:
     """Make ``kind`` read the specs whose ``source`` section ``matches`` (``make``: how, default ``kind(source)``).
     Returns the registration, for :func:`unregister`."""
-    registration = Registration(kind, matches, make or kind)
-    REGISTRY.append(registration)
-    if kind not in KINDS:
-        KINDS.append(kind)
-    return registration
+    return _SOURCES.register(kind, matches, make or kind)
 
 
-def unregister(registration: Registration) -> None:
-    REGISTRY.remove(registration)
-    if all(other.kind is not registration.kind for other in REGISTRY):
-        KINDS.remove(registration.kind)
+def unregister(registration: Registration[Source]) -> None:
+    _SOURCES.unregister(registration)
 
 
 def source_of(source: SourceSpec) -> Source:
     """The source a spec's ``source`` section names (the newest registration that claims it)."""
-    for registration in reversed(REGISTRY):
-        if registration.matches(source):
-            return registration.make(source)
-    raise LookupError("no registered source reads this source section")  # SourceSpec requires table or export
+    found = _SOURCES.choose(source)
+    if found is None:
+        raise LookupError("no registered source reads this source section")  # SourceSpec requires table or export
+    return found
 
 
 def source_for(spec: MappingSpec) -> Source:

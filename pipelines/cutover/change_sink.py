@@ -1,6 +1,8 @@
 """Apply item changes to Bigtable: the mutations of :mod:`ddb2bt.mappers.changes`, written and counted.
 
-Shared by the catch-up (a Beam DoFn per worker) and the stream tail (one process): both hand over
+:class:`ChangeSink` is the :class:`~ddb2bt.pipelines.sink.Sink` the catch-up and the tail write through: its
+``check`` refuses a target that is not there, its ``write`` is the catch-up's Beam step, its ``applier`` the
+tail's writer without Beam. Shared by the catch-up (a Beam DoFn per worker) and the stream tail (one process): both hand over
 the changes of many items, each item's changes in order, and get back how many were applied, skipped
 and dead-lettered. The tail waits for each page (:meth:`ChangeApplier.apply`: it saves its position
 after); the catch-up overlaps mapping and writing through the client's batcher
@@ -27,7 +29,9 @@ from ...mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
 from ...mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from ..bigtable.entries import mutations_entry_class, with_counters
 from ..bigtable.sink import BigtableWriteError, Destination, FlowControl, TableBatchers, refused_for_good
+from ..bigtable.target import describe_target, probe_target
 from ..run.dead_letters import DeadLetter
+from ..sink import Sink
 
 CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped", "cells_set",
                    "cells_deleted", "ttl_deletes")
@@ -387,3 +391,35 @@ class ApplyChangesFn(beam.DoFn):
         applier = getattr(self, "_applier", None)
         if applier is not None:
             applier.close()
+
+
+class ChangeSink(Sink):
+    """Changes applied to Bigtable with the spec (cells at the backfill's time ``now_ms``); what Bigtable refuses is
+    written as change dead letters to ``dead_letter``, which `ddb2bt redrive` re-applies."""
+
+    kind = "bigtable changes"
+    refusals = "change dead letters in its own file"
+
+    def __init__(self, spec: Any, now_ms: int, dead_letter: str, flow: FlowControl | None = None) -> None:
+        self.spec, self.now_ms, self.dead_letter, self.flow = spec, now_ms, dead_letter, flow
+
+    def describe(self) -> str:
+        return describe_target(self.spec.target)
+
+    def check(self) -> None:
+        probe_target(self.spec.target, must_exist=True)
+
+    def prepare(self, *, create: bool = True) -> None:
+        """Changes go into the table the backfill made: nothing to create."""
+
+    def applier(self) -> ChangeApplier:
+        """A writer without Beam (the tail's): maps changes with the spec and waits until Bigtable holds them."""
+        from ...mappers.compiler import compile_spec
+
+        return ChangeApplier(Destination.from_target(self.spec.target), compile_spec(self.spec, now_ms=self.now_ms),
+                             self.flow)
+
+    def write(self, batches: Any, label: str | None = None) -> Any:
+        return batches | (label or "Apply") >> beam.ParDo(ApplyChangesFn(
+            Destination.from_target(self.spec.target), self.spec.model_dump(by_alias=True), self.now_ms,
+            self.dead_letter, self.flow))

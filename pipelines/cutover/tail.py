@@ -1,58 +1,53 @@
-"""Tail a DynamoDB stream (NEW_AND_OLD_IMAGES) into Bigtable: a plain long-running process with checkpoints.
+"""Tail a change source (a DynamoDB stream, NEW_AND_OLD_IMAGES) into Bigtable: a plain long-running process with
+checkpoints.
 
-Positions live in ``<run dir>/tail.json``: per shard the sequence number of the last record whose
-mutations Bigtable holds, whether the shard is finished, its parent. A page of records is applied
+The tail follows any :class:`~ddb2bt.pipelines.change_source.ChangeSource` piece by piece (the stream's is
+:class:`~ddb2bt.pipelines.dynamodb.stream.StreamChanges`: shards, sequence numbers, retention, TTL records)
+and writes through the :class:`~.change_sink.ChangeSink` (its ``check`` refuses a target that is not there, its
+applier maps and writes each page and waits until Bigtable holds it).
+
+Positions live in ``<run dir>/tail.json``: per piece (shard) the sequence number of the last record whose
+mutations Bigtable holds, whether the piece is finished, its parent. A page of records is applied
 (and its dead letters written) *before* its position is saved, so a kill -9 at any moment loses
 nothing; the records after the saved position are applied again on restart, in order, which is
 harmless (see docs/CUTOVER.md: an in-order replay of a suffix converges).
 
-* Shard lineage: a shard is read only once its parent is finished (or no longer listed), so an item's
-  changes are applied in stream order across splits (:func:`plan_shards`, a pure function of
-  DescribeStream's shard list and the checkpoint).
-* Each shard's next iterator is kept from turn to turn (in memory), and empty pages with a next
-  iterator are followed (up to :data:`EMPTY_PAGES_PER_TURN` a turn): a stream may answer several
-  empty pages before a shard's next records (trimmed ones at TRIM_HORIZON, say), which a reader
-  starting over from its saved position every turn would never get past. A shard iterator that
-  expired (they live 15 minutes), and the first after a restart, come from the saved position.
-* A position the stream no longer holds (24-hour retention), a stream re-enabled since, or a timeline
-  end older than the retention is a :class:`StreamRetentionError` pointing to incremental-export
-  catch-up. The first start reads from TRIM_HORIZON and applies records from the timeline's end
-  minus :data:`START_MARGIN_US` (ApproximateCreationDateTime is rounded to the second).
-* TTL deletions (userIdentity: Service, dynamodb.amazonaws.com; see :func:`is_ttl_delete`) are applied like
-  any delete, so the target mirrors the table, and counted (``ttl_deletes``).
+* Lineage: a piece is read only once its parent is finished (or no longer listed), so an item's
+  changes are applied in stream order across splits (:func:`plan_shards`, a pure function of the
+  source's pieces and the checkpoint). A piece the checkpoint has not finished that the source no
+  longer lists (a shard past the 24-hour retention) stops the tail with the source's error.
+* The first start checks that the source holds the timeline's end (:meth:`ChangeSource.check`) and
+  applies records from the timeline's end minus :data:`START_MARGIN_US` (ApproximateCreationDateTime
+  is rounded to the second); a restart checks that the source is the one its checkpoint was made of.
+* TTL deletions are applied like any delete, so the target mirrors the table, and counted (``ttl_deletes``).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...mappers.attrvalue import to_export_json
-from ...mappers.changes import Change, group_by_item, kind_of_change
-from ...mappers.errors import UsageError
-from .change_sink import ChangeApplier, Outcome
+from ...mappers.changes import group_by_item
+from ..change_source import ChangeSource, Piece, PiecePlan, plan_pieces
+from ..dynamodb.stream import (EMPTY_PAGES_PER_TURN, PAGE_LIMIT, PAGES_PER_TURN, RETENTION_HINT, RETENTION_US,
+                               START_MARGIN_US, TTL_IDENTITY, StreamRetentionError, is_ttl_delete,
+                               make_streams_client, require_streams_api, to_change)
 from ..run.dead_letters import write_part
+from .change_sink import ChangeSink, Outcome
 from .timeline import join, read_json, write_json
 
 TAIL_FILE = "tail.json"
 STOPPED_FILE = "tail.stopped.json"
-RETENTION_US = 24 * 3_600_000_000
-START_MARGIN_US = 2_000_000
-PAGE_LIMIT = 1000
-PAGES_PER_TURN = 20
-EMPTY_PAGES_PER_TURN = 3
 RECENT_KEYS = 50
 
-
-class StreamRetentionError(UsageError):
-    """The stream no longer holds the records the timeline needs: catch up from an incremental export first."""
-
-
-RETENTION_HINT = ("catch up with an incremental export from the timeline's end (`ddb2bt catch-up SPEC --run-dir R "
-                  "--export PATH`; ExportFromTime = the time above), then start the tail again")
+__all__ = ["EMPTY_PAGES_PER_TURN", "PAGE_LIMIT", "PAGES_PER_TURN", "RETENTION_HINT", "RETENTION_US", "START_MARGIN_US",
+           "TTL_IDENTITY", "StreamRetentionError", "is_ttl_delete", "make_streams_client", "require_streams_api",
+           "to_change", "ShardState", "TailState", "ShardPlan", "plan_shards", "TailRun", "load_state", "save_state",
+           "record_stop", "stopped_since"]
 
 
 @dataclass
@@ -89,16 +84,8 @@ class TailState:
                    int(data.get("heartbeat_us", 0)), list(data.get("recent", [])))
 
 
-@dataclass(frozen=True)
-class ShardPlan:
-    """What one turn of the tail reads (see :func:`plan_shards`)."""
-
-    ready: list[str]
-    """Shards to read now, each after its ancestors."""
-    waiting: list[str]
-    """Shards whose parent is still being read (open, or closed but not read to its end)."""
-    lost: list[str]
-    """Shards the checkpoint has not finished that the stream no longer lists: past the retention."""
+ShardPlan = PiecePlan
+"""What one turn of the tail reads (see :func:`plan_shards`)."""
 
 
 def plan_shards(listed: list[dict[str, Any]], saved: dict[str, ShardState]) -> ShardPlan:
@@ -112,30 +99,9 @@ def plan_shards(listed: list[dict[str, Any]], saved: dict[str, ShardState]) -> S
     children listed before their parent is closed. A parent the stream no longer lists (trimmed after
     24 hours, or never known to this checkpoint) holds nothing the timeline needs, so its children are
     read. A shard the checkpoint holds unfinished that is no longer listed lost records: ``lost``.
+    (:func:`~ddb2bt.pipelines.change_source.plan_pieces` for any change source's pieces.)
     """
-    by_id = {shard["ShardId"]: shard for shard in listed}
-    parent_of = {shard_id: shard.get("ParentShardId") for shard_id, shard in by_id.items()}
-
-    def finished(shard_id: str) -> bool:
-        state = saved.get(shard_id)
-        return state is not None and state.done
-
-    def depth(shard_id: str) -> int:
-        seen, parent = {shard_id}, parent_of.get(shard_id)
-        while parent is not None and parent in by_id and parent not in seen:
-            seen.add(parent)
-            parent = parent_of.get(parent)
-        return len(seen)
-
-    ready: list[str] = []
-    waiting: list[str] = []
-    for shard_id in sorted(by_id, key=lambda shard_id: (depth(shard_id), shard_id)):
-        if finished(shard_id):
-            continue
-        parent = parent_of[shard_id]
-        (waiting if parent is not None and parent in by_id and not finished(parent) else ready).append(shard_id)
-    lost = sorted(shard_id for shard_id, state in saved.items() if not state.done and shard_id not in by_id)
-    return ShardPlan(ready, waiting, lost)
+    return plan_pieces([Piece(shard["ShardId"], shard.get("ParentShardId")) for shard in listed], saved)
 
 
 def load_state(run_dir: str) -> TailState | None:
@@ -158,132 +124,54 @@ def stopped_since(run_dir: str, state: TailState) -> bool:
     return int(saved.get("stopped_us", 0)) >= state.heartbeat_us
 
 
-TTL_IDENTITY = ("Service", "dynamodb.amazonaws.com")
-
-
-def is_ttl_delete(record: dict[str, Any]) -> bool:
-    """Whether DynamoDB's TTL process made the record: its ``userIdentity`` is the service dynamodb.amazonaws.com.
-
-    botocore returns the members as the service model names them (``Type``, ``PrincipalId``: GetRecords'
-    wire JSON); AWS's TTL page and Lambda's stream events write them ``type`` and ``principalId``. Both count.
-    """
-    identity = record.get("userIdentity") or {}
-    kind = identity.get("Type", identity.get("type"))
-    principal = identity.get("PrincipalId", identity.get("principalId"))
-    return (kind, principal) == TTL_IDENTITY
-
-
-def to_change(record: dict[str, Any]) -> Change:
-    """A stream record as a Change (ApproximateCreationDateTime in µs; TTL deletions flagged)."""
-    data = record["dynamodb"]
-    moment = data.get("ApproximateCreationDateTime")
-    time_us = int(moment.timestamp() * 1_000_000) if hasattr(moment, "timestamp") else int(float(moment or 0) * 1e6)
-    ttl = is_ttl_delete(record)
-    old, new = data.get("OldImage"), data.get("NewImage")
-    return Change(data["Keys"], old, new, record.get("eventName") or kind_of_change(old, new), time_us,
-                  data.get("SequenceNumber", ""), ttl)
-
-
-def _error_code(error: Exception) -> str:
-    return str((getattr(error, "response", None) or {}).get("Error", {}).get("Code", ""))
-
-
-def require_streams_api(streams: Any) -> None:
-    """Refuse a Streams endpoint that has no Streams API at all (dynalite answers UnknownOperationException)."""
-    try:
-        streams.list_streams(Limit=1)
-    except Exception as error:
-        if _error_code(error) != "UnknownOperationException":
-            return  # whatever else is wrong shows where the stream itself is read
-        from ..run.service_errors import redact
-
-        raise UsageError(f"{redact(str(streams.meta.endpoint_url))} does not serve DynamoDB Streams (dynalite has "
-                         "none), so the tail has no stream to read", "run the local servers with moto (`ddb2bt local "
-                         "up --dynamodb moto`), or point AWS_ENDPOINT_URL_DYNAMODB_STREAMS at the server holding the "
-                         "table's stream") from None
-
-
 @dataclass
 class TailRun:
-    """One tail process: the clients, the applier, where to write, and when to stop."""
+    """One tail process: the change source it follows, the change sink it writes through, and when to stop."""
 
     run_dir: str
-    table: str
-    dynamodb: Any
-    streams: Any
-    applier: ChangeApplier
-    dead_letter: str
+    source: ChangeSource
+    sink: ChangeSink
     until_idle_s: float | None = None
     max_seconds: float | None = None
     poll_s: float = 1.0
     now_us: Callable[[], int] = lambda: int(time.time() * 1_000_000)
     outcome: Outcome = field(default_factory=Outcome)
-    stream_seconds: float = 0.0
-    """Time spent waiting for GetRecords (the rest is mapping and writing), for benchmarks and tuning."""
-    iterators: dict[str, str] = field(default_factory=dict, init=False, repr=False)
-    """Each shard's next iterator where the last turn stopped reading it."""
+
+    def __post_init__(self) -> None:
+        self.applier = self.sink.applier()
+
+    def close(self) -> None:
+        self.applier.close()
+
+    @property
+    def stream_seconds(self) -> float:
+        """Time spent waiting for the source (GetRecords), for benchmarks and tuning."""
+        return float(getattr(self.source, "stream_seconds", 0.0))
 
     def start(self, timeline_end_us: int) -> TailState:
-        """The saved state, or a new one from the timeline's end after checking the stream still holds it."""
-        description = self.dynamodb.describe_table(TableName=self.table)["Table"]
-        stream_arn = description.get("LatestStreamArn")
-        view = (description.get("StreamSpecification") or {}).get("StreamViewType")
-        if not stream_arn or not (description.get("StreamSpecification") or {}).get("StreamEnabled", True):
-            require_streams_api(self.streams)
-            raise UsageError(f"table {self.table} has no DynamoDB stream",
-                             "enable one with view NEW_AND_OLD_IMAGES (it must exist since the backfill started)")
-        if view != "NEW_AND_OLD_IMAGES":
-            raise UsageError(f"the stream of {self.table} has view {view}: without old images the cells a change "
-                             "removes cannot be found", "enable the stream with NEW_AND_OLD_IMAGES")
+        """The saved state, or a new one from the timeline's end after checking the source still holds it."""
+        window = self.source.window()
         state = load_state(self.run_dir)
+        self.source.check(from_us=timeline_end_us, resuming=state.stream_arn if state is not None else None)
         if state is not None:
-            if state.stream_arn != stream_arn:
-                raise StreamRetentionError(f"the stream of {self.table} changed since the tail started "
-                                           f"({state.stream_arn} → {stream_arn}): positions are lost", RETENTION_HINT)
             return state
-        from .timeline import us_to_iso
-
-        start_us = timeline_end_us - START_MARGIN_US
-        if self.now_us() - start_us >= RETENTION_US:
-            raise StreamRetentionError(f"the timeline ends at {us_to_iso(timeline_end_us)}, more than the stream's "
-                                       "24-hour retention ago", RETENTION_HINT)
-        stream = self.streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]
-        created = stream.get("CreationRequestDateTime")
-        if created is not None and int(created.timestamp() * 1_000_000) > timeline_end_us:
-            raise StreamRetentionError(f"the stream of {self.table} was enabled at {us_to_iso(int(created.timestamp() * 1e6))}, "
-                                       f"after the timeline's end ({us_to_iso(timeline_end_us)}): the changes between "
-                                       "are in no stream", RETENTION_HINT)
-        state = TailState(stream_arn, start_us)
+        state = TailState(window.id, timeline_end_us - START_MARGIN_US)
         save_state(self.run_dir, state)
         return state
 
-    def shards(self, state: TailState) -> list[dict[str, Any]]:
-        """Every shard of the stream (DescribeStream pages)."""
-        shards: list[dict[str, Any]] = []
-        start: dict[str, Any] = {}
-        while True:
-            page = self.streams.describe_stream(StreamArn=state.stream_arn, **start)["StreamDescription"]
-            shards += page.get("Shards", [])
-            last = page.get("LastEvaluatedShardId")
-            if not last:
-                break
-            start = {"ExclusiveStartShardId": last}
-        return shards
-
     def run(self, state: TailState) -> TailState:
-        """Read every ready shard in turn until stopped (idle for until_idle_s, or max_seconds elapsed)."""
+        """Read every ready piece in turn until stopped (idle for until_idle_s, or max_seconds elapsed)."""
         started = idle_since = time.monotonic()
         while True:
-            listed = self.shards(state)
-            plan = plan_shards(listed, state.shards)
+            listed = self.source.pieces()
+            plan = plan_pieces(listed, state.shards)
             if plan.lost:
-                raise StreamRetentionError(f"shard {plan.lost[0]} is no longer in the stream (past its 24-hour "
-                                           "retention) before the tail finished reading it", RETENTION_HINT)
-            for shard in listed:
-                state.shards.setdefault(shard["ShardId"], ShardState(parent=shard.get("ParentShardId")))
-            # Finished shards the stream no longer lists are forgotten: a new shard every few hours would
+                raise self.source.lost(plan.lost[0])
+            for piece in listed:
+                state.shards.setdefault(piece.id, ShardState(parent=piece.parent))
+            # Finished pieces the source no longer lists are forgotten: a new shard every few hours would
             # otherwise grow tail.json (rewritten after every page) for as long as the tail runs.
-            listed_ids = {shard["ShardId"] for shard in listed}
+            listed_ids = {piece.id for piece in listed}
             state.shards = {shard_id: saved for shard_id, saved in state.shards.items()
                             if shard_id in listed_ids or not saved.done}
             busy = False
@@ -303,64 +191,26 @@ class TailRun:
             if not busy:
                 time.sleep(self.poll_s)
 
-    def _iterator(self, state: TailState, shard_id: str, saved: ShardState) -> str | None:
-        kind = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": saved.sequence} if saved.sequence \
-            else {"ShardIteratorType": "TRIM_HORIZON"}
-        try:
-            return self.streams.get_shard_iterator(StreamArn=state.stream_arn, ShardId=shard_id, **kind)["ShardIterator"]
-        except Exception as error:
-            if _error_code(error) == "TrimmedDataAccessException":
-                raise StreamRetentionError(f"shard {shard_id} no longer holds the records after {saved.sequence} "
-                                           "(past the 24-hour retention)", RETENTION_HINT) from None
-            raise
-
-    def _pages(self, state: TailState, shard_id: str, saved: ShardState) -> Iterator[dict[str, Any]]:
-        iterator = self.iterators.pop(shard_id, None) or self._iterator(state, shard_id, saved)
-        pages = empty = 0
-        while iterator and pages < PAGES_PER_TURN and empty < EMPTY_PAGES_PER_TURN:
-            asked = time.perf_counter()
-            try:
-                page = self.streams.get_records(ShardIterator=iterator, Limit=PAGE_LIMIT)
-            except Exception as error:
-                code = _error_code(error)
-                if code == "ExpiredIteratorException":  # 15 minutes old: renew it from the saved position
-                    iterator = self._iterator(state, shard_id, saved)
-                    continue
-                if code == "TrimmedDataAccessException":
-                    raise StreamRetentionError(f"shard {shard_id}: the records after {saved.sequence} are past the "
-                                               "stream's retention", RETENTION_HINT) from None
-                raise
-            finally:
-                self.stream_seconds += time.perf_counter() - asked
-            pages += 1
-            yield page  # applied when this resumes; a page that failed drops the iterator: the saved position next
-            iterator = page.get("NextShardIterator")
-            empty = 0 if page.get("Records") else empty + 1
-        if iterator:
-            self.iterators[shard_id] = iterator
-        else:
-            saved.done = True  # closed, and read to its end
-
     def _read_shard(self, state: TailState, shard_id: str, saved: ShardState) -> bool:
-        """Apply what the shard holds after its saved position (a turn of up to PAGES_PER_TURN pages)."""
+        """Apply what the piece holds after its saved position (a turn of the source's pages)."""
         got = False
-        for page in self._pages(state, shard_id, saved):
-            records = page.get("Records", [])
-            if not records:
+        for page in self.source.pages(shard_id, saved.sequence):
+            changes = page.changes
+            if not changes:
                 saved.behind_us, saved.caught_up_us = 0, self.now_us()
+                saved.done = saved.done or page.done
                 continue
             got = True
-            changes = [to_change(record) for record in records]
             late = [change for change in changes if change.time_us >= state.start_us]
             outcome = self.applier.apply(list(group_by_item(late, ()).values())) if late else Outcome()
             outcome.read += len(changes) - len(late)  # before the timeline's end: already applied, counted skipped
             outcome.skipped += len(changes) - len(late)
             if outcome.dead_letters:
-                write_part(self.dead_letter, [letter.to_json() for letter in outcome.dead_letters])
+                write_part(self.sink.dead_letter, [letter.to_json() for letter in outcome.dead_letters])
             self.outcome.add(outcome)
-            saved.sequence = changes[-1].sequence
+            saved.sequence = page.position
             saved.last_record_us = changes[-1].time_us
-            saved.behind_us = max(0, self.now_us() - changes[-1].time_us) if page.get("NextShardIterator") else 0
+            saved.behind_us = max(0, self.now_us() - changes[-1].time_us) if not page.done else 0
             for name, value in outcome.counters().items():
                 state.counters[name] = state.counters.get(name, 0) + value
             recent = [to_export_json(change.keys) for change in late[-RECENT_KEYS:]]
@@ -368,17 +218,5 @@ class TailRun:
                 json.dumps(keys, sort_keys=True) for keys in [*state.recent, *recent])][-RECENT_KEYS:]
             state.heartbeat_us = self.now_us()  # per page: a tail working through a backlog is alive
             save_state(self.run_dir, state)  # only now: the page is in Bigtable
+            saved.done = saved.done or page.done  # closed, and read to its end: saved with the turn
         return got
-
-
-def make_streams_client(settings: Any) -> Any:
-    """A ``dynamodbstreams`` client with the DynamoDB client's region, profile and timeouts; its endpoint follows the
-    DynamoDB one where that is local (:func:`ddb2bt.pipelines.dynamodb.aws.endpoint_for`)."""
-    from botocore.config import Config
-
-    from ..dynamodb.aws import aws_client
-
-    config = Config(retries={"mode": "standard", "total_max_attempts": settings.max_attempts},
-                    connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout)
-    return aws_client("dynamodbstreams", endpoint_url=settings.endpoint_url, region=settings.region,
-                      profile=settings.profile, config=config)

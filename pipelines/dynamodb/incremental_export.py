@@ -21,12 +21,15 @@ A record that is not a change (an unknown type tag, no Keys, a timestamp that is
 the whole export before anything is written (:func:`check_export`): applying the rest would delete
 the item's old cells and dead-letter its new image, and the timeline would then refuse the corrected
 export as already applied.
+
+:class:`IncrementalExportChanges` is the export as a :class:`~ddb2bt.pipelines.change_source.ChangeSource`
+(the catch-up's): its window and table from the manifest, its data files as pieces, each read whole.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +38,12 @@ from apache_beam.metrics import Metrics
 
 from ...mappers.attrvalue import is_value as _valid_value, value_problem
 from ...mappers.changes import Change, kind_of_change
+from ..change_source import ChangePage, ChangeSource, ChangeWindow, Piece
 from ..run.batches import Batch
 from ..run.metrics import NAMESPACE
+from ..source import SourceRead
 from .export import (SUMMARY, ExportError, ExportFile, SourceTable, check_format, export_id, file_batches,
-                     find_export_dir, manifest_files, mismatch_record, read_summary, sized_records)
+                     file_problem, find_export_dir, manifest_files, mismatch_record, read_summary, sized_records)
 from ..cutover.timeline import iso_to_us
 
 INCREMENTAL = "INCREMENTAL_EXPORT"
@@ -198,3 +203,52 @@ class ReadIncrementalExport(beam.PTransform):
                 | "Read" >> beam.ParDo(_ReadChangesFn()).with_output_types(Batch).with_outputs(
                     "count_mismatch", main="batches"))
         return {"batches": read.batches, "count_mismatch": read.count_mismatch}
+
+
+class IncrementalExportChanges(ChangeSource):
+    """An incremental export (its folder, or the folder just above it) as a change source: the window and the table
+    from its manifest, each data file a piece read whole (a position is no more than "read": the export's lines are
+    compacted, one per item, so a file is applied again as a whole, harmlessly)."""
+
+    kind = "incremental export"
+    pieces_name = "export data files"
+
+    def __init__(self, path: str) -> None:
+        self.manifest = read_incremental_manifest(path)
+
+    def name(self) -> str:
+        return self.manifest.export_dir
+
+    def window(self) -> ChangeWindow:
+        m = self.manifest
+        return ChangeWindow(m.export_id, m.from_us, m.to_us, m.item_count, m.table)
+
+    def check(self, key_names: tuple[str, ...] = (), *, from_us: int | None = None,
+              resuming: str | None = None) -> None:
+        """Every data file there and whole, then every record a change of an item keyed by ``key_names``."""
+        m = self.manifest
+        problems = [problem for data_file in m.files if (problem := file_problem(data_file))]
+        if problems:
+            raise ExportError(f"the export in {m.export_dir} is damaged: {'; '.join(problems)}",
+                              "copy the export again; nothing was written")
+        try:  # every record, before anything is written: one bad record must not cost an item its cells
+            check_export(m, key_names)
+        except ExportError as err:
+            raise ExportError(f"export {m.export_id} refused: {err}",
+                              "nothing was written and the timeline is unchanged; export the window again "
+                              "(or correct that line) and run catch-up with it") from None
+
+    def pieces(self) -> list[Piece]:
+        return [Piece(data_file.key) for data_file in self.manifest.files]
+
+    def pages(self, piece: str, position: str | None) -> Iterator[ChangePage]:
+        if position is not None:  # read already, whole
+            return
+        data_file = next(f for f in self.manifest.files if f.key == piece)
+        for batch in file_batches(sized_records(data_file.path, parse_record, "an incremental export record")):
+            yield ChangePage(list(batch), None)
+        yield ChangePage([], "read", done=True)
+
+    def read(self, p: Any) -> SourceRead:
+        read = p | "ReadIncrementalExport" >> ReadIncrementalExport(self.manifest)
+        return SourceRead(read["batches"], read["count_mismatch"])

@@ -1,5 +1,10 @@
 """The rollback's sink: items into a DynamoDB table with BatchWriteItem, within a write budget, and read back.
 
+:class:`DynamoDBSink` is DynamoDB as a :class:`~ddb2bt.pipelines.sink.Sink`: it checks the target table
+(DescribeTable: there, and keyed how), and gives a writer without Beam (:meth:`DynamoDBSink.writer`), which
+the rollback's worker processes use as they are and a Beam graph wraps in one thin step
+(:mod:`ddb2bt.pipelines.run.writes`). Nothing here imports Beam.
+
 `DynamoWriter.write` puts a group of items and returns those DynamoDB refused (a ValidationException
 names no item: the request is then split into single PutItems to find which). Unprocessed items are
 sent again with exponential backoff and jitter, as AWS asks; throttling and 5xx answers are retried the
@@ -22,8 +27,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...mappers.attrvalue import with_bytes
-from ...mappers.errors import ServiceError
+from ...mappers.errors import ServiceError, UsageError
 from ...mappers.rollback import requests, write_units
+from ..run.service_errors import redact
+from ..sink import Sink
+from .client import ClientSettings, keep_field_raw, make_client
 
 RETRYABLE = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
              "InternalServerError", "ServiceUnavailable", "LimitExceededException"}
@@ -195,3 +203,62 @@ class _Backoff:
                                "raise the table's write capacity (or lower --wcu) and continue with --resume")
         self.attempt += 1
         time.sleep(random.uniform(0, min(5.0, 0.05 * 2 ** self.attempt)))
+
+
+class DynamoDBSink(Sink):
+    """Items (in DynamoDB's wire format) into an existing DynamoDB table with BatchWriteItem, within ``wcu`` write
+    units per second per writer (``writer(share)``: a process's share of them); items DynamoDB refuses are given back
+    (as dead letters, in a Beam graph)."""
+
+    kind = "dynamodb"
+
+    def __init__(self, settings: ClientSettings, table: str, key_names: Sequence[str] = (), *,
+                 wcu: float | None = None, retry_seconds: float = 120.0) -> None:
+        self.settings, self.table, self.key_names = settings, table, tuple(key_names)
+        self.wcu, self.retry_seconds = wcu, retry_seconds
+
+    def describe(self) -> str:
+        where = f" at {redact(self.settings.endpoint_url)}" if self.settings.endpoint_url else ""
+        return f"DynamoDB table {self.table}{where}"
+
+    def client(self) -> Any:
+        """A client whose BatchWriteItem bodies are one json.dumps (:func:`send_requests_raw`) and whose BatchGetItem
+        answers keep their items as raw JSON (a comparison reads B as bytes or base64 alike)."""
+        client = make_client(self.settings)
+        send_requests_raw(client)  # items travel in the wire format (B as base64 text), as the sources give them
+        keep_field_raw(client, "BatchGetItem", "Responses")
+        return client
+
+    def table_keys(self, client: Any = None) -> tuple[tuple[str, ...], dict[str, str]] | None:
+        """The table's key names (HASH first) and their attribute types, from DescribeTable; None when it does not
+        exist."""
+        from botocore.exceptions import ClientError
+
+        try:
+            described = (client or make_client(self.settings)).describe_table(TableName=self.table)["Table"]
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                raise
+            return None
+        schema = sorted(described["KeySchema"], key=lambda key: key["KeyType"])  # HASH before RANGE
+        names = tuple(key["AttributeName"] for key in schema)
+        types = {d["AttributeName"]: d["AttributeType"] for d in described.get("AttributeDefinitions", [])}
+        return names, {name: types[name] for name in names if name in types}
+
+    def check(self) -> None:
+        if self.table_keys() is None:
+            raise UsageError(f"there is no DynamoDB table {self.table} to write into",
+                             "create it (with the source's key schema) or name another table")
+
+    def prepare(self, *, create: bool = True) -> None:
+        self.check()  # DynamoDB tables are made with their key schema and capacity by their owners, never here
+
+    def writer(self, share: int = 1) -> DynamoWriter:
+        """A writer for one process of ``share`` (its budget is that share of ``wcu``), with its own client."""
+        budget = WriteBudget(self.wcu / share if self.wcu else None)
+        return DynamoWriter(self.client(), self.table, self.key_names, budget, retry_seconds=self.retry_seconds)
+
+    def write(self, batches: Any, label: str | None = None) -> Any:
+        from ..run.writes import write_items
+
+        return write_items(self, batches, label or "WriteToDynamoDB")

@@ -17,6 +17,7 @@ from ddb2bt.app.options import RunOptions
 from ddb2bt.cli.main import app
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.cutover import tail as stream_tail
+from ddb2bt.pipelines.dynamodb import stream as dynamodb_stream
 
 from .cells import expected_cells, read_cells
 from ddb2bt.pipelines.cutover.workload import make_spec
@@ -131,7 +132,7 @@ def test_the_heartbeat_is_saved_with_every_page(bigtable_env, moto_server, uniqu
         real(where, state)
 
     monkeypatch.setattr(stream_tail, "save_state", recording)
-    monkeypatch.setattr(stream_tail, "PAGE_LIMIT", 10)
+    monkeypatch.setattr(dynamodb_stream, "PAGE_LIMIT", 10)  # where the stream is read
     assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1).ok
     pages = [(beat, sequence) for (beat, sequence), before in zip(saves[1:], saves) if sequence != before[1]]
     assert len(pages) >= 5  # 50 records, 10 a page, all in the tail's first pass over the shard

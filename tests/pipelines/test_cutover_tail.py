@@ -11,7 +11,7 @@ import pytest
 
 from ddb2bt.app.cutover import tail
 from ddb2bt.app.options import RunOptions
-from ddb2bt.pipelines.cutover import tail as stream_tail
+from ddb2bt.pipelines.dynamodb import stream as dynamodb_stream
 from ddb2bt.pipelines.dynamodb.client import ClientSettings
 from ddb2bt.pipelines.cutover.tail import StreamRetentionError
 
@@ -71,13 +71,13 @@ def test_expired_iterator_is_renewed_and_retention_gaps_are_refused(bigtable_env
     client, spec = backfill(moto_server, unique_name, run_dir, rng)
     workload(client, unique_name, rng, 30)
     made = []
-    real = stream_tail.make_streams_client
+    real = dynamodb_stream.make_streams_client
 
     def expiring(settings: ClientSettings):
         made.append(ExpiringOnce(real(settings)))
         return made[-1]
 
-    monkeypatch.setattr(stream_tail, "make_streams_client", expiring)
+    monkeypatch.setattr(dynamodb_stream, "make_streams_client", expiring)
     result = tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1)
     assert made[0].expired == 1 and result.ok
     assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
@@ -120,16 +120,16 @@ def test_positions_past_the_retention_are_refused_and_point_to_catch_up(bigtable
     state_file = tmp_path / "run" / "tail.json"
     saved = state_file.read_text()
     workload(client, unique_name, rng, 20)
-    real = stream_tail.make_streams_client
+    real = dynamodb_stream.make_streams_client
 
     for call in ("get_shard_iterator", "get_records"):  # the saved position, or the records after it, trimmed
         made = []
-        monkeypatch.setattr(stream_tail, "make_streams_client",
+        monkeypatch.setattr(dynamodb_stream, "make_streams_client",
                             lambda settings, call=call: made.append(Trimmed(real(settings), call)) or made[-1])
         with pytest.raises(StreamRetentionError, match="retention.*catch-up"):
             tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1)
         assert made[0].raised == 1 and state_file.read_text() == saved  # nothing applied past the gap is recorded
-    monkeypatch.setattr(stream_tail, "make_streams_client", real)
+    monkeypatch.setattr(dynamodb_stream, "make_streams_client", real)
 
     # The checkpoint holds an unfinished shard that DescribeStream no longer lists: its records are gone.
     state = json.loads(saved)

@@ -231,3 +231,24 @@ def test_bigtable_rows_are_a_source_read_in_key_ranges_from_a_committed_row_on(j
     missing = spec.model_copy(update={"target": spec.target.model_copy(update={"table": unique_name + "x"})})
     with pytest.raises(UsageError):
         RowSource(missing).check()
+
+
+def test_the_rollback_writes_through_the_dynamodb_sink_without_importing_beam(tmp_path):
+    """The rollback's worker processes import no Beam: the sink's writer and the rollback's setup come without it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ddb2bt.app import rollback\n"
+        "from ddb2bt.mappers.spec import MappingSpec\n"
+        f"spec = MappingSpec.model_validate({_spec('t', '/x/items.jsonl')!r})\n"
+        "setup = rollback._Setup(spec, 't', ('pk', 'sk'), {}, rollback.RollbackRequest(wcu=100.0), False, {}, (),\n"
+        "                        processes=4)\n"
+        "writer = setup.writer()\n"
+        "print(type(writer).__module__, writer.budget.rate, writer.key_names, 'apache_beam' in sys.modules)\n"
+    )
+    env = {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["ddb2bt.pipelines.dynamodb.sink", "25.0", "('pk',", "'sk')", "False"]
