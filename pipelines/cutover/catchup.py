@@ -13,6 +13,7 @@ import apache_beam as beam
 from ..bigtable.sink import Destination, FlowControl
 from ..dynamodb.incremental_export import IncrementalManifest, ReadIncrementalExport
 from ..run.dead_letters import DeadLetter, write_part
+from ..run.batches import Batch
 from ..run.progress import Tally
 from ..bigtable.target import describe_target, probe_target
 from ..sink import Sink
@@ -56,7 +57,8 @@ def build_catch_up(p: beam.Pipeline, sink: ChangeSink, manifest: IncrementalMani
     read = p | "ReadIncrementalExport" >> ReadIncrementalExport(manifest)
     batches = read["batches"]
     if progress_dir is not None:
-        batches = batches | "Tally" >> beam.Map(Tally(progress_dir, "changes_read"))
+        # typed: Beam samples an untyped step's output sizes by pickling whole batches; Batch's coder knows its size
+        batches = batches | "Tally" >> beam.Map(Tally(progress_dir, "changes_read")).with_output_types(Batch)
     sink.write(batches)
     dead_letter = sink.dead_letter
     _ = (read["count_mismatch"]
