@@ -113,6 +113,8 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     ``started`` is called with the export's item count (None when its manifest gives none) once the export is
     checked, just before the job starts; :func:`catch_up_progress` then says how far it got.
     """
+    from apache_beam.options.pipeline_options import DirectOptions
+
     from ..pipelines.cutover import timeline as tl
     from ..pipelines.cutover.catchup import ChangeSink, build_catch_up
     from ..pipelines.dynamodb.export import ExportError, file_problem
@@ -137,7 +139,8 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
         raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
                           "copy the export again; nothing was written")
     try:  # every record, before anything is written: one bad record must not cost an item its cells
-        check_export(manifest, tuple(k for k in (spec.source.partition_key, spec.source.sort_key) if k))
+        check_export(manifest, tuple(k for k in (spec.source.partition_key, spec.source.sort_key) if k),
+                     keep=run.direct and run.pipeline_options.view_as(DirectOptions).direct_running_mode == "in_memory")
     except ExportError as err:
         raise ExportError(f"export {manifest.export_id} refused: {err}",
                           "nothing was written and the timeline is unchanged; export the window again "
