@@ -176,6 +176,10 @@ def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (),
     (docs/PERFORMANCE.md); the other files are read again. What the next check finds replaces what is kept.
     """
     _checked.clear()
+    if keep:  # the job runs in this process, whose DoFns relax the collector anyway; kept changes are walked less
+        from ..pipeline import relax_young_gc
+
+        relax_young_gc()
     budget, count = CHECKED_KEPT_BYTES if keep else 0, 0
     for data_file in manifest.files:
         kept: list[tuple[int, Change]] | None = [] if budget > 0 else None
