@@ -181,18 +181,22 @@ def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (),
 
         relax_young_gc()
     budget, count = CHECKED_KEPT_BYTES if keep else 0, 0
-    for data_file in manifest.files:
-        kept: list[tuple[int, Change]] | None = [] if budget > 0 else None
-        for size, change in sized_records(data_file.path, lambda record: check_record(record, key_names),
-                                          "a change record"):
-            count += 1
+    try:
+        for data_file in manifest.files:
+            kept: list[tuple[int, Change]] | None = [] if budget > 0 else None
+            for size, change in sized_records(data_file.path, lambda record: check_record(record, key_names),
+                                              "a change record"):
+                count += 1
+                if kept is not None:
+                    kept.append((size, change))
+                    budget -= size
+                    if budget < 0:
+                        kept = None
             if kept is not None:
-                kept.append((size, change))
-                budget -= size
-                if budget < 0:
-                    kept = None
-        if kept is not None:
-            _checked[data_file.path] = kept
+                _checked[data_file.path] = kept
+    except BaseException:  # a refused export is never applied: keep nothing of it
+        _checked.clear()
+        raise
     return count
 
 

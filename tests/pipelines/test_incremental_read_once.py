@@ -3,6 +3,7 @@ check read and checked (pipelines/dynamodb/incremental_export.py check_export's 
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import tempfile
 from pathlib import Path
@@ -11,6 +12,7 @@ import apache_beam as beam
 import pytest
 
 from ddb2bt.pipelines.dynamodb import incremental_export
+from ddb2bt.pipelines.dynamodb.export import ExportError
 from ddb2bt.pipelines.dynamodb.incremental_export import ReadIncrementalExport, check_export, read_incremental_manifest
 
 DOCUMENTED = Path(__file__).resolve().parents[1] / "data" / "aws_exports" / "documented" / "ddb" / "posts"
@@ -56,3 +58,13 @@ def test_the_budget_keeps_whole_files_only(export, monkeypatch):
     monkeypatch.setattr(incremental_export, "CHECKED_KEPT_BYTES", 10)  # less than the first file's lines
     assert check_export(export, ("pk", "sk"), keep=True) == 4
     assert incremental_export._checked == {}  # nothing half-kept: the file is read again whole
+
+
+def test_a_refused_export_keeps_nothing(export):
+    """The check refuses an export whose last file holds a bad line: the changes of the files before it are dropped."""
+    last = next(f for f in reversed(export.files) if f.item_count)
+    with gzip.open(last.path, "ab") as data:
+        data.write(b'{"Keys": {"pk": {"S": "x"}}, "NewImage": {"pk": {"S": "x"}}}\n')  # no WriteTimestampMicros
+    with pytest.raises(ExportError, match="WriteTimestampMicros"):
+        check_export(export, ("pk",), keep=True)
+    assert incremental_export._checked == {}
