@@ -113,6 +113,8 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     ``started`` is called with the export's item count (None when its manifest gives none) once the export is
     checked, just before the job starts; :func:`catch_up_progress` then says how far it got.
     """
+    from apache_beam.options.pipeline_options import DirectOptions
+
     from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover import timeline as tl
     from ..pipelines.cutover.catchup import ChangeSink, build_catch_up
@@ -135,7 +137,9 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
                          "catch up from an incremental export; a stream is followed by `ddb2bt tail`")
     table = check_export_table(window.table, spec, timeline, f"export {window.id}")  # before its window:
     check_window(timeline, window.from_us, window.to_us, f"export {window.id}")  # another table's is moot
-    source.check(tuple(k for k in (spec.source.partition_key, spec.source.sort_key) if k))  # nothing written yet
+    in_process = run.direct and run.pipeline_options.view_as(DirectOptions).direct_running_mode == "in_memory"
+    source.check(tuple(k for k in (spec.source.partition_key, spec.source.sort_key) if k),  # nothing written yet
+                 keep=in_process)
     dead_letter = options.dead_letter or tl.join(run_dir, f"catch-up-{window.id}.dead_letters.jsonl")
     sink = ChangeSink(spec, timeline.now_ms, dead_letter, options.flow_control())
     sink.check()

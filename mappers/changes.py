@@ -126,6 +126,10 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
     """
     if not changes:
         return NothingToDo("no changes")
+    if len(changes) == 1 and not getattr(compiled, "indexes", ()):
+        quick = _one_change(compiled, changes[0])
+        if quick is not None:
+            return quick
     produced: dict[Any, dict[tuple[str, bytes, int], None]] = {}  # where (see _where) -> coordinates, in order
     failures: list[tuple[Change, ItemError]] = []
     entity = None
@@ -180,6 +184,29 @@ def diff_many(compiled: Any, changes: Sequence[Change]) -> ChangeSet | NothingTo
     if not rows and not failures:
         return NothingToDo(skip_reason or "neither image produces cells")
     return ChangeSet(tuple(rows), entity, tuple(failures))
+
+
+def _one_change(compiled: Any, change: Change) -> ChangeSet | NothingToDo | None:
+    """diff_many's answer for the usual change of a catch-up (one change of an item, both images, the new one mapping
+    to one row, the old one's stale coordinates found by the shortcut), without the general path's bookkeeping:
+    the deletes are the stale coordinates the new image does not set. None: the general path answers."""
+    new, old = change.new, change.old
+    if new is None or old is None:
+        return None
+    row = compiled.map_item(new)
+    if row.__class__ is not MappedRow or row.index_rows:
+        return None
+    stale = compiled.stale_coordinates(old, new)
+    if stale is None:
+        return None
+    sets = row.cells
+    deletes: tuple[CellDelete, ...] = ()
+    if stale:
+        kept = {cell[:3] for cell in sets}
+        deletes = tuple(_new(CellDelete, c) for c in dict.fromkeys(stale) if c not in kept)
+    if not deletes and not sets:
+        return NothingToDo("neither image produces cells")
+    return ChangeSet((RowChange(row.row_key, deletes, sets),), row.entity)
 
 
 def _where(row: MappedRow | IndexRow) -> Any:

@@ -124,10 +124,11 @@ class ChangeSource(ABC):
         """What it covers; refuses (a ddb2bt error) a source that holds no changes that can be applied."""
 
     def check(self, key_names: tuple[str, ...] = (), *, from_us: int | None = None,
-              resuming: str | None = None) -> None:
+              resuming: str | None = None, keep: bool = False) -> None:
         """Refuse (a ddb2bt error) what cannot be applied, before anything is written: a record that is not a change
         of an item keyed by ``key_names``; changes from ``from_us`` on that it no longer holds; a checkpoint made of
-        another source (``resuming``: the window id it recorded)."""
+        another source (``resuming``: the window id it recorded). ``keep``: the read will run in this process
+        (DirectRunner in_memory), so a source may keep what it checked for it rather than read it twice."""
 
     @abstractmethod
     def pieces(self) -> list[Piece]:

@@ -13,6 +13,7 @@ import apache_beam as beam
 
 from ..change_source import ChangeSource
 from ..run.dead_letters import DeadLetter, write_part
+from ..run.batches import Batch
 from ..run.progress import Tally
 from .change_sink import ChangeSink
 
@@ -31,7 +32,8 @@ def build_catch_up(p: beam.Pipeline, sink: ChangeSink, source: ChangeSource, *,
     read = source.read(p)
     batches = read.batches
     if progress_dir is not None:
-        batches = batches | "Tally" >> beam.Map(Tally(progress_dir, "changes_read"))
+        # typed: Beam samples an untyped step's output sizes by pickling whole batches; Batch's coder knows its size
+        batches = batches | "Tally" >> beam.Map(Tally(progress_dir, "changes_read")).with_output_types(Batch)
     sink.write(batches)
     dead_letter = sink.dead_letter
     if read.mismatches is None:

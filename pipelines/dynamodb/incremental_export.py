@@ -162,15 +162,46 @@ def _first_problem(attributes: dict[str, Any], where: str) -> str | None:
     return None
 
 
-def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = ()) -> int:
+CHECKED_KEPT_BYTES = 24 * 1024 * 1024
+"""How many bytes of export lines :func:`check_export` keeps parsed for the apply (their parsed changes take about
+eight times that: ~200 MiB, ~20,000 changes of the benchmark's items); a file beyond it is read again."""
+
+_checked: dict[str, list[tuple[int, Change]]] = {}
+"""Data file path -> its lines' ``(bytes, Change)``, as checked; taken (once) by the apply in the same process."""
+
+
+def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (), *, keep: bool = False) -> int:
     """Read every record of the export and check it (:func:`check_record`); the number of records.
 
     ExportError naming the file, the line and the field of the first bad record: nothing may be applied
-    from an export that holds one.
+    from an export that holds one. With ``keep`` (the pipeline will run in this process: DirectRunner in_memory),
+    the checked changes of whole files, up to :data:`CHECKED_KEPT_BYTES` of their lines, are kept for
+    :class:`ReadIncrementalExport`, which then applies exactly what was checked without parsing it again
+    (docs/PERFORMANCE.md); the other files are read again. What the next check finds replaces what is kept.
     """
-    return sum(1 for data_file in manifest.files
-               for _ in sized_records(data_file.path, lambda record: check_record(record, key_names),
-                                      "a change record"))
+    _checked.clear()
+    if keep:  # the job runs in this process, whose DoFns relax the collector anyway; kept changes are walked less
+        from ..pipeline import relax_young_gc
+
+        relax_young_gc()
+    budget, count = CHECKED_KEPT_BYTES if keep else 0, 0
+    try:
+        for data_file in manifest.files:
+            kept: list[tuple[int, Change]] | None = [] if budget > 0 else None
+            for size, change in sized_records(data_file.path, lambda record: check_record(record, key_names),
+                                              "a change record"):
+                count += 1
+                if kept is not None:
+                    kept.append((size, change))
+                    budget -= size
+                    if budget < 0:
+                        kept = None
+            if kept is not None:
+                _checked[data_file.path] = kept
+    except BaseException:  # a refused export is never applied: keep nothing of it
+        _checked.clear()
+        raise
+    return count
 
 
 class _ReadChangesFn(beam.DoFn):
@@ -179,8 +210,10 @@ class _ReadChangesFn(beam.DoFn):
 
     def process(self, data_file: ExportFile) -> Iterable[Any]:
         count = 0
-        for batch in file_batches(sized_records(data_file.path, parse_record,
-                                                      "an incremental export record")):
+        records: Iterable[tuple[int, Any]] | None = _checked.pop(data_file.path, None)  # as check_export kept it
+        if records is None:
+            records = sized_records(data_file.path, parse_record, "an incremental export record")
+        for batch in file_batches(records):
             count += len(batch)
             yield batch
         if count != data_file.item_count:
@@ -224,7 +257,7 @@ class IncrementalExportChanges(ChangeSource):
         return ChangeWindow(m.export_id, m.from_us, m.to_us, m.item_count, m.table)
 
     def check(self, key_names: tuple[str, ...] = (), *, from_us: int | None = None,
-              resuming: str | None = None) -> None:
+              resuming: str | None = None, keep: bool = False) -> None:
         """Every data file there and whole, then every record a change of an item keyed by ``key_names``."""
         m = self.manifest
         problems = [problem for data_file in m.files if (problem := file_problem(data_file))]
@@ -232,7 +265,7 @@ class IncrementalExportChanges(ChangeSource):
             raise ExportError(f"the export in {m.export_dir} is damaged: {'; '.join(problems)}",
                               "copy the export again; nothing was written")
         try:  # every record, before anything is written: one bad record must not cost an item its cells
-            check_export(m, key_names)
+            check_export(m, key_names, keep=keep)
         except ExportError as err:
             raise ExportError(f"export {m.export_id} refused: {err}",
                               "nothing was written and the timeline is unchanged; export the window again "

@@ -146,7 +146,7 @@ class StreamChanges(ChangeSource):
         return self._arn
 
     def check(self, key_names: tuple[str, ...] = (), *, from_us: int | None = None,
-              resuming: str | None = None) -> None:
+              resuming: str | None = None, keep: bool = False) -> None:
         """A checkpoint of another stream (re-enabled since) lost its positions; a first start needs the stream to
         hold ``from_us`` (the timeline's end): within the retention, and after the stream was enabled."""
         from ..cutover.timeline import us_to_iso

@@ -64,7 +64,7 @@ class JsonLinesChanges(ChangeSource):
                             SourceTable(h["table_arn"], None))
 
     def check(self, key_names: tuple[str, ...] = (), *, from_us: int | None = None,
-              resuming: str | None = None) -> None:
+              resuming: str | None = None, keep: bool = False) -> None:
         if resuming is not None and resuming != Path(self.path).stem:
             raise UsageError(f"the checkpoint was made of {resuming}, not {self.path}", "use its run folder")
         for number, record in enumerate(self.records, start=2):

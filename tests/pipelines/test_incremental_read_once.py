@@ -1,0 +1,70 @@
+"""An incremental export is parsed once when the catch-up runs in this process: the apply takes the changes the
+check read and checked (pipelines/dynamodb/incremental_export.py check_export's ``keep``), exactly those."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import tempfile
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+
+from ddb2bt.pipelines.dynamodb import incremental_export
+from ddb2bt.pipelines.dynamodb.export import ExportError
+from ddb2bt.pipelines.dynamodb.incremental_export import ReadIncrementalExport, check_export, read_incremental_manifest
+
+DOCUMENTED = Path(__file__).resolve().parents[1] / "data" / "aws_exports" / "documented" / "ddb" / "posts"
+INC1 = "01714568400000-b2c3d4e5"  # the documented layout's first incremental export: 4 changes in 3 files (one empty)
+
+
+def _read(manifest) -> list:
+    """The changes ReadIncrementalExport gives, as comparable text (written out by the pipeline: a closure's list
+    would be a pickled copy)."""
+    with tempfile.TemporaryDirectory() as out:
+        with beam.Pipeline(argv=["--direct_running_mode=in_memory"]) as p:
+            read = p | ReadIncrementalExport(manifest)
+            _ = (read["batches"] | beam.FlatMap(lambda batch: [repr(change) for change in batch])
+                 | beam.io.WriteToText(f"{out}/changes"))
+        return sorted(line for path in Path(out).glob("changes*") for line in path.read_text().splitlines())
+
+
+@pytest.fixture
+def export(tmp_path):
+    root = tmp_path / "posts"
+    shutil.copytree(DOCUMENTED, root)
+    return read_incremental_manifest(str(root / "AWSDynamoDB" / INC1))
+
+
+def test_kept_changes_are_what_a_fresh_read_gives_and_the_file_is_not_read_again(export):
+    fresh = _read(export)
+    assert len(fresh) == 4 and all("Change(keys=" in line for line in fresh)
+    assert check_export(export, ("pk", "sk"), keep=True) == 4
+    for data_file in export.files:  # the apply must not need the files any more: it takes what was checked
+        Path(data_file.path).unlink()
+    assert _read(export) == fresh
+
+
+def test_without_keep_every_file_is_read_again(export):
+    assert check_export(export, ("pk", "sk")) == 4
+    for data_file in export.files:
+        Path(data_file.path).unlink()
+    with pytest.raises(Exception, match="cannot be read"):
+        _read(export)
+
+
+def test_the_budget_keeps_whole_files_only(export, monkeypatch):
+    monkeypatch.setattr(incremental_export, "CHECKED_KEPT_BYTES", 10)  # less than the first file's lines
+    assert check_export(export, ("pk", "sk"), keep=True) == 4
+    assert incremental_export._checked == {}  # nothing half-kept: the file is read again whole
+
+
+def test_a_refused_export_keeps_nothing(export):
+    """The check refuses an export whose last file holds a bad line: the changes of the files before it are dropped."""
+    last = next(f for f in reversed(export.files) if f.item_count)
+    with gzip.open(last.path, "ab") as data:
+        data.write(b'{"Keys": {"pk": {"S": "x"}}, "NewImage": {"pk": {"S": "x"}}}\n')  # no WriteTimestampMicros
+    with pytest.raises(ExportError, match="WriteTimestampMicros"):
+        check_export(export, ("pk",), keep=True)
+    assert incremental_export._checked == {}
