@@ -43,7 +43,7 @@ def number_text(text: str) -> str:
 
 def is_canonical_number(text: str) -> bool:
     """No exponent, no leading or trailing zeros, at most 38 characters: exactly what canonical_text gives."""
-    if text.isdigit():  # most numbers are plain non-negative integers: skip the regex
+    if text.isdigit() and text.isascii():  # most numbers are plain non-negative integers: skip the regex
         return len(text) <= 38 and (text[0] != "0" or len(text) == 1)
     return len(text) <= 38 and _CANONICAL.fullmatch(text) is not None and text != "-0"
 

@@ -44,7 +44,7 @@ def encode_decimal(value: dict) -> bytes:
 def encode_int64(value: dict) -> bytes:
     text = _expect(value, "N", "int64")
     try:
-        number = int(text) if text.lstrip("-").isdigit() else parse_number(text)
+        number = int(text) if text.isascii() and text.lstrip("-").isdigit() else parse_number(text)
     except DecimalError as err:
         raise EncodingError(str(err)) from None
     if isinstance(number, Decimal):
@@ -160,7 +160,7 @@ def _fast_decimal(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
 def _fast_int64(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
     def encode(value: dict) -> bytes:
         payload = value.get("N")
-        if payload.__class__ is str and len(value) == 1 and len(payload) < 19 and payload.isdigit():
+        if payload.__class__ is str and len(value) == 1 and len(payload) < 19 and payload.isdigit() and payload.isascii():
             return int(payload).to_bytes(8, "big", signed=True)  # < 10**18: always fits
         return checked(value)
 

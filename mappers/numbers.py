@@ -13,12 +13,19 @@ mantissa sort after a longer one that extends it (-1.2 > -1.23).
 
 from __future__ import annotations
 
-from decimal import Context, Decimal, InvalidOperation
+import re
+from decimal import Context, Decimal
 
 _CONTEXT = Context(prec=38)
 _EXP_BIAS = 130
 _EXP_MAX = 125
 _COMPLEMENT = str.maketrans("0123456789", "9876543210")
+
+
+_SYNTAX = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A number's text as DynamoDB takes it: ASCII digits. ``Decimal`` alone also takes other scripts' digits
+(``"٣"``), underscores (``"1_000"``) and surrounding spaces, which DynamoDB refuses and which would be read as
+another number's text."""
 
 
 class DecimalError(ValueError):
@@ -27,12 +34,10 @@ class DecimalError(ValueError):
 
 def parse_number(text: str) -> Decimal:
     """The exact Decimal of a DynamoDB number's text; rejects what DynamoDB would reject."""
-    try:
-        number = Decimal(text)
-    except (InvalidOperation, TypeError):
-        raise DecimalError(f"{text!r} is not a number") from None
-    if not number.is_finite():
-        raise DecimalError(f"{text!r} is not a finite number")
+    if text.__class__ is not str or not _SYNTAX.fullmatch(text):
+        infinite = text.__class__ is str and text.strip().lstrip("+-").lower() in ("nan", "snan", "inf", "infinity")
+        raise DecimalError(f"{text!r} is not a finite number" if infinite else f"{text!r} is not a number")
+    number = Decimal(text)
     if number:
         # normalize() rounds to 38 digits: a number it changes had more.
         if number.normalize(_CONTEXT) != number:
@@ -75,7 +80,7 @@ def from_sortable_text(encoded: str) -> Decimal:
         exponent, sign, mantissa = 255 - int(exponent_text) - _EXP_BIAS, 1, body[:-1].translate(_COMPLEMENT)
     else:
         raise DecimalError(f"{encoded!r} is not a sortable number")
-    if not mantissa.isdigit():
+    if not (mantissa.isascii() and mantissa.isdigit()):
         raise DecimalError(f"{encoded!r} is not a sortable number")
     digits = tuple(int(d) for d in mantissa)
     return Decimal((sign, digits, exponent - len(digits) + 1))

@@ -45,7 +45,7 @@ _INLINE = {
                        "if p.__class__ is str and len(value) == 1 and len(p) <= 38 and canonical(p) and p != '-0':",
                        "    data = p.encode()"),
     Encoding.int64: ("p = value.get('N')",
-                     "if p.__class__ is str and len(value) == 1 and len(p) < 19 and p.isdigit():",
+                     "if p.__class__ is str and len(value) == 1 and len(p) < 19 and p.isdigit() and p.isascii():",
                      "    data = int(p).to_bytes(8, 'big', signed=True)"),
     Encoding.bool: ("p = value.get('BOOL')",
                     "if p.__class__ is bool and len(value) == 1:",

@@ -31,7 +31,7 @@ class TimestampError(ValueError):
 def parse_timestamp(text: str, fmt: str = "auto") -> int:
     """Microseconds (a multiple of 1000) for ISO-8601 text or an epoch number in `fmt`."""
     if fmt == "auto":
-        if text.lstrip("-").replace(".", "", 1).isdigit():
+        if text.isascii() and text.lstrip("-").replace(".", "", 1).isdigit():
             # An epoch number: its size tells the unit (seconds until year 5138, then ms, then us).
             magnitude = abs(float(text))
             fmt = "epoch_s" if magnitude < 1e11 else "epoch_ms" if magnitude < 1e14 else "epoch_us"

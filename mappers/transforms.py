@@ -47,7 +47,7 @@ def strip_suffix(value: str, suffix: str) -> str:
 
 def pad(value: str, width: int, fill: str = "0") -> str:
     """Left-pad a non-negative integer so that it sorts numerically as text (`3` -> `003`)."""
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         raise TransformError(f"pad needs a non-negative integer, got {value!r} (use sortable_number for others)")
     if len(value) > width:
         raise TransformError(f"{value!r} is wider than pad width {width}; it would sort out of order")
@@ -72,7 +72,7 @@ REVERSE_TIMESTAMP_MAX = 9_999_999_999_999  # epoch milliseconds until the year 2
 
 def reverse_timestamp(value: str, max: int = REVERSE_TIMESTAMP_MAX) -> str:  # noqa: A002 - the documented name
     """`max - value`, zero-padded to the width of `max`, so that the newest sorts first (and back again)."""
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         raise TransformError(f"reverse_timestamp needs a non-negative integer, got {value!r}")
     number = int(value)
     if number > max:
@@ -96,7 +96,7 @@ def upper(value: str) -> str:
 def unshard(value: str, sep: str = ".") -> str:
     """Drop a DynamoDB write-shard suffix: `2023-09-10.7` -> `2023-09-10`."""
     head, found, shard = value.rpartition(sep)
-    if not found or not shard.isdigit() or not head:
+    if not found or not (shard.isascii() and shard.isdigit()) or not head:
         raise TransformError(f"{value!r} has no write-shard suffix '{sep}<n>'")
     return head
 

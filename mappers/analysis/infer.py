@@ -82,7 +82,7 @@ def _time_suffix(ids: list[str], now_s: int) -> tuple[str, int | None] | None:
     Times after the sample was taken are ids that merely look like epochs (`ORDER#2024000001` reads as
     a time in 2034): an item's key does not hold a time that has not happened yet.
     """
-    if not ids or not all(i.isdigit() and len(i) in _REVERSE_MAX for i in ids) or len({len(i) for i in ids}) != 1:
+    if not ids or not all(i.isascii() and i.isdigit() and len(i) in _REVERSE_MAX for i in ids) or len({len(i) for i in ids}) != 1:
         return None
     width = len(ids[0])
     scale = 1 if width == 10 else 1000

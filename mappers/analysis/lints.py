@@ -93,7 +93,7 @@ def looks_like_timestamp(text: str) -> bool:
     if _ISO_DATE.match(text):
         return True
     bounds = _EPOCH_RANGES.get(len(text))
-    return bool(bounds and text.isdigit() and bounds[0] <= int(text) <= bounds[1])
+    return bool(bounds and text.isascii() and text.isdigit() and bounds[0] <= int(text) <= bounds[1])
 
 
 def _hash_kind(value: str) -> str | None:
@@ -161,7 +161,7 @@ def lint_key_segments(entity: EntitySpec, where: str, sample: Sample) -> Iterabl
             yield _lint("info", "key-uuid", where,
                 f"{label} are random UUIDs: writes spread well, but only point lookups are efficient. "
                 "If the application reads ranges, lead the key with the value it ranges over.")  # fmt: skip
-        digits = [value for value in values if value.isdigit()]
+        digits = [value for value in values if value.isascii() and value.isdigit()]
         widths = {len(value) for value in digits}
         if len(digits) >= 2 and len(digits) >= MAJORITY * len(values) and len(widths) > 1:
             short, wide = min(digits, key=len), max(digits, key=len)

@@ -710,7 +710,7 @@ def refused_for_good(error: Any, flow: FlowControl, what: str, hint: str) -> str
 def _failure_count(group: Any) -> int:
     """How many entries failed, which the group's message states even when it truncated its list."""
     head = str(group.args[0] if group.args else "").split(" failed ", 1)[0]
-    return int(head) if head.isdigit() else len(group.exceptions)
+    return int(head) if head.isascii() and head.isdigit() else len(group.exceptions)
 
 
 def _is_transient(cause: Any) -> bool:

@@ -95,7 +95,7 @@ def order(change: Change) -> tuple[int, int]:
     """Stream order (sequence numbers grow along a shard lineage; times are rounded to the second), else the
     change's time (an export's WriteTimestampMicros)."""
     sequence = change.sequence
-    return (int(sequence), change.time_us) if sequence.isdigit() else (0, change.time_us)
+    return (int(sequence), change.time_us) if sequence.isascii() and sequence.isdigit() else (0, change.time_us)
 
 
 def parse(line: bytes) -> dict[str, Any]:

@@ -126,7 +126,7 @@ def check_record(record: Any, key_names: tuple[str, ...] = ()) -> Change:
         else None
     text = micros.get("N") if isinstance(micros, dict) else micros  # documented {"N": "..."}; a bare one read too
     text = str(text) if isinstance(text, int) and not isinstance(text, bool) else text
-    if not isinstance(text, str) or not text.isdigit():
+    if not isinstance(text, str) or not (text.isascii() and text.isdigit()):
         raise RecordError(f"Metadata.WriteTimestampMicros is {json.dumps(micros)[:60]}, not {{\"N\": \"<integer>\"}}")
     keys = record.get("Keys")
     if not isinstance(keys, dict) or not keys:
