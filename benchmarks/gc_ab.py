@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict:
         for round_ in range(args.rounds):
             for variant in variants if round_ % 2 == 0 else list(reversed(variants)):
                 with tempfile.TemporaryDirectory(prefix="ddb2bt-gc-") as tmp:
-                    job = {"kind": "ddb2bt", "project": "gc", "instance": "gc", "target": f"t{round_}{variant}",
+                    job = {"kind": "ddb2bt", "project": "gc", "instance": "gc", "target": f"t{round_}-{len(runs)}",
                            "run_dir": tmp + "/run", "mode": "in_memory", "workers": 1, "export_dir": export_dir}
                     code = PRELUDE + ("import runpy\nsys.argv = ['child', " + repr(json.dumps(job)) + "]\n"
                                       "runpy.run_module('benchmarks.child', run_name='__main__')\n")
