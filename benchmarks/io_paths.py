@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--against", required=True, help="the commit to compare with (e.g. HEAD~3)")
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -142,7 +143,14 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{path:7} {args.against}: {other['median']:.1f} ({other['min']:.1f}-{other['max']:.1f})  this: "
               f"{this['median']:.1f} ({this['min']:.1f}-{this['max']:.1f}) µs/item")
     print(f"load average during the runs: {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
-    return {"summary": summary, "rounds": found, "load": loads}
+    record = {"against": args.against, "items": args.items, "rounds_run": args.rounds, "summary": summary,
+              "rounds": found, "load": loads, "unit": "process CPU µs per item, best of 3 passes per round",
+              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                       text=True).stdout.strip(), "dirty": bool(subprocess.run(
+                  ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout)}
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
+    return record
 
 
 if __name__ == "__main__":

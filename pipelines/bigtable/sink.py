@@ -30,7 +30,7 @@ from ...mappers.gc import AGGREGATE_TEXT, combine, describe_gc
 from ..run.batches import Barrier, SegmentAt
 from ..run.metrics import NAMESPACE, ReasonCounters, letter_reason
 from .entries import to_mutation_entry
-from .raw_answers import RawAnswersTarget
+from .raw_answers import RawAnswersTarget, free_finished_operations
 from ..run.progress import reporter
 from ..run.dead_letters import DeadLetter, ItemsMapped
 from ...mappers.errors import ServiceError, UsageError
@@ -390,9 +390,10 @@ class Destination:
 
 def open_batcher(table: Any, flow: FlowControl) -> Any:
     """The data client's ``MutationsBatcher`` for ``table`` with ``flow``'s limits, reporting every failure; its answers
-    read as raw protobuf (:mod:`.raw_answers`)."""
+    read as raw protobuf, its finished operations freed at once (:mod:`.raw_answers`)."""
     from google.cloud.bigtable.data import MutationsBatcher
 
+    free_finished_operations()
     target: Any = RawAnswersTarget(table)  # the table, to the batcher (it takes a table's attributes only)
     batcher = MutationsBatcher(
         target,

@@ -11,7 +11,7 @@ orjson refuses (``NaN``, lone surrogates, a byte-order mark, other encodings, ba
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -32,6 +32,24 @@ def loads(data: bytes) -> Any:
         except orjson.JSONDecodeError:
             pass
     return json.loads(data)
+
+
+def loader_for(block: bytes) -> Callable[[bytes], Any]:
+    """:func:`loads` for the lines of ``block`` (JSON lines, split at ``\\n``): the same value or error for each.
+
+    Whether a line may hold a bare integer beyond 64 bits is asked once for the whole block: a digit run that
+    could be one in a line could be one in the block too (a line's start follows a newline there), so a block
+    without one has no line with one, and its lines skip the per-line check.
+    """
+    return loads if _may_hold_big_int(block) else _loads_no_big_int
+
+
+def _loads_no_big_int(data: bytes) -> Any:
+    """:func:`loads` of a document known to hold no digit run that may be a bare integer beyond 64 bits."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _may_hold_big_int(data: bytes) -> bool:

@@ -114,3 +114,30 @@ def test_after_a_lost_answer_the_same_entries_are_retried_as_by_the_clients_batc
         key[1:]: value for key, value in cells.items() if key[:1] == b"a" and key != b"a-now"}
     assert len(cells) == 62  # the lost request was applied: the non-idempotent entry too, once (at the server's time)
     assert len(cells[b"a-now"]) == len(cells[b"b-now"]) == 1
+
+
+@pytest.mark.servers
+def test_a_written_batch_is_freed_without_the_cyclic_collector(bigtable_env, unique_name):
+    """The client's MutateRows operation held itself in a cycle, and with it every entry of its batch until the
+    collector ran: through open_batcher, once the batcher is closed, the entries are gone with the collector off."""
+    import gc
+    import weakref
+
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    target = TargetSpec(table=unique_name, families={"f": None, "g": None})
+    ensure_table(target)
+    flow = FlowControl(flush_limit_mutation_count=10)
+    gc.collect()
+    gc.disable()
+    try:
+        with BigtableDataClient(project=target.project) as client:
+            table = client.get_table(target.instance, target.table)
+            entries = _rows(b"a")[:30]
+            alive = [weakref.ref(entry) for entry in entries]
+            assert _write(open_batcher, table, entries, flow) == []
+            del entries
+            assert [ref for ref in alive if ref() is not None] == []
+            assert len(read_cells(target)) == 30
+    finally:
+        gc.enable()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import shutil
@@ -10,6 +11,7 @@ import shutil
 import apache_beam as beam
 import boto3
 import pytest
+from hypothesis import given, settings, strategies as st
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
@@ -153,12 +155,21 @@ def test_unsupported_exports_are_refused(tmp_path, change, message):
         read_manifest(export_dir)
 
 
-def test_a_corrupt_line_fails_loudly(tmp_path):
+@pytest.mark.parametrize("block_bytes, data, number", [
+    (None, b'{"Item": {"pk": {"S": "a"}}}\n{"NotAnItem": 1}\n', 2),
+    # blank lines count, and lines are numbered on across blocks (read 7 bytes at a time here)
+    (7, b'{"Item": {"pk": {"S": "a"}}}\n\n{"Item": {"pk": {"S": "b"}}}\n{"NotAnItem": 1}\n', 4),
+])
+def test_a_corrupt_line_fails_loudly(tmp_path, monkeypatch, block_bytes, data, number):
+    import ddb2bt.pipelines.dynamodb.export as export
+
+    if block_bytes:
+        monkeypatch.setattr(export, "BLOCK_BYTES", block_bytes)
     export_dir = write_export(tmp_path, make_items(3, padding=1), files=1)
     data_file = read_manifest(export_dir).files[0]
     with open(data_file.path, "wb") as handle:
-        handle.write(gzip.compress(b'{"Item": {"pk": {"S": "a"}}}\n{"NotAnItem": 1}\n'))
-    with pytest.raises(ExportError, match="line 2"):
+        handle.write(gzip.compress(data))
+    with pytest.raises(ExportError, match=f"line {number} "):
         list(iter_export_items(export_dir))
 
 
@@ -213,3 +224,17 @@ def test_a_resumable_read_skips_stored_files_and_marks_only_files_that_hold_thei
     # the files left add up to the summary less the stored file: no total mismatch, only the file's own
     assert_that(out["count_mismatch"], equal_to([mismatch]), label="Mismatches")
     pipeline.run().wait_until_finish()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")) | st.just(b""), max_size=8),
+       st.booleans(), st.integers(min_value=1, max_value=20))
+def test_blocks_of_lines_hold_the_lines_the_stream_gives(lines, trailing_newline, block_size):
+    """line_blocks reads a block at a time: split at newlines, its blocks give the lines that iterating the stream
+    (as the reader did line by line) gives, at any block size."""
+    from ddb2bt.pipelines.dynamodb.export import line_blocks
+
+    data = b"\n".join(lines) + (b"\n" if trailing_newline and lines else b"")
+    expected = [line.rstrip(b"\n") for line in io.BytesIO(data)]
+    assert [line for block in line_blocks(io.BytesIO(data), block_size) for line in block.split(b"\n")] == expected
+

@@ -222,13 +222,13 @@ def test_damaged_export_is_refused_before_writing(bigtable_env, unique_name, tmp
 def test_young_gc_is_relaxed_only_upwards():
     import gc
 
-    from ddb2bt.pipelines.pipeline import YOUNG_GC_THRESHOLD, relax_young_gc
+    from ddb2bt.pipelines.pipeline import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD, relax_young_gc
 
     saved = gc.get_threshold()
     try:
         gc.set_threshold(700, 10, 10)
         relax_young_gc()
-        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, 10, 10)
+        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
         gc.set_threshold(YOUNG_GC_THRESHOLD * 2, 5, 5)
         relax_young_gc()
         assert gc.get_threshold() == (YOUNG_GC_THRESHOLD * 2, 5, 5)

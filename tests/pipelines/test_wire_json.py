@@ -90,3 +90,20 @@ def test_scan_pages_hold_what_botocore_parses_b_as_base64(dynalite, unique_name)
                                         unique_name) for item in page.items]
     assert len(ours) == len(items)
     assert sorted(ours, key=item_key) == sorted(map(to_export_json, reference), key=item_key)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(documents, min_size=1, max_size=6), st.sampled_from([(", ", ": "), (",", ":")]))
+def test_each_line_of_a_block_parses_to_what_json_loads_gives(lines, separators):
+    """loader_for asks about bare big integers once per block: each line still gets json.loads's value (or error)."""
+    texts = [json.dumps(line, separators=separators) for line in lines]
+    block = "\n".join(texts).encode("utf-8", "surrogatepass")
+    loads = wire_json.loader_for(block)
+    for line in block.split(b"\n"):
+        assert outcome(loads, line) == outcome(json.loads, line)
+
+
+def test_a_block_with_a_bare_big_integer_on_any_line_checks_every_line():
+    assert wire_json.loader_for(b'{"a": "x"}\n12345678901234567890') is wire_json.loads
+    assert wire_json.loader_for(b'{"a": "x"}\n{"b": -12345678901234567890}') is wire_json.loads
+    assert wire_json.loader_for(b'{"N": "12345678901234567890"}\n{"a": 1}') is not wire_json.loads
