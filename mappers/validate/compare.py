@@ -289,6 +289,23 @@ class Comparer:
                                 and (c.timestamp_micros > after or (c.family, c.qualifier) in newer)
                                 for c in row.cells))
 
+    def plain_match(self, members: list[Member], actual: list[Cell] | None) -> int:
+        """The cells of a group with no difference to report, counted; -1 when it needs `compare`.
+
+        No difference: one item, whose row holds exactly its cells, and whose turn to be read back
+        through the decoder (one in ``decode_every`` of the matching items) has not come. `compare`
+        finds nothing else for such a group, through more objects; its owner line is `owner_line`'s.
+        """
+        if actual is None or len(members) != 1:
+            return -1
+        cells = members[0][0].cells
+        if len(actual) != len(cells) or set(actual) != set(cells):
+            return -1
+        if self.decoders is not None and (self._matching + 1) % self.decode_every == 0:
+            return -1  # this one is read back: `compare` counts it and does so
+        self._matching += self.decoders is not None
+        return len(cells)
+
     def _same(self, row_key: bytes, member: Member, actual: Iterable[Cell], *, extras: bool,
               scan_order: bool) -> GroupResult | None:
         """The common case fast: one item, and its row holds exactly its cells (else None: the general path)."""
@@ -309,10 +326,16 @@ class Comparer:
                     key = self.item_key(item) if read_back else None
                     differences = [Difference("different_attribute", row_key, key, attribute=name, expected=want,
                                               found=got) for name, want, got in read_back]
-        candidate = None
-        if extras and not (scan_order and self.whole_row(row_key, [member])):
-            candidate = Candidate(row_key, owns_all=True, owner=self.item_key(item), cells=len(found))
+        candidate = self.owner_line(row_key, member, len(found), extras=extras, scan_order=scan_order)
         return GroupResult(differences, [], candidate, len(row.cells), len(row.cells), True, not_decoded, decoded)
+
+    def owner_line(self, row_key: bytes, member: Member, cells: int, *, extras: bool,
+                   scan_order: bool) -> Candidate | None:
+        """The short candidate of a one-item group that produces every cell of its row (``cells``), unless nothing
+        else can write there (a sample, or a whole row in scan order: see `whole_row`)."""
+        if not extras or (scan_order and self.whole_row(row_key, [member])):
+            return None
+        return Candidate(row_key, owns_all=True, owner=self.item_key(member[1]), cells=cells)
 
     @staticmethod
     def _candidate(row_key: bytes, producers: dict[CellKey, list[tuple[bytes, int]]], keys: _LazyKeys,

@@ -8,7 +8,8 @@ a segment is marked done as soon as everything it found is stored)::
 ``Compare`` groups each batch's mapped rows by row key, carries the batch's last group over to
 the next batch (a row folded from consecutive items stays one group across page ends), reads
 the batch's rows from Bigtable in ReadRows requests of up to 1,000 keys, several at once (in a background thread,
-while the batch before is compared), and compares each group
+while the batch before is compared; a segment's done marker waits behind the lookup of its last rows, which
+so runs while the next segment's first batch is scanned and mapped), and compares each group
 (:class:`ddb2bt.mappers.validate.Comparer`): cell by cell, and item by item through the decoder.
 With ``--repair`` the cells a group misses or holds differently go to the same writer migrate
 uses. ``Persist`` writes differences, row-group candidates and figures to part files
@@ -23,9 +24,9 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import replace
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator, NamedTuple
 
 import apache_beam as beam
@@ -122,8 +123,10 @@ class _CompareFn(beam.DoFn):
         relax_young_gc()
 
     def start_bundle(self) -> None:
-        self._ahead: tuple[dict[bytes, list], Future] | None = None
-        """The last batch's groups, whose rows are being read while the batch before is compared."""
+        self._queue: deque[Any] = deque()
+        """In stream order: batches whose rows are being read (groups, the lookup's future), the figures counted
+        up to a segment's end, and segment markers. Held until the lookup behind them is compared, so that the
+        lookup of a segment's last batch runs while the next segment's first batch is scanned and mapped."""
         self._carry: tuple[bytes, list] | None = None
         self._stats: Counter[str] = Counter()
         self._split: set[bytes] = set()
@@ -131,8 +134,9 @@ class _CompareFn(beam.DoFn):
 
     def process(self, element: Any) -> Iterator[Any]:
         if isinstance(element, SegmentDone):
-            yield from self._flush()
-            yield element
+            self._end_stretch()
+            self._queue.append(element)  # after everything the segment found
+            yield from self._drain(keep=1)
         elif isinstance(element, Tally):
             self._stats["items_read"] += element.items
             self._stats["skipped"] += element.skipped
@@ -142,6 +146,8 @@ class _CompareFn(beam.DoFn):
             if self._indexes:  # an item's index rows are rows to compare too
                 elsewhere: dict[str, list] = {}
                 element = with_index_rows(element, elsewhere)
+                if elsewhere:  # compared at once, so what came before (and its segment's marker) goes first
+                    yield from self._drain(keep=0)
                 for table, pairs in elsewhere.items():  # an index's own table: read and compared here
                     yield from self._compare_in(table, pairs)
             groups: dict[bytes, list] = {}
@@ -155,24 +161,44 @@ class _CompareFn(beam.DoFn):
             else:
                 self._carry = None
                 self._split.add(last)
-            ahead, self._ahead = self._ahead, (groups, self._reader.submit(self._lookup.rows, list(groups)))
-            if ahead is not None:
-                yield from self._compare(ahead[0], ahead[1].result())
+            self._read(groups)
+            yield from self._drain(keep=1)
 
     def finish_bundle(self) -> Iterator[Any]:
-        for output in self._flush():
+        self._end_stretch()
+        for output in self._drain(keep=0):
             yield GlobalWindows.windowed_value(output)
 
-    def _flush(self) -> Iterator[Any]:
-        if self._ahead is not None:
-            (groups, reading), self._ahead = self._ahead, None
-            yield from self._compare(groups, reading.result())
-        groups = {}
+    def _read(self, groups: dict[bytes, list]) -> None:
+        if groups:
+            self._queue.append((groups, self._reader.submit(self._lookup.rows, list(groups))))
+
+    def _end_stretch(self) -> None:
+        """A segment's (or the bundle's) end: its carried group is read too, and the figures so far are its own."""
         if self._carry is not None:
-            groups[self._carry[0]] = self._carry[1]
+            self._read(dict([self._carry]))
             self._carry = None
-        if groups or self._stats:
-            yield from self._compare(groups, self._lookup.rows(groups) if groups else {})
+        if self._stats:
+            self._queue.append(self._stats)
+            self._stats = Counter()
+
+    def _drain(self, keep: int) -> Iterator[Any]:
+        """Compare what is queued in order, leaving the last ``keep`` lookups (and what follows them) being read."""
+        queue = self._queue
+        lookups = sum(1 for entry in queue if isinstance(entry, tuple))
+        while queue:
+            entry = queue[0]
+            if isinstance(entry, tuple):
+                if lookups <= keep:
+                    return
+                queue.popleft()
+                lookups -= 1
+                yield from self._compare(entry[0], entry[1].result())
+            elif isinstance(entry, Counter):
+                queue.popleft()
+                yield Found(stats=tuple(entry.items()))
+            else:
+                yield queue.popleft()
 
     def _compare_in(self, table: str, pairs: list) -> Iterator[Any]:
         """Compare the rows of an index in a table of its own (one item each): read from that table, repaired there."""
@@ -191,10 +217,30 @@ class _CompareFn(beam.DoFn):
         extra: list = []
         figures: Counter[str] = Counter()
         kinds: Counter[str] = Counter()
-        compare = self._comparer.compare
+        comparer = self._comparer
+        compare, plain_match, owner_line = comparer.compare, comparer.plain_match, comparer.owner_line
+        extras, scan_order, split, indexes = self._extras, self._scan_order, self._split, self._indexes
+        collect_keys = self._collect_keys and table is None  # the rows pass reads the main table
+        plain = plain_cells = plain_index = 0
         for row_key, members in groups.items():
-            result = compare(row_key, members, actual.get(row_key), extras=self._extras,
-                             scan_order=self._scan_order and row_key not in self._split, missing_claims=self._repair)
+            found = actual.get(row_key)
+            cells = plain_match(members, found)
+            if cells >= 0:  # the common case, counted here; what `compare` would say
+                plain += 1
+                plain_cells += cells
+                if indexes and members[0][0].entity.startswith(INDEX_ENTITY):
+                    plain_index += 1
+                owner = owner_line(row_key, members[0], cells, extras=extras,
+                                   scan_order=scan_order and row_key not in split)
+                if owner is not None and table is not None:
+                    extra.append(owner)
+                elif owner is not None:
+                    owners.append(json_line(owner.to_json()))
+                if collect_keys:
+                    row_keys.append(base64.b64encode(row_key).decode("ascii"))
+                continue
+            result = compare(row_key, members, found, extras=extras,
+                             scan_order=scan_order and row_key not in split, missing_claims=self._repair)
             indexed = sum(row.entity.startswith(INDEX_ENTITY) for row, _item in members) if self._indexes else 0
             figures["items_compared"] += len(members) - indexed
             figures["index_rows_compared"] += indexed
@@ -213,7 +259,7 @@ class _CompareFn(beam.DoFn):
                 extra.append(result.candidate)  # cells are extra, decided here (the rows pass reads the main table)
             elif result.candidate is not None:
                 (owners if result.candidate.owns_all else candidates).append(json_line(result.candidate.to_json()))
-            if self._collect_keys and table is None:  # the rows pass reads the main table
+            if collect_keys:
                 row_keys.append(base64.b64encode(row_key).decode("ascii"))
             if result.fixes and self._repair:
                 row, item = members[0]
@@ -221,15 +267,19 @@ class _CompareFn(beam.DoFn):
                               else as_index_row(row_key, tuple(result.fixes), row.entity, table), item))
                 figures["repair_rows"] += 1
                 figures["repair_cells"] += len(result.fixes)
+        figures["items_compared"] += plain - plain_index
+        figures["index_rows_compared"] += plain_index
+        figures["cells_expected"] += plain_cells
+        figures["cells_matched"] += plain_cells
+        figures["rows_found"] += plain
         figures["rows_compared"] = len(groups)
         figures["differences"] = len(differences) - figures["after_snapshot"]
         for name, counter in self._counters.items():
             counter.inc(figures[name])
         for kind, count in kinds.items():  # one Beam counter per kind of difference, bumped once a batch
             Metrics.counter(NAMESPACE, f"diff_{kind}").inc(count)
-        self._stats.update(figures)
-        stats, self._stats = self._stats, Counter()
-        yield Found(tuple(differences), tuple(candidates), tuple(owners), tuple(row_keys), tuple(stats.items()))
+        yield Found(tuple(differences), tuple(candidates), tuple(owners), tuple(row_keys),
+                    tuple(figures.items()))
         if extra and table is not None:
             yield from self._extra_in(table, extra)
         if fixes:

@@ -275,3 +275,39 @@ def test_a_damaged_cell_is_a_difference_not_a_crash():
     assert sorted((d.kind, d.attribute) for d in result.differences) == [
         ("different_attribute", "qty"), ("different_value", None)]
     assert all(d.to_json() for d in result.differences)
+
+
+def test_plain_match_counts_only_groups_compare_finds_nothing_in():
+    one = comparer(decode_every=0)
+    assert one.plain_match(members(ORDER), written(ORDER)) == 1
+    assert one.plain_match(members(ORDER), list(reversed(written(LINE_A, ORDER)))) == -1  # an extra cell
+    assert one.plain_match(members(ORDER), None) == -1  # no row
+    assert one.plain_match(members(ORDER, LINE_A), written(ORDER, LINE_A)) == -1  # two items: compare decides
+    changed = [cell._replace(value=b"x") for cell in written(ORDER)]
+    assert one.plain_match(members(ORDER), changed) == -1
+    older = [cell._replace(timestamp_micros=cell.timestamp_micros - 1000) for cell in written(ORDER)]
+    assert one.plain_match(members(ORDER), older) == -1
+    assert not one.compare(b"o1", members(ORDER), written(ORDER)).differences
+
+
+def test_plain_match_leaves_the_decoders_turn_to_compare():
+    """One in ``decode_every`` matching items is read back through the decoder: those go through `compare`, which
+    reads them back, and the turn is counted once whichever way an item goes."""
+    every_other = comparer(decode_every=2)
+    turns = []
+    for _ in range(4):
+        cells = every_other.plain_match(members(ORDER), written(ORDER))
+        turns.append(cells)
+        if cells < 0:
+            assert every_other.compare(b"o1", members(ORDER), written(ORDER)).decoded == 1
+    assert turns == [1, -1, 1, -1]
+    assert comparer(decode_every=1).plain_match(members(ORDER), written(ORDER)) == -1
+
+
+def test_owner_line_is_left_out_only_where_nothing_else_writes_the_row():
+    one = comparer()
+    member = members(ORDER)[0]
+    owner = one.owner_line(b"o1", member, 1, extras=True, scan_order=False)
+    assert owner == Candidate(b"o1", owns_all=True, owner={"pk": {"S": "o1"}, "sk": {"S": "order"}}, cells=1)
+    assert one.owner_line(b"o1", member, 1, extras=True, scan_order=True) is None  # a whole row of one partition
+    assert one.owner_line(b"o1", member, 1, extras=False, scan_order=False) is None  # a sample
