@@ -13,7 +13,7 @@ BatchGetItem and compared, type for type.
 A plain runner, not Beam: resuming needs the rows of a range to be committed in key order (a
 checkpoint of the last row whose items are in DynamoDB), which one reader per range and a few writer
 threads give directly. Decoding is Python and takes a core, so the ranges are shared out among
-``processes`` worker processes (one per core by default), each with its share of the write budget;
+``processes`` worker processes (one per core but one by default), each with its share of the write budget;
 they send each batch's commit to this process, which alone writes the run folder.
 
 Run folder (``runs/<table>-rollback-<UTC time>``): ``rollback.json`` (what is rolled back: spec hash,
@@ -90,7 +90,8 @@ class RollbackRequest:
     writers: int = 4
     """Writer threads of each process."""
     processes: int | None = None
-    """Worker processes, each reading, decoding and writing whole key ranges (None: one per core; 1: this process)."""
+    """Worker processes, each reading, decoding and writing whole key ranges (None: one per core but one, at least
+    one; 1: this process)."""
     compare: bool = True
     types: dict[str, str] = field(default_factory=dict)
     """DynamoDB types of attributes that live only in a key, qualifier or timestamp (the table's keys come
@@ -422,7 +423,12 @@ def _write_phase(state: _Checkpoint, setup: _Setup, workers: _Workers | None, pr
 
 
 def _processes(request: RollbackRequest) -> int:
-    return request.processes if request.processes is not None else (os.cpu_count() or 1)
+    if request.processes is not None:
+        return request.processes
+    # One core is left to this process (it commits every batch), the clients' I/O threads and whatever serves the
+    # run on this machine: on two cores that is one process, everything here, which measured faster than two workers
+    # whose start-up (a forkserver importing the clients, each worker's clients) is not repaid (docs/ROLLBACK.md).
+    return max(1, (os.cpu_count() or 1) - 1)
 
 
 def _write_ranges(setup: _Setup, after: dict[int, bytes | None], next_range: Callable[[], int | None],

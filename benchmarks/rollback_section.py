@@ -13,7 +13,12 @@ which is what each buys.
 Both directions map with one lossless spec (benchmarks/rollback_spec.yaml: one row per item, every attribute in a
 ``ddb_json`` rest family), so both move the same items; the whole rollback must compare every item equal. Goal:
 rollback items/s >= 0.8 x migrate's. Also timed in every round: loading the items with plain BatchWriteItem from 4 threads
-(benchmarks/load.py), the pace the DynamoDB server itself allows at that moment, which bounds any rollback.
+(benchmarks/load.py; boto3 serialises every value, which costs more client CPU than the rollback's writer does).
+Also in every round: the rollback's own writer (``DynamoWriter``, raw bodies, 4 threads) putting the items already in
+memory (``write_only``): what a rollback would cost if reading Bigtable and decoding cost nothing. Every run records
+the CPU each side spent per item (``cpu_us_per_item``: this process and its workers, dynalite, the emulator; sampled
+from /proc by process group), which the load moves much less than the items/s: on a machine whose cores are all busy
+the items/s follow the CPU per item of all three together.
 Figures go to ``benchmarks/results/rollback.json`` (its hand-written ``changes`` list is kept). In one process:
 the ratio, not the absolute numbers, is what the shared cores allow to read.
 """
@@ -27,6 +32,7 @@ import os
 import platform
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from collections.abc import Iterator
@@ -35,7 +41,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 SPEC = HERE / "rollback_spec.yaml"
 GOAL = 0.8
-ABLATIONS = ("rollback_write_one_process", "rollback_write_botocore_requests", "rollback_write_every_sampled_range")
+ABLATIONS = ("rollback_write_one_process", "rollback_write_two_processes", "rollback_write_botocore_requests", "rollback_write_every_sampled_range",
+             "rollback_write_stdlib_json", "rollback_write_client_rows", "rollback_write_claims_unremembered",
+             "rollback_write_sized_items")
+"""Each run in one process (``processes=1``) but ``rollback_write_two_processes``: a patch made here does not reach
+worker processes, which a forkserver starts from fresh imports; compare them with ``rollback_write_one_process``."""
 
 
 def log(message: str) -> None:
@@ -55,17 +65,24 @@ def measure(items: int, writers: int, rounds: int, ablation: tuple[str, ...], al
 
     from multiprocessing import forkserver
 
+    from ddb2bt.mappers.attrvalue import with_bytes
+
+    def with_bytes_item(item: dict) -> dict:
+        return {name: with_bytes(value) for name, value in item.items()}
+
     from . import dataset
     from .load import load_table
 
     with local_servers.dynalite() as dynamo, local_servers.bigtable_emulator() as emulator, \
             local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
+        groups = {"ddb2bt": os.getpgid(0), "dynalite": os.getpgid(dynamo.pid), "emulator": os.getpgid(emulator.pid)}
         generated = list(dataset.generate(items))
         log(f"loading {items:,} items into dynalite")
         began = time.perf_counter()
         load_table(dynamo.endpoint, "rbsource", generated)
         load_s = time.perf_counter() - began
         client = make_client(ClientSettings(endpoint_url=dynamo.endpoint, region="us-east-1"))
+        decoded = [with_bytes_item(item) for item in generated]  # the decoder's form: B as bytes
         runs: list[dict[str, Any]] = []
         for number in range(rounds):
             # Each round migrates into its own Bigtable table and rolls back into fresh DynamoDB tables, so the
@@ -77,57 +94,79 @@ def measure(items: int, writers: int, rounds: int, ablation: tuple[str, ...], al
             figures: dict[str, Any] = {"round": number + 1}
             log(f"round {number + 1}: migrate")
             load_before = os.getloadavg()[0]
-            began = time.perf_counter()
-            migrated = migrate(spec, RunOptions(run_dir=f"{workdir}/migrate{number}", total_segments=4,
-                                                beam_args=("--direct_running_mode=in_memory",
-                                                           "--direct_num_workers=1")))
-            seconds = time.perf_counter() - began
+            with CpuSampler(groups) as cpu:
+                began = time.perf_counter()
+                migrated = migrate(spec, RunOptions(run_dir=f"{workdir}/migrate{number}", total_segments=4,
+                                                    beam_args=("--direct_running_mode=in_memory",
+                                                               "--direct_num_workers=1")))
+                seconds = time.perf_counter() - began
             assert migrated.ok and migrated.counters["items_read"] == items, migrated.problems
-            figures["migrate"] = {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before}
-            log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
-            log(f"round {number + 1}: plain load")  # the DynamoDB server's pace at this moment: a rollback's ceiling
+            figures["migrate"] = _figures(items, seconds, load_before, cpu)
+            log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s) {_cpu_text(figures['migrate'])}")
+            log(f"round {number + 1}: plain load")  # boto3's BatchWriteItem, as a user's own script would load
             load_before = os.getloadavg()[0]
-            began = time.perf_counter()
-            load_table(dynamo.endpoint, f"plain{number}", generated)
-            seconds = time.perf_counter() - began
-            figures["plain_load"] = {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before}
-            log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
+            with CpuSampler(groups) as cpu:
+                began = time.perf_counter()
+                load_table(dynamo.endpoint, f"plain{number}", generated)
+                seconds = time.perf_counter() - began
+            figures["plain_load"] = _figures(items, seconds, load_before, cpu)
+            log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s) {_cpu_text(figures['plain_load'])}")
+            log(f"round {number + 1}: write only")  # the rollback's writer alone: a rollback's ceiling here
+            create_table(client, f"wonly{number}", "pk", "sk")
+            load_before = os.getloadavg()[0]
+            with CpuSampler(groups) as cpu:
+                began = time.perf_counter()
+                _write_only(dynamo.endpoint, f"wonly{number}", decoded, writers)
+                seconds = time.perf_counter() - began
+            figures["write_only"] = _figures(items, seconds, load_before, cpu)
+            log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s) {_cpu_text(figures['write_only'])}")
             variants: list[tuple[str, bool, str | None, int]] = [("rollback_write", False, None, writers),
                                                                  ("rollback_whole", True, None, writers)]
             if ablation:
                 variants[1:1] = [(name, False, name, writers) for name in ablation]
             variants[1:1] = [(f"rollback_write_{more}_writers", False, None, more) for more in also_writers]
             for label, compare, undo, threads in variants:
-                processes = 1 if undo == "rollback_write_one_process" else None
+                processes = 2 if undo == "rollback_write_two_processes" else 1 if undo is not None else None
                 table = f"rb{label}{number}"
                 create_table(client, table, "pk", "sk")
                 log(f"round {number + 1}: {label}")
                 # a fresh forkserver each time: a CLI run starts its own, and pays for its imports
                 forkserver._forkserver._stop()  # noqa: SLF001
                 load_before = os.getloadavg()[0]
-                began = time.perf_counter()
-                with _undone(undo):
+                with CpuSampler(groups) as cpu, _undone(undo):
+                    began = time.perf_counter()
+                    # sized items: a write budget that never binds, so that every item's size is worked out
+                    wcu = 1e12 if undo == "rollback_write_sized_items" else None
                     result = rollback(spec, RollbackRequest(to_table=table, writers=threads, processes=processes,
-                                                            compare=compare),
+                                                            compare=compare, wcu=wcu),
                                       RunOptions(run_dir=f"{workdir}/{label}{number}"))
-                seconds = time.perf_counter() - began
+                    seconds = time.perf_counter() - began
                 assert result.ok and result.counters["items_written"] == items, result.problems
                 assert not compare or (result.compared == items and result.differences == 0)
-                figures[label] = {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before}
-                log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s)")
+                figures[label] = _figures(items, seconds, load_before, cpu)
+                log(f"  {items / seconds:,.0f} items/s ({seconds:.1f} s) {_cpu_text(figures[label])}")
             figures["ratio_write"] = figures["rollback_write"]["items_per_s"] / figures["migrate"]["items_per_s"]
             figures["ratio_whole"] = figures["rollback_whole"]["items_per_s"] / figures["migrate"]["items_per_s"]
             figures["ratio_write_vs_plain_load"] = (figures["rollback_write"]["items_per_s"]
                                                     / figures["plain_load"]["items_per_s"])
+            figures["ratio_write_vs_write_only"] = (figures["rollback_write"]["items_per_s"]
+                                                    / figures["write_only"]["items_per_s"])
+            figures["ratio_write_only_vs_migrate"] = (figures["write_only"]["items_per_s"]
+                                                      / figures["migrate"]["items_per_s"])
             runs.append(figures)
         return {"items": items, "writers": writers, "rounds": runs,
                 "first_load": {"seconds": load_s, "items_per_s": items / load_s},
                 "summary": {name: _spread([run[name] if name.startswith("ratio") else run[name]["items_per_s"]
                                            for run in runs])
-                            for name in ("migrate", "plain_load", "rollback_write", "rollback_whole", "ratio_write",
-                                         "ratio_whole", "ratio_write_vs_plain_load",
+                            for name in ("migrate", "plain_load", "write_only", "rollback_write", "rollback_whole",
+                                         "ratio_write", "ratio_whole", "ratio_write_vs_plain_load",
+                                         "ratio_write_vs_write_only", "ratio_write_only_vs_migrate",
                                          *ablation,
                                          *(f"rollback_write_{more}_writers" for more in also_writers))},
+                "cpu_us_per_item": {name: {side: _spread([run[name]["cpu_us_per_item"][side] for run in runs])
+                                           for side in groups}
+                                    for name in ("migrate", "plain_load", "write_only", "rollback_write",
+                                                 "rollback_whole", *ablation)},
                 "goal": GOAL}
 
 
@@ -136,7 +175,8 @@ def _undone(ablation: str | None) -> Iterator[None]:
     """The rollback with one of its speed-ups taken back (None: as it is), to measure what it buys."""
     from unittest import mock
 
-    if ablation in (None, "rollback_write_one_process"):  # (the latter is a request option: processes=1)
+    if ablation in (None, "rollback_write_one_process", "rollback_write_two_processes",
+                    "rollback_write_sized_items"):  # request options (above)
         yield
     elif ablation == "rollback_write_botocore_requests":  # botocore validates and serialises every value again
         with mock.patch("ddb2bt.pipelines.dynamodb.sink.send_requests_raw", lambda client: None):
@@ -144,8 +184,118 @@ def _undone(ablation: str | None) -> Iterator[None]:
     elif ablation == "rollback_write_every_sampled_range":  # one ReadRows per key Bigtable samples
         with mock.patch("ddb2bt.pipelines.bigtable.rows.MAX_RANGES", 10 ** 9):
             yield
+    elif ablation == "rollback_write_claims_unremembered":  # each cell's qualifier claimed anew, row after row
+        with mock.patch("ddb2bt.mappers.decode.CLAIMS_KEPT", 0):
+            yield
+    elif ablation == "rollback_write_stdlib_json":  # DynamoDB JSON cells through json.loads
+        with mock.patch("ddb2bt.pipelines.dynamodb.wire_json.loads", json.loads):
+            yield
+    elif ablation == "rollback_write_client_rows":  # the data client's Row merging, copied into our cells
+        from ddb2bt.pipelines.bigtable import chunks
+
+        with mock.patch.object(chunks, "read_range", _client_rows):
+            yield
     else:
         raise ValueError(ablation)
+
+
+def _client_rows(client: Any, table: Any, key_range: tuple[bytes, bytes], after: bytes | None = None,
+                 row_filter: Any = None) -> Iterator[tuple[bytes, list]]:
+    """``chunks.read_range`` as it was: the data client's ``read_rows_stream`` (its own row merging), copied."""
+    from google.cloud.bigtable.data import ReadRowsQuery, RowRange
+
+    from ddb2bt.mappers.results import Cell
+
+    start, end = key_range
+    if after is not None:
+        span = RowRange(start_key=after, end_key=end or None, start_is_inclusive=False)
+    else:
+        span = RowRange(start_key=start or None, end_key=end or None)
+    for row in table.read_rows_stream(ReadRowsQuery(row_ranges=span, row_filter=row_filter)):
+        yield row.row_key, [Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells]
+
+
+def _write_only(endpoint: str, table: str, items: list[dict], writers: int) -> None:
+    """The rollback's writer (raw BatchWriteItem bodies) from ``writers`` threads, 100 items a task as the rollback
+    commits them, the items already decoded."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ddb2bt.pipelines.dynamodb.client import ClientSettings, make_client
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, send_requests_raw
+
+    client = make_client(ClientSettings(endpoint_url=endpoint, region="us-east-1"))
+    send_requests_raw(client)
+    writer = DynamoWriter(client, table, ("pk", "sk"), WriteBudget(None))
+    with ThreadPoolExecutor(max_workers=writers) as pool:
+        refused = [found for done in pool.map(writer.write, [items[at:at + 100] for at in range(0, len(items), 100)])
+                   for found in done]
+    assert not refused, refused[:1]
+
+
+class CpuSampler:
+    """CPU time (user + system) spent while inside by this process and its descendants (its worker processes and their
+    forkserver), and by each server's process group (dynalite, the emulator), from /proc. Sampled every 0.25 s, so a
+    process that ends between two samples loses at most its last quarter second."""
+
+    def __init__(self, groups: dict[str, int]) -> None:
+        self.groups = groups  # name -> process group; the one of this process stands for its descendants alone
+        self.seconds: dict[str, float] = {}
+        self._seen: dict[int, tuple[str, float]] = {}
+        self._others: set[str] = set()
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._stop = threading.Event()
+
+    def _sample(self) -> None:
+        by_group = {group: name for name, group in self.groups.items()}
+        found: dict[int, tuple[int, int, float]] = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or pid in self._others:
+                continue
+            try:
+                with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) not in by_group:
+                self._others.add(pid)
+                continue
+            found[int(pid)] = (int(fields[1]), int(fields[2]), (int(fields[11]) + int(fields[12])) / self._tick)
+        mine = os.getpid()
+        for pid, (parent, group, cpu) in found.items():
+            if group == os.getpgid(0):  # another job of this shell can share the group: descendants only
+                while parent not in (mine, 0, 1) and parent in found:
+                    parent = found[parent][0]
+                if pid != mine and parent != mine:
+                    continue
+            self._seen[pid] = (by_group[group], cpu)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.25):
+            self._sample()
+
+    def __enter__(self) -> CpuSampler:
+        self._sample()
+        self._base = dict(self._seen)
+        self._thread = threading.Thread(target=self._loop, name="cpu-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        self.seconds = {name: sum(cpu - self._base.get(pid, (name, 0.0))[1]
+                                  for pid, (side, cpu) in self._seen.items() if side == name)
+                        for name in self.groups}
+
+
+def _figures(items: int, seconds: float, load_before: float, cpu: CpuSampler) -> dict[str, Any]:
+    return {"seconds": seconds, "items_per_s": items / seconds, "load_before": load_before,
+            "cpu_us_per_item": {name: used / items * 1e6 for name, used in cpu.seconds.items()}}
+
+
+def _cpu_text(figures: dict[str, Any]) -> str:
+    return "CPU µs/item: " + ", ".join(f"{name} {used:,.0f}" for name, used in figures["cpu_us_per_item"].items())
 
 
 def _spread(values: list[float]) -> dict[str, float]:
@@ -157,8 +307,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--writers", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--ablation", nargs="?", const="all", choices=("all", *ABLATIONS),
-                        help="also roll back with each speed-up taken back, in every round (what each one buys)")
+    parser.add_argument("--ablation", nargs="?", const="all",
+                        help="also roll back with each speed-up taken back, in every round (what each one buys): "
+                             f"all, or some of {', '.join(ABLATIONS)} separated by commas")
     parser.add_argument("--also-writers", type=int, action="append", default=[],
                         help="also roll back (write path) with this many writer threads, in every round")
     parser.add_argument("--output", default=str(HERE / "results" / "rollback.json"))
@@ -167,7 +318,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     warnings.filterwarnings("ignore", message="Connecting to Bigtable emulator")  # deliberate, here
     with tempfile.TemporaryDirectory() as workdir:
-        ablation = ABLATIONS if args.ablation == "all" else (args.ablation,) if args.ablation else ()
+        ablation = ABLATIONS if args.ablation == "all" else tuple(args.ablation.split(",")) if args.ablation else ()
+        if unknown := set(ablation) - set(ABLATIONS):
+            parser.error(f"unknown ablation {sorted(unknown)[0]}: one of {', '.join(ABLATIONS)}")
         figures = measure(args.items, args.writers, args.rounds, ablation, args.also_writers, workdir)
     summary = figures["summary"]
     figures["meets_goal"] = summary["ratio_write"]["median"] >= GOAL
@@ -184,13 +337,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return f"{got['median']:9,.2f} {unit} (min {got['min']:,.2f}, max {got['max']:,.2f})"
 
     print(f"{len(figures['rounds'])} alternating rounds of {figures['items']:,} items; median (min, max)\n"
-          f"plain load       {line('plain_load')}  (BatchWriteItem, 4 threads: the server's pace)\n"
+          f"plain load       {line('plain_load')}  (boto3 BatchWriteItem, 4 threads)\n"
           f"migrate          {line('migrate')}\n"
           f"rollback (write) {line('rollback_write')}\n"
           f"rollback (whole) {line('rollback_whole')}\n"
           f"ratio (write)    {line('ratio_write', 'x')}  goal >= {GOAL}\n"
           f"ratio (whole)    {line('ratio_whole', 'x')}\n"
-          f"write/plain load {line('ratio_write_vs_plain_load', 'x')}")
+          f"write/plain load {line('ratio_write_vs_plain_load', 'x')}\n"
+          f"write only       {line('write_only')}  (the rollback's writer, items already decoded)\n"
+          f"write/write only {line('ratio_write_vs_write_only', 'x')}\n"
+          f"write only/migr. {line('ratio_write_only_vs_migrate', 'x')}")
+    for name, sides in figures["cpu_us_per_item"].items():
+        print(f"CPU µs/item {name:<36} " + ", ".join(f"{side} {got['median']:,.0f}" for side, got in sides.items()))
     for name in summary:
         if name.startswith("rollback_write_"):
             print(f"{name.removeprefix('rollback_write_'):<32} {line(name)}")

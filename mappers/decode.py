@@ -14,12 +14,11 @@ time spelt otherwise than `2023-09-10T15:21:48`) is found by decoding a sample (
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from .attrvalue import AttributeValueError, binary, key_text, kind_of, number_text
+from .attrvalue import AttributeValueError, binary, from_typed_json, key_text, kind_of, number_text
 from .compiler import consumed_attributes
 from .render import unescape_delimiter
 from .encodings import SET_TYPES, decode
@@ -141,9 +140,13 @@ def typed(text: str, dynamodb_type: str) -> dict:
 # --------------------------------------------------------------------------- one entity
 
 
+Values = Callable[[bytes, Encoding], dict]
+"""Cell bytes and their encoding -> the DynamoDB value (`encodings.decode`, or a faster parser of the same JSON)."""
+
+
 class _ColumnReader:
-    def __init__(self, spec: ColumnSpec, counter: bool = False):
-        self.spec, self.counter = spec, counter
+    def __init__(self, spec: ColumnSpec, counter: bool = False, values: Values = decode):
+        self.spec, self.counter, self.values = spec, counter, values
         self.family, self.layout = spec.family, spec.layout
         self.encoding = Encoding.json if spec.layout is Layout.json else spec.encoding
         prefixed = spec.layout in (Layout.set, Layout.map)
@@ -173,7 +176,7 @@ class _ColumnReader:
         if layout is Layout.map:
             size = len(self.qualifier)
             # the bare prefix with no value marks an empty map; with a value it is the key "" (see the compiler)
-            return {"M": {c.qualifier[size:].decode(): decode(c.value, encoding) for c in cells
+            return {"M": {c.qualifier[size:].decode(): self.values(c.value, encoding) for c in cells
                           if len(c.qualifier) > size or c.value}}
         if layout is Layout.list:
             ordered = sorted(cells, key=lambda cell: cell.timestamp_micros)
@@ -181,22 +184,28 @@ class _ColumnReader:
             # empty lists there) it is [""] or [b""]
             if len(ordered) == 1 and ordered[0].value == b"" and encoding not in (Encoding.utf8, Encoding.bytes):
                 return {"L": []}
-            return {"L": [decode(cell.value, encoding) for cell in ordered]}
+            return {"L": [self.values(cell.value, encoding) for cell in ordered]}
         if self.counter:  # Bigtable keeps one Int64 per timestamp: the counter is their sum (the migrated value and
             # the increments an application added at other times)
             return {"N": str(sum(int.from_bytes(_int64(cell.value), "big", signed=True) for cell in cells))}
         if len(cells) != 1:
             raise DecodeError(f"{len(cells)} cells for one {self.spec.attribute!r} value: items of one row cannot be told apart")
-        return decode(cells[0].value, encoding)
+        return self.values(cells[0].value, encoding)
+
+
+CLAIMS_KEPT = 4096
+"""Qualifiers whose claim an entity remembers (a rest family's attribute names, a column's few qualifiers); templated
+qualifiers can be one per item, so the memory stops growing there."""
 
 
 class EntityDecoder:
-    def __init__(self, spec: EntitySpec, mapping: MappingSpec, types: Mapping[str, str]):
-        self.spec, self.name, self.types = spec, spec.name, types
+    def __init__(self, spec: EntitySpec, mapping: MappingSpec, types: Mapping[str, str], values: Values = decode):
+        self.spec, self.name, self.types, self.values = spec, spec.name, types, values
         self.key = TemplateReader(spec.key)
         counters = {name for name, policy in mapping.target.families.items() if policy.aggregate}
-        self.columns = [_ColumnReader(column, column.family in counters) for column in spec.columns]
+        self.columns = [_ColumnReader(column, column.family in counters, values) for column in spec.columns]
         self.rest = spec.rest
+        self._claims: dict[tuple[str, bytes], tuple[_ColumnReader | str, dict[str, str], tuple, bool] | None] = {}
         self.ignore = set(spec.drop) | set(spec.lossy)
         self.fixed = {
             name: {"N": canonical_text(condition.equals)} if isinstance(condition.equals, Decimal)
@@ -232,25 +241,49 @@ class EntityDecoder:
             return cell.qualifier.decode(), {}
         return None
 
+    def claimed(self, cell: Cell) -> tuple[_ColumnReader | str, dict[str, str], tuple, bool] | None:
+        """:meth:`claim` with what grouping needs (the revealed texts as a sorted tuple, whether the source folds),
+        remembered per family and qualifier: a claim depends on nothing else. The revealed dict is shared: read only."""
+        where = (cell.family, cell.qualifier)
+        try:
+            return self._claims[where]
+        except KeyError:
+            pass
+        found = self.claim(cell)
+        answer = None if found is None else (found[0], found[1], tuple(sorted(found[1].items())), self.folds(found[0]))
+        if len(self._claims) < CLAIMS_KEPT:
+            self._claims[where] = answer
+        return answer
+
     def item(self, texts: dict[str, str], claimed: list[tuple[_ColumnReader | str, Cell]]) -> Item:
         """One item from its revealed attribute texts and its claimed cells."""
         item = dict(self.fixed)
-        item.update({name: typed(text, self.types.get(name, "S")) for name, text in texts.items()})
-        by_column: dict[_ColumnReader | str, list[Cell]] = defaultdict(list)
+        types = self.types
+        for name, text in texts.items():
+            item[name] = typed(text, types.get(name, "S"))
+        by_column: dict[_ColumnReader | str, list[Cell]] = {}
         for source, cell in claimed:
-            by_column[source].append(cell)
+            cells = by_column.get(source)
+            if cells is None:
+                by_column[source] = [cell]
+            else:
+                cells.append(cell)
+        rest_encoding = self.rest.encoding if self.rest else Encoding.auto
+        timed = bool(self.timestamp)  # the entity's timestamp is read from its cells' earliest time
         entity_times = []
         for source, cells in by_column.items():
             if isinstance(source, str):
-                item[source] = decode(cells[0].value, self.rest.encoding if self.rest else Encoding.auto)
+                item[source] = self.values(cells[0].value, rest_encoding)
             else:
                 if source.spec.attribute not in self.ignore:  # a declared loss may not read back (versioning)
                     item[source.spec.attribute] = source.value(cells)
                 if source.spec.timestamp:
                     self._timestamp(source.spec.timestamp, min(c.timestamp_micros for c in cells), item)
                     continue
-            entity_times.append(min(cell.timestamp_micros for cell in cells))
-        if self.timestamp and entity_times:
+            if timed:
+                entity_times.append(min(cell.timestamp_micros for cell in cells))
+        if timed and entity_times:
+            assert self.timestamp is not None
             self._timestamp(self.timestamp, min(entity_times), item)
         for name in self.ignore:
             item.pop(name, None)
@@ -271,9 +304,13 @@ class EntityDecoder:
 class Decoder:
     """Rows -> items for a whole spec; entities are tried in order, a row's cells go to the first that claims them."""
 
-    def __init__(self, spec: MappingSpec, types: Mapping[str, str] | None = None):
+    def __init__(self, spec: MappingSpec, types: Mapping[str, str] | None = None,
+                 json_loads: Callable[[bytes], Any] | None = None):
+        """``json_loads``: parses DynamoDB JSON cells (``ddb_json``, and ``auto`` cells that start with ``{``) where
+        given; it must give ``json.loads``'s value or error for every document (the I/O layer's faster parser)."""
         self.spec = spec
-        self.entities = [EntityDecoder(e, spec, types or {}) for e in spec.entities if e.action == "map"]
+        values = decode if json_loads is None else _values_with(json_loads)
+        self.entities = [EntityDecoder(e, spec, types or {}, values) for e in spec.entities if e.action == "map"]
         self.by_name = {entity.name: entity for entity in self.entities}
         self.losses = losses(spec)
         self.index_prefixes = tuple(index.target.prefix.encode() for index in spec.indexes if index.target.prefix)
@@ -308,16 +345,20 @@ class Decoder:
                 texts = decoder.key_values(row_key)
             except (DecodeError, UnicodeDecodeError):
                 continue
-            groups: dict[tuple, list] = defaultdict(list)
+            groups: dict[tuple, list] = {}
             rest = []
             for cell in left:
-                found = decoder.claim(cell)
+                found = decoder.claimed(cell)
                 if found is None:
                     rest.append(cell)
                     continue
-                source, revealed = found
-                key = tuple(sorted(revealed.items())) + ((cell.timestamp_micros,) if decoder.folds(source) else ())
-                groups[key].append((source, cell, revealed))
+                source, revealed, key, folds = found
+                if folds:
+                    key += (cell.timestamp_micros,)
+                members = groups.get(key)
+                if members is None:
+                    members = groups[key] = []
+                members.append((source, cell, revealed))
             for members in groups.values():
                 group_texts = dict(texts)
                 for _, _, revealed in members:
@@ -327,6 +368,24 @@ class Decoder:
         if left:
             raise DecodeError(f"row {row_key!r}: no entity writes {sorted({(c.family, c.qualifier) for c in left})[:3]}")
         return items
+
+
+_HOLDS_BINARY = frozenset(("B", "BS", "L", "M"))
+"""Tags whose payload from_typed_json rebuilds (base64 into bytes, at any depth)."""
+
+
+def _values_with(json_loads: Callable[[bytes], Any]) -> Values:
+    """`encodings.decode`, with DynamoDB JSON parsed by ``json_loads``."""
+
+    def values(data: bytes, encoding: Encoding) -> dict:
+        if encoding is Encoding.ddb_json or (encoding is Encoding.auto and data[:1] == b"{"):
+            value = json_loads(data)
+            if type(value) is dict and len(value) == 1 and next(iter(value)) not in _HOLDS_BINARY:
+                return value  # a new dict, as from_typed_json would give it back
+            return from_typed_json(value)
+        return decode(data, encoding)
+
+    return values
 
 
 def compile_decoder(spec: MappingSpec, types: Mapping[str, str] | None = None) -> Decoder:

@@ -49,7 +49,8 @@ def command(
     writers: Annotated[int, typer.Option("--writers", min=1, max=64, help="Writer threads of each process.")] = 4,
     processes: Annotated[Optional[int], typer.Option("--processes", min=1, max=256, help="Worker processes, each "
                                                      "reading, decoding and writing whole key ranges with its share "
-                                                     "of --wcu (default: one per core; 1: all in this process).",
+                                                     "of --wcu (default: one per core but one, at least one; 1: all "
+                                                     "in this process).",
                                                      show_default=False)] = None,
     type_: Annotated[Optional[list[str]], typer.Option("--type", help="NAME=S|N|B|BOOL: the DynamoDB type of an "
                                                        "attribute that lives only in a row key, qualifier or timestamp "

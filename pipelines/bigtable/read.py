@@ -18,6 +18,7 @@ from apache_beam.metrics import Metrics
 
 from ...mappers.results import Cell
 from ..run.metrics import NAMESPACE
+from .chunks import complete_rows, merge_response_chunks
 
 if TYPE_CHECKING:
     from ...mappers.spec import TargetSpec
@@ -94,7 +95,7 @@ class RowLookup:
                 if time.monotonic() + pause > deadline:
                     raise
                 last = None
-                for row_key, cells in _complete_rows(parse(b"".join(answers))):
+                for row_key, cells in complete_rows(parse(b"".join(answers))):
                     found[row_key] = cells
                     last = row_key
                 time.sleep(pause)
@@ -129,83 +130,6 @@ class RowLookup:
 
     def __exit__(self, *_: object) -> None:
         self.close()
-
-
-def merge_chunks(responses: Iterable[Any]) -> Iterator[tuple[bytes, list[Cell]]]:
-    """ReadRows responses -> (row key, cells) of each committed row, from the raw protobuf chunks.
-
-    Follows the protocol of ``ReadRowsResponse.CellChunk``: a row key starts a row, a family comes
-    with its qualifier, a qualifier alone changes the column, ``value_size`` > 0 announces that the
-    value continues in the next chunks, ``reset_row`` drops the row so far, ``commit_row`` ends it.
-    """
-    from google.cloud.bigtable_v2.types import ReadRowsResponse
-
-    raw = ReadRowsResponse.pb  # proto-plus's public way to the raw protobuf message, no copy
-    return merge_response_chunks(raw(response) for response in responses)
-
-
-def merge_response_chunks(messages: Iterable[Any]) -> Iterator[tuple[bytes, list[Cell]]]:
-    """`merge_chunks` over raw protobuf ``ReadRowsResponse`` messages; a stream that ends inside a row is refused."""
-    from google.cloud.bigtable.data.exceptions import InvalidChunk
-
-    ended_inside = False
-    for row_key, cells in _merge(messages):
-        if row_key is None:
-            ended_inside = True
-        else:
-            yield row_key, cells
-    if ended_inside:
-        raise InvalidChunk("the stream ended inside a row")
-
-
-def _complete_rows(message: Any) -> Iterator[tuple[bytes, list[Cell]]]:
-    """The committed rows of a stream cut short (a row left open at the cut is not one)."""
-    for row_key, cells in _merge([message]):
-        if row_key is not None:
-            yield row_key, cells
-
-
-def _merge(messages: Iterable[Any]) -> Iterator[tuple[bytes | None, list[Cell]]]:
-    """The chunk protocol (see `merge_chunks`); a last (None, []) when the chunks end inside a row."""
-    from google.cloud.bigtable.data.exceptions import InvalidChunk
-
-    make = Cell._make
-    cells: list[Cell] = []
-    parts: list[bytes] | None = None
-    row_key, family, qualifier, ts = b"", "", b"", 0
-    for message in messages:
-        for chunk in message.chunks:
-            if chunk.reset_row:
-                row_key, cells, parts = b"", [], None
-                continue
-            if chunk.row_key:
-                if cells and chunk.row_key != row_key:
-                    raise InvalidChunk("a new row key before the row was committed")
-                row_key = chunk.row_key
-            elif not row_key:
-                raise InvalidChunk("a chunk with no row key")
-            if chunk.HasField("qualifier"):
-                name = chunk.family_name.value
-                if name:
-                    family = name
-                qualifier = chunk.qualifier.value
-            if parts is None:
-                ts = chunk.timestamp_micros
-                if chunk.value_size > 0:
-                    parts = [chunk.value]
-                    continue
-                value = chunk.value
-            else:
-                parts.append(chunk.value)
-                if chunk.value_size > 0:
-                    continue
-                value, parts = b"".join(parts), None
-            cells.append(make((family, qualifier, ts, value)))
-            if chunk.commit_row:
-                yield row_key, cells
-                row_key, cells = b"", []
-    if cells or parts is not None:
-        yield None, []
 
 
 def read_cells(target: TargetSpec, row_keys: Iterable[bytes] | None = None) -> Iterator[tuple[bytes, list[Cell]]]:

@@ -133,7 +133,8 @@ class DynamoWriter:
         return refused
 
     def _batch(self, items: list[dict]) -> list[tuple[dict, str]]:
-        self.budget.take(sum(write_units(item) for item in items))
+        if self.budget.rate:  # an item's size is worked out only where a budget counts it
+            self.budget.take(sum(write_units(item) for item in items))
         pending = [{"PutRequest": {"Item": item}} for item in items]
         backoff = _Backoff(self.retry_seconds, "BatchWriteItem")
         while pending:

@@ -8,7 +8,7 @@ from google.cloud.bigtable.data.exceptions import InvalidChunk
 from google.cloud.bigtable_v2.types import ReadRowsResponse
 
 from ddb2bt.mappers.results import Cell
-from ddb2bt.pipelines.bigtable.read import merge_chunks
+from ddb2bt.pipelines.bigtable.chunks import merge_chunks
 
 
 def response(*chunks: dict) -> ReadRowsResponse:

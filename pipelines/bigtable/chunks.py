@@ -1,0 +1,126 @@
+"""ReadRows answers as plain `Cell`s, straight from the raw protobuf chunks, without Beam (the rollback's workers
+import this module; `read` imports it for validate's lookups).
+
+The data client's ``read_rows`` builds a ``Row`` of ``Cell`` objects (labels and all) through a general
+chunk state machine, which we would copy again into our ``Cell``s; :func:`merge_chunks` makes ours
+from the chunks directly. :func:`read_range` reads one key range that way, resuming after the last
+complete row when a retryable error (the table's own list) ends the stream, within the table's read
+timeout, as the client's own reads do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ...mappers.results import Cell
+
+
+def merge_chunks(responses: Iterable[Any]) -> Iterator[tuple[bytes, list[Cell]]]:
+    """ReadRows responses -> (row key, cells) of each committed row, from the raw protobuf chunks.
+
+    Follows the protocol of ``ReadRowsResponse.CellChunk``: a row key starts a row, a family comes
+    with its qualifier, a qualifier alone changes the column, ``value_size`` > 0 announces that the
+    value continues in the next chunks, ``reset_row`` drops the row so far, ``commit_row`` ends it.
+    """
+    from google.cloud.bigtable_v2.types import ReadRowsResponse
+
+    raw = ReadRowsResponse.pb  # proto-plus's public way to the raw protobuf message, no copy
+    return merge_response_chunks(raw(response) for response in responses)
+
+
+def merge_response_chunks(messages: Iterable[Any]) -> Iterator[tuple[bytes, list[Cell]]]:
+    """`merge_chunks` over raw protobuf ``ReadRowsResponse`` messages; a stream that ends inside a row is refused."""
+    from google.cloud.bigtable.data.exceptions import InvalidChunk
+
+    ended_inside = False
+    for row_key, cells in _merge(messages):
+        if row_key is None:
+            ended_inside = True
+        else:
+            yield row_key, cells
+    if ended_inside:
+        raise InvalidChunk("the stream ended inside a row")
+
+
+def complete_rows(message: Any) -> Iterator[tuple[bytes, list[Cell]]]:
+    """The committed rows of a stream cut short (a row left open at the cut is not one)."""
+    for row_key, cells in _merge([message]):
+        if row_key is not None:
+            yield row_key, cells
+
+
+def _merge(messages: Iterable[Any]) -> Iterator[tuple[bytes | None, list[Cell]]]:
+    """The chunk protocol (see `merge_chunks`); a last (None, []) when the chunks end inside a row."""
+    from google.cloud.bigtable.data.exceptions import InvalidChunk
+
+    make = Cell._make
+    cells: list[Cell] = []
+    parts: list[bytes] | None = None
+    row_key, family, qualifier, ts = b"", "", b"", 0
+    for message in messages:
+        for chunk in message.chunks:
+            if chunk.reset_row:
+                row_key, cells, parts = b"", [], None
+                continue
+            if chunk.row_key:
+                if cells and chunk.row_key != row_key:
+                    raise InvalidChunk("a new row key before the row was committed")
+                row_key = chunk.row_key
+            elif not row_key:
+                raise InvalidChunk("a chunk with no row key")
+            if chunk.HasField("qualifier"):
+                name = chunk.family_name.value
+                if name:
+                    family = name
+                qualifier = chunk.qualifier.value
+            if parts is None:
+                ts = chunk.timestamp_micros
+                if chunk.value_size > 0:
+                    parts = [chunk.value]
+                    continue
+                value = chunk.value
+            else:
+                parts.append(chunk.value)
+                if chunk.value_size > 0:
+                    continue
+                value, parts = b"".join(parts), None
+            cells.append(make((family, qualifier, ts, value)))
+            if chunk.commit_row:
+                yield row_key, cells
+                row_key, cells = b"", []
+    if cells or parts is not None:
+        yield None, []
+
+
+def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: bytes | None = None,
+               row_filter: Any = None) -> Iterator[tuple[bytes, list[Cell]]]:
+    """(row key, cells) of ``key_range`` ([start, end), b"" open-ended) in key order, from just after ``after`` when
+    given; ``client`` and ``table`` are the data client's (``BigtableDataClient``, its ``get_table``)."""
+    from google.cloud.bigtable.data import ReadRowsQuery, RowRange
+
+    retryable = tuple(table.default_read_rows_retryable_errors)
+    deadline = time.monotonic() + table.default_read_rows_operation_timeout
+    attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
+    start, end = key_range
+    pause = 0.01
+    while True:
+        if after is not None:
+            span = RowRange(start_key=after, end_key=end or None, start_is_inclusive=False)
+        else:
+            span = RowRange(start_key=start or None, end_key=end or None)
+        # the client's own request for this query (table path, app profile, filter)
+        request = ReadRowsQuery(row_ranges=span, row_filter=row_filter)._to_pb(table)  # noqa: SLF001
+        try:
+            stream = client._gapic_client.read_rows(  # noqa: SLF001 - the client's own transport
+                request, timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)), retry=None)
+            for row_key, cells in merge_chunks(stream):
+                after = row_key
+                yield row_key, cells
+            return
+        except retryable:
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 10.0)
