@@ -267,8 +267,18 @@ class IncrementalExportChanges(ChangeSource):
 
     def check(self, key_names: tuple[str, ...] = (), *, from_us: int | None = None,
               resuming: str | None = None, keep: bool = False) -> None:
-        """Every data file there and whole, then every record a change of an item keyed by ``key_names``."""
+        """A checkpoint of this export (``resuming``: its id) and a window that starts by ``from_us``; every data file
+        there and whole, then every record a change of an item keyed by ``key_names``."""
         m = self.manifest
+        if resuming is not None and resuming != m.export_id:
+            raise ExportError(f"the checkpoint was made of {resuming}, not of export {m.export_id}",
+                              "resume with the source it was made of, or start in another run folder")
+        if from_us is not None and m.from_us > from_us:
+            from ..cutover.timeline import us_to_iso
+
+            raise ExportError(f"export {m.export_id} starts at {us_to_iso(m.from_us)}, after {us_to_iso(from_us)}: "
+                              "the changes between are in no export",
+                              f"export the window again with ExportFromTime {us_to_iso(from_us)}")
         problems = [problem for data_file in m.files if (problem := file_problem(data_file))]
         if problems:
             raise ExportError(f"the export in {m.export_dir} is damaged: {'; '.join(problems)}",
