@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import uuid
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -171,8 +172,9 @@ _checked: dict[str, dict[str, list[tuple[int, Change]]]] = {}
 """The latest keeping check's changes: its ``keep`` name -> data file path -> the file's ``(bytes, Change)``, as
 checked; each file taken (once) by the :class:`ReadIncrementalExport` given that name, in the same process. Only
 a read given the name takes them, so a read that no check of its own preceded (another run in this process, a
-file copied again since) reads its files; a check that refuses keeps nothing, and the next keeping check drops
-what an earlier one kept (a run that failed before its job ran holds nothing for long)."""
+file copied again since) reads its files; a check that refuses keeps nothing, the next keeping check drops what an
+earlier one kept, and what an :class:`IncrementalExportChanges` kept goes with it (a run that failed before its job
+ran holds nothing once its source is gone)."""
 
 
 def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (), *, keep: str | None = None) -> int:
@@ -285,6 +287,8 @@ class IncrementalExportChanges(ChangeSource):
                               "copy the export again; nothing was written")
         try:  # every record, before anything is written: one bad record must not cost an item its cells
             self._kept = uuid.uuid4().hex if keep else None
+            if self._kept is not None:  # kept for this source's read: no longer once the source is gone
+                weakref.finalize(self, _checked.pop, self._kept, None)
             check_export(m, key_names, keep=self._kept)
         except ExportError as err:
             raise ExportError(f"export {m.export_id} refused: {err}",

@@ -84,3 +84,18 @@ def test_a_refused_export_keeps_nothing(export):
     with pytest.raises(ExportError, match="WriteTimestampMicros"):
         check_export(export, ("pk",), keep="run")
     assert incremental_export._checked == {}
+
+
+def test_what_a_change_source_kept_goes_with_it(export):
+    """A catch-up that fails between its check and its job (its target unreachable, say) leaves nothing kept once its
+    source is dropped; while the source lives, its read takes what its check kept."""
+    import gc
+
+    from ddb2bt.pipelines.dynamodb.incremental_export import IncrementalExportChanges
+
+    source = IncrementalExportChanges(export.export_dir)
+    source.check(("pk", "sk"), keep=True)
+    assert len(incremental_export._checked) == 1
+    del source
+    gc.collect()
+    assert incremental_export._checked == {}
