@@ -301,7 +301,9 @@ class IncrementalExportChanges(ChangeSource):
     def pages(self, piece: str, position: str | None) -> Iterator[ChangePage]:
         if position is not None:  # read already, whole
             return
-        data_file = next(f for f in self.manifest.files if f.key == piece)
+        data_file = next((f for f in self.manifest.files if f.key == piece), None)
+        if data_file is None:  # (next() raising inside a generator would be a RuntimeError)
+            raise self.lost(piece)
         for batch in file_batches(sized_records(data_file.path, parse_record, "an incremental export record")):
             yield ChangePage(list(batch), None)
         yield ChangePage([], "read", done=True)

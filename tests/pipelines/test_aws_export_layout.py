@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ddb2bt.mappers.errors import UsageError
 from ddb2bt.pipelines.dynamodb.export import ExportError, file_problem, iter_export_items, read_manifest, verify_export
 from ddb2bt.pipelines.dynamodb.incremental_export import check_export, read_incremental_manifest
 
@@ -112,6 +113,8 @@ def test_an_incremental_export_as_a_change_source_refuses_a_gap_and_another_sour
         source.check(("pk", "sk"), from_us=start - 1)
     with pytest.raises(ExportError, match=f"the checkpoint was made of {INC1}, not of export {INC2}"):
         source.check(("pk", "sk"), resuming=INC1)
+    with pytest.raises(UsageError, match="AWSDynamoDB/data/gone.json.gz is no longer in"):  # a piece it does not list
+        list(source.pages("AWSDynamoDB/data/gone.json.gz", None))
 
 
 def test_an_incremental_export_copied_without_the_shared_data_folder_says_what_to_copy(tmp_path):
