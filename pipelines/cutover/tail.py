@@ -13,8 +13,9 @@ nothing; the records after the saved position are applied again on restart, in o
 harmless (see docs/CUTOVER.md: an in-order replay of a suffix converges).
 
 * Lineage: a piece is read only once its parent is finished (or no longer listed), so an item's
-  changes are applied in stream order across splits (:func:`plan_shards`, a pure function of the
-  source's pieces and the checkpoint). A piece the checkpoint has not finished that the source no
+  changes are applied in stream order across splits
+  (:func:`~ddb2bt.pipelines.change_source.plan_pieces`, a pure function of the source's pieces and the
+  checkpoint; :func:`plan_shards` is the same over DescribeStream's shard list). A piece the checkpoint has not finished that the source no
   longer lists (a shard past the 24-hour retention) stops the tail with the source's error.
 * The first start checks that the source holds the timeline's end (:meth:`ChangeSource.check`) and
   applies records from the timeline's end minus :data:`START_MARGIN_US` (ApproximateCreationDateTime
