@@ -86,6 +86,22 @@ def test_a_refused_export_keeps_nothing(export):
     assert incremental_export._checked == {}
 
 
+def test_the_change_source_reads_what_its_own_check_kept(export):
+    """The catch-up's path: IncrementalExportChanges.check(keep=True), then its read(p), applies what was checked."""
+    from ddb2bt.pipelines.dynamodb.incremental_export import IncrementalExportChanges
+
+    fresh = _read(export)
+    source = IncrementalExportChanges(export.export_dir)
+    source.check(("pk", "sk"), keep=True)
+    for data_file in export.files:
+        Path(data_file.path).unlink()
+    with tempfile.TemporaryDirectory() as out:
+        with beam.Pipeline(argv=["--direct_running_mode=in_memory"]) as p:
+            _ = (source.read(p).batches | beam.FlatMap(lambda batch: [repr(change) for change in batch])
+                 | beam.io.WriteToText(f"{out}/changes"))
+        assert sorted(line for path in Path(out).glob("changes*") for line in path.read_text().splitlines()) == fresh
+
+
 def test_what_a_change_source_kept_goes_with_it(export):
     """A catch-up that fails between its check and its job (its target unreachable, say) leaves nothing kept once its
     source is dropped; while the source lives, its read takes what its check kept."""
