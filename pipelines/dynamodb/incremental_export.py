@@ -186,8 +186,9 @@ def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (),
     lines, are kept for ``ReadIncrementalExport(manifest, kept=keep)``, which then applies exactly what was checked
     without parsing it again (docs/PERFORMANCE.md); the other files are read again.
     """
-    if keep is not None:  # the job runs in this process, whose DoFns relax the collector anyway; kept changes are
-        from ..pipeline import relax_young_gc  # walked less
+    if keep is not None:
+        # the job runs in this process, whose DoFns relax the collector anyway: the kept changes are walked less
+        from ..pipeline import relax_young_gc
 
         relax_young_gc()
         _checked.clear()
