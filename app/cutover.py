@@ -117,7 +117,8 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
 
     from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover import timeline as tl
-    from ..pipelines.cutover.catchup import ChangeSink, build_catch_up
+    from ..pipelines.cutover.catchup import build_catch_up
+    from ..pipelines.cutover.change_sink import ChangeSink
     from ..pipelines.run.dead_letters import check_dead_letter_destination
     from ..pipelines.run.progress import reset
 

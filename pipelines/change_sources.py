@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
 
 _CHANGES: Registry[ChangeSource] = Registry()
-REGISTRY = _CHANGES.registrations
 KINDS = _CHANGES.kinds
 """Every kind of change source, for the interface's tests."""
 

@@ -6,7 +6,8 @@ writes a PCollection of batches. What it refused for good comes out of ``write``
 :class:`~.run.dead_letters.DeadLetter` per element, with the barriers (a segment's done marker,
 a page's savepoint) passed on only after everything before them is stored or refused, so a
 checkpoint never gets ahead of the data. A sink that keeps its refusals itself (the change sink,
-whose dead letters are change records) says so in ``refusals``. Implementations: :mod:`.sinks`.
+whose dead letters are change records) says so in ``refusals``. Implementations: :mod:`.sinks` (Bigtable),
+:mod:`.dynamodb.sink` (DynamoDB), :mod:`.cutover.change_sink` (changes).
 
 A sink of items may also give a writer without Beam (``writer``: put a list of items, get back those
 refused, with why): a process that builds no Beam graph (the rollback's workers) writes through that,

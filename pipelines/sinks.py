@@ -1,9 +1,9 @@
-"""The sinks (:class:`~.sink.Sink`) of items and rows: Bigtable (migrate, redrive, validate's repairs) and DynamoDB
-(rollback's target: :class:`.dynamodb.sink.DynamoDBSink`, Beam-free, its writer wrapped in one Beam step when a graph
-writes through it). The change sink (catch-up, tail) is :class:`.cutover.catchup.ChangeSink`.
+"""The Bigtable sink (:class:`~.sink.Sink`) of rows: migrate, redrive, validate's repairs. The other sinks live beside
+what they write: DynamoDB (rollback's target) is :class:`.dynamodb.sink.DynamoDBSink`, Beam-free, its writer wrapped in
+one Beam step when a graph writes through it; the change sink (catch-up, tail) is
+:class:`.cutover.change_sink.ChangeSink`.
 
-Thin adapters: the writing itself is :mod:`.bigtable.sink`'s ``WriteToBigtable`` and :mod:`.dynamodb.sink`'s
-``DynamoWriter``.
+A thin adapter: the writing itself is :mod:`.bigtable.sink`'s ``WriteToBigtable``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Any
 
 from .bigtable.sink import Destination, FlowControl, WriteToBigtable, ensure_table
 from .bigtable.target import describe_target, probe_target
-from .dynamodb.sink import DynamoDBSink
 from .sink import Sink
 
 
@@ -39,5 +38,3 @@ class BigtableSink(Sink):
         return batches | (label or "WriteToBigtable") >> WriteToBigtable(destination, self.flow,
                                                                          progress_dir=self.progress_dir)
 
-
-__all__ = ["BigtableSink", "DynamoDBSink"]

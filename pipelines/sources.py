@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec, SourceSpec
 
 _SOURCES: Registry[Source] = Registry((ItemsSource, DeadLetterSource, RowSource))
-REGISTRY = _SOURCES.registrations
 KINDS = _SOURCES.kinds
 """Every kind of source, the ones no spec names included."""
 

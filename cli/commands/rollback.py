@@ -111,7 +111,7 @@ def parse_since(text: str) -> int:
     """ISO 8601 (a zone, or UTC) or epoch milliseconds -> microseconds since the epoch."""
     from datetime import datetime, timezone
 
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # int() also takes other scripts' digits; '²' would be a traceback
         return int(text) * 1000
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -17,8 +17,6 @@ from ..run.batches import Batch
 from ..run.progress import Tally
 from .change_sink import ChangeSink
 
-__all__ = ["ChangeSink", "build_catch_up"]
-
 
 def _mismatch_line(record: Any) -> str:
     return DeadLetter(None, "source", f"export count mismatch: {record}").to_json()

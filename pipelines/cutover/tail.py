@@ -13,8 +13,9 @@ nothing; the records after the saved position are applied again on restart, in o
 harmless (see docs/CUTOVER.md: an in-order replay of a suffix converges).
 
 * Lineage: a piece is read only once its parent is finished (or no longer listed), so an item's
-  changes are applied in stream order across splits (:func:`plan_shards`, a pure function of the
-  source's pieces and the checkpoint). A piece the checkpoint has not finished that the source no
+  changes are applied in stream order across splits
+  (:func:`~ddb2bt.pipelines.change_source.plan_pieces`, a pure function of the source's pieces and the
+  checkpoint; :func:`plan_shards` is the same over DescribeStream's shard list). A piece the checkpoint has not finished that the source no
   longer lists (a shard past the 24-hour retention) stops the tail with the source's error.
 * The first start checks that the source holds the timeline's end (:meth:`ChangeSource.check`) and
   applies records from the timeline's end minus :data:`START_MARGIN_US` (ApproximateCreationDateTime
@@ -33,9 +34,7 @@ from typing import Any
 from ...mappers.attrvalue import to_export_json
 from ...mappers.changes import group_by_item
 from ..change_source import ChangeSource, Piece, PiecePlan, plan_pieces
-from ..dynamodb.stream import (EMPTY_PAGES_PER_TURN, PAGE_LIMIT, PAGES_PER_TURN, RETENTION_HINT, RETENTION_US,
-                               START_MARGIN_US, TTL_IDENTITY, StreamRetentionError, is_ttl_delete,
-                               make_streams_client, require_streams_api, to_change)
+from ..dynamodb.stream import EMPTY_PAGES_PER_TURN, PAGE_LIMIT, START_MARGIN_US, to_change
 from ..run.dead_letters import write_part
 from .change_sink import ChangeSink, Outcome
 from .timeline import join, read_json, write_json
@@ -44,10 +43,9 @@ TAIL_FILE = "tail.json"
 STOPPED_FILE = "tail.stopped.json"
 RECENT_KEYS = 50
 
-__all__ = ["EMPTY_PAGES_PER_TURN", "PAGE_LIMIT", "PAGES_PER_TURN", "RETENTION_HINT", "RETENTION_US", "START_MARGIN_US",
-           "TTL_IDENTITY", "StreamRetentionError", "is_ttl_delete", "make_streams_client", "require_streams_api",
-           "to_change", "ShardState", "TailState", "ShardPlan", "plan_shards", "TailRun", "load_state", "save_state",
-           "record_stop", "stopped_since"]
+__all__ = ["ShardState", "TailState", "plan_shards", "TailRun", "load_state", "save_state", "record_stop",
+           "stopped_since",
+           "EMPTY_PAGES_PER_TURN", "PAGE_LIMIT", "to_change"]  # the last three: what cutover/backlog.py imports here
 
 
 @dataclass
@@ -84,11 +82,7 @@ class TailState:
                    int(data.get("heartbeat_us", 0)), list(data.get("recent", [])))
 
 
-ShardPlan = PiecePlan
-"""What one turn of the tail reads (see :func:`plan_shards`)."""
-
-
-def plan_shards(listed: list[dict[str, Any]], saved: dict[str, ShardState]) -> ShardPlan:
+def plan_shards(listed: list[dict[str, Any]], saved: dict[str, ShardState]) -> PiecePlan:
     """Which shards to read, from DescribeStream's shard list and the checkpoint. Pure: no I/O.
 
     A stream's shards form a lineage: a shard splits (or is rolled over) into children listed with

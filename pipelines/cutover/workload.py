@@ -118,7 +118,7 @@ def table_items(client: Any, name: str) -> list[dict[str, Any]]:
 
 def stream_changes(endpoint: str | None, name: str) -> list[Change]:
     """Every record of the table's stream, as changes, in order (shard by shard, from its trim horizon)."""
-    from .tail import to_change
+    from ..dynamodb.stream import to_change
 
     arn = dynamodb(endpoint).describe_table(TableName=name)["Table"]["LatestStreamArn"]
     streams = aws_client("dynamodbstreams", endpoint_url=endpoint, region=REGION)

@@ -29,6 +29,8 @@ export as already applied.
 from __future__ import annotations
 
 import json
+import uuid
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -163,54 +165,62 @@ def _first_problem(attributes: dict[str, Any], where: str) -> str | None:
 
 
 CHECKED_KEPT_BYTES = 24 * 1024 * 1024
-"""How many bytes of export lines :func:`check_export` keeps parsed for the apply (their parsed changes take about
-eight times that: ~200 MiB, ~20,000 changes of the benchmark's items); a file beyond it is read again."""
+"""How many bytes of export lines :func:`check_export` keeps parsed for the apply (what that costs in memory:
+docs/PERFORMANCE.md, "the export read once"); a file beyond it is read again."""
 
-_checked: dict[str, list[tuple[int, Change]]] = {}
-"""Data file path -> its lines' ``(bytes, Change)``, as checked; taken (once) by the apply in the same process."""
+_checked: dict[str, dict[str, list[tuple[int, Change]]]] = {}
+"""The latest keeping check's changes: its ``keep`` name -> data file path -> the file's ``(bytes, Change)``, as
+checked; each file taken (once) by the :class:`ReadIncrementalExport` given that name, in the same process. Only
+a read given the name takes them, so a read that no check of its own preceded (another run in this process, a
+file copied again since) reads its files; a check that refuses keeps nothing, the next keeping check drops what an
+earlier one kept, and what an :class:`IncrementalExportChanges` kept goes with it (a run that failed before its job
+ran holds nothing once its source is gone)."""
 
 
-def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (), *, keep: bool = False) -> int:
+def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (), *, keep: str | None = None) -> int:
     """Read every record of the export and check it (:func:`check_record`); the number of records.
 
     ExportError naming the file, the line and the field of the first bad record: nothing may be applied
-    from an export that holds one. With ``keep`` (the pipeline will run in this process: DirectRunner in_memory),
-    the checked changes of whole files, up to :data:`CHECKED_KEPT_BYTES` of their lines, are kept for
-    :class:`ReadIncrementalExport`, which then applies exactly what was checked without parsing it again
-    (docs/PERFORMANCE.md); the other files are read again. What the next check finds replaces what is kept.
+    from an export that holds one. With ``keep`` (a name for this check's read; the pipeline will run in this
+    process: DirectRunner in_memory), the checked changes of whole files, up to :data:`CHECKED_KEPT_BYTES` of their
+    lines, are kept for ``ReadIncrementalExport(manifest, kept=keep)``, which then applies exactly what was checked
+    without parsing it again (docs/PERFORMANCE.md); the other files are read again.
     """
-    _checked.clear()
-    if keep:  # the job runs in this process, whose DoFns relax the collector anyway; kept changes are walked less
+    if keep is not None:
+        # the job runs in this process, whose DoFns relax the collector anyway: the kept changes are walked less
         from ..pipeline import relax_young_gc
 
         relax_young_gc()
-    budget, count = CHECKED_KEPT_BYTES if keep else 0, 0
-    try:
-        for data_file in manifest.files:
-            kept: list[tuple[int, Change]] | None = [] if budget > 0 else None
-            for size, change in sized_records(data_file.path, lambda record: check_record(record, key_names),
-                                              "a change record"):
-                count += 1
-                if kept is not None:
-                    kept.append((size, change))
-                    budget -= size
-                    if budget < 0:
-                        kept = None
-            if kept is not None:
-                _checked[data_file.path] = kept
-    except BaseException:  # a refused export is never applied: keep nothing of it
         _checked.clear()
-        raise
+    kept_files: dict[str, list[tuple[int, Change]]] = {}
+    budget, count = CHECKED_KEPT_BYTES if keep is not None else 0, 0
+    for data_file in manifest.files:
+        kept: list[tuple[int, Change]] | None = [] if budget > 0 else None
+        for size, change in sized_records(data_file.path, lambda record: check_record(record, key_names),
+                                          "a change record"):
+            count += 1
+            if kept is not None:
+                kept.append((size, change))
+                budget -= size
+                if budget < 0:
+                    kept = None
+        if kept is not None:
+            kept_files[data_file.path] = kept
+    if kept_files and keep is not None:  # only once every record passed: a refused export keeps nothing
+        _checked[keep] = kept_files
     return count
 
 
 class _ReadChangesFn(beam.DoFn):
-    def __init__(self) -> None:
+    def __init__(self, kept: str | None) -> None:
+        self._kept = kept
         self._mismatches = Metrics.counter(NAMESPACE, "export_count_mismatch")
 
     def process(self, data_file: ExportFile) -> Iterable[Any]:
         count = 0
-        records: Iterable[tuple[int, Any]] | None = _checked.pop(data_file.path, None)  # as check_export kept it
+        records: Iterable[tuple[int, Any]] | None = None
+        if self._kept is not None:  # as check_export kept it for this read
+            records = _checked.get(self._kept, {}).pop(data_file.path, None)
         if records is None:
             records = sized_records(data_file.path, parse_record, "an incremental export record")
         for batch in file_batches(records):
@@ -225,15 +235,15 @@ class _ReadChangesFn(beam.DoFn):
 class ReadIncrementalExport(beam.PTransform):
     """Batches of :class:`Change` (one per changed item; an export has each item once), and count mismatches."""
 
-    def __init__(self, manifest: IncrementalManifest) -> None:
+    def __init__(self, manifest: IncrementalManifest, kept: str | None = None) -> None:
         super().__init__()
-        self.manifest = manifest
+        self.manifest, self.kept = manifest, kept
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         read = (pbegin
                 | "Files" >> beam.Create(self.manifest.files)
                 | "Spread" >> beam.Reshuffle()
-                | "Read" >> beam.ParDo(_ReadChangesFn()).with_output_types(Batch).with_outputs(
+                | "Read" >> beam.ParDo(_ReadChangesFn(self.kept)).with_output_types(Batch).with_outputs(
                     "count_mismatch", main="batches"))
         return {"batches": read.batches, "count_mismatch": read.count_mismatch}
 
@@ -248,6 +258,8 @@ class IncrementalExportChanges(ChangeSource):
 
     def __init__(self, path: str) -> None:
         self.manifest = read_incremental_manifest(path)
+        self._kept: str | None = None
+        """The name this source's last check kept its changes under (``check(keep=True)``), for its read."""
 
     def name(self) -> str:
         return self.manifest.export_dir
@@ -258,14 +270,27 @@ class IncrementalExportChanges(ChangeSource):
 
     def check(self, key_names: tuple[str, ...] = (), *, from_us: int | None = None,
               resuming: str | None = None, keep: bool = False) -> None:
-        """Every data file there and whole, then every record a change of an item keyed by ``key_names``."""
+        """A checkpoint of this export (``resuming``: its id) and a window that starts by ``from_us``; every data file
+        there and whole, then every record a change of an item keyed by ``key_names``."""
         m = self.manifest
+        if resuming is not None and resuming != m.export_id:
+            raise ExportError(f"the checkpoint was made of {resuming}, not of export {m.export_id}",
+                              "resume with the source it was made of, or start in another run folder")
+        if from_us is not None and m.from_us > from_us:
+            from ..cutover.timeline import us_to_iso
+
+            raise ExportError(f"export {m.export_id} starts at {us_to_iso(m.from_us)}, after {us_to_iso(from_us)}: "
+                              "the changes between are in no export",
+                              f"export the window again with ExportFromTime {us_to_iso(from_us)}")
         problems = [problem for data_file in m.files if (problem := file_problem(data_file))]
         if problems:
             raise ExportError(f"the export in {m.export_dir} is damaged: {'; '.join(problems)}",
                               "copy the export again; nothing was written")
         try:  # every record, before anything is written: one bad record must not cost an item its cells
-            check_export(m, key_names, keep=keep)
+            self._kept = uuid.uuid4().hex if keep else None
+            if self._kept is not None:  # kept for this source's read: no longer once the source is gone
+                weakref.finalize(self, _checked.pop, self._kept, None)
+            check_export(m, key_names, keep=self._kept)
         except ExportError as err:
             raise ExportError(f"export {m.export_id} refused: {err}",
                               "nothing was written and the timeline is unchanged; export the window again "
@@ -277,11 +302,13 @@ class IncrementalExportChanges(ChangeSource):
     def pages(self, piece: str, position: str | None) -> Iterator[ChangePage]:
         if position is not None:  # read already, whole
             return
-        data_file = next(f for f in self.manifest.files if f.key == piece)
+        data_file = next((f for f in self.manifest.files if f.key == piece), None)
+        if data_file is None:  # (next() raising inside a generator would be a RuntimeError)
+            raise self.lost(piece)
         for batch in file_batches(sized_records(data_file.path, parse_record, "an incremental export record")):
             yield ChangePage(list(batch), None)
         yield ChangePage([], "read", done=True)
 
     def read(self, p: Any) -> SourceRead:
-        read = p | "ReadIncrementalExport" >> ReadIncrementalExport(self.manifest)
+        read = p | "ReadIncrementalExport" >> ReadIncrementalExport(self.manifest, self._kept)
         return SourceRead(read["batches"], read["count_mismatch"])

@@ -19,6 +19,7 @@ def write_spec(path, table: str, endpoint: str):
 
 @pytest.mark.parametrize("args, message", [
     (["--since", "yesterday"], "--since 'yesterday' is no time"),
+    (["--since", "²"], "--since '²' is no time"),  # a digit to str.isdigit(), none to int()
     (["--type", "n=X"], "--type 'n=X' is not NAME=TYPE"),
     (["--dead-letter", "x.jsonl"], "No such option: --dead-letter"),  # it lives in the run folder
     (["--writers", "0"], "--writers"),

@@ -9,7 +9,7 @@ from ddb2bt.mappers.errors import UsageError
 from ddb2bt.mappers.spec import SourceSpec
 from ddb2bt.pipelines.dynamodb.aws import aws_client, is_local, s3_beam_args, service_variable
 from ddb2bt.pipelines.dynamodb.client import ClientSettings, make_client
-from ddb2bt.pipelines.cutover.tail import make_streams_client, require_streams_api
+from ddb2bt.pipelines.dynamodb.stream import make_streams_client, require_streams_api
 
 from ..conftest import NET
 

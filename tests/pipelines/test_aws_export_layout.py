@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ddb2bt.mappers.errors import UsageError
 from ddb2bt.pipelines.dynamodb.export import ExportError, file_problem, iter_export_items, read_manifest, verify_export
 from ddb2bt.pipelines.dynamodb.incremental_export import check_export, read_incremental_manifest
 
@@ -97,6 +98,23 @@ def test_an_incremental_export_reads_its_data_from_the_shared_folder(export_id, 
         assert data_file.path == str(DOCUMENTED / "data" / data_file.key.rsplit("/", 1)[1])
         assert file_problem(data_file) is None
     assert check_export(manifest, ("pk", "sk")) == sum(counts)
+
+
+def test_an_incremental_export_as_a_change_source_refuses_a_gap_and_another_sources_checkpoint():
+    """The change source's check (as the tail calls it): the export must hold the changes from ``from_us`` on, and a
+    checkpoint must be of this export."""
+    from ddb2bt.pipelines.dynamodb.incremental_export import IncrementalExportChanges
+
+    source = IncrementalExportChanges(str(DOCUMENTED / INC2))
+    start = source.window().from_us
+    assert start is not None
+    source.check(("pk", "sk"), from_us=start, resuming=INC2)  # its own start, its own checkpoint
+    with pytest.raises(ExportError, match="the changes between are in no export"):
+        source.check(("pk", "sk"), from_us=start - 1)
+    with pytest.raises(ExportError, match=f"the checkpoint was made of {INC1}, not of export {INC2}"):
+        source.check(("pk", "sk"), resuming=INC1)
+    with pytest.raises(UsageError, match="AWSDynamoDB/data/gone.json.gz is no longer in"):  # a piece it does not list
+        list(source.pages("AWSDynamoDB/data/gone.json.gz", None))
 
 
 def test_an_incremental_export_copied_without_the_shared_data_folder_says_what_to_copy(tmp_path):

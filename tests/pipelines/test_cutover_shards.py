@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ddb2bt.pipelines.cutover.tail import ShardState, plan_shards, to_change
+from ddb2bt.pipelines.cutover.tail import ShardState, plan_shards
+from ddb2bt.pipelines.dynamodb.stream import to_change
 
 from .stream_wire import TTL_IDENTITY, described_shards, example, parse, record, shard
 

@@ -101,12 +101,12 @@ def test_unread_stream_records_are_not_ready_whatever_the_tail_last_saved(bigtab
     from ddb2bt.pipelines.cutover import backlog as stream_backlog
     from ddb2bt.pipelines.dynamodb.client import ClientSettings
 
-    streams = stream_tail.make_streams_client(ClientSettings.from_source(spec.source))
+    streams = dynamodb_stream.make_streams_client(ClientSettings.from_source(spec.source))
     stream_backlog.PAGE_LIMIT = 5
     try:
         backlog = stream_backlog.read_backlog(streams, stream_tail.TailState.from_json(state), {}, max_pages=2)
     finally:
-        stream_backlog.PAGE_LIMIT = stream_tail.PAGE_LIMIT
+        stream_backlog.PAGE_LIMIT = dynamodb_stream.PAGE_LIMIT
     assert backlog.unread == 10 and backlog.shards[0].capped and not backlog.complete
     assert "were not all listed" in backlog.notes[0]
 
@@ -309,7 +309,7 @@ def test_unread_records_are_counted_across_a_shard_split(bigtable_env, moto_serv
             client.put_item(TableName=unique_name, Item=post(n, f"u{n}"))
         end = last_sequence(moto_server.endpoint, unique_name)
         state = stream_tail.load_state(run_dir)
-        streams = stream_tail.make_streams_client(ClientSettings.from_source(spec.source))
+        streams = dynamodb_stream.make_streams_client(ClientSettings.from_source(spec.source))
         backlog = read_backlog(streams, state, {})
         assert {shard.shard: shard.unread for shard in backlog.shards} == {PARENT: 15, CHILD: 15}
         assert backlog.unread == end - before == 30 and backlog.complete

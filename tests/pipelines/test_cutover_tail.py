@@ -13,7 +13,7 @@ from ddb2bt.app.cutover import tail
 from ddb2bt.app.options import RunOptions
 from ddb2bt.pipelines.dynamodb import stream as dynamodb_stream
 from ddb2bt.pipelines.dynamodb.client import ClientSettings
-from ddb2bt.pipelines.cutover.tail import StreamRetentionError
+from ddb2bt.pipelines.dynamodb.stream import StreamRetentionError
 
 from .cells import expected_cells, read_cells
 from .stream_wire import wire_error

@@ -1,5 +1,6 @@
 """An incremental export is parsed once when the catch-up runs in this process: the apply takes the changes the
-check read and checked (pipelines/dynamodb/incremental_export.py check_export's ``keep``), exactly those."""
+check read and checked (pipelines/dynamodb/incremental_export.py check_export's ``keep``), exactly those, and only the
+read they were kept for."""
 
 from __future__ import annotations
 
@@ -19,12 +20,12 @@ DOCUMENTED = Path(__file__).resolve().parents[1] / "data" / "aws_exports" / "doc
 INC1 = "01714568400000-b2c3d4e5"  # the documented layout's first incremental export: 4 changes in 3 files (one empty)
 
 
-def _read(manifest) -> list:
+def _read(manifest, kept: str | None = None) -> list:
     """The changes ReadIncrementalExport gives, as comparable text (written out by the pipeline: a closure's list
     would be a pickled copy)."""
     with tempfile.TemporaryDirectory() as out:
         with beam.Pipeline(argv=["--direct_running_mode=in_memory"]) as p:
-            read = p | ReadIncrementalExport(manifest)
+            read = p | ReadIncrementalExport(manifest, kept)
             _ = (read["batches"] | beam.FlatMap(lambda batch: [repr(change) for change in batch])
                  | beam.io.WriteToText(f"{out}/changes"))
         return sorted(line for path in Path(out).glob("changes*") for line in path.read_text().splitlines())
@@ -40,10 +41,25 @@ def export(tmp_path):
 def test_kept_changes_are_what_a_fresh_read_gives_and_the_file_is_not_read_again(export):
     fresh = _read(export)
     assert len(fresh) == 4 and all("Change(keys=" in line for line in fresh)
-    assert check_export(export, ("pk", "sk"), keep=True) == 4
+    assert check_export(export, ("pk", "sk"), keep="run") == 4
     for data_file in export.files:  # the apply must not need the files any more: it takes what was checked
         Path(data_file.path).unlink()
-    assert _read(export) == fresh
+    assert _read(export, "run") == fresh
+
+
+def test_only_the_read_the_changes_were_kept_for_takes_them(export):
+    """A read no check of its own preceded (another run in this process, a file copied again since) reads the files,
+    and a later keeping check drops what an earlier one kept."""
+    fresh = _read(export)
+    check_export(export, ("pk", "sk"), keep="first")
+    check_export(export, ("pk", "sk"), keep="second")
+    assert set(incremental_export._checked) == {"second"}
+    for data_file in export.files:
+        Path(data_file.path).unlink()
+    for name in (None, "first"):
+        with pytest.raises(Exception, match="cannot be read"):
+            _read(export, name)
+    assert _read(export, "second") == fresh
 
 
 def test_without_keep_every_file_is_read_again(export):
@@ -56,7 +72,7 @@ def test_without_keep_every_file_is_read_again(export):
 
 def test_the_budget_keeps_whole_files_only(export, monkeypatch):
     monkeypatch.setattr(incremental_export, "CHECKED_KEPT_BYTES", 10)  # less than the first file's lines
-    assert check_export(export, ("pk", "sk"), keep=True) == 4
+    assert check_export(export, ("pk", "sk"), keep="run") == 4
     assert incremental_export._checked == {}  # nothing half-kept: the file is read again whole
 
 
@@ -66,5 +82,36 @@ def test_a_refused_export_keeps_nothing(export):
     with gzip.open(last.path, "ab") as data:
         data.write(b'{"Keys": {"pk": {"S": "x"}}, "NewImage": {"pk": {"S": "x"}}}\n')  # no WriteTimestampMicros
     with pytest.raises(ExportError, match="WriteTimestampMicros"):
-        check_export(export, ("pk",), keep=True)
+        check_export(export, ("pk",), keep="run")
+    assert incremental_export._checked == {}
+
+
+def test_the_change_source_reads_what_its_own_check_kept(export):
+    """The catch-up's path: IncrementalExportChanges.check(keep=True), then its read(p), applies what was checked."""
+    from ddb2bt.pipelines.dynamodb.incremental_export import IncrementalExportChanges
+
+    fresh = _read(export)
+    source = IncrementalExportChanges(export.export_dir)
+    source.check(("pk", "sk"), keep=True)
+    for data_file in export.files:
+        Path(data_file.path).unlink()
+    with tempfile.TemporaryDirectory() as out:
+        with beam.Pipeline(argv=["--direct_running_mode=in_memory"]) as p:
+            _ = (source.read(p).batches | beam.FlatMap(lambda batch: [repr(change) for change in batch])
+                 | beam.io.WriteToText(f"{out}/changes"))
+        assert sorted(line for path in Path(out).glob("changes*") for line in path.read_text().splitlines()) == fresh
+
+
+def test_what_a_change_source_kept_goes_with_it(export):
+    """A catch-up that fails between its check and its job (its target unreachable, say) leaves nothing kept once its
+    source is dropped; while the source lives, its read takes what its check kept."""
+    import gc
+
+    from ddb2bt.pipelines.dynamodb.incremental_export import IncrementalExportChanges
+
+    source = IncrementalExportChanges(export.export_dir)
+    source.check(("pk", "sk"), keep=True)
+    assert len(incremental_export._checked) == 1
+    del source
+    gc.collect()
     assert incremental_export._checked == {}

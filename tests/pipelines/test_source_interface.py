@@ -23,13 +23,14 @@ from ddb2bt.mappers.decode import comparable
 from ddb2bt.mappers.errors import UsageError
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.bigtable.rows import RowSource
-from ddb2bt.pipelines.cutover.catchup import ChangeSink
+from ddb2bt.pipelines.cutover.change_sink import ChangeSink
 from ddb2bt.pipelines.dynamodb.client import ClientSettings, create_table
 from ddb2bt.pipelines.run.batches import Batch, SegmentDone
 from ddb2bt.pipelines.run.checkpoint import completed_segments
 from ddb2bt.pipelines.run.metrics import NAMESPACE
 from ddb2bt.pipelines.sink import Sink
-from ddb2bt.pipelines.sinks import BigtableSink, DynamoDBSink
+from ddb2bt.pipelines.dynamodb.sink import DynamoDBSink
+from ddb2bt.pipelines.sinks import BigtableSink
 from ddb2bt.pipelines.source import ItemsSource, Source, SourceRead
 from ddb2bt.pipelines.sources import KINDS, read_items, register, source_for, unregister
 from tests.pipelines.cells import expected_cells, read_cells
