@@ -106,8 +106,8 @@ class RowLookup:
 
     def _raw_read_rows(self) -> Any:
         """The data client's ReadRows as its gapic layer sends it (its channel, client info, error mapping), but
-        answering each response's serialised bytes: one parse of a request's joined responses costs half of
-        what reading response by response does (a response holds one row on the emulator). Serialised
+        answering each response's serialised bytes: one parse of a request's joined responses is much cheaper
+        than reading response by response, where a response may hold one row (docs/PERFORMANCE.md). Serialised
         ReadRowsResponses joined are one message whose chunks are theirs in order (repeated fields concatenate)."""
         if self._read_rows is None:
             from google.api_core.gapic_v1.method import wrap_method

@@ -129,8 +129,8 @@ def _write_batch(client: Any, table: str, requests: list[dict]) -> int:
 
 def keep_field_raw(client: Any, operation: str, field: str) -> None:
     """Let ``operation``'s answers keep ``field`` (items, in Scan's Items or BatchGetItem's Responses) as the raw
-    JSON (parsed by :func:`.wire_json.loads`), skipping botocore's per-value parsing (about five times json.loads's
-    CPU per item). Items stay in wire format, except that ``B`` values stay base64 text, the export form the
+    JSON (parsed by :func:`.wire_json.loads`), skipping botocore's per-value parsing (the scan's main
+    client cost: docs/PERFORMANCE.md). Items stay in wire format, except that ``B`` values stay base64 text, the export form the
     mapper, the comparison and dead letters take. The rest of the answer is parsed by botocore as usual. Touches botocore's response dict (pinned)."""
     client.meta.events.register(f"before-parse.dynamodb.{operation}", partial(_raw_field, field),
                                 unique_id=f"ddb2bt-raw-{operation}-{field}")

@@ -321,7 +321,7 @@ def keep_items_raw(client: Any) -> None:
     """Let ``client.scan`` return its ``Items`` as the raw JSON, skipping botocore's per-value parsing.
 
     botocore walks every attribute of every item against the service model, most of the scan's
-    client time; ``json.loads`` of the same page costs a fifth of that (docs/PERFORMANCE.md). Items stay in wire format, except that ``B`` values stay base64 text, the
+    client time; ``json.loads`` of the same page costs a fraction of that (docs/PERFORMANCE.md). Items stay in wire format, except that ``B`` values stay base64 text, the
     export form the mapper and dead letters already take. The rest of the response (keys, counts,
     consumed capacity) is parsed by botocore as usual.
     """
