@@ -123,7 +123,7 @@ class _ExtraRowsFn(beam.DoFn):
                 later = self._after_us is not None and any(c.timestamp_micros > self._after_us for c in cells)
                 differences.append(json_line(Difference("extra_row", row_key, found=f"{len(cells)} cells".encode(),
                                                         after_snapshot=later,
-                                                        index=self._index(table, row_key)).to_json()))
+                                                        index_name=self._index(table, row_key)).to_json()))
                 stats["after_snapshot" if later else "extra_row"] += 1
                 if self._repair and not later:
                     yield Deletion(row_key, tuple(cells), table)
