@@ -88,6 +88,9 @@ class Difference(NamedTuple):
     """For a collision: the key of every item producing the cell."""
     after_snapshot: bool = False
     """Set when the cells concerned changed after the validated snapshot (``--as-of``): reported apart, no difference."""
+    index_name: str | None = None
+    """For an ``extra_row`` that is an index row (in an index's own table, or under an index's prefix): the index
+    (``index`` in JSON; ``index`` itself is the tuple's method)."""
 
     def column(self) -> str | None:
         if self.family is None:
@@ -110,6 +113,8 @@ class Difference(NamedTuple):
             line["items"] = list(self.items)
         if self.after_snapshot:
             line["after_snapshot"] = True
+        if self.index_name is not None:
+            line["index"] = self.index_name
         return line
 
     @classmethod
@@ -125,11 +130,13 @@ class Difference(NamedTuple):
         return cls(line["kind"], bytes_from_json(line["row_key"]) or b"", line.get("item_key"), column.get("family"),
                    bytes_from_json(column.get("qualifier")), column.get("timestamp_micros"), decode(line.get("expected")),
                    decode(line.get("found")), line.get("attribute"), tuple(line.get("items") or ()),
-                   bool(line.get("after_snapshot")))
+                   bool(line.get("after_snapshot")), line.get("index"))
 
     def describe(self, limit: int = 60) -> str:
         """One line: kind, row (and column or attribute), values, the item."""
         text = f"{self.kind.replace('_', ' ')}: {readable_bytes(self.row_key)}"
+        if self.index_name is not None:
+            text += f" (index {self.index_name})"
         if self.after_snapshot:
             text = f"changed after the snapshot, {text}"
         if self.family is not None:

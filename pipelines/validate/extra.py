@@ -15,6 +15,8 @@ from ..bigtable.read import delete_entries
 class Deletion(NamedTuple):
     row_key: bytes
     cells: tuple[Cell, ...]
+    table: str | None = None
+    """The index table the row is in; None for the main table."""
 
 
 def resolved(candidates: list[Any], repair: bool, after_us: int | None = None) -> tuple[list[Any], Counter[str],

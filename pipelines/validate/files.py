@@ -19,6 +19,7 @@ differences there are.
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Iterator
@@ -30,8 +31,22 @@ from ...mappers.errors import UsageError
 from ..run.dead_letters import create_private, parts_dir, write_part  # the one 0600 writer of run files
 
 FOLDERS = ("differences", "candidates", "owners", "row_keys", "stats")
+"""``row_keys`` lines are the row keys the source maps to (for the target scan): base64, and for a row of an index
+in a table of its own, that table's name and a space before it (a table id holds no space, base64 none either)."""
 MARKER = "validate.json"
 FLUSH_LINES = 5000
+
+
+def key_line(row_key: bytes, table: str | None = None) -> str:
+    """A ``row_keys`` line: the row key (base64), after ``<table> `` when the row is an index table's."""
+    text = base64.b64encode(row_key).decode("ascii")
+    return text if table is None else f"{table} {text}"
+
+
+def key_of_line(line: str) -> tuple[str | None, bytes]:
+    """(table, row key) of a ``row_keys`` line: None for the main table."""
+    table, _, text = line.rpartition(" ")
+    return table or None, base64.b64decode(text)
 
 
 class PartWriter:

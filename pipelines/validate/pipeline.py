@@ -220,7 +220,8 @@ class _CompareFn(beam.DoFn):
         comparer = self._comparer
         compare, plain_match, owner_line = comparer.compare, comparer.plain_match, comparer.owner_line
         extras, scan_order, split, indexes = self._extras, self._scan_order, self._split, self._indexes
-        collect_keys = self._collect_keys and table is None  # the rows pass reads the main table
+        collect_keys = self._collect_keys  # an index table's keys too: the target scan lists its rows as well
+        key_prefix = "" if table is None else f"{table} "  # files.key_line, inlined
         plain = plain_cells = plain_index = 0
         for row_key, members in groups.items():
             found = actual.get(row_key)
@@ -237,7 +238,7 @@ class _CompareFn(beam.DoFn):
                 elif owner is not None:
                     owners.append(json_line(owner.to_json()))
                 if collect_keys:
-                    row_keys.append(base64.b64encode(row_key).decode("ascii"))
+                    row_keys.append(key_prefix + base64.b64encode(row_key).decode("ascii"))
                 continue
             result = compare(row_key, members, found, extras=extras,
                              scan_order=scan_order and row_key not in split, missing_claims=self._repair)
@@ -260,7 +261,7 @@ class _CompareFn(beam.DoFn):
             elif result.candidate is not None:
                 (owners if result.candidate.owns_all else candidates).append(json_line(result.candidate.to_json()))
             if collect_keys:
-                row_keys.append(base64.b64encode(row_key).decode("ascii"))
+                row_keys.append(key_prefix + base64.b64encode(row_key).decode("ascii"))
             if result.fixes and self._repair:
                 row, item = members[0]
                 fixes.append((MappedRow(row_key, tuple(result.fixes), row.entity) if table is None

@@ -4,9 +4,11 @@ A row folded from items far apart in the source is compared in several groups; e
 candidate (:class:`ddb2bt.mappers.validate.Candidate`). Grouped by row key, they give the cells
 no item produces (extra cells and versions: with ``--repair`` deleted cell version by cell
 version, never the row) and the cells several groups produce (collisions). With
-``--target-scan``, the table's row keys (read range by range, values stripped) are joined with
-the row keys the source maps to: rows only the table has are ``extra_row`` (with ``--repair``
-their cells are deleted one by one).
+``--target-scan``, the row keys of the table and of every index in a table of its own (read
+range by range, values stripped) are joined with the row keys the source maps to, index rows
+included: rows only the target has are ``extra_row``, naming the index when the row is an index
+table's or under an index's prefix (with ``--repair`` their cells are deleted one by one, in the
+table they are in).
 
 Groups that own every cell of their row (the usual case where rows may be folded from items far
 apart, e.g. from an export) leave a short ``owners`` line instead of their claims; only the
@@ -19,11 +21,11 @@ shuffle on Dataflow).
 
 from __future__ import annotations
 
-import base64
 import functools
 import json
 import operator
 from collections import Counter, defaultdict
+from dataclasses import replace
 from typing import Any, Iterator
 
 import apache_beam as beam
@@ -33,7 +35,7 @@ from apache_beam.metrics import Metrics
 from ..bigtable.read import RowLookup, ScanRowKeys, key_ranges
 from ..bigtable.sink import NAMESPACE, Destination
 from .extra import Deletion, apply_deletions, resolved
-from .files import PartWriter, finished_parts, lines
+from .files import PartWriter, finished_parts, key_line, key_of_line, lines
 from .pipeline import Found, json_line, PersistFoundFn
 
 DELETES_PER_REQUEST = 1000
@@ -61,39 +63,80 @@ class _ResolveFn(beam.DoFn):
         yield found
 
 
-class _ExtraRowsFn(beam.DoFn):
-    """Row keys (base64) only the target has -> an extra_row each, and with ``repair`` a Deletion of its cells."""
+class Lookups:
+    """One RowLookup per table, opened when first used: the main table (None) and the index tables."""
 
-    def __init__(self, destination: Destination, repair: bool, after_us: int | None = None) -> None:
+    def __init__(self, destination: Destination) -> None:
+        self._destination = destination
+        self._open: dict[str | None, RowLookup] = {}
+
+    def __getitem__(self, table: str | None) -> RowLookup:
+        lookup = self._open.get(table)
+        if lookup is None:
+            where = self._destination if table is None else replace(self._destination, table=table)
+            lookup = self._open[table] = RowLookup(where)
+        return lookup
+
+    def close(self) -> None:
+        for lookup in self._open.values():
+            lookup.close()
+        self._open = {}
+
+
+def index_of(spec: Any) -> tuple[dict[str, str], tuple[tuple[bytes, str], ...]]:
+    """Which index a row belongs to: {index table: index name}, and (prefix, index name) for indexes under a prefix
+    of the main table, longest prefix first."""
+    tables = {index.target.table: index.name for index in spec.indexes if index.target.table is not None}
+    prefixes = sorted(((index.target.prefix.encode(), index.name) for index in spec.indexes
+                       if index.target.prefix is not None), key=lambda pair: -len(pair[0]))
+    return tables, tuple(prefixes)
+
+
+class _ExtraRowsFn(beam.DoFn):
+    """``row_keys`` lines only the target has -> an extra_row each (naming its index, for an index row), and with
+    ``repair`` a Deletion of its cells in its table."""
+
+    def __init__(self, destination: Destination, repair: bool, after_us: int | None = None,
+                 tables: dict[str, str] | None = None, prefixes: tuple[tuple[bytes, str], ...] = ()) -> None:
         self._destination, self._repair, self._after_us = destination, repair, after_us
+        self._tables, self._prefixes = tables or {}, prefixes
 
     def setup(self) -> None:
-        self._lookup = RowLookup(self._destination)
+        self._lookups = Lookups(self._destination)
+
+    def _index(self, table: str | None, row_key: bytes) -> str | None:
+        if table is not None:
+            return self._tables.get(table, table)
+        return next((name for prefix, name in self._prefixes if row_key.startswith(prefix)), None)
 
     def process(self, keys: list[str]) -> Iterator[Any]:
         from ...mappers.validate.compare import Difference
 
-        rows = self._lookup.rows(base64.b64decode(key) for key in keys)
+        by_table: dict[str | None, list[bytes]] = defaultdict(list)
+        for line in keys:
+            table, row_key = key_of_line(line)
+            by_table[table].append(row_key)
         differences = []
         stats: Counter[str] = Counter()
-        for row_key, cells in rows.items():
-            later = self._after_us is not None and any(c.timestamp_micros > self._after_us for c in cells)
-            differences.append(json_line(Difference("extra_row", row_key, found=f"{len(cells)} cells".encode(),
-                                                after_snapshot=later).to_json()))
-            stats["after_snapshot" if later else "extra_row"] += 1
-            if self._repair and not later:
-                yield Deletion(row_key, tuple(cells))
-                stats["repair_deletes"] += len(cells)
+        for table, row_keys in by_table.items():
+            for row_key, cells in self._lookups[table].rows(row_keys).items():
+                later = self._after_us is not None and any(c.timestamp_micros > self._after_us for c in cells)
+                differences.append(json_line(Difference("extra_row", row_key, found=f"{len(cells)} cells".encode(),
+                                                        after_snapshot=later,
+                                                        index_name=self._index(table, row_key)).to_json()))
+                stats["after_snapshot" if later else "extra_row"] += 1
+                if self._repair and not later:
+                    yield Deletion(row_key, tuple(cells), table)
+                    stats["repair_deletes"] += len(cells)
         yield Found(tuple(differences), stats=tuple(stats.items()))
 
     def teardown(self) -> None:
-        lookup = getattr(self, "_lookup", None)
-        if lookup is not None:
-            lookup.close()
+        if getattr(self, "_lookups", None) is not None:
+            self._lookups.close()
 
 
 class _DeleteFn(beam.DoFn):
-    """Deletions in, applied in bulk requests; counts the cells deleted and refused."""
+    """Deletions in, applied in bulk requests (one per table); counts the cells deleted and refused."""
 
     def __init__(self, destination: Destination) -> None:
         self._destination = destination
@@ -101,7 +144,7 @@ class _DeleteFn(beam.DoFn):
         self._refused = Metrics.counter(NAMESPACE, "delete_failures")
 
     def setup(self) -> None:
-        self._lookup = RowLookup(self._destination)
+        self._lookups = Lookups(self._destination)
 
     def start_bundle(self) -> None:
         self._pending: list[Deletion] = []
@@ -115,15 +158,18 @@ class _DeleteFn(beam.DoFn):
         self._apply()
 
     def _apply(self) -> None:
-        deleted, refused = apply_deletions(self._lookup.table, self._pending)
+        by_table: dict[str | None, list[Deletion]] = defaultdict(list)
+        for deletion in self._pending:
+            by_table[deletion.table].append(deletion)
         self._pending = []
-        self._deleted.inc(deleted)
-        self._refused.inc(refused)
+        for table, deletions in by_table.items():
+            deleted, refused = apply_deletions(self._lookups[table].table, deletions)
+            self._deleted.inc(deleted)
+            self._refused.inc(refused)
 
     def teardown(self) -> None:
-        lookup = getattr(self, "_lookup", None)
-        if lookup is not None:
-            lookup.close()
+        if getattr(self, "_lookups", None) is not None:
+            self._lookups.close()
 
 
 def _candidate_row(line: str) -> tuple[str, str]:
@@ -190,17 +236,23 @@ def build_rows_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, rows_dir: str,
                       | "NamedOnly" >> beam.Filter(lambda kv, rows: kv[0] in rows, named))
             claiming = (claiming, owning) | "WithOwners" >> beam.Flatten()
         outputs.append(claiming | "GroupRows" >> beam.GroupByKey() | "Resolve" >> beam.ParDo(_ResolveFn(repair, after_us)))
-    if target_scan:
+    if target_scan:  # the main table and every index table, each listed range by range, joined in one combine
+        tables, prefixes = index_of(spec)
         source = (p | "SourceKeyFiles" >> beam.Create(known) | "SourceKeys" >> beam.io.ReadAllFromText()
                   | "FromSource" >> beam.Map(lambda key: (key, 1)))
-        target = (p | "Ranges" >> beam.Create(key_ranges(destination)) | "SpreadRanges" >> beam.Reshuffle()
-                  | "TargetKeys" >> beam.ParDo(ScanRowKeys(destination))
-                  | "FromTarget" >> beam.Map(lambda key: (base64.b64encode(key).decode("ascii"), 2)))
-        only_target = ((source, target) | "BothSides" >> beam.Flatten()
+        sides = [source]
+        for table in [None, *tables]:
+            where = destination if table is None else replace(destination, table=table)
+            name = "" if table is None else f"[{table}]"
+            sides.append(p | f"Ranges{name}" >> beam.Create(key_ranges(where))
+                         | f"SpreadRanges{name}" >> beam.Reshuffle()
+                         | f"TargetKeys{name}" >> beam.ParDo(ScanRowKeys(where))
+                         | f"FromTarget{name}" >> beam.Map(lambda key, table: (key_line(key, table), 2), table))
+        only_target = (tuple(sides) | "BothSides" >> beam.Flatten()
                        | "Where" >> beam.CombinePerKey(lambda sides: functools.reduce(operator.or_, sides, 0))
                        | "TargetOnly" >> beam.FlatMap(lambda kv: [kv[0]] if kv[1] == 2 else [])
                        | "InBatches" >> beam.BatchElements(min_batch_size=100, max_batch_size=1000)
-                       | "ExtraRows" >> beam.ParDo(_ExtraRowsFn(destination, repair, after_us)))
+                       | "ExtraRows" >> beam.ParDo(_ExtraRowsFn(destination, repair, after_us, tables, prefixes)))
         outputs.append(only_target)
     if not outputs:
         return False

@@ -214,6 +214,10 @@ def test_differences_round_trip_through_json_lines_with_binary_values():
     assert "from 2 items: pk=a, pk=b" in collision.describe()
     counts = count_kinds([binary, collision, binary._replace(kind="missing_row")])
     assert describe_counts(counts) == "1 collision, 1 different value, 1 missing row"
+    stray = Difference("extra_row", b"~by_status#\x01", found=b"3 cells", index_name="by_status")
+    assert stray.to_json()["index"] == "by_status" and "index" not in binary.to_json()
+    assert Difference.from_json(stray.to_json()) == stray
+    assert "(index by_status)" in stray.describe()
 
 
 def test_group_rows_compare_whatever_the_member_order():

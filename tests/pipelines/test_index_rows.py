@@ -21,6 +21,7 @@ from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.decode import compile_decoder
 from ddb2bt.mappers.results import Cell
 from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.mappers.validate.records import bytes_from_json
 from ddb2bt.pipelines.cutover.parity import Parity, compare
 from ddb2bt.pipelines.access.reads import dynamodb_items
 
@@ -173,6 +174,54 @@ def test_validate_checks_index_rows_like_any_other_rows(bigtable_env, dynalite, 
     assert read_cells(status_target) == good_status  # the missing index row written back, the extra cell deleted
     again = validate(spec, RunOptions(run_dir=str(tmp_path / "again"), total_segments=2))
     assert again.counts.get("missing_row") is None and again.counts.get("missing_cell") is None, again.counts
+
+
+@pytest.mark.parametrize("where", ["prefix", "table"])
+def test_the_target_scan_finds_and_repairs_stray_index_rows(bigtable_env, dynalite, unique_name, tmp_path, where):
+    """Index rows no item maps to (an item's old index key left behind, a row written by hand), in an index table
+    and under an index prefix, are extra rows naming their index; correct index rows never are."""
+    from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
+
+    _client, items, spec, _result = migrated(dynalite, unique_name, tmp_path, where)
+    status_target = spec.target if where == "prefix" else spec.target.model_copy(update={"table": f"{unique_name}.by_status"})
+    clean = validate(spec, RunOptions(run_dir=str(tmp_path / "clean"), total_segments=2), target_scan=True)
+    assert clean.ok and not clean.counts, (clean.counts, clean.problems, clean.first)
+    assert clean.counters["target_rows_scanned"] == len(read_cells(spec.target)) + (
+        len(read_cells(status_target)) if where == "table" else 0)  # every table's rows were listed
+
+    good, good_status = read_cells(spec.target), read_cells(status_target)
+    status_rows = sorted(key for key in good_status if key.startswith(b"~by_status#") or where == "table")
+    assert b"OPEN" in status_rows[0]
+    moved = status_rows[0].replace(b"OPEN", b"CLOSED")  # the item's index key was OPEN before, say: its old row left
+    by_hand = b"~by_type#written-by-hand"
+    assert moved not in good_status and by_hand not in good
+    with BigtableDataClient(project=spec.target.project) as bt:
+        bt.get_table(spec.target.instance, status_target.table).bulk_mutate_rows([RowMutationEntry(
+            moved, [SetCell(family, qualifier, value, ts) for family, qualifier, ts, value in good_status[status_rows[0]]])])
+        bt.get_table(spec.target.instance, spec.target.table).bulk_mutate_rows([
+            RowMutationEntry(by_hand, [SetCell("i", b"pk", b'{"S":"x"}', 1_000_000)])])
+    strays = {moved: "by_status", by_hand: "by_type"}
+
+    def extra_rows(result) -> dict:
+        lines = [json.loads(line) for line in open(result.prepared.run_dir + "/differences.jsonl")]
+        return {bytes_from_json(line["row_key"]): line.get("index") for line in lines if line["kind"] == "extra_row"}
+
+    without = validate(spec, RunOptions(run_dir=str(tmp_path / "no-scan"), total_segments=2))
+    assert without.ok  # what only the target scan can see
+    found = validate(spec, RunOptions(run_dir=str(tmp_path / "found"), total_segments=2), target_scan=True)
+    assert not found.ok and found.counts == {"extra_row": 2}, (found.counts, found.problems)
+    assert extra_rows(found) == strays
+    assert read_cells(status_target)[moved] and read_cells(spec.target)[by_hand]  # nothing written without --repair
+
+    repaired = validate(spec, RunOptions(run_dir=str(tmp_path / "repair"), total_segments=2), repair=True,
+                        target_scan=True)
+    assert repaired.finished and not repaired.problems, repaired.problems
+    assert extra_rows(repaired) == strays
+    assert repaired.counters["cells_deleted"] == len(good_status[status_rows[0]]) + 1
+    assert read_cells(spec.target) == good  # only the stray rows gone, every other cell as it was
+    assert read_cells(status_target) == good_status
+    again = validate(spec, RunOptions(run_dir=str(tmp_path / "again"), total_segments=2), target_scan=True)
+    assert again.ok and not again.counts, again.counts
 
 
 def test_an_item_whose_index_row_bigtable_refuses_is_one_dead_letter_and_counts_as_no_row(bigtable_env, unique_name,

@@ -31,8 +31,11 @@ TS = 1_704_067_200_000_000
 TAMPERED = range(0, ITEMS, ITEMS // 20)  # 20 items spread over the key space
 
 
-def make_spec(endpoint: str, table: str) -> MappingSpec:
-    return kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+def make_spec(endpoint: str, table: str, indexed: bool = False) -> MappingSpec:
+    """With ``indexed``, a GSI on `n` (every item has it) as index rows in a table of its own."""
+    indexes = [{"name": "by_n", "type": "global", "partition_key": "n", "projection": {"type": "KEYS_ONLY"},
+                "family": "i", "target": {"table": f"{table}.by_n"}}] if indexed else []
+    return kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z", indexes=indexes)
 
 
 def validate(spec_file: Path, run_dir: Path, *args: str, env: dict) -> subprocess.Popen:
@@ -43,21 +46,26 @@ def validate(spec_file: Path, run_dir: Path, *args: str, env: dict) -> subproces
 
 
 def test_kill_9_then_resume_reads_only_unfinished_segments(bigtable_env, kill_source, tmp_path):
+    """With the target scan over the main table and an index table: the row keys (index rows too) that the killed
+    attempt's finished segments mapped to are kept, so only the stray rows are extra rows."""
     from google.cloud.bigtable.data import BigtableDataClient, SetCell
 
     endpoint, table, items = kill_source
-    spec = make_spec(endpoint, table)
+    spec = make_spec(endpoint, table, indexed=True)
     assert migrate(spec, RunOptions(run_dir=str(tmp_path / "migrated"))).ok
     with BigtableDataClient(project=spec.target.project) as client:
         target = client.get_table(spec.target.instance, spec.target.table)
         for i in TAMPERED:
             target.mutate_row(f"p{i % PARTITIONS}#i{i:06d}".encode(), [SetCell("d", b"n", b'{"N":"-1"}', TS)])
+        target.mutate_row(b"stray#row", [SetCell("d", b"n", b'{"N":"1"}', TS)])
+        client.get_table(spec.target.instance, f"{table}.by_n").mutate_row(b"stray-index-row",
+                                                                          [SetCell("i", b"pk", b'{"S":"p1"}', TS)])
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
     run_dir = tmp_path / "validation"
     env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
 
-    killed = validate(spec_file, run_dir, env=env)
+    killed = validate(spec_file, run_dir, "--target-scan", env=env)
     deadline = time.monotonic() + 120
     while len(ckpt.completed_segments(str(run_dir))) < 3 if (run_dir / "segments").exists() else True:
         assert killed.poll() is None, f"the validation ended before it was killed: {killed.communicate()}"
@@ -68,7 +76,7 @@ def test_kill_9_then_resume_reads_only_unfinished_segments(bigtable_env, kill_so
     done = ckpt.completed_segments(str(run_dir))
     assert 3 <= len(done) < SEGMENTS
 
-    resumed = validate(spec_file, run_dir, "--resume", env=env)
+    resumed = validate(spec_file, run_dir, "--resume", "--target-scan", env=env)
     out, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 1, err  # differences were found
     result = json.loads(out)
@@ -76,9 +84,13 @@ def test_kill_9_then_resume_reads_only_unfinished_segments(bigtable_env, kill_so
     left_over = sum(1 for s in range(SEGMENTS) if s not in done for _ in scan_segment(client, table, s, SEGMENTS))
     assert result["counters"]["items_read"] == left_over < ITEMS * 0.8  # done segments were not read again
     assert result["totals"]["items_read"] == result["totals"]["items_compared"] == ITEMS  # the whole table, once
+    assert result["totals"]["index_rows_compared"] == ITEMS
     assert ckpt.completed_segments(str(run_dir)) == set(range(SEGMENTS))
     # every tampered item found once: those in segments the killed run finished, and the others
-    assert result["counts"] == {"different_value": len(TAMPERED), "different_attribute": len(TAMPERED)}
+    assert result["counts"] == {"different_value": len(TAMPERED), "different_attribute": len(TAMPERED), "extra_row": 2}
+    lines = [json.loads(line) for line in (run_dir / "differences.jsonl").read_text().splitlines()]
+    assert sorted((line["row_key"], line.get("index")) for line in lines if line["kind"] == "extra_row") == [
+        ("stray#row", None), ("stray-index-row", "by_n")]
     assert result["problems"] == []
 
 
