@@ -260,6 +260,7 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
         state = run.start(timeline.applied_to_us)
         if timeline.tail_started_us is None:
             timeline.tail_started_us = int(time.time() * 1_000_000)
+            timeline.tail_changes = changes
             timeline.spec = spec.model_dump(mode="json", by_alias=True)
             tl.save(run_dir, timeline)
         state = run.run(state)
@@ -391,8 +392,9 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
            options: RunOptions = RunOptions(), retry_s: float = 1.0) -> CutoverStatus:
     """READY only when every condition holds, each checked against the source itself (docs/CUTOVER.md):
 
-    * stream: every shard read to its current end by the tail (the stream read here, read-only, from the
-      tail's checkpoint: the records after it are counted, with the age of the oldest);
+    * stream: every piece of the tail's change source (the stream's shards) read to its current end by the tail
+      (the source read here through its interface, read-only, from the tail's checkpoint: the changes after it
+      are counted, with the age of the oldest);
     * dead letters: no change dead letter of the tail or a catch-up left unresolved;
     * tail: alive (a heartbeat saved with every page, within ``lag_threshold_s``), or stopped with nothing unread;
     * parity: random keys across the whole table and every key changed since the last check compare equal;
@@ -404,9 +406,9 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     from ..pipelines.cutover import timeline as tl
     from ..pipelines.dynamodb.client import ClientSettings, make_client
     from ..pipelines.cutover.parity import check, sample_keys
+    from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover.backlog import read_backlog
     from ..pipelines.cutover.tail import load_state, stopped_since
-    from ..pipelines.dynamodb.stream import make_streams_client
 
     timeline = _check_run_dir(run_dir)
     now_us = int(time.time() * 1_000_000)
@@ -442,7 +444,8 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         settings = ClientSettings.from_source(spec.source)
         saved = tl.read_json(tl.join(run_dir, STATUS_FILE)) or {}
         checked = saved.get("checked", {}) if saved.get("stream_arn") == state.stream_arn else {}
-        backlog = read_backlog(make_streams_client(settings), state, checked)
+        source = change_source_for(spec, timeline.tail_changes)  # the one the tail follows
+        backlog = read_backlog(source, state, checked)
         notes += backlog.notes
         oldest = backlog.oldest_unread_us
         behind_s = max(0.0, (now_us - oldest) / 1e6) if oldest is not None else 0.0
@@ -457,10 +460,11 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         if backlog.problems:
             detail = "; ".join(backlog.problems)
         elif backlog.unread or not backlog.complete:
-            detail = (f"{more}{backlog.unread} stream record(s) the tail has not applied, the oldest from "
+            detail = (f"{more}{backlog.unread} {source.changes_name} the tail has not applied, the oldest from "
                       f"{tl.us_to_iso(oldest) if oldest else '?'} ({behind_s:.1f} s behind)")
         else:
-            detail = f"every shard read to its end: 0 unread records in {len(backlog.shards)} shard(s)"
+            detail = (f"{len(backlog.shards)} {source.pieces_name} read to their end or tip: 0 unread "
+                      f"{source.changes_name}")
         conditions.append(Condition("stream", backlog.complete and not backlog.unread, detail,
                                     {"unread": backlog.unread, "shards": len(backlog.shards),
                                      "behind_s": round(behind_s, 1), "lower_bound": bool(more)}))
