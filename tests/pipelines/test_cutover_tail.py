@@ -144,3 +144,24 @@ def test_positions_past_the_retention_are_refused_and_point_to_catch_up(bigtable
     assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1).ok
     assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
     assert list(json.loads(state_file.read_text())["shards"]) == list(json.loads(saved)["shards"])  # forgotten
+
+
+def test_a_kept_shard_iterator_serves_only_the_position_it_follows(moto_server, unique_name):
+    """A reader of the stream that asks for another position than where its last turn stopped (cutover-status lists a
+    shard from its last check, then counts from the tail's position) reads from that position, not from the kept
+    iterator."""
+    from ddb2bt.pipelines.cutover.workload import create_streamed_table
+
+    client = create_streamed_table(moto_server.endpoint, unique_name)
+    for n in range(12):
+        client.put_item(TableName=unique_name, Item={"pk": {"S": f"p{n}"}, "sk": {"S": "post"}})
+    source = dynamodb_stream.StreamChanges(unique_name, client,
+                                           dynamodb_stream.make_streams_client(ClientSettings(
+                                               endpoint_url=moto_server.endpoint, region="us-east-1")),
+                                           page_limit=5)
+    shard = source.pieces()[0].id
+    first = [change for page in source.pages(shard, None) for change in page.changes]
+    assert len(first) == 12 and source.iterators[shard][0] == first[-1].sequence  # kept after the last record
+    again = [change for page in source.pages(shard, first[3].sequence) for change in page.changes]
+    assert [change.sequence for change in again] == [change.sequence for change in first[4:]]
+    assert [change for page in source.pages(shard, first[-1].sequence) for change in page.changes] == []
