@@ -226,6 +226,8 @@ class TailResult:
     dead_letter_lines: int
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    interrupted: bool = False
+    """Stopped by Ctrl-C (the usual way to stop it): every page applied before is saved in ``tail.json``."""
 
     @property
     def ok(self) -> bool:
@@ -256,6 +258,8 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
     run = TailRun(run_dir, source, sink, until_idle_s, max_seconds, poll_s)
     started = time.monotonic()
     record_stop(run_dir, 0)  # running from now on, until its heartbeat stops or it records its stop
+    state = None
+    interrupted = False
     try:
         state = run.start(timeline.applied_to_us)
         if timeline.tail_started_us is None:
@@ -263,14 +267,16 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
             timeline.tail_changes = changes
             timeline.spec = spec.model_dump(mode="json", by_alias=True)
             tl.save(run_dir, timeline)
-        state = run.run(state)
+        state = run.run(state)  # the state it is given, kept up to date page by page
+    except KeyboardInterrupt:  # Ctrl-C: a page is saved only once applied, so what was saved is in Bigtable
+        interrupted = True
     finally:
         run.close()
         lines = consolidate(dead_letter)
         record_stop(run_dir, int(time.time() * 1_000_000))
     counters = run.outcome.counters()
-    return TailResult(run_dir, counters, {k: vars(v) for k, v in state.shards.items()}, dead_letter, lines,
-                      reconcile_changes(counters), time.monotonic() - started)
+    return TailResult(run_dir, counters, {k: vars(v) for k, v in state.shards.items()} if state else {}, dead_letter,
+                      lines, reconcile_changes(counters), time.monotonic() - started, interrupted)
 
 
 # --------------------------------------------------------------------------- cutover-status

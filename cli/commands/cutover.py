@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from ...app.options import RunOptions
+from ...mappers.errors import Interrupted
 from ...mappers.units import plural
 from ..options import OutputFormat, SpecArg, run_options
 
@@ -105,6 +106,9 @@ def tail(spec: SpecArg, run_dir: RunDir,
            f"{plural(len(result.shards), 'shard')}, {sum(s['done'] for s in result.shards.values())} finished; "
            f"dead letters: {result.dead_letter} ({result.dead_letter_lines} lines)"]
           + [f"PROBLEM: {problem}" for problem in result.problems])
+    if result.interrupted:
+        raise Interrupted(f"tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json",
+                          f"start it again with the same options to go on: ddb2bt tail {spec} --run-dir {run_dir}")
     if not result.ok:
         raise typer.Exit(1)
 

@@ -165,3 +165,34 @@ def test_a_kept_shard_iterator_serves_only_the_position_it_follows(moto_server, 
     again = [change for page in source.pages(shard, first[3].sequence) for change in page.changes]
     assert [change.sequence for change in again] == [change.sequence for change in first[4:]]
     assert [change for page in source.pages(shard, first[-1].sequence) for change in page.changes] == []
+
+
+def test_ctrl_c_stops_the_tail_with_what_it_applied_and_how_to_go_on(bigtable_env, moto_server, unique_name, tmp_path,
+                                                                     monkeypatch):
+    """Ctrl-C is how a tail is stopped (README): the CLI says what it applied, where it is saved and the command that
+    goes on, and exits 130 (typer turns a KeyboardInterrupt into a silent exit 130 when the use case lets it out)."""
+    from typer.testing import CliRunner
+
+    from ddb2bt.cli.main import app
+    from ddb2bt.pipelines.cutover import tail as stream_tail
+
+    rng = random.Random(12)
+    run_dir = str(tmp_path / "run")
+    client, spec = backfill(moto_server, unique_name, run_dir, rng)
+    workload(client, unique_name, rng, 30)
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
+
+    def ctrl_c(seconds: float) -> None:  # the user presses Ctrl-C while the tail waits for more changes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stream_tail.time, "sleep", ctrl_c)
+    result = CliRunner().invoke(app, ["tail", str(spec_path), "--run-dir", run_dir])
+    assert result.exit_code == 130, result.output
+    assert "tail stopped after" in result.output and "changes:" in result.output
+    assert f"error: tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json" in result.output
+    assert f"ddb2bt tail {spec_path} --run-dir {run_dir}" in result.output
+    state = stream_tail.load_state(run_dir)
+    assert state is not None and state.counters["changes_read"] >= 30
+    assert stream_tail.stopped_since(run_dir, state)  # recorded as stopped: cutover-status does not wait for it
+    assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
