@@ -469,8 +469,8 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
             detail = (f"{more}{backlog.unread} {source.changes_name} the tail has not applied, the oldest from "
                       f"{tl.us_to_iso(oldest) if oldest else '?'} ({behind_s:.1f} s behind)")
         else:
-            detail = (f"{len(backlog.shards)} {source.pieces_name} read to their end or tip: 0 unread "
-                      f"{source.changes_name}")
+            detail = (f"0 unread {source.changes_name} in {source.name()} ({source.pieces_name}: "
+                      f"{len(backlog.shards)}, each read to its end or tip)")
         conditions.append(Condition("stream", backlog.complete and not backlog.unread, detail,
                                     {"unread": backlog.unread, "shards": len(backlog.shards),
                                      "behind_s": round(behind_s, 1), "lower_bound": bool(more)}))

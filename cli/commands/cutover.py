@@ -99,6 +99,10 @@ def tail(spec: SpecArg, run_dir: RunDir,
     """
     from ...app import cutover
 
+    stops = ([f"idle for {until_idle:g} s"] if until_idle is not None else []) + \
+        ([f"after {max_seconds:g} s"] if max_seconds is not None else []) + ["at Ctrl-C"]
+    typer.echo(f"tail {spec} --run-dir {run_dir}: following the table's stream into Bigtable; it stops "
+               f"{' or '.join(stops)} and says what it applied", err=True)  # a long silent run otherwise
     result = cutover.tail(spec, dataclasses.replace(options, run_dir=run_dir), until_idle_s=until_idle,
                           max_seconds=max_seconds, poll_s=poll_seconds)
     _echo([f"tail stopped after {result.seconds:.1f} s: {_counters(result.counters)}; "

@@ -250,7 +250,7 @@ def test_cutover_status_reads_the_backlog_of_a_registered_change_source(json_lin
     code, found, checks = _status(options.run_dir)
     assert code == 0 and found["ready"], found["reasons"]
     assert checks["stream"]["holds"] and checks["stream"]["counts"]["unread"] == 0
-    assert checks["stream"]["detail"] == f"{PIECES} line sets read to their end or tip: 0 unread change(s)"
+    assert checks["stream"]["detail"] == f"0 unread change(s) in {path} (line sets: {PIECES}, each read to its end or tip)"
     changed = {json.dumps(change.keys, sort_keys=True) for change in log}
     assert found["parity"]["changed_keys"] == len(changed) and not found["parity"]["mismatches"]
 

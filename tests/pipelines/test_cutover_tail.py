@@ -189,6 +189,8 @@ def test_ctrl_c_stops_the_tail_with_what_it_applied_and_how_to_go_on(bigtable_en
     monkeypatch.setattr(stream_tail.time, "sleep", ctrl_c)
     result = CliRunner().invoke(app, ["tail", str(spec_path), "--run-dir", run_dir])
     assert result.exit_code == 130, result.output
+    assert f"tail {spec_path} --run-dir {run_dir}: following the table's stream into Bigtable; it stops at Ctrl-C" \
+        in result.output  # said at once: a tail runs silently for as long as the cutover takes
     assert "tail stopped after" in result.output and "changes:" in result.output
     assert f"error: tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json" in result.output
     assert f"ddb2bt tail {spec_path} --run-dir {run_dir}" in result.output
