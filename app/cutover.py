@@ -479,14 +479,18 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         alive = heartbeat_age <= lag_threshold_s and not stopped_since(run_dir, state)
         drained = backlog.complete and not backlog.unread
         applied = [s.last_record_us for s in state.shards.values() if s.last_record_us]
+        # records from before the timeline's end are read and skipped (the earlier phases applied them): never
+        # "applied up to" a time before what those phases applied
         phases.append({"phase": "tail", "state": "running" if alive else "stopped",
                        "last_heartbeat_s_ago": round(heartbeat_age, 1),
-                       "applied_up_to": tl.us_to_iso(max(applied)) if applied else None, "counters": state.counters})
+                       "applied_up_to": tl.us_to_iso(max(*applied, timeline.applied_to_us)) if applied else None,
+                       "counters": state.counters})
         conditions.append(Condition("tail", alive or drained, (
             f"alive: last heartbeat {heartbeat_age:.1f} s ago" if alive else
             f"stopped (last heartbeat {heartbeat_age:.0f} s ago) after applying everything the stream holds" if drained
-            else f"stopped (last heartbeat {heartbeat_age:.0f} s ago, threshold {lag_threshold_s:.0f} s) with stream "
-            "records unapplied: start `ddb2bt tail` again"), {"heartbeat_s_ago": round(heartbeat_age, 1),
+            else f"stopped (last heartbeat {heartbeat_age:.0f} s ago, threshold {lag_threshold_s:.0f} s) with "
+            + ("what the stream holds after its position not counted (see stream)" if backlog.problems else
+               f"{source.changes_name} unapplied: start `ddb2bt tail` again")), {"heartbeat_s_ago": round(heartbeat_age, 1),
                                                               "alive": alive}))
 
         compiled = compile_spec(spec, now_ms=timeline.now_ms)

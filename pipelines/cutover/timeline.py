@@ -102,7 +102,10 @@ class Timeline:
     must be of this table (a table deleted and re-created under the same name has another tableId)."""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["tail_changes"] is None:  # the table's stream: the file an earlier ddb2bt also reads
+            del data["tail_changes"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Timeline:

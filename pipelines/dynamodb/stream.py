@@ -144,6 +144,10 @@ class StreamChanges(ChangeSource):
             require_streams_api(self.streams)
             raise UsageError(f"table {self.table} has no DynamoDB stream",
                              "enable one with view NEW_AND_OLD_IMAGES (it must exist since the backfill started)")
+        if view is None:  # a stream disabled since: its ARN stays, its specification goes
+            raise UsageError(f"the stream of {self.table} ({stream_arn}) is no longer enabled",
+                             "enable a stream with view NEW_AND_OLD_IMAGES; a new stream does not hold the changes "
+                             "the old one did: catch up from an incremental export, then start the tail again")
         if view != "NEW_AND_OLD_IMAGES":
             raise UsageError(f"the stream of {self.table} has view {view}: without old images the cells a change "
                              "removes cannot be found", "enable the stream with NEW_AND_OLD_IMAGES")

@@ -230,6 +230,7 @@ def test_cutover_status_reads_the_backlog_of_a_registered_change_source(json_lin
     assert 0 < applied < len(log)
     tail_file = tmp_path / "run" / "tail.json"
     saved = tail_file.read_bytes()
+    assert json.loads((tmp_path / "run" / "cutover.json").read_text())["tail_changes"] == path  # for cutover-status
 
     JsonLinesChanges.kill_after, JsonLinesChanges.asked = None, []
     code, found, checks = _status(options.run_dir)

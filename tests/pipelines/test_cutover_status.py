@@ -64,6 +64,8 @@ def ready_run(moto_server, name: str, tmp_path: Path, spec: MappingSpec | None =
     assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1).ok
     code, found = status(run_dir)
     assert code == 0 and found["ready"], found["reasons"]
+    phases = {phase["phase"]: phase for phase in found["phases"]}  # the tail read only records the scan holds:
+    assert phases["tail"]["applied_up_to"] >= phases["backfill"]["applied_up_to"]  # not the older records' time
     return client, spec, run_dir
 
 

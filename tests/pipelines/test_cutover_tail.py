@@ -197,4 +197,20 @@ def test_ctrl_c_stops_the_tail_with_what_it_applied_and_how_to_go_on(bigtable_en
     state = stream_tail.load_state(run_dir)
     assert state is not None and state.counters["changes_read"] >= 30
     assert stream_tail.stopped_since(run_dir, state)  # recorded as stopped: cutover-status does not wait for it
+    timeline = json.loads((tmp_path / "run" / "cutover.json").read_text())
+    assert timeline["tail_started_us"] and "tail_changes" not in timeline  # the stream: as earlier versions wrote it
     assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
+
+
+def test_a_stream_disabled_since_is_named_as_such(moto_server, unique_name):
+    """DescribeTable keeps a disabled stream's LatestStreamArn and drops its StreamSpecification: the tail and
+    cutover-status say the stream is no longer enabled (not that its view is None)."""
+    from ddb2bt.mappers.errors import UsageError
+    from ddb2bt.pipelines.cutover.workload import create_streamed_table
+
+    client = create_streamed_table(moto_server.endpoint, unique_name)
+    client.update_table(TableName=unique_name, StreamSpecification={"StreamEnabled": False})
+    source = dynamodb_stream.StreamChanges(unique_name, client, dynamodb_stream.make_streams_client(ClientSettings(
+        endpoint_url=moto_server.endpoint, region="us-east-1")))
+    with pytest.raises(UsageError, match=f"the stream of {unique_name} .* is no longer enabled; enable a stream"):
+        source.window()
