@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...mappers.attrvalue import to_export_json
-from ...mappers.errors import UsageError
+from ...mappers.errors import Ddb2btError, UsageError
 from ..change_source import ChangePage, ChangeSource, plan_pieces
 from ..dynamodb.stream import StreamChanges
 from .tail import EMPTY_PAGES_PER_TURN, PAGE_LIMIT, TailState
@@ -99,7 +99,9 @@ def read_backlog(source: ChangeSource | Any, state: TailState, checked: dict[str
         backlog.problems.append(f"{source.name()} cannot be read: {error.one_line()}")
         return backlog
     for piece_id in plan_pieces(listed, state.shards).lost:
-        backlog.problems.append(f"{source.lost(piece_id)}: its unread {source.changes_name} cannot be counted")
+        lost = source.lost(piece_id)
+        said = lost.one_line() if isinstance(lost, Ddb2btError) else str(lost)
+        backlog.problems.append(f"{piece_id}: its unread {source.changes_name} cannot be counted: {said}")
     keys: dict[str, dict[str, Any]] = {}
     for piece in listed:
         saved = state.shards.get(piece.id)

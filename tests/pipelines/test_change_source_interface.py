@@ -257,3 +257,34 @@ def test_cutover_status_reads_the_backlog_of_a_registered_change_source(json_lin
 
     code, found, checks = _status(options.run_dir)  # the next check lists only the keys changed since this one
     assert code == 0 and found["parity"]["changed_keys"] == 0 and checks["stream"]["counts"]["unread"] == 0
+
+
+def test_the_backlog_of_a_registered_change_source_is_never_a_false_zero(tmp_path):
+    """read_backlog through the interface alone (no server): a capped read is a lower bound, a piece the tail had not
+    finished that the source no longer lists and a source that is not the one the tail followed make the count
+    impossible; changes from before the tail's start are not counted."""
+    from ddb2bt.pipelines.cutover.backlog import read_backlog
+    from ddb2bt.pipelines.cutover.tail import ShardState, TailState
+
+    log = simulate(random.Random(15), {}, 60, T0, T0 + HOUR)
+    source = JsonLinesChanges(_write_changes(tmp_path / "changes.jsonl", log, T0, T0 + HOUR, "t"))
+    per_piece = {piece: sum(_piece_of({"Keys": c.keys}) == piece for c in log) for piece in ("part-0", "part-1")}
+
+    whole = read_backlog(source, TailState("changes", T0), {})
+    assert whole.complete and whole.unread == len(log) and whole.oldest_unread_us == log[0].time_us
+    late = read_backlog(source, TailState("changes", log[10].time_us), {})  # the tail starts at the 11th change
+    assert late.complete and late.unread == len(log) - 10
+
+    capped = read_backlog(source, TailState("changes", T0), {}, max_pages=1)
+    assert not capped.complete and capped.unread == 2 * PAGE < len(log)
+    assert all(shard.capped for shard in capped.shards)
+
+    at = str(per_piece["part-0"] - 2)  # the tail applied part-0 but its last 1 change, nothing of part-1
+    state = TailState("changes", T0, {"part-0": ShardState(at), "part-9": ShardState("3")})
+    lost = read_backlog(source, state, {})
+    assert not lost.complete and lost.unread == 1 + per_piece["part-1"]
+    assert lost.problems == [f"part-9: its unread change(s) cannot be counted: part-9 is no longer in {source.path} "
+                             "before it was read to its end"]
+
+    other = read_backlog(source, TailState("other-changes", T0), {})
+    assert not other.complete and other.problems[0].startswith("the tail followed other-changes, and ")
