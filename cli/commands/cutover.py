@@ -55,10 +55,16 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
         read = live["done"] if "done" in live else cutover.catch_up_progress(run_dir).get("changes_read", 0)
         return changes_text(read or 0, live["total"])
 
-    with watching(f"catch-up of export {export.rstrip('/').rsplit('/', 1)[-1]}", figures):
-        result = cutover.catch_up(spec, export, dataclasses.replace(options, run_dir=run_dir),
-                                  started=lambda total: live.update(total=total))
-        live["done"] = result.counters["changes_read"]
+    try:
+        with watching(f"catch-up of export {export.rstrip('/').rsplit('/', 1)[-1]}", figures):
+            result = cutover.catch_up(spec, export, dataclasses.replace(options, run_dir=run_dir),
+                                      started=lambda total: live.update(total=total))
+            live["done"] = result.counters["changes_read"]
+    except KeyboardInterrupt:  # typer would exit 130 without a word
+        raise Interrupted(f"catch-up stopped by Ctrl-C; the timeline in {run_dir} advances only once the whole export "
+                          "is applied", "a job on Dataflow keeps running (let it end, or cancel it); then run the "
+                          "same command again (what was applied is applied again, harmlessly): "
+                          f"ddb2bt catch-up {spec} --run-dir {run_dir} --export {export}") from None
 
     _echo([f"catch-up {result.export_id}: {us_to_iso(result.from_us)} .. {us_to_iso(result.to_us)} "
            f"in {result.seconds:.1f} s",
