@@ -231,6 +231,8 @@ class TailResult:
     dead_letter_lines: int
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    interrupted: bool = False
+    """Stopped by Ctrl-C (the usual way to stop it): every page applied before is saved in ``tail.json``."""
 
     @property
     def ok(self) -> bool:
@@ -261,20 +263,25 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
     run = TailRun(run_dir, source, sink, until_idle_s, max_seconds, poll_s)
     started = time.monotonic()
     record_stop(run_dir, 0)  # running from now on, until its heartbeat stops or it records its stop
+    state = None
+    interrupted = False
     try:
         state = run.start(timeline.applied_to_us)
         if timeline.tail_started_us is None:
             timeline.tail_started_us = int(time.time() * 1_000_000)
+            timeline.tail_changes = changes
             timeline.spec = spec.model_dump(mode="json", by_alias=True)
             tl.save(run_dir, timeline)
-        state = run.run(state)
+        state = run.run(state)  # the state it is given, kept up to date page by page
+    except KeyboardInterrupt:  # Ctrl-C: a page is saved only once applied, so what was saved is in Bigtable
+        interrupted = True
     finally:
         run.close()
         lines = consolidate(dead_letter)
         record_stop(run_dir, int(time.time() * 1_000_000))
     counters = run.outcome.counters()
-    return TailResult(run_dir, counters, {k: vars(v) for k, v in state.shards.items()}, dead_letter, lines,
-                      reconcile_changes(counters), time.monotonic() - started)
+    return TailResult(run_dir, counters, {k: vars(v) for k, v in state.shards.items()} if state else {}, dead_letter,
+                      lines, reconcile_changes(counters), time.monotonic() - started, interrupted)
 
 
 # --------------------------------------------------------------------------- cutover-status
@@ -396,8 +403,9 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
            options: RunOptions = RunOptions(), retry_s: float = 1.0) -> CutoverStatus:
     """READY only when every condition holds, each checked against the source itself (docs/CUTOVER.md):
 
-    * stream: every shard read to its current end by the tail (the stream read here, read-only, from the
-      tail's checkpoint: the records after it are counted, with the age of the oldest);
+    * stream: every piece of the tail's change source (the stream's shards) read to its current end by the tail
+      (the source read here through its interface, read-only, from the tail's checkpoint: the changes after it
+      are counted, with the age of the oldest);
     * dead letters: no change dead letter of the tail or a catch-up left unresolved;
     * tail: alive (a heartbeat saved with every page, within ``lag_threshold_s``), or stopped with nothing unread;
     * parity: random keys across the whole table and every key changed since the last check compare equal;
@@ -409,9 +417,9 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     from ..pipelines.cutover import timeline as tl
     from ..pipelines.dynamodb.client import ClientSettings, make_client
     from ..pipelines.cutover.parity import check, sample_keys
+    from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover.backlog import read_backlog
     from ..pipelines.cutover.tail import load_state, stopped_since
-    from ..pipelines.dynamodb.stream import make_streams_client
 
     timeline = _check_run_dir(run_dir)
     now_us = int(time.time() * 1_000_000)
@@ -447,7 +455,8 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         settings = ClientSettings.from_source(spec.source)
         saved = tl.read_json(tl.join(run_dir, STATUS_FILE)) or {}
         checked = saved.get("checked", {}) if saved.get("stream_arn") == state.stream_arn else {}
-        backlog = read_backlog(make_streams_client(settings), state, checked)
+        source = change_source_for(spec, timeline.tail_changes)  # the one the tail follows
+        backlog = read_backlog(source, state, checked)
         notes += backlog.notes
         oldest = backlog.oldest_unread_us
         behind_s = max(0.0, (now_us - oldest) / 1e6) if oldest is not None else 0.0
@@ -462,10 +471,11 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         if backlog.problems:
             detail = "; ".join(backlog.problems)
         elif backlog.unread or not backlog.complete:
-            detail = (f"{more}{backlog.unread} stream record(s) the tail has not applied, the oldest from "
+            detail = (f"{more}{backlog.unread} {source.changes_name} the tail has not applied, the oldest from "
                       f"{tl.us_to_iso(oldest) if oldest else '?'} ({behind_s:.1f} s behind)")
         else:
-            detail = f"every shard read to its end: 0 unread records in {len(backlog.shards)} shard(s)"
+            detail = (f"0 unread {source.changes_name} in {source.name()} ({source.pieces_name}: "
+                      f"{len(backlog.shards)}, each read to its end or tip)")
         conditions.append(Condition("stream", backlog.complete and not backlog.unread, detail,
                                     {"unread": backlog.unread, "shards": len(backlog.shards),
                                      "behind_s": round(behind_s, 1), "lower_bound": bool(more)}))
@@ -474,14 +484,18 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         alive = heartbeat_age <= lag_threshold_s and not stopped_since(run_dir, state)
         drained = backlog.complete and not backlog.unread
         applied = [s.last_record_us for s in state.shards.values() if s.last_record_us]
+        # records from before the timeline's end are read and skipped (the earlier phases applied them): never
+        # "applied up to" a time before what those phases applied
         phases.append({"phase": "tail", "state": "running" if alive else "stopped",
                        "last_heartbeat_s_ago": round(heartbeat_age, 1),
-                       "applied_up_to": tl.us_to_iso(max(applied)) if applied else None, "counters": state.counters})
+                       "applied_up_to": tl.us_to_iso(max(*applied, timeline.applied_to_us)) if applied else None,
+                       "counters": state.counters})
         conditions.append(Condition("tail", alive or drained, (
             f"alive: last heartbeat {heartbeat_age:.1f} s ago" if alive else
             f"stopped (last heartbeat {heartbeat_age:.0f} s ago) after applying everything the stream holds" if drained
-            else f"stopped (last heartbeat {heartbeat_age:.0f} s ago, threshold {lag_threshold_s:.0f} s) with stream "
-            "records unapplied: start `ddb2bt tail` again"), {"heartbeat_s_ago": round(heartbeat_age, 1),
+            else f"stopped (last heartbeat {heartbeat_age:.0f} s ago, threshold {lag_threshold_s:.0f} s) with "
+            + ("what the stream holds after its position not counted (see stream)" if backlog.problems else
+               f"{source.changes_name} unapplied: start `ddb2bt tail` again")), {"heartbeat_s_ago": round(heartbeat_age, 1),
                                                               "alive": alive}))
 
         compiled = compile_spec(spec, now_ms=timeline.now_ms)

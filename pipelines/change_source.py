@@ -114,6 +114,8 @@ class ChangeSource(ABC):
     """The registry's name for this kind of change source."""
     pieces_name: ClassVar[str] = "pieces"
     """What its pieces are called in messages ("stream shards", "export data files")."""
+    changes_name: ClassVar[str] = "change(s)"
+    """What its changes are called in messages ("stream record(s)")."""
 
     @abstractmethod
     def name(self) -> str:

@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from ...app.options import RunOptions
+from ...mappers.errors import Interrupted
 from ...mappers.units import plural
 from ..options import OutputFormat, SpecArg, run_options
 
@@ -54,10 +55,16 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
         read = live["done"] if "done" in live else cutover.catch_up_progress(run_dir).get("changes_read", 0)
         return changes_text(read or 0, live["total"])
 
-    with watching(f"catch-up of export {export.rstrip('/').rsplit('/', 1)[-1]}", figures):
-        result = cutover.catch_up(spec, export, dataclasses.replace(options, run_dir=run_dir),
-                                  started=lambda total: live.update(total=total))
-        live["done"] = result.counters["changes_read"]
+    try:
+        with watching(f"catch-up of export {export.rstrip('/').rsplit('/', 1)[-1]}", figures):
+            result = cutover.catch_up(spec, export, dataclasses.replace(options, run_dir=run_dir),
+                                      started=lambda total: live.update(total=total))
+            live["done"] = result.counters["changes_read"]
+    except KeyboardInterrupt:  # typer would exit 130 without a word
+        raise Interrupted(f"catch-up stopped by Ctrl-C; the timeline in {run_dir} advances only once the whole export "
+                          "is applied", "a job on Dataflow keeps running (let it end, or cancel it); then run the "
+                          "same command again (what was applied is applied again, harmlessly): "
+                          f"ddb2bt catch-up {spec} --run-dir {run_dir} --export {export}") from None
 
     _echo([f"catch-up {result.export_id}: {us_to_iso(result.from_us)} .. {us_to_iso(result.to_us)} "
            f"in {result.seconds:.1f} s",
@@ -98,6 +105,10 @@ def tail(spec: SpecArg, run_dir: RunDir,
     """
     from ...app import cutover
 
+    stops = ([f"idle for {until_idle:g} s"] if until_idle is not None else []) + \
+        ([f"after {max_seconds:g} s"] if max_seconds is not None else []) + ["at Ctrl-C"]
+    typer.echo(f"tail {spec} --run-dir {run_dir}: following the table's stream into Bigtable; it stops "
+               f"{' or '.join(stops)} and says what it applied", err=True)  # a long silent run otherwise
     result = cutover.tail(spec, dataclasses.replace(options, run_dir=run_dir), until_idle_s=until_idle,
                           max_seconds=max_seconds, poll_s=poll_seconds)
     _echo([f"tail stopped after {result.seconds:.1f} s: {_counters(result.counters)}; "
@@ -105,6 +116,9 @@ def tail(spec: SpecArg, run_dir: RunDir,
            f"{plural(len(result.shards), 'shard')}, {sum(s['done'] for s in result.shards.values())} finished; "
            f"dead letters: {result.dead_letter} ({result.dead_letter_lines} lines)"]
           + [f"PROBLEM: {problem}" for problem in result.problems])
+    if result.interrupted:
+        raise Interrupted(f"tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json",
+                          f"start it again with the same options to go on: ddb2bt tail {spec} --run-dir {run_dir}")
     if not result.ok:
         raise typer.Exit(1)
 

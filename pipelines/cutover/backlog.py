@@ -1,31 +1,39 @@
-"""What the stream holds that the tail has not applied yet, read from the stream itself, without moving anything.
+"""What a change source holds that the tail has not applied yet, read through the source, without moving anything.
 
 ``cutover-status`` must not judge the tail by what the tail says about itself (a tail far behind, or
-stopped, saved its last lag when it last saved): it reads every shard of the stream read-only —
-DescribeStream, GetShardIterator ``AFTER_SEQUENCE_NUMBER`` from a saved position, GetRecords — and
-never writes the tail's checkpoint (``tail.json``). Per shard it counts the records after the tail's
-saved position (the *unread* ones, with the time of the oldest), and lists the keys of the records
-between the last status check's own position and the tail's (the items changed since the last
-check, which the parity check compares).
+stopped, saved its last lag when it last saved): it reads the tail's change source itself (the table's
+stream, or whatever :mod:`~ddb2bt.pipelines.change_sources` gave the tail) through the
+:class:`~ddb2bt.pipelines.change_source.ChangeSource` interface — its pieces, and each piece's pages from a
+saved position — and never writes the tail's checkpoint (``tail.json``). Per piece (a stream's shard) it
+counts the changes after the tail's saved position (the *unread* ones, with the time of the oldest), and
+lists the keys of the changes between the last status check's own position and the tail's (the items
+changed since the last check, which the parity check compares).
 
-A shard is read to its end (a closed shard: GetRecords gives no next iterator) or to its current tip
-(an open shard: :data:`TIP_EMPTY_PAGES` empty pages in a row, as the tail follows them). Records from
-before the tail's start (the timeline's end minus the start margin) are not counted: the tail skips
-them too, they are in what the earlier phases applied.
+A piece is read to its end (a closed shard, a page marked ``done``) or to its current tip (an open
+shard: :data:`TIP_EMPTY_PAGES` empty pages in a row, as the tail follows them, or a read that gives no
+page). Past :data:`MAX_PAGES_PER_SHARD` pages the count is a lower bound (``capped``), never READY. A
+source that is not the one the tail followed, a piece the tail had not finished that the source no longer
+lists, and a position the source no longer holds make the count impossible (``problems``). Changes from
+before the tail's start (the timeline's end minus the start margin) are not counted: the tail skips them
+too, they are in what the earlier phases applied.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...mappers.attrvalue import to_export_json
-from .tail import EMPTY_PAGES_PER_TURN, PAGE_LIMIT, TailState, plan_shards, to_change
+from ...mappers.errors import Ddb2btError, UsageError
+from ..change_source import ChangePage, ChangeSource, plan_pieces
+from ..dynamodb.stream import StreamChanges
+from .tail import EMPTY_PAGES_PER_TURN, PAGE_LIMIT, TailState
 
 TIP_EMPTY_PAGES = EMPTY_PAGES_PER_TURN
 MAX_PAGES_PER_SHARD = 500
-"""At most this many pages a shard per check; past it the count is a lower bound (``capped``) and never READY."""
+"""At most this many pages a piece per read; past it the count is a lower bound (``capped``) and never READY."""
 
 
 @dataclass
@@ -33,14 +41,14 @@ class ShardBacklog:
     shard: str
     unread: int = 0
     oldest_unread_us: int | None = None
-    """ApproximateCreationDateTime of the oldest record the tail has not applied."""
+    """The time of the oldest change the tail has not applied."""
     newest_us: int | None = None
-    """The newest record seen in this shard (applied or not)."""
+    """The newest change seen in this piece (applied or not)."""
     tail_done: bool = False
     capped: bool = False
     """Stopped after MAX_PAGES_PER_SHARD pages: ``unread`` is a lower bound."""
     checked_to: str | None = None
-    """The last applied record this check saw: where the next check starts listing changed keys."""
+    """The tail's position this check listed the changed keys up to: where the next check starts listing."""
 
 
 @dataclass
@@ -49,7 +57,7 @@ class StreamBacklog:
     changed_keys: list[dict[str, Any]] = field(default_factory=list)
     """Keys (export JSON) of the items whose changes the tail applied since the last check, each once."""
     problems: list[str] = field(default_factory=list)
-    """What makes the count impossible (a shard lost past the retention): never READY."""
+    """What makes the count impossible (another source, a piece lost past the retention): never READY."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -66,116 +74,103 @@ class StreamBacklog:
         return not self.problems and not any(shard.capped for shard in self.shards)
 
 
-def _code(error: Exception) -> str:
-    return str((getattr(error, "response", None) or {}).get("Error", {}).get("Code", ""))
-
-
-def list_shards(streams: Any, stream_arn: str) -> list[dict[str, Any]]:
-    """Every shard of the stream (DescribeStream pages)."""
-    shards: list[dict[str, Any]] = []
-    start: dict[str, Any] = {}
-    while True:
-        page = streams.describe_stream(StreamArn=stream_arn, **start)["StreamDescription"]
-        shards += page.get("Shards", [])
-        last = page.get("LastEvaluatedShardId")
-        if not last:
-            return shards
-        start = {"ExclusiveStartShardId": last}
-
-
-def _position(streams: Any, stream_arn: str, shard_id: str, after: str | None) -> str | None:
-    kind = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": after} if after \
-        else {"ShardIteratorType": "TRIM_HORIZON"}
-    return streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard_id, **kind).get("ShardIterator")
-
-
-def _before(sequence: str | None, other: str | None) -> bool:
-    """``sequence`` is strictly before ``other`` (stream sequence numbers are decimal integers)."""
-    return sequence is not None and other is not None and int(sequence) < int(other)
-
-
-def read_backlog(streams: Any, state: TailState, checked: dict[str, str], *,
+def read_backlog(source: ChangeSource | Any, state: TailState, checked: dict[str, str], *,
                  max_pages: int = MAX_PAGES_PER_SHARD) -> StreamBacklog:
-    """Count, per shard, the records after the tail's saved position; list the keys changed since ``checked``.
+    """Count, per piece of ``source``, the changes after the tail's saved position; list the keys changed since
+    ``checked``.
 
-    ``checked`` maps shard ids to the last record an earlier check listed (its ``checked_to``); a
-    shard it does not name is listed from the tail's start. Nothing is written anywhere.
+    ``source``: the change source the tail follows, or a ``dynamodbstreams`` client (the stream the tail's
+    checkpoint names, read with :data:`PAGE_LIMIT` records a page). ``checked`` maps piece ids to the tail's
+    position an earlier check listed up to (its ``checked_to``); a piece it does not name is listed from its
+    start. Nothing is written anywhere.
     """
     backlog = StreamBacklog()
-    listed = list_shards(streams, state.stream_arn)
-    lost = plan_shards(listed, state.shards).lost
-    backlog.problems += [f"shard {shard_id} is no longer in the stream (past its 24-hour retention) before the tail "
-                         "read it to its end: its unread records cannot be counted" for shard_id in lost]
+    try:
+        if isinstance(source, ChangeSource):
+            window = source.window()
+            if window.id != state.stream_arn:
+                backlog.problems.append(f"the tail followed {state.stream_arn}, and {source.name()} is now "
+                                        f"{window.id}: what the tail has not applied cannot be counted")
+                return backlog
+        else:
+            source = StreamChanges.reading(source, state.stream_arn, page_limit=PAGE_LIMIT)
+        listed = source.pieces()
+    except UsageError as error:
+        backlog.problems.append(f"{source.name()} cannot be read: {error.one_line()}")
+        return backlog
+    for piece_id in plan_pieces(listed, state.shards).lost:
+        lost = source.lost(piece_id)
+        said = lost.one_line() if isinstance(lost, Ddb2btError) else str(lost)
+        backlog.problems.append(f"{piece_id}: its unread {source.changes_name} cannot be counted: {said}")
     keys: dict[str, dict[str, Any]] = {}
-    for shard in listed:
-        shard_id = shard["ShardId"]
-        saved = state.shards.get(shard_id)
+    for piece in listed:
+        saved = state.shards.get(piece.id)
         tail_at, tail_done = (saved.sequence, saved.done) if saved is not None else (None, False)
-        result = ShardBacklog(shard_id, tail_done=tail_done)
+        result = ShardBacklog(piece.id, tail_done=tail_done, checked_to=tail_at)
         backlog.shards.append(result)
-        start = checked.get(shard_id)
-        if tail_at is None and not tail_done:
-            start = None  # the tail applied nothing of it yet: every record from its start is unread
-        elif start is not None and _before(tail_at, start):
-            start = tail_at  # the tail's position went back (a checkpoint replaced): list again from there
-        if tail_done and start == tail_at:
-            result.checked_to = start
-            continue  # read to its end by the tail, and listed by an earlier check
-        if start != tail_at and not _list(streams, state, result, start, tail_at, keys, max_pages):
-            backlog.notes.append(f"shard {shard_id}: the keys changed before the tail's position {tail_at} were not "
-                                 "all listed for the parity check (past the stream's retention, or more than "
-                                 f"{max_pages} pages)")
-            start = tail_at
-        if start == tail_at and not tail_done:
-            if not _list(streams, state, result, start, tail_at, keys, max_pages, counting=True):
-                backlog.problems.append(f"shard {shard_id}: the tail's position {tail_at} is past the stream's "
-                                        "retention; the records after it are lost")
+        start = checked.get(piece.id)
+        if tail_at is not None and start != tail_at and not _list(source, state, result, start, tail_at, keys,
+                                                                  max_pages):
+            backlog.notes.append(f"{piece.id}: the keys changed before the tail's position {tail_at} were not all "
+                                 "listed for the parity check (past the source's retention, more than "
+                                 f"{max_pages} pages, or a position the source reads no more)")
+        if not tail_done:
+            try:
+                _count(source, state, result, tail_at, max_pages)
+            except UsageError as error:
+                backlog.problems.append(f"{piece.id}: the {source.changes_name} after the tail's position "
+                                        f"{tail_at} cannot be read ({error.one_line()}): they may be lost")
     backlog.changed_keys = list(keys.values())
     return backlog
 
 
-def _list(streams: Any, state: TailState, result: ShardBacklog, start: str | None, tail_at: str | None,
-          keys: dict[str, dict[str, Any]], max_pages: int, counting: bool = False) -> bool:
-    """Read the shard after ``start``; False if the stream no longer holds ``start`` or, when not ``counting`` (still
-    listing what the tail applied), the applied part is longer than ``max_pages``."""
+def _to_tip(source: ChangeSource, piece: str, position: str | None) -> Iterator[ChangePage]:
+    """The pages of ``piece`` after ``position``, turn after turn, to its end or its current tip."""
+    empty = 0
+    while True:
+        turn = 0
+        for page in source.pages(piece, position):
+            turn += 1
+            yield page
+            position = page.position
+            empty = 0 if page.changes else empty + 1
+            if page.done or empty >= TIP_EMPTY_PAGES:
+                return
+        if not turn:
+            return
+
+
+def _list(source: ChangeSource, state: TailState, result: ShardBacklog, start: str | None, tail_at: str,
+          keys: dict[str, dict[str, Any]], max_pages: int) -> bool:
+    """Add the keys of the changes after ``start`` up to the tail's position; False if they were not all read (a
+    position the source no longer holds, more than ``max_pages`` pages, or the tail's position never met)."""
     try:
-        iterator = _position(streams, state.stream_arn, result.shard, start)
-    except Exception as error:
-        if _code(error) == "TrimmedDataAccessException":
-            return False
-        raise
-    result.checked_to = start
-    return _read_shard(streams, iterator, state, result, tail_at, keys, max_pages, counting)
+        for number, page in enumerate(_to_tip(source, result.shard, start), start=1):
+            for at, change in enumerate(page.changes, start=1):
+                result.newest_us = change.time_us
+                if change.time_us >= state.start_us:  # before the tail's start: the earlier phases hold it
+                    exported = to_export_json(change.keys)
+                    keys.setdefault(json.dumps(exported, sort_keys=True), exported)
+                if change.sequence == tail_at or (at == len(page.changes) and page.position == tail_at):
+                    return True
+            if number >= max_pages:
+                return False
+    except UsageError:
+        return False
+    return False
 
 
-def _read_shard(streams: Any, iterator: str | None, state: TailState, result: ShardBacklog, tail_at: str | None,
-                keys: dict[str, dict[str, Any]], max_pages: int, counting: bool) -> bool:
-    pages = empty = 0
-    applied = True
-    while iterator and empty < TIP_EMPTY_PAGES:
-        if pages >= max_pages:
-            if applied and not counting:
-                return False  # still in what the tail applied: the caller counts from the tail's position instead
-            result.capped = True
-            return True
-        page = streams.get_records(ShardIterator=iterator, Limit=PAGE_LIMIT)
-        pages += 1
-        records = page.get("Records", [])
-        empty = 0 if records else empty + 1
-        for record in records:
-            change = to_change(record)
+def _count(source: ChangeSource, state: TailState, result: ShardBacklog, tail_at: str | None,
+           max_pages: int) -> None:
+    """Count the changes after the tail's position, to the piece's end or tip (``capped`` past ``max_pages``)."""
+    for number, page in enumerate(_to_tip(source, result.shard, tail_at), start=1):
+        for change in page.changes:
             result.newest_us = change.time_us
-            applied = result.tail_done or (tail_at is not None and not _before(tail_at, change.sequence))
-            if applied:
-                result.checked_to = change.sequence
             if change.time_us < state.start_us:
                 continue  # before the tail's start: the earlier phases hold it, the tail skips it
-            if applied:
-                exported = to_export_json(change.keys)
-                keys.setdefault(json.dumps(exported, sort_keys=True), exported)
-            else:
-                result.unread += 1
-                if result.oldest_unread_us is None:
-                    result.oldest_unread_us = change.time_us
-        iterator = page.get("NextShardIterator")
-    return True
+            result.unread += 1
+            if result.oldest_unread_us is None or change.time_us < result.oldest_unread_us:
+                result.oldest_unread_us = change.time_us
+        if number >= max_pages:
+            result.capped = not page.done  # more may follow: a lower bound
+            return

@@ -92,6 +92,9 @@ class Timeline:
     """Every change before this time is applied (T0 before any catch-up)."""
     phases: list[Phase] = field(default_factory=list)
     tail_started_us: int | None = None
+    tail_changes: str | None = None
+    """Where the tail's change source is (:func:`~ddb2bt.pipelines.change_sources.change_source_for`'s place; None:
+    the table's stream), so that `cutover-status` reads the source the tail follows."""
     spec: dict[str, Any] | None = None
     """The spec the phases apply (targets settled), so that `cutover-status` needs only the run folder."""
     table: dict[str, Any] | None = None
@@ -99,7 +102,10 @@ class Timeline:
     must be of this table (a table deleted and re-created under the same name has another tableId)."""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["tail_changes"] is None:  # the table's stream: the file an earlier ddb2bt also reads
+            del data["tail_changes"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Timeline:

@@ -103,13 +103,17 @@ class StreamChanges(ChangeSource):
     kind = "dynamodb stream"
     pieces_name = "stream shards"
 
+    changes_name = "stream record(s)"
+
     def __init__(self, table: str, dynamodb: Any, streams: Any, *,
-                 now_us: Any = lambda: int(time.time() * 1_000_000)) -> None:
+                 now_us: Any = lambda: int(time.time() * 1_000_000), page_limit: int | None = None) -> None:
         self.table, self.dynamodb, self.streams, self.now_us = table, dynamodb, streams, now_us
+        self.page_limit = page_limit
+        """Records a GetRecords page (None: :data:`PAGE_LIMIT`)."""
         self.stream_seconds = 0.0
         """Time spent waiting for GetRecords (the rest is mapping and writing), for benchmarks and tuning."""
-        self.iterators: dict[str, str] = {}
-        """Each shard's next iterator where the last read of it stopped."""
+        self.iterators: dict[str, tuple[str | None, str]] = {}
+        """Each shard's next iterator where the last read of it stopped, with the position it follows."""
         self._arn: str | None = None
 
     @classmethod
@@ -120,6 +124,14 @@ class StreamChanges(ChangeSource):
 
         settings = ClientSettings.from_source(spec.source)
         return cls(spec.source.table, make_client(settings), make_streams_client(settings))
+
+    @classmethod
+    def reading(cls, streams: Any, stream_arn: str, *, page_limit: int | None = None) -> StreamChanges:
+        """The stream ``stream_arn`` read with a ``dynamodbstreams`` client alone (no table described: its window is
+        not checked)."""
+        source = cls(stream_arn.split(":table/", 1)[-1].split("/stream/", 1)[0], None, streams, page_limit=page_limit)
+        source._arn = stream_arn
+        return source
 
     def name(self) -> str:
         return f"the stream of {self.table}"
@@ -132,6 +144,10 @@ class StreamChanges(ChangeSource):
             require_streams_api(self.streams)
             raise UsageError(f"table {self.table} has no DynamoDB stream",
                              "enable one with view NEW_AND_OLD_IMAGES (it must exist since the backfill started)")
+        if view is None:  # a stream disabled since: its ARN stays, its specification goes
+            raise UsageError(f"the stream of {self.table} ({stream_arn}) is no longer enabled",
+                             "enable a stream with view NEW_AND_OLD_IMAGES; a new stream does not hold the changes "
+                             "the old one did: catch up from an incremental export, then start the tail again")
         if view != "NEW_AND_OLD_IMAGES":
             raise UsageError(f"the stream of {self.table} has view {view}: without old images the cells a change "
                              "removes cannot be found", "enable the stream with NEW_AND_OLD_IMAGES")
@@ -202,13 +218,15 @@ class StreamChanges(ChangeSource):
 
     def pages(self, piece: str, position: str | None) -> Iterator[ChangePage]:
         """A turn of up to PAGES_PER_TURN pages (EMPTY_PAGES_PER_TURN empty ones in a row) of the shard after
-        ``position``; the shard's next iterator is kept for the next turn."""
-        iterator = self.iterators.pop(piece, None) or self._iterator(piece, position)
+        ``position``; the shard's next iterator is kept for the next turn, which uses it if it asks for the same
+        position (a reader that goes back, or reads the shard again from elsewhere, gets an iterator of its own)."""
+        kept = self.iterators.pop(piece, None)
+        iterator = kept[1] if kept is not None and kept[0] == position else self._iterator(piece, position)
         pages = empty = 0
         while iterator and pages < PAGES_PER_TURN and empty < EMPTY_PAGES_PER_TURN:
             asked = time.perf_counter()
             try:
-                page = self.streams.get_records(ShardIterator=iterator, Limit=PAGE_LIMIT)
+                page = self.streams.get_records(ShardIterator=iterator, Limit=self.page_limit or PAGE_LIMIT)
             except Exception as error:
                 code = _error_code(error)
                 if code == "ExpiredIteratorException":  # 15 minutes old: renew it from the saved position
@@ -229,6 +247,6 @@ class StreamChanges(ChangeSource):
             position = changes[-1].sequence if changes else position
             empty = 0 if records else empty + 1
         if iterator:
-            self.iterators[piece] = iterator
+            self.iterators[piece] = (position, iterator)
         elif not pages:  # no iterator to read the shard with: nothing is left in it
             yield ChangePage([], position, done=True)

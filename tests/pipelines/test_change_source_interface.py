@@ -12,18 +12,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from ddb2bt.app.cutover import catch_up, tail
+from ddb2bt.app.migrate import migrate
 from ddb2bt.app.options import RunOptions
+from ddb2bt.cli.main import app
 from ddb2bt.mappers.changes import Change, kind_of_change
 from ddb2bt.mappers.errors import UsageError
 from ddb2bt.pipelines.change_source import ChangePage, ChangeSource, ChangeWindow, Piece
 from ddb2bt.pipelines.change_sources import KINDS, change_source_for, register, unregister
 from ddb2bt.pipelines.cutover.tail import load_state
+from ddb2bt.pipelines.cutover.workload import make_spec
 from ddb2bt.pipelines.dynamodb.export import SourceTable
 
 from .catchups import HOUR, T0, backfill, simulate
 from .cells import expected_cells, read_cells
+from .export_fixtures import write_export
+from .tables import load_table
 
 PIECES = 2
 PAGE = 4
@@ -189,3 +195,96 @@ def test_a_registered_change_source_is_followed_by_the_tail_killed_and_resumed_f
     assert result.counters["changes_read"] == len(log) - applied  # nothing applied twice, nothing left out
     assert read_cells(spec.target) == expected_cells(spec, list(table.values()))
     assert all(saved.done for saved in load_state(options.run_dir).shards.values())
+
+
+def _status(run_dir: str) -> tuple[int, dict, dict[str, dict]]:
+    result = CliRunner().invoke(app, ["cutover-status", "--run-dir", run_dir, "--format", "json"])
+    found = json.loads(result.output)
+    return result.exit_code, found, {condition["name"]: condition for condition in found["conditions"]}
+
+
+def test_cutover_status_reads_the_backlog_of_a_registered_change_source(json_lines_changes, bigtable_env, moto_server,
+                                                                        unique_name, tmp_path):
+    """The tail follows a registered change source; cutover-status (the CLI, given only the run folder) reads that
+    same source through the interface, read-only: the changes after the tail's saved positions are unread (NOT READY
+    naming their count), and once the tail applied them all the backlog is 0, every changed key compared."""
+    rng = random.Random(14)
+    table: dict = {}
+    simulate(rng, table, 40, T0 - HOUR, T0)
+    backfilled = list(table.values())
+    log = simulate(rng, table, 90, T0, T0 + HOUR)
+    for item in [*backfilled, *(image for change in log for image in (change.old, change.new) if image)]:
+        if item["sk"]["S"] == "post":  # a post without a Title is a dead letter, which is never READY
+            item.setdefault("Title", {"S": "titled"})
+    export_dir = write_export(tmp_path / "full", backfilled, files=2, table=unique_name)
+    spec = make_spec(unique_name, export={"path": export_dir}, endpoint_url=moto_server.endpoint)
+    options = RunOptions(run_dir=str(tmp_path / "run"))
+    assert migrate(spec, options).counters["items_read"] == len(backfilled)
+    load_table(moto_server.endpoint, unique_name, list(table.values()))  # DynamoDB as the log leaves it
+    path = _write_changes(tmp_path / "changes.jsonl", log, T0, T0 + HOUR, unique_name)
+
+    JsonLinesChanges.kill_after = 3
+    with pytest.raises(Killed):
+        tail(spec, options, until_idle_s=0.2, poll_s=0.01, changes=path)
+    applied = load_state(options.run_dir).counters["changes_read"]
+    assert 0 < applied < len(log)
+    tail_file = tmp_path / "run" / "tail.json"
+    saved = tail_file.read_bytes()
+    assert json.loads((tmp_path / "run" / "cutover.json").read_text())["tail_changes"] == path  # for cutover-status
+
+    JsonLinesChanges.kill_after, JsonLinesChanges.asked = None, []
+    code, found, checks = _status(options.run_dir)
+    assert code == 1 and not found["ready"]
+    assert not checks["stream"]["holds"] and checks["stream"]["counts"]["unread"] == len(log) - applied
+    assert f"{len(log) - applied} change(s) the tail has not applied, the oldest from " in checks["stream"]["detail"]
+    assert checks["stream"]["counts"]["shards"] == PIECES and not checks["stream"]["counts"]["lower_bound"]
+    assert sum(shard["unread"] for shard in found["shards"]) == len(log) - applied
+    assert not checks["tail"]["holds"]  # stopped (killed) with changes unapplied
+    assert tail_file.read_bytes() == saved  # read-only: the tail's checkpoint is untouched
+    counted_from = {(piece, shard.sequence) for piece, shard in load_state(options.run_dir).shards.items()
+                    if not shard.done}
+    assert counted_from and counted_from <= set(JsonLinesChanges.asked)  # each piece read on from the tail's position
+
+    result = tail(spec, options, until_idle_s=0.2, poll_s=0.01, changes=path)
+    assert result.ok and result.counters["changes_read"] == len(log) - applied
+    assert read_cells(spec.target) == expected_cells(spec, list(table.values()))
+    code, found, checks = _status(options.run_dir)
+    assert code == 0 and found["ready"], found["reasons"]
+    assert checks["stream"]["holds"] and checks["stream"]["counts"]["unread"] == 0
+    assert checks["stream"]["detail"] == f"0 unread change(s) in {path} (line sets: {PIECES}, each read to its end or tip)"
+    changed = {json.dumps(change.keys, sort_keys=True) for change in log}
+    assert found["parity"]["changed_keys"] == len(changed) and not found["parity"]["mismatches"]
+
+    code, found, checks = _status(options.run_dir)  # the next check lists only the keys changed since this one
+    assert code == 0 and found["parity"]["changed_keys"] == 0 and checks["stream"]["counts"]["unread"] == 0
+
+
+def test_the_backlog_of_a_registered_change_source_is_never_a_false_zero(tmp_path):
+    """read_backlog through the interface alone (no server): a capped read is a lower bound, a piece the tail had not
+    finished that the source no longer lists and a source that is not the one the tail followed make the count
+    impossible; changes from before the tail's start are not counted."""
+    from ddb2bt.pipelines.cutover.backlog import read_backlog
+    from ddb2bt.pipelines.cutover.tail import ShardState, TailState
+
+    log = simulate(random.Random(15), {}, 60, T0, T0 + HOUR)
+    source = JsonLinesChanges(_write_changes(tmp_path / "changes.jsonl", log, T0, T0 + HOUR, "t"))
+    per_piece = {piece: sum(_piece_of({"Keys": c.keys}) == piece for c in log) for piece in ("part-0", "part-1")}
+
+    whole = read_backlog(source, TailState("changes", T0), {})
+    assert whole.complete and whole.unread == len(log) and whole.oldest_unread_us == log[0].time_us
+    late = read_backlog(source, TailState("changes", log[10].time_us), {})  # the tail starts at the 11th change
+    assert late.complete and late.unread == len(log) - 10
+
+    capped = read_backlog(source, TailState("changes", T0), {}, max_pages=1)
+    assert not capped.complete and capped.unread == 2 * PAGE < len(log)
+    assert all(shard.capped for shard in capped.shards)
+
+    at = str(per_piece["part-0"] - 2)  # the tail applied part-0 but its last 1 change, nothing of part-1
+    state = TailState("changes", T0, {"part-0": ShardState(at), "part-9": ShardState("3")})
+    lost = read_backlog(source, state, {})
+    assert not lost.complete and lost.unread == 1 + per_piece["part-1"]
+    assert lost.problems == [f"part-9: its unread change(s) cannot be counted: part-9 is no longer in {source.path} "
+                             "before it was read to its end"]
+
+    other = read_backlog(source, TailState("other-changes", T0), {})
+    assert not other.complete and other.problems[0].startswith("the tail followed other-changes, and ")

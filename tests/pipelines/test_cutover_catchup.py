@@ -126,3 +126,41 @@ def test_changes_text_says_an_unknown_total_is_unknown():
     assert changes_text(1200, None) == "1,200 changes read (total unknown)"
     assert changes_text(1200, 3000) == "1,200/3,000 changes read"
     assert changes_text(3001, 3000) == "3,001 changes read (more than the 3,000 the export lists)"
+
+
+def test_ctrl_c_stops_a_catch_up_without_advancing_the_timeline(bigtable_env, unique_name, tmp_path, monkeypatch):
+    """Ctrl-C while the job runs: one line says the timeline did not advance and gives the command to run again (exit
+    130, not typer's silent 130); run again, the export converges cell by cell."""
+    from typer.testing import CliRunner
+
+    from ddb2bt.app import cutover
+    from ddb2bt.cli.main import app
+
+    rng = random.Random(12)
+    table: dict = {}
+    simulate(rng, table, 40, T0 - HOUR, T0)
+    spec = backfill(tmp_path, unique_name, list(table.values()))
+    export = incremental(tmp_path, simulate(rng, table, 60, T0, T0 + HOUR), T0, T0 + HOUR, unique_name)
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
+    run_dir = str(tmp_path / "run")
+    args = ["catch-up", str(spec_file), "--run-dir", run_dir, "--export", export]
+
+    def ctrl_c(*args, **kwargs):  # the user presses Ctrl-C while the job runs
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cutover, "wait_for", ctrl_c)
+        stopped = CliRunner().invoke(app, args)
+    assert stopped.exit_code == 130, stopped.output
+    assert (f"error: catch-up stopped by Ctrl-C; the timeline in {run_dir} advances only once the whole export is "
+            "applied; a job on Dataflow keeps running (let it end, or cancel it); then run the same command "
+            "again") in stopped.stderr
+    assert f"ddb2bt catch-up {spec_file} --run-dir {run_dir} --export {export}" in stopped.stderr
+    timeline = json.loads((tmp_path / "run" / "cutover.json").read_text()) \
+        if (tmp_path / "run" / "cutover.json").exists() else {"applied_to_us": T0}
+    assert timeline["applied_to_us"] == T0 and not timeline.get("phases")
+
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert read_cells(spec.target) == expected_cells(spec, list(table.values()))

@@ -64,6 +64,8 @@ def ready_run(moto_server, name: str, tmp_path: Path, spec: MappingSpec | None =
     assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1).ok
     code, found = status(run_dir)
     assert code == 0 and found["ready"], found["reasons"]
+    phases = {phase["phase"]: phase for phase in found["phases"]}  # the tail read only records the scan holds:
+    assert phases["tail"]["applied_up_to"] >= phases["backfill"]["applied_up_to"]  # not the older records' time
     return client, spec, run_dir
 
 
@@ -358,3 +360,17 @@ def test_declared_access_patterns_are_part_of_ready(bigtable_env, moto_server, u
     assert code == 1 and not checks["access patterns"]["holds"], found
     assert "not served by Bigtable: by_text" in checks["access patterns"]["detail"]
     assert [c for c in found["conditions"] if not c["holds"]] == [checks["access patterns"]]
+
+
+def test_a_stream_disabled_after_the_tail_started_is_never_ready(bigtable_env, moto_server, unique_name, tmp_path):
+    """The stream the tail followed is disabled: what it holds after the tail's position cannot be counted, which
+    cutover-status says as such (NOT READY), not as a count or as records left unapplied."""
+    client, spec, run_dir = ready_run(moto_server, unique_name, tmp_path)
+    client.update_table(TableName=unique_name, StreamSpecification={"StreamEnabled": False})
+    code, found = status(run_dir)
+    checks = conditions(found)
+    assert code == 1 and not found["ready"] and not checks["stream"]["holds"] and not checks["tail"]["holds"]
+    assert f"the stream of {unique_name} cannot be read: the stream of {unique_name}" in checks["stream"]["detail"]
+    assert "is no longer enabled" in checks["stream"]["detail"]
+    assert "not counted (see stream)" in checks["tail"]["detail"] and "unapplied" not in checks["tail"]["detail"]
+    assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))  # nothing written

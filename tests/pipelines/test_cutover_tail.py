@@ -144,3 +144,73 @@ def test_positions_past_the_retention_are_refused_and_point_to_catch_up(bigtable
     assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.3, poll_s=0.1).ok
     assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
     assert list(json.loads(state_file.read_text())["shards"]) == list(json.loads(saved)["shards"])  # forgotten
+
+
+def test_a_kept_shard_iterator_serves_only_the_position_it_follows(moto_server, unique_name):
+    """A reader of the stream that asks for another position than where its last turn stopped (cutover-status lists a
+    shard from its last check, then counts from the tail's position) reads from that position, not from the kept
+    iterator."""
+    from ddb2bt.pipelines.cutover.workload import create_streamed_table
+
+    client = create_streamed_table(moto_server.endpoint, unique_name)
+    for n in range(12):
+        client.put_item(TableName=unique_name, Item={"pk": {"S": f"p{n}"}, "sk": {"S": "post"}})
+    source = dynamodb_stream.StreamChanges(unique_name, client,
+                                           dynamodb_stream.make_streams_client(ClientSettings(
+                                               endpoint_url=moto_server.endpoint, region="us-east-1")),
+                                           page_limit=5)
+    shard = source.pieces()[0].id
+    first = [change for page in source.pages(shard, None) for change in page.changes]
+    assert len(first) == 12 and source.iterators[shard][0] == first[-1].sequence  # kept after the last record
+    again = [change for page in source.pages(shard, first[3].sequence) for change in page.changes]
+    assert [change.sequence for change in again] == [change.sequence for change in first[4:]]
+    assert [change for page in source.pages(shard, first[-1].sequence) for change in page.changes] == []
+
+
+def test_ctrl_c_stops_the_tail_with_what_it_applied_and_how_to_go_on(bigtable_env, moto_server, unique_name, tmp_path,
+                                                                     monkeypatch):
+    """Ctrl-C is how a tail is stopped (README): the CLI says what it applied, where it is saved and the command that
+    goes on, and exits 130 (typer turns a KeyboardInterrupt into a silent exit 130 when the use case lets it out)."""
+    from typer.testing import CliRunner
+
+    from ddb2bt.cli.main import app
+    from ddb2bt.pipelines.cutover import tail as stream_tail
+
+    rng = random.Random(12)
+    run_dir = str(tmp_path / "run")
+    client, spec = backfill(moto_server, unique_name, run_dir, rng)
+    workload(client, unique_name, rng, 30)
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
+
+    def ctrl_c(seconds: float) -> None:  # the user presses Ctrl-C while the tail waits for more changes
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(stream_tail.time, "sleep", ctrl_c)
+    result = CliRunner().invoke(app, ["tail", str(spec_path), "--run-dir", run_dir])
+    assert result.exit_code == 130, result.output
+    assert f"tail {spec_path} --run-dir {run_dir}: following the table's stream into Bigtable; it stops at Ctrl-C" \
+        in result.output  # said at once: a tail runs silently for as long as the cutover takes
+    assert "tail stopped after" in result.output and "changes:" in result.output
+    assert f"error: tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json" in result.output
+    assert f"ddb2bt tail {spec_path} --run-dir {run_dir}" in result.output
+    state = stream_tail.load_state(run_dir)
+    assert state is not None and state.counters["changes_read"] >= 30
+    assert stream_tail.stopped_since(run_dir, state)  # recorded as stopped: cutover-status does not wait for it
+    timeline = json.loads((tmp_path / "run" / "cutover.json").read_text())
+    assert timeline["tail_started_us"] and "tail_changes" not in timeline  # the stream: as earlier versions wrote it
+    assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
+
+
+def test_a_stream_disabled_since_is_named_as_such(moto_server, unique_name):
+    """DescribeTable keeps a disabled stream's LatestStreamArn and drops its StreamSpecification: the tail and
+    cutover-status say the stream is no longer enabled (not that its view is None)."""
+    from ddb2bt.mappers.errors import UsageError
+    from ddb2bt.pipelines.cutover.workload import create_streamed_table
+
+    client = create_streamed_table(moto_server.endpoint, unique_name)
+    client.update_table(TableName=unique_name, StreamSpecification={"StreamEnabled": False})
+    source = dynamodb_stream.StreamChanges(unique_name, client, dynamodb_stream.make_streams_client(ClientSettings(
+        endpoint_url=moto_server.endpoint, region="us-east-1")))
+    with pytest.raises(UsageError, match=f"the stream of {unique_name} .* is no longer enabled; enable a stream"):
+        source.window()
