@@ -105,6 +105,8 @@ class ErrorHandlingGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException, BrokenPipeError):
             raise
+        except KeyboardInterrupt:  # typer would turn it into a silent exit 130: say it, as for any command's stop
+            raise typer.Abort() from None
         except Exception as error:  # noqa: BLE001 - classified below; unknown ones keep their traceback
             if (ctx.obj or {}).get("debug"):
                 raise

@@ -117,3 +117,16 @@ def test_files_written_are_said_on_stderr_leaving_stdout_to_data(invoke, tmp_pat
     assert result.stdout == "" and result.stderr.startswith(f"Wrote {spec} (key-value).")
     schema = invoke("schema", "-o", tmp_path / "schema.json")
     assert schema.exit_code == 0 and schema.stdout == ""
+
+
+def test_ctrl_c_in_any_command_says_interrupted_and_exits_130(invoke, monkeypatch):
+    """typer turns a KeyboardInterrupt into a silent exit 130; a command that does not handle it itself still says so."""
+    import ddb2bt.mappers.schema as schema
+
+    def interrupted() -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(schema, "json_schema_text", interrupted)
+    result = invoke("schema")
+    assert result.exit_code == 130
+    assert result.output.strip().splitlines()[-1] == "error: interrupted" and "Traceback" not in result.output
