@@ -210,8 +210,9 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
         lines.append(f"fix the spec, then re-drive them: {redrive_command(p.dead_letter, spec_path)}")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append("run OK" if result.ok else "run FAILED")
-    if p.resumable:
-        lines.append(f"run folder: {p.run_dir} (resume with: {result.resume_command(spec_path, extra)})")
+    if p.resumable:  # a finished run needs no resume command: only the folder (redrive, validate, cutover use it)
+        lines.append(f"run folder: {p.run_dir}" + ("" if result.ok else
+                                                   f" (resume with: {result.resume_command(spec_path, extra)})"))
     return lines
 
 

@@ -152,7 +152,7 @@ def render(result: Any, spec_path: str) -> list[str]:
         lines.append(f"  … and {result.differences - len(result.first)} more")
     lines.append(f"all differences: {p.differences} (JSON lines; holds user data)")
     if p.scanning:
-        lines.append(f"run folder: {p.run_dir} (resume with: {result.resume_command(spec_path)})")
+        lines.append(f"run folder: {p.run_dir}" + ("" if result.ok else f" (resume with: {result.resume_command(spec_path)})"))
     return lines
 
 

@@ -28,6 +28,7 @@ def test_migrate_on_the_servers(invoke, videos_spec, moto_server, tmp_path):
     assert result.exit_code == 0, result.output
     assert "read 9 items: 9 written" in result.stdout and "run OK" in result.stdout
     assert f"dead letters: {tmp_path / 'run' / 'dead_letters.jsonl'}" in result.stdout
+    assert f"run folder: {tmp_path / 'run'}\n" in result.stdout and "resume" not in result.stdout  # finished: no resume
 
     # validate on the command line (summary, tampering, --format json, --repair) is in tests/cli/test_validate.py
 
