@@ -12,7 +12,7 @@ import math
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import UsageError
-from .estimates import READ_UNIT_BYTES, SSD_BYTES_PER_NODE, WRITE_ROWS_PER_NODE_S, Estimates
+from .estimates import READ_UNIT_BYTES, SSD_BYTES_PER_NODE, WRITE_BYTES_PER_NODE_S, WRITE_ROWS_PER_NODE_S, Estimates
 
 HOURS_PER_MONTH = 730
 READ_ROWS_PER_NODE_S = 10_000
@@ -110,7 +110,9 @@ class Costs(BaseModel):
     backfill_nodes: int
     backfill_hours: float
     backfill_dollars: float
-    """Bigtable nodes for the backfill's write rate, for its hours."""
+    """Bigtable nodes for the backfill's write rate, for the whole node-hours it keeps them (:func:`backfill_hours`)."""
+    backfill_hours_basis: str = ""
+    """What sets those hours: the writes at that many nodes, or the scan at its read budget."""
     storage_gb: float
     storage_dollars_month: float
     serving_nodes: int | None
@@ -163,13 +165,27 @@ def estimate_costs(e: Estimates, prices: Prices, *, from_export: bool, provision
              "units cost on demand."] if provisioned and not from_export else []
     notes.append("List prices of one region each, before discounts, taxes and free tiers; Bigtable bills whole "
                  "node-hours and a cluster keeps at least 1 node.")
+    hours, hours_basis = backfill_hours(e)
     return Costs(
         source=source, source_units=units, source_dollars=dollars, backfill_nodes=e.suggested_nodes,
-        backfill_hours=e.target_write_hours, backfill_dollars=e.suggested_nodes * e.target_write_hours * prices.node_hour,
+        backfill_hours=hours, backfill_hours_basis=hours_basis, backfill_dollars=e.suggested_nodes * hours * prices.node_hour,
         storage_gb=storage_gb, storage_dollars_month=storage_gb * prices.storage_gb_month, serving_nodes=serving_nodes,
         serving_basis=basis, serving_dollars_month=serving, load_from=load_from, measured=measured, prices=prices, price_sources=PRICE_SOURCES,
         per_node=PER_NODE_SOURCE, notes=tuple(notes),
     )  # fmt: skip
+
+
+def backfill_hours(e: Estimates) -> tuple[int, str]:
+    """The whole node-hours the backfill keeps its suggested nodes, and why: the longer of its writes at those nodes
+    and its scan at the read budget (an export reads at the pipeline's pace: its writes), at least one hour, as
+    Bigtable bills. Not the planning window the nodes were sized for: a small table's backfill takes minutes, a big
+    scan under a small budget longer than the window."""
+    nodes = max(e.suggested_nodes, 1)
+    write_s = max(e.target_writes / (nodes * WRITE_ROWS_PER_NODE_S), e.target_bytes / (nodes * WRITE_BYTES_PER_NODE_S))
+    scan_s = e.scan_seconds or 0.0
+    seconds, what = (scan_s, "the scan at its read budget") if scan_s > write_s else (write_s, f"the writes at {nodes} "
+                                                                                             f"node{'s' * (nodes != 1)}")
+    return max(1, math.ceil(seconds / 3600)), f"{what}: ~{seconds / 3600:.1f} h, in whole node-hours"
 
 
 def cost_rows(c: Costs) -> list[tuple[str, str, str]]:
@@ -188,7 +204,8 @@ def cost_rows(c: Costs) -> list[tuple[str, str, str]]:
     return [
         (f"source, the backfill's {c.source}", _dollars(c.source_dollars), source),
         ("target, the backfill", _dollars(c.backfill_dollars),
-         f"{nodes} × {c.backfill_hours:g} h at ${p.node_hour:g}/node-hour"),
+         f"{nodes} × {c.backfill_hours:g} h at ${p.node_hour:g}/node-hour"
+         + (f" ({c.backfill_hours_basis})" if c.backfill_hours_basis else "")),
         ("target, storage", f"{_dollars(c.storage_dollars_month)}/month",
          f"{c.storage_gb:,.2f} GB at ${p.storage_gb_month:g}/GB-month"),
         ("target, today's load", *serving),

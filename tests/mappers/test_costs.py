@@ -26,12 +26,14 @@ def test_a_scan_backfill_and_storage_at_the_assumed_prices():
     costs = estimate_costs(estimates(), Prices(), from_export=False, provisioned=False)
     assert costs.source == "scan" and costs.source_units == 13_107_200
     assert costs.source_dollars == pytest.approx(13_107_200 / 1e6 * 0.125)  # $1.64
-    assert costs.backfill_dollars == pytest.approx(4 * 5 * 0.65)  # $13.00
+    assert costs.backfill_hours == 8  # the scan: 26,214 s at 1,000 read units/s, longer than the 5 h window
+    assert costs.backfill_dollars == pytest.approx(4 * 8 * 0.65)  # $20.80
     assert costs.storage_gb == 150 and costs.storage_dollars_month == pytest.approx(150 * 0.17)  # $25.50
     assert costs.serving_nodes is None and "--load-reads" in costs.serving_basis
     text = "\n".join(cost_lines(costs))
     assert "source, the backfill's scan: 13,107,200 read request units at $0.125 per million = $1.64" in text
-    assert "target, the backfill: 4 nodes × 5 h at $0.65/node-hour = $13.00" in text
+    assert ("target, the backfill: 4 nodes × 8 h at $0.65/node-hour (the scan at its read budget: ~7.3 h, in whole "
+            "node-hours) = $20.80") in text
     assert "target, storage: 150.00 GB at $0.17/GB-month = $25.50/month" in text
     assert "SSD node, 1 KB rows, ~10,000 reads/s or ~10,000 writes/s, 5 TB of storage per node" in text
 
@@ -79,3 +81,17 @@ def test_todays_load_from_cloudwatchs_busiest_period_or_why_there_is_none():
                              "refused GetMetricStatistics")
     assert missing.load_from == "none" and missing.serving_nodes is None
     assert "no load given and CloudWatch refused GetMetricStatistics: pass --load-reads" in "\n".join(cost_lines(missing))
+
+
+def test_the_backfill_pays_the_node_hours_it_takes_not_the_planning_window():
+    """A small table's backfill takes minutes: one node-hour (Bigtable bills whole ones), not the 5 h window the
+    nodes were sized for; an export's hours are its writes' at the suggested nodes."""
+    tiny = estimate_costs(estimates(items=9, table_bytes=4_000, scan_read_units=2, scan_seconds=0.0005, target_rows=2,
+                                    target_writes=9, target_cells=40, target_bytes=6_000, suggested_nodes=1),
+                          Prices(), from_export=False, provisioned=False)
+    assert (tiny.backfill_hours, tiny.backfill_dollars) == (1, pytest.approx(0.65))
+    assert "the writes at 1 node: ~0.0 h" in tiny.backfill_hours_basis
+    export = estimate_costs(estimates(scan_read_units=0, read_units_per_second=None, scan_seconds=None), Prices(),
+                            from_export=True, provisioned=False)
+    assert export.backfill_hours == 2  # 150 GiB at 4 x 10 MiB/s: 3,840 s, in whole hours
+    assert "the writes at 4 nodes: ~1.1 h" in export.backfill_hours_basis
