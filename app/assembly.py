@@ -107,6 +107,7 @@ def segments(source: Source, options: RunOptions, spec: MappingSpec, description
             return total, None
     total = source.choose_pieces(description)
     if description is not None and not description.size_bytes:
-        return total, (f"{total} scan segments: DescribeTable reports no size yet (it refreshes about every six "
-                       "hours); pass --total-segments to choose")
+        counted = f"its {description.item_count:,} items but " if description.item_count else ""
+        return total, (f"{total} scan segments: DescribeTable reports {counted}no size yet (it refreshes about every "
+                       "six hours); pass --total-segments to choose")
     return total, None
