@@ -16,14 +16,14 @@ the attribute, which the export reader reports with the file and line.
 from __future__ import annotations
 
 import base64
-from decimal import Decimal
 from typing import Any
 
 from amazon.ion import simpleion
 from amazon.ion.core import IonType
 from amazon.ion.simple_types import IonPyNull
 
-from ...mappers.numbers import DecimalError, canonical_text, parse_number
+from ...mappers import attrvalue
+from ...mappers.numbers import DecimalError
 
 VERSION_MARKER = b"$ion_1_0"
 _SETS = {"$dynamodb_SS": "SS", "$dynamodb_NS": "NS", "$dynamodb_BS": "BS"}
@@ -90,9 +90,8 @@ def _set_member(set_type: str, member: Any, where: str) -> Any:
 
 def number_text(value: Any, where: str) -> str:
     """An Ion decimal or int as DynamoDB's number text, exact; ValueError beyond DynamoDB's 38 digits or range."""
-    number = Decimal(value) if not isinstance(value, Decimal) else value
     try:
-        return canonical_text(parse_number(str(number)))
+        return attrvalue.number_text(str(value))  # str() of an Ion decimal or int is its exact Python text
     except DecimalError as err:
         raise ValueError(f"{where}: {err}") from None
 
