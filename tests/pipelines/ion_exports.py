@@ -68,13 +68,13 @@ def as_ion_bucket(source: Path, target: Path) -> Path:
         files_path = summary_path.parent / "manifest-files.json"
         entries = [json.loads(line) for line in files_path.read_text().splitlines()]
         for entry in entries:
-            old = target / _bucket_key(summary, summary_path, entry["dataFileS3Key"], target)
+            old = target / _bucket_key(summary, entry["dataFileS3Key"])
             lines = [ion_line(json.loads(line)) for line in gzip.decompress(old.read_bytes()).decode().splitlines()
                      if line.strip()]
             data = gzip.compress("".join(line + "\n" for line in lines).encode(), mtime=0)
             old.unlink()
             entry["dataFileS3Key"] = entry["dataFileS3Key"].replace(".json.gz", ".ion.gz")
-            new = target / _bucket_key(summary, summary_path, entry["dataFileS3Key"], target)
+            new = target / _bucket_key(summary, entry["dataFileS3Key"])
             new.write_bytes(data)
             digest = hashlib.md5(data)
             entry.update(md5Checksum=base64.b64encode(digest.digest()).decode(),
@@ -83,7 +83,7 @@ def as_ion_bucket(source: Path, target: Path) -> Path:
     return target
 
 
-def _bucket_key(summary: dict, summary_path: Path, key: str, bucket: Path) -> Path:
+def _bucket_key(summary: dict, key: str) -> Path:
     """Where a manifest key lives in the bucket copy: keys with the prefix as they are, others under the prefix."""
     prefix = summary.get("s3Prefix") or ""
     if prefix and not key.startswith(prefix):

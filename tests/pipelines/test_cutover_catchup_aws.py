@@ -25,23 +25,7 @@ from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.dynamodb.export import ExportError
 
 from .cells import expected_cells, read_cells
-from ddb2bt.pipelines.cutover.workload import make_spec
-
-DOCUMENTED = Path(__file__).resolve().parents[1] / "data" / "aws_exports" / "documented"
-EXPORTS = "ddb/posts/AWSDynamoDB"
-FULL, INC1, INC2 = "01714564800000-a1b2c3d4", "01714568400000-b2c3d4e5", "01714572000000-c3d4e5f6"
-
-
-def posts_spec(name: str, full_export: str) -> MappingSpec:
-    """The cutover workload's spec on the documented exports' table (`posts`), writing to a table of its own."""
-    data = make_spec(name, export={"path": full_export}).model_dump(mode="json", by_alias=True)
-    data["source"]["table"] = "posts"
-    return MappingSpec.model_validate(data)
-
-
-def final_state() -> list[dict]:
-    return [json.loads(line) for line in (DOCUMENTED / "final-state.jsonl").read_text().splitlines()]
-
+from .documented_exports import DOCUMENTED, EXPORTS, FULL, INC1, INC2, final_state, posts_spec
 
 def test_documented_exports_backfill_and_catch_up_to_a_fresh_migration_of_the_final_table(bigtable_env, unique_name,
                                                                                            tmp_path):

@@ -11,6 +11,7 @@ import base64
 import gzip
 import hashlib
 import json
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -27,15 +28,11 @@ from ddb2bt.pipelines.dynamodb.export import ExportError, iter_export_items, rea
 from ddb2bt.pipelines.dynamodb.incremental_export import read_incremental_manifest
 
 from .cells import expected_cells, read_cells
+from .documented_exports import DATA, DOCUMENTED, EXPORTS, FULL, INC1, INC2, final_state, posts_spec
 from .ion_exports import as_ion_bucket, ion_line
 from .roundtrip_cases import KEY_TEXT, any_value, scalar
-from ddb2bt.pipelines.cutover.workload import make_spec
-from ddb2bt.mappers.spec import MappingSpec
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "aws_exports"
 DOCUMENTED_ION = DATA / "documented_ion"
-EXPORTS = "ddb/posts/AWSDynamoDB"
-FULL, INC1, INC2 = "01714564800000-a1b2c3d4", "01714568400000-b2c3d4e5", "01714572000000-c3d4e5f6"
 
 # The same item as the guide shows it in DynamoDB JSON (S3DataExport.Output.html, "DynamoDB JSON").
 GUIDE_JSON_ITEM = {
@@ -79,16 +76,10 @@ def test_any_item_amazon_ion_writes_reads_back_exactly(item):
     assert ion_lines.loads(line.encode()) == {"Item": expected}
 
 
-def posts_spec(name: str, full_export: str) -> MappingSpec:
-    data = make_spec(name, export={"path": full_export}).model_dump(mode="json", by_alias=True)
-    data["source"]["table"] = "posts"
-    return MappingSpec.model_validate(data)
-
-
 @pytest.mark.servers
 def test_the_documented_bucket_in_ion_backfills_and_catches_up_to_the_json_buckets_cells(bigtable_env, unique_name,
                                                                                         tmp_path):
-    bucket = as_ion_bucket(DATA / "documented", tmp_path / "bucket")
+    bucket = as_ion_bucket(DOCUMENTED, tmp_path / "bucket")
     assert read_incremental_manifest(str(bucket / EXPORTS / INC1)).files[0].path.endswith(".ion.gz")
     spec = posts_spec(unique_name, str(bucket / EXPORTS / FULL))
     options = RunOptions(run_dir=str(tmp_path / "run"))
@@ -96,14 +87,12 @@ def test_the_documented_bucket_in_ion_backfills_and_catches_up_to_the_json_bucke
     for export in (INC1, INC2):
         result = catch_up(spec, str(bucket / EXPORTS / export), options)
         assert result.ok, result.problems
-    final = [json.loads(line) for line in (DATA / "documented" / "final-state.jsonl").read_text().splitlines()]
-    assert read_cells(spec.target) == expected_cells(spec, final)
+    assert read_cells(spec.target) == expected_cells(spec, final_state())
 
 
 def write_ion_export(tmp_path: Path, lines: list[str]) -> Path:
     """The guide's Ion export with its data file replaced (checksums updated: only the content is wrong)."""
     folder = tmp_path / "export"
-    import shutil
     shutil.copytree(DOCUMENTED_ION, folder)
     export_dir = folder / "AWSDynamoDB" / "01234567890123-a1b2c3d4"
     files_path = export_dir / "manifest-files.json"
