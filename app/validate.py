@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from ..mappers.errors import UsageError
 from ..mappers.analysis.lints import uses_default_time
+from ..mappers.index_rows import index_targets
 from ..mappers.validate.compare import times_from_items
 from ..pipelines.run import checkpoint as ckpt
 from ..pipelines.cutover import timeline as tl
@@ -189,6 +190,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         item_count = description.item_count if description else 0
         fixed = source.check(pipeline_options)  # an export's damaged files: refused before anything is read
         probe_target(spec.target, must_exist=True)  # a dead Bigtable or a missing table fails here, in seconds
+        for index, index_target in index_targets(spec):  # an index in a table of its own: the same, not at build
+            probe_target(index_target, must_exist=True, holds=index)
         total, _assumed = segments(source, options, spec, description, fixed, run_dir=run_dir, resume=options.resume)
 
     now_unknown = now_ms is None and spec.migration_time is None and any(map(uses_default_time, spec.entities))

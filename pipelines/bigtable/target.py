@@ -70,11 +70,13 @@ def describe_target(target: TargetSpec, environ: Mapping[str, str] | None = None
     return f"Bigtable emulator at {host}: {where}" if host else f"Cloud Bigtable: {where}"
 
 
-def probe_target(target: TargetSpec, *, must_exist: bool = False, timeout: float = PROBE_SECONDS) -> bool:
+def probe_target(target: TargetSpec, *, must_exist: bool = False, timeout: float = PROBE_SECONDS,
+                 holds: str = "") -> bool:
     """Whether the table exists, asked with a bounded deadline; raises the client's error if Bigtable cannot answer.
 
     A dead endpoint fails here within ``timeout`` seconds instead of somewhere inside the admin
-    client's long default retries. ``must_exist`` turns a missing table into TableMissingError.
+    client's long default retries. ``must_exist`` turns a missing table into TableMissingError; ``holds`` names
+    what the table is for in that error (an index's rows), when it is not the spec's main table.
     """
     from google.api_core.exceptions import NotFound
     from google.cloud.bigtable.data import BigtableDataClient
@@ -87,9 +89,12 @@ def probe_target(target: TargetSpec, *, must_exist: bool = False, timeout: float
             table.sample_row_keys(operation_timeout=timeout, attempt_timeout=timeout)
         except NotFound:
             if must_exist:
+                where = f"index {holds!r}: " if holds else ""
                 raise TableMissingError(
-                    f"Bigtable table {target.table!r} does not exist in instance {target.instance!r} "
-                    f"(project {target.project!r})", "migrate first, or check --project, --instance and target.table"
+                    f"{where}Bigtable table {target.table!r} does not exist in instance {target.instance!r} "
+                    f"(project {target.project!r})",
+                    "migrate first (it creates the index tables), or check the index's target.table" if holds else
+                    "migrate first, or check --project, --instance and target.table"
                 ) from None
             return False
     return True

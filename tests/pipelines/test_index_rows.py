@@ -224,6 +224,25 @@ def test_the_target_scan_finds_and_repairs_stray_index_rows(bigtable_env, dynali
     assert again.ok and not again.counts, again.counts
 
 
+@pytest.mark.parametrize("target_scan", [False, True])
+def test_validate_refuses_a_missing_index_table_before_anything_is_read(bigtable_env, dynalite, unique_name, tmp_path,
+                                                                         target_scan):
+    """An index's own table gone: validate says which index and table, the fix, and starts nothing (no run folder)."""
+    from google.cloud.bigtable import Client
+
+    from ddb2bt.mappers.errors import UsageError
+
+    _client, _items, spec, _result = migrated(dynalite, unique_name, tmp_path, "table")
+    Client(project=spec.target.project, admin=True).instance(spec.target.instance).table(
+        f"{unique_name}.by_status").delete()
+    run_dir = tmp_path / "validate"
+    with pytest.raises(UsageError) as refused:
+        validate(spec, RunOptions(run_dir=str(run_dir), total_segments=2), target_scan=target_scan)
+    assert str(refused.value).startswith(f"index 'by_status': Bigtable table '{unique_name}.by_status' does not exist")
+    assert "migrate first (it creates the index tables)" in str(refused.value) and "\n" not in str(refused.value)
+    assert not run_dir.exists()
+
+
 def test_an_item_whose_index_row_bigtable_refuses_is_one_dead_letter_and_counts_as_no_row(bigtable_env, unique_name,
                                                                                          tmp_path):
     import apache_beam as beam
