@@ -36,18 +36,22 @@ class CutLargeRequest(Proxy):
         self.after, self.cuts = after, 0
 
     async def relay(self, reader, writer, up_reader, up_writer) -> None:
-        import asyncio
+        await super().relay(_Counted(self, reader, (writer, up_writer)), writer, up_reader, up_writer)
 
-        async def upstream() -> None:
-            sent = 0
-            while data := await reader.read(65536):
-                if not self.cuts and sent + len(data) > self.after:
-                    self.cuts += 1
-                    for side in (writer, up_writer):
-                        side.transport.abort()
-                    return
-                sent += len(data)
-                up_writer.write(data)
-                await up_writer.drain()
 
-        await asyncio.gather(upstream(), self._copy(up_reader, writer), return_exceptions=True)
+class _Counted:
+    """The client's side of one connection, read by the proxy: past the proxy's ``after`` bytes (once per proxy), the
+    connection is aborted both ways and reads as ended."""
+
+    def __init__(self, proxy: CutLargeRequest, reader, sides) -> None:
+        self.proxy, self.reader, self.sides, self.sent = proxy, reader, sides, 0
+
+    async def read(self, size: int) -> bytes:
+        data = await self.reader.read(size)
+        if not self.proxy.cuts and self.sent + len(data) > self.proxy.after:
+            self.proxy.cuts += 1
+            for side in self.sides:
+                side.transport.abort()
+            return b""
+        self.sent += len(data)
+        return data
