@@ -1,7 +1,8 @@
 """``RowMutationEntry`` objects for mapped rows, cheap enough for the hot path.
 
 The data client's ``MutationsBatcher`` takes ``RowMutationEntry`` objects and asks each one for
-``len(entry.mutations)``, ``entry.size()`` (three times per entry) and ``entry._to_pb()``.
+``len(entry.mutations)`` and ``entry.size()`` (three times per entry); the client's own MutateRows
+(``bulk_mutate_rows``) asks for ``entry._to_pb()``, ours (:mod:`.mutate`) for the entry's bytes.
 The client's own classes cost more per item than mapping the item does (docs/PERFORMANCE.md): a
 ``SetCell`` per cell with its argument checks; ``size()``, which builds a dict of every mutation
 each time and returns ``sys.getsizeof`` of the outer dict, the same ~180 bytes whatever the row
@@ -10,9 +11,10 @@ and ``_to_pb()`` through proto-plus per cell.
 
 :class:`CellsEntry` keeps the mapper's cell tuples instead. ``SetCell`` objects are made only
 if something reads ``mutations`` item by item (the error path does); the raw (upb) message is
-filled directly, once, when the batcher first asks for the size, and ``size()`` is its serialized
-size. What goes on the wire is byte for byte what the client's classes send
-(tests/pipelines/test_bigtable_entries.py).
+filled directly and serialised, once, when the batcher first asks for the size, and kept only as
+those bytes (``wire``: the entry as a request's field 2, which our MutateRows call joins into the
+request); ``size()`` is its serialized size. What goes on the wire is byte for byte what the
+client's classes send (tests/pipelines/test_bigtable_entries.py).
 
 Counters (cells of aggregate families) are written whole, ``DeleteFromColumn`` then ``AddToCell``, by
 :class:`MutationsEntry` (:func:`mutations_entry_class`), which the change sink uses for its deletes and sets too.
@@ -82,6 +84,23 @@ class LazyMutations(Sequence):
         return self._made[index]
 
 
+ENTRIES_TAG = b"\x12"
+"""A MutateRowsRequest's ``entries`` (field 2, length-delimited): each entry is this, its length, its bytes, and
+a request's entries are their records one after the other."""
+
+
+def request_entry_prefix(length: int) -> bytes:
+    """The tag and length (a varint) that precede an entry of ``length`` bytes in a MutateRowsRequest."""
+    if length < 0x80:
+        return ENTRIES_TAG + bytes((length,))
+    varint = bytearray(ENTRIES_TAG)
+    while length >= 0x80:
+        varint.append(length & 0x7F | 0x80)
+        length >>= 7
+    varint.append(length)
+    return bytes(varint)
+
+
 @functools.cache
 def prebuilt_entry_class() -> type:
     """The base of entries built as the wire message directly; built on first use, so importing this module
@@ -92,6 +111,7 @@ def prebuilt_entry_class() -> type:
 
     wrap = types_pb.MutateRowsRequest.Entry.wrap
     raw_entry = types_pb.MutateRowsRequest.Entry.pb()
+    entry_field = request_entry_prefix
 
     class PrebuiltEntry(RowMutationEntry):
         def __init__(self, row_key: bytes, tuples: tuple) -> None:  # not super().__init__: it checks each object
@@ -100,7 +120,8 @@ def prebuilt_entry_class() -> type:
             self.row_key = row_key
             self.tuples = tuples
             self.mutations = LazyMutations(tuples, self._client_mutation)  # type: ignore[assignment]
-            self._pb: Any = None
+            self.wire = b""
+            """The entry as field 2 of a MutateRowsRequest (tag, length, message), once :meth:`size` was asked."""
             self._size = -1
 
         @staticmethod
@@ -111,16 +132,17 @@ def prebuilt_entry_class() -> type:
             raise NotImplementedError
 
         def size(self) -> int:
-            """Bytes on the wire; the batcher asks three times, the message is built on the first."""
+            """Bytes on the wire; the batcher asks three times, the message is built and serialised on the first."""
             if self._size < 0:
-                self._pb = self._build()
-                self._size = self._pb.ByteSize()
+                data = self._build().SerializeToString()
+                self._size = len(data)
+                self.wire = entry_field(len(data)) + data
             return self._size
 
         def _to_pb(self) -> Any:
-            # Asked once per entry (the client keeps it for retries): hand the message over, hold it no longer.
-            entry, self._pb = self._pb or self._build(), None
-            return wrap(entry)
+            # The client's own MutateRows (bulk_mutate_rows): its request takes the message, which the batcher's
+            # path (ours, .mutate) never needs: it sends the serialised ``wire`` kept by size().
+            return wrap(self._build())
 
         def _build(self) -> Any:
             entry = raw_entry(row_key=self.row_key)

@@ -18,6 +18,7 @@ from apache_beam.metrics import Metrics
 
 from ...mappers.results import Cell
 from ..run.metrics import NAMESPACE
+from .calls import ChannelCall, routing_metadata
 from .chunks import complete_rows, merge_response_chunks
 
 if TYPE_CHECKING:
@@ -70,14 +71,13 @@ class RowLookup:
     def _read_keys(self, keys: list[bytes]) -> dict[bytes, list[Cell]]:
         import time
 
-        from google.api_core.gapic_v1.routing_header import to_grpc_metadata
         from google.cloud.bigtable_v2.types import ReadRowsRequest, ReadRowsResponse
 
         table = self.table
         retryable = tuple(table.default_read_rows_retryable_errors)
         deadline = time.monotonic() + table.default_read_rows_operation_timeout
         attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
-        routing = (to_grpc_metadata({"table_name": table.table_name, "app_profile_id": table.app_profile_id or ""}),)
+        routing = routing_metadata(table)
         parse = ReadRowsResponse.pb().FromString
         read_rows = self._raw_read_rows()
         pending, pause = keys, 0.01
@@ -110,14 +110,9 @@ class RowLookup:
         than reading response by response, where a response may hold one row (docs/PERFORMANCE.md). Serialised
         ReadRowsResponses joined are one message whose chunks are theirs in order (repeated fields concatenate)."""
         if self._read_rows is None:
-            from google.api_core.gapic_v1.method import wrap_method
             from google.cloud.bigtable_v2.types import ReadRowsRequest
 
-            transport: Any = self._client._gapic_client._transport  # noqa: SLF001 - its gRPC transport
-            channel = transport.grpc_channel
-            stub = channel.unary_stream("/google.bigtable.v2.Bigtable/ReadRows",
-                                        request_serializer=ReadRowsRequest.serialize, response_deserializer=None)
-            self._read_rows = wrap_method(stub, client_info=self._client.client_info)
+            self._read_rows = ChannelCall(self._client, "ReadRows", ReadRowsRequest.serialize, None)
         return self._read_rows
 
     def close(self) -> None:

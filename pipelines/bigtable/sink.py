@@ -5,7 +5,8 @@ carry different GC rules than the spec asks for is refused, because writing into
 Bigtable garbage-collect migrated cells by rules nobody reviewed. Missing families are added
 (additive, touches no existing data); extra families in the table are left alone.
 
-Writes go through the data client's ``MutationsBatcher``. An entry Bigtable refuses for good
+Writes go through the data client's ``MutationsBatcher``, its MutateRows requests sent as the entries' bytes
+(:mod:`.mutate`). An entry Bigtable refuses for good
 (an unknown family, a row over the mutation limit) becomes a dead letter carrying the original
 item; transient failures (deadline, unavailable) fail the bundle instead, so the runner retries
 it. Retrying is safe because every cell has an explicit timestamp: rewriting a cell with the same
@@ -30,7 +31,8 @@ from ...mappers.gc import AGGREGATE_TEXT, combine, describe_gc
 from ..run.batches import Barrier, SegmentAt
 from ..run.metrics import NAMESPACE, ReasonCounters, letter_reason
 from .entries import to_mutation_entry
-from .raw_answers import RawAnswersTarget, free_finished_operations
+from .mutate import batcher_class
+from .raw_answers import free_finished_operations
 from ..run.progress import reporter
 from ..run.dead_letters import DeadLetter, ItemsMapped
 from ...mappers.errors import ServiceError, UsageError
@@ -389,14 +391,12 @@ class Destination:
 
 
 def open_batcher(table: Any, flow: FlowControl) -> Any:
-    """The data client's ``MutationsBatcher`` for ``table`` with ``flow``'s limits, reporting every failure; its answers
-    read as raw protobuf, its finished operations freed at once (:mod:`.raw_answers`)."""
-    from google.cloud.bigtable.data import MutationsBatcher
-
+    """The data client's ``MutationsBatcher`` for ``table`` with ``flow``'s limits, reporting every failure; its
+    requests sent as the entries' bytes and its answers read raw (:mod:`.mutate`), its finished operations freed at
+    once (:mod:`.raw_answers`)."""
     free_finished_operations()
-    target: Any = RawAnswersTarget(table)  # the table, to the batcher (it takes a table's attributes only)
-    batcher = MutationsBatcher(
-        target,
+    batcher = batcher_class()(
+        table,
         flush_limit_mutation_count=flow.flush_limit_mutation_count,
         flush_limit_bytes=flow.flush_limit_bytes,
         flow_control_max_mutation_count=flow.flow_control_max_mutation_count,

@@ -1,8 +1,11 @@
-"""Faults of the Bigtable data client's MutateRows transport, for tests that pin how its retries go."""
+"""Faults of the Bigtable data client's MutateRows transport (a lost answer, a connection cut under a request), for
+tests that pin how its retries go."""
 
 from __future__ import annotations
 
-__all__ = ["LostResponse"]
+from ddb2bt.pipelines.local.proxy import Proxy
+
+__all__ = ["CutLargeRequest", "LostResponse"]
 
 
 class LostResponse:
@@ -20,3 +23,35 @@ class LostResponse:
         if self.calls == 1:
             raise ServiceUnavailable("response lost after the write was applied")
         return iter(answers)
+
+
+class CutLargeRequest(Proxy):
+    """A loopback TCP proxy in front of the emulator that closes, both ways, the first connection on which the client
+    sends more than ``after`` bytes, before those bytes go on: a request larger than that never reaches the server
+    whole (a gRPC server takes a message only once it is whole), and the client sees its connection break under
+    the call. Later connections pass unchanged."""
+
+    def __init__(self, target_host: str, target_port: int, *, after: int) -> None:
+        super().__init__(target_host, target_port)
+        self.after, self.cuts = after, 0
+
+    async def relay(self, reader, writer, up_reader, up_writer) -> None:
+        await super().relay(_Counted(self, reader, (writer, up_writer)), writer, up_reader, up_writer)
+
+
+class _Counted:
+    """The client's side of one connection, read by the proxy: past the proxy's ``after`` bytes (once per proxy), the
+    connection is aborted both ways and reads as ended."""
+
+    def __init__(self, proxy: CutLargeRequest, reader, sides) -> None:
+        self.proxy, self.reader, self.sides, self.sent = proxy, reader, sides, 0
+
+    async def read(self, size: int) -> bytes:
+        data = await self.reader.read(size)
+        if not self.proxy.cuts and self.sent + len(data) > self.proxy.after:
+            self.proxy.cuts += 1
+            for side in self.sides:
+                side.transport.abort()
+            return b""
+        self.sent += len(data)
+        return data

@@ -60,12 +60,33 @@ def test_the_clients_mutation_count_limits_hold(count):
         to_mutation_entry(MappedRow(b"row", cells, "entity"))
 
 
-def test_the_message_is_built_once_and_not_held_after_it_is_handed_over():
-    row = mapped_rows()[1]
-    entry = to_mutation_entry(row)
-    size = entry.size()
-    built = entry._pb
-    assert built is not None and entry.size() == size and entry._pb is built
-    first = entry._to_pb()
-    assert entry._pb is None and entry.size() == size  # the size stays known without the message
-    assert serialize(first) == serialize(entry._to_pb()) == serialize(reference_entry(row)._to_pb())
+@pytest.mark.parametrize("length", [0, 1, 127, 128, 300, 16383, 16384, 2**21, 2**28 + 5])
+def test_an_entrys_record_is_field_2_of_a_request(length):
+    """The tag and varint length before an entry: what protobuf's own encoder writes for a request's entry."""
+    from google.protobuf.internal.encoder import _VarintBytes  # the reference, in a test only
+
+    from ddb2bt.pipelines.bigtable.entries import request_entry_prefix
+
+    assert request_entry_prefix(length) == b"\x12" + _VarintBytes(length)
+
+
+def test_the_entry_is_serialised_once_and_kept_as_its_request_record():
+    """size() builds and serialises the message once and keeps only its bytes, as a request's field 2: a request
+    of such records parses as the client's request of the same entries."""
+    from ddb2bt.pipelines.bigtable.entries import request_entry_prefix
+
+    rows = mapped_rows()[:20]
+    entries = [to_mutation_entry(row) for row in rows]
+    sizes = [entry.size() for entry in entries]
+    records = [entry.wire for entry in entries]
+    assert [entry.size() for entry in entries] == sizes and [entry.wire for entry in entries] == records
+    assert all(record is entry.wire for record, entry in zip(records, entries))  # not serialised again
+    assert not hasattr(entries[0], "_pb")  # no message held, its bytes only
+    for record, row, size in zip(records, rows, sizes):
+        theirs = serialize(reference_entry(row)._to_pb())
+        assert size == len(theirs) and record == request_entry_prefix(size) + theirs
+    joined = types_pb.MutateRowsRequest.pb().FromString(b"".join(records))
+    client = types_pb.MutateRowsRequest(entries=[reference_entry(row)._to_pb() for row in rows])
+    assert joined == client._pb
+    assert [serialize(entry._to_pb()) for entry in entries] == [serialize(reference_entry(row)._to_pb())
+                                                               for row in rows]  # the client's own path

@@ -1,0 +1,163 @@
+"""Our own MutateRows call under the data client's ``MutationsBatcher``: the request sent as the bytes of its entries.
+
+The client's MutateRows operation builds each request as a proto-plus ``MutateRowsRequest`` of its entries (upb
+copying every entry's message into the request), serialises it on the way out, and reads every answer through
+proto-plus and an exception object per entry, the successful ones too: about a third of the CPU of a written
+row (docs/PERFORMANCE.md). Here each entry is serialised once, when the batcher first asks for its size
+(:mod:`.entries` keeps the bytes as ``wire``: the entry as field 2 of a request), a request is those records
+joined after the table's fields (repeated fields concatenate), sent on the client's own channel
+(:class:`.calls.ChannelCall`: its client info, routing header and error mapping), its answers parsed raw.
+
+Everything else is the client's, unchanged: the batcher (flush limits, flow control, the background requests),
+and the operation's rules — which entries are retried (those failing with a retryable error that say
+``is_idempotent()``), its backoff, operation and attempt deadlines, and the errors of the entries that failed
+for good (``MutationsExceptionGroup`` of ``FailedMutationEntryError``, each cause the exception the client's own
+call makes of the entry's status). Only the two steps that build and read messages are replaced: the batcher's
+``_execute_mutate_rows`` (which made the client's operation, and a ``Status`` per entry for a completion callback
+we do not use) and the operation's ``_run_attempt``. Touches ``MutationsBatcher._execute_mutate_rows`` and its
+``_target``, ``_operation_timeout``, ``_attempt_timeout``, ``_retryable_errors``, ``_flow_control``;
+``_MutateRowsOperation``'s constructor, ``mutations``, ``remaining_indices``, ``errors``, ``timeout_generator``,
+``_operation_metric``, ``_handle_entry_error``: pinned in pyproject.toml, tested in
+tests/pipelines/test_bigtable_mutate.py.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from .calls import ChannelCall, routing_metadata
+from .entries import request_entry_prefix
+
+
+def entry_record(entry: Any) -> bytes:
+    """An entry as a request's field 2: the ``wire`` it keeps (:mod:`.entries`, once sized), else its message
+    serialised (the client's own ``RowMutationEntry``)."""
+    wire = getattr(entry, "wire", b"")
+    if wire:
+        return wire
+    data = entry._to_pb()._pb.SerializeToString()  # noqa: SLF001 - proto-plus's raw message
+    return request_entry_prefix(len(data)) + data
+
+
+BATCH_STEP = ["self", "batch", "metric"]
+OPERATION = ["self", "gapic_client", "target", "mutation_entries", "operation_timeout", "attempt_timeout", "metric",
+             "retryable_exceptions"]
+"""The parameters of the client's ``MutationsBatcher._execute_mutate_rows`` and ``_MutateRowsOperation`` this
+module is written against."""
+
+
+def client_layout_fits() -> bool:
+    """Whether the installed client has the private layout this module replaces parts of (pyproject.toml pins the
+    versions that do; another one writes through the client's own operation, slower, never wrongly)."""
+    import inspect
+
+    from google.cloud.bigtable.data import MutationsBatcher
+
+    try:
+        from google.cloud.bigtable.data._cross_sync import CrossSync
+
+        operation = CrossSync._Sync_Impl._MutateRowsOperation
+        step = MutationsBatcher._execute_mutate_rows
+    except (ImportError, AttributeError):
+        return False
+    return (list(inspect.signature(step).parameters) == BATCH_STEP
+            and list(inspect.signature(operation.__init__).parameters) == OPERATION
+            and all(hasattr(operation, name) for name in ("_run_attempt", "_handle_entry_error", "start")))
+
+
+@functools.cache
+def batcher_class() -> type:
+    """The data client's ``MutationsBatcher`` sending its requests through :func:`operation_class`'s operation (the
+    client's own batcher where :func:`client_layout_fits` says no). Built on first use, so importing this module
+    does not import the Bigtable client."""
+    from google.cloud.bigtable.data import MutationsBatcher
+    from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
+    from google.cloud.bigtable_v2.types import bigtable as types_pb
+
+    if not client_layout_fits():
+        return MutationsBatcher
+    operation = operation_class()
+    answer = types_pb.MutateRowsResponse.pb().FromString
+
+    class Batcher(MutationsBatcher):
+        def __init__(self, table: Any, **limits: Any) -> None:
+            super().__init__(table, **limits)
+            self._mutate_rows = ChannelCall(table.client, "MutateRows", None, answer)
+
+        def _execute_mutate_rows(self, batch: list[Any], metric: Any) -> list[Any]:
+            """The client's own, less the per-entry statuses it builds for a completion callback (none is set)."""
+            try:
+                operation(self._target, batch, self._mutate_rows, operation_timeout=self._operation_timeout,
+                          attempt_timeout=self._attempt_timeout, metric=metric,
+                          retryable_exceptions=self._retryable_errors).start()
+            except MutationsExceptionGroup as group:
+                for error in group.exceptions:
+                    error.index = None  # as the client's: an index into this batch means nothing to the caller
+                return list(group.exceptions)
+            finally:
+                self._flow_control.remove_from_flow(batch)
+            return []
+
+    return Batcher
+
+
+@functools.cache
+def operation_class() -> type:
+    """The client's ``_MutateRowsOperation`` with its request sent as bytes and its answers read raw."""
+    from google.api_core.exceptions import from_grpc_status
+    from google.cloud.bigtable.data._cross_sync import CrossSync
+    from google.cloud.bigtable.data.exceptions import _MutateRowsIncomplete
+    from google.cloud.bigtable.data.mutations import _MUTATE_ROWS_REQUEST_MUTATION_LIMIT, _EntryWithProto
+    from google.cloud.bigtable_v2.types import bigtable as types_pb
+
+    request_fields = types_pb.MutateRowsRequest.pb()
+
+    class MutateRows(CrossSync._Sync_Impl._MutateRowsOperation):  # type: ignore[name-defined]
+        def __init__(self, target: Any, entries: list[Any], call: Any, **rules: Any) -> None:
+            total = sum(len(entry.mutations) for entry in entries)
+            if total > _MUTATE_ROWS_REQUEST_MUTATION_LIMIT:  # the client's own check, as it words it
+                raise ValueError(f"mutate_rows requests can contain at most {_MUTATE_ROWS_REQUEST_MUTATION_LIMIT} "
+                                 f"mutations across all entries. Found {total}.")
+            # The client's retry, deadlines and error lists, for no entries: its constructor would build each
+            # entry's proto-plus message, ours keep their bytes.
+            super().__init__(target.client._gapic_client, target, [], **rules)  # noqa: SLF001
+            self.mutations = [_EntryWithProto(entry, entry_record(entry))  # type: ignore[arg-type]  # its bytes
+                              for entry in entries]
+            self.remaining_indices = list(range(len(self.mutations)))
+            self._call = call
+            self._head = request_fields(app_profile_id=target.app_profile_id or "",
+                                        **target._request_path).SerializeToString()  # noqa: SLF001
+            self._routing = routing_metadata(target)
+
+        def _run_attempt(self) -> None:
+            """The client's attempt (the same entries, errors and retries), its request joined from the entries'
+            bytes and its answers read raw; an entry that succeeded makes no exception object."""
+            self._operation_metric.start_attempt()
+            remaining, mutations = self.remaining_indices, self.mutations
+            self.remaining_indices = []
+            if not remaining:
+                return
+            request = b"".join([self._head, *[mutations[index].proto for index in remaining]])
+            active = dict(enumerate(remaining))  # the request's index -> the operation's
+            errors = self.errors
+            try:
+                for answer in self._call(request, timeout=next(self.timeout_generator), metadata=self._routing):
+                    for result in answer.entries:
+                        index = active.pop(result.index)
+                        status = result.status
+                        if status.code:
+                            self._handle_entry_error(index, from_grpc_status(status.code, status.message,
+                                                                             details=status.details))
+                        elif index in errors:
+                            del errors[index]
+            except Exception as exc:
+                for index in active.values():
+                    self._handle_entry_error(index, exc)
+                raise
+            for index in active.values():
+                self._handle_entry_error(index, _MutateRowsIncomplete("no response entry received for mutation"))
+            if self.remaining_indices:
+                raise _MutateRowsIncomplete
+
+    return MutateRows
