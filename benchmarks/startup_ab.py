@@ -1,0 +1,112 @@
+"""The start-up CPU of a migrate run, this tree against another commit in alternating rounds:
+``python -m benchmarks.startup_ab --against <commit> [--items N] [--rounds R] [--source scan|export]``.
+
+Each round runs one ``benchmarks.child`` ddb2bt job per tree (the same job as ``make bench``'s: the application's
+``migrate`` of benchmarks/spec.yaml, in_memory) on a small table, so that the run's CPU is mostly its start-up, and
+reads the job's own CPU split: the interpreter (``interpreter_s``), the imports and the spec (``imports_and_spec_s``),
+and the whole ``migrate`` call (``run_s``: checks, table probe, pipeline construction, the few items, teardown).
+The other commit's tree is taken with ``git archive`` and put first on ``PYTHONPATH`` (as ``ddb2bt``,
+:func:`benchmarks.io_paths.tree_of`), so both sides run in the same venv against the same servers and data.
+Docs: docs/PERFORMANCE.md ("Start-up (h/startup)").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .common import ROOT, log
+from .io_paths import tree_of
+
+FIGURES = ("interpreter_s", "imports_and_spec_s", "run_s", "total_s")
+
+
+def figures(trace: dict) -> dict[str, float]:
+    """The CPU split of one job's ``own_cpu_trace`` (benchmarks/child.py ``traced``)."""
+    out = {"interpreter_s": trace["cpu_at_main_s"],
+           "imports_and_spec_s": trace["cpu_before_run_s"] - trace["cpu_at_main_s"],
+           "run_s": trace["cpu_after_run_s"] - trace["cpu_before_run_s"]}
+    out["total_s"] = sum(out.values())
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.startup_ab", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", required=True, help="the commit to compare with (e.g. main)")
+    parser.add_argument("--items", type=int, default=2_000)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--source", choices=("scan", "export"), default="scan")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="first one job of this tree under pyinstrument (benchmarks/child.py), its text here")
+    args = parser.parse_args(argv)
+
+    from ddb2bt.pipelines.local import servers as local_servers
+
+    from . import dataset, load
+
+    export_dir = load.cached_export(args.items, 4)[0] if args.source == "export" else None
+    found: dict[str, dict[str, list[float]]] = {"this": {f: [] for f in FIGURES},
+                                                args.against: {f: [] for f in FIGURES}}
+    loads: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="ddb2bt-startup-") as tmp, local_servers.dynalite() as dynamo, \
+            local_servers.bigtable_emulator() as emulator, local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
+        trees = {"this": str(ROOT), args.against: str(tree_of(args.against, Path(tmp)))}
+        load.load_table(dynamo.endpoint, "bench", dataset.generate(args.items))
+        env = {**os.environ, **local_servers.FAKE_AWS_ENV, **local_servers.emulator_env(emulator.endpoint)}
+        env.pop("AWS_PROFILE", None)
+        runs = [(-1, "this")] if args.profile else []
+        runs += [(round_, name) for round_ in range(args.rounds)
+                 for name in (trees if round_ % 2 == 0 else list(reversed(trees)))]
+        for number, (round_, name) in enumerate(runs):
+            job = {"kind": "ddb2bt", "endpoint": dynamo.endpoint, "table": "bench", "project": "startup",
+                   "instance": "startup", "target": f"t{number}", "segments": 2,
+                   "run_dir": os.path.join(tmp, f"run{number}")}
+            if export_dir:
+                job["export_dir"] = export_dir
+            if round_ < 0:
+                job["profile"] = str(args.profile.resolve())
+            run = subprocess.run([sys.executable, "-m", "benchmarks.child", json.dumps(job)], cwd=ROOT,
+                                 env={**env, "PYTHONPATH": os.pathsep.join(dict.fromkeys([trees[name], str(ROOT)]))},
+                                 capture_output=True, text=True)
+            lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+            if run.returncode or not lines:
+                raise SystemExit(f"{name}: {run.stderr[-3000:]}")
+            result = json.loads(lines[-1])
+            if result["items_read"] != args.items or not result["ok"]:
+                raise SystemExit(f"{name}: read {result['items_read']} of {args.items}: {result['problems']}")
+            if round_ < 0:
+                log(f"profile of this tree's job: {args.profile}")
+                continue
+            loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
+            split = figures(result["own_cpu_trace"])
+            for figure, value in split.items():
+                found[name][figure].append(value)
+            log(f"round {round_} {name}: " + ", ".join(f"{f} {split[f]:.2f}" for f in FIGURES)
+                + f" s CPU (load {loads[-1]})")
+    summary = {name: {f: {"median": statistics.median(v), "min": min(v), "max": max(v)} for f, v in per.items()}
+               for name, per in found.items()}
+    for figure in FIGURES:
+        this, other = summary["this"][figure], summary[args.against][figure]
+        print(f"{figure:19} {args.against}: {other['median']:.2f} ({other['min']:.2f}-{other['max']:.2f})  this: "
+              f"{this['median']:.2f} ({this['min']:.2f}-{this['max']:.2f}) s CPU")
+    print(f"load average during the runs: {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
+    record = {"against": args.against, "items": args.items, "source": args.source, "rounds_run": args.rounds,
+              "summary": summary, "rounds": found, "load": loads,
+              "unit": "CPU seconds of the job's process (benchmarks/child.py's split), per round",
+              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                       text=True).stdout.strip(), "dirty": bool(subprocess.run(
+                  ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout)}
+    if args.json:
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+if __name__ == "__main__":
+    main()
