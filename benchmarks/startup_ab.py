@@ -22,9 +22,46 @@ import tempfile
 from pathlib import Path
 
 from .common import ROOT, log
-from .io_paths import tree_of
+from .io_paths import PACKAGES, tree_of
 
 FIGURES = ("interpreter_s", "imports_and_spec_s", "run_s", "total_s")
+# What a migrate run imports, in the order it first needs it, grouped by whose it is (``--imports``)
+IMPORT_GROUPS = (
+    ("apache_beam", ("apache_beam",)),
+    ("pydantic, yaml", ("pydantic", "pydantic.fields", "yaml")),
+    ("ddb2bt.mappers.spec", ("ddb2bt.mappers.spec",)),
+    ("ddb2bt: the rest of a migrate run's modules", ("ddb2bt.app.migrate", "ddb2bt.pipelines.pipeline",
+                                                    "ddb2bt.mappers.loader")),
+    ("google.cloud.bigtable (the run's first Bigtable call)", ("google.cloud.bigtable.data",)),
+)
+
+
+def import_costs() -> dict[str, float]:
+    """CPU seconds of each group of :data:`IMPORT_GROUPS`, imported in order in this (fresh) process."""
+    import importlib
+    import resource
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    out = {"interpreter": cpu()}
+    for name, modules in IMPORT_GROUPS:
+        before = cpu()
+        for module in modules:
+            importlib.import_module(module)
+        out[name] = cpu() - before
+    return out
+
+
+def compiled(tree: Path) -> None:
+    """Bytecode for ``tree``'s ddb2bt, as an installed package has it (pip compiles at install): without it, and
+    with PYTHONDONTWRITEBYTECODE set, every process would compile ddb2bt's sources again."""
+    import compileall
+
+    folders = [tree / "ddb2bt"] if (tree / "ddb2bt").is_dir() else [tree / name for name in PACKAGES if name != "templates"]
+    for folder in folders:
+        compileall.compile_dir(str(folder), quiet=1)
 
 
 def figures(trace: dict) -> dict[str, float]:
@@ -39,13 +76,20 @@ def figures(trace: dict) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.startup_ab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", required=True, help="the commit to compare with (e.g. main)")
+    parser.add_argument("--this", default=None,
+                        help="a commit to measure instead of the working tree (which may then change during the run)")
     parser.add_argument("--items", type=int, default=2_000)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--source", choices=("scan", "export"), default="scan")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
+    parser.add_argument("--imports", action="store_true",
+                        help="only print the CPU of each group of a migrate run's imports in this process, as JSON")
     parser.add_argument("--profile", type=Path, default=None,
                         help="first one job of this tree under pyinstrument (benchmarks/child.py), its text here")
     args = parser.parse_args(argv)
+    if args.imports:
+        print(json.dumps(import_costs()))
+        return {}
 
     from ddb2bt.pipelines.local import servers as local_servers
 
@@ -55,9 +99,13 @@ def main(argv: list[str] | None = None) -> dict:
     found: dict[str, dict[str, list[float]]] = {"this": {f: [] for f in FIGURES},
                                                 args.against: {f: [] for f in FIGURES}}
     loads: list[float] = []
+    imports: dict[str, list[dict[str, float]]] = {"this": [], args.against: []}
     with tempfile.TemporaryDirectory(prefix="ddb2bt-startup-") as tmp, local_servers.dynalite() as dynamo, \
             local_servers.bigtable_emulator() as emulator, local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
-        trees = {"this": str(ROOT), args.against: str(tree_of(args.against, Path(tmp)))}
+        this = str(tree_of(args.this, Path(tmp) / "this")) if args.this else str(ROOT)
+        trees = {"this": this, args.against: str(tree_of(args.against, Path(tmp) / "against"))}
+        for tree in trees.values():
+            compiled(Path(tree))
         load.load_table(dynamo.endpoint, "bench", dataset.generate(args.items))
         env = {**os.environ, **local_servers.FAKE_AWS_ENV, **local_servers.emulator_env(emulator.endpoint)}
         env.pop("AWS_PROFILE", None)
@@ -86,6 +134,10 @@ def main(argv: list[str] | None = None) -> dict:
                 continue
             loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
             split = figures(result["own_cpu_trace"])
+            costs = subprocess.run([sys.executable, "-m", "benchmarks.startup_ab", "--against", "-", "--imports"],
+                                   cwd=ROOT, env={**env, "PYTHONPATH": os.pathsep.join(dict.fromkeys([trees[name], str(ROOT)]))},
+                                   capture_output=True, text=True, check=True)
+            imports[name].append(json.loads(costs.stdout.splitlines()[-1]))
             for figure, value in split.items():
                 found[name][figure].append(value)
             log(f"round {round_} {name}: " + ", ".join(f"{f} {split[f]:.2f}" for f in FIGURES)
@@ -97,8 +149,10 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{figure:19} {args.against}: {other['median']:.2f} ({other['min']:.2f}-{other['max']:.2f})  this: "
               f"{this['median']:.2f} ({this['min']:.2f}-{this['max']:.2f}) s CPU")
     print(f"load average during the runs: {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
-    record = {"against": args.against, "items": args.items, "source": args.source, "rounds_run": args.rounds,
-              "summary": summary, "rounds": found, "load": loads,
+    record = {"this": args.this or "the working tree", "against": args.against, "items": args.items, "source": args.source, "rounds_run": args.rounds,
+              "summary": summary, "rounds": found, "load": loads, "imports": imports,
+              "imports_median": {name: {group: statistics.median(r[group] for r in runs) for group in runs[0]}
+                                 for name, runs in imports.items() if runs},
               "unit": "CPU seconds of the job's process (benchmarks/child.py's split), per round",
               "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                        text=True).stdout.strip(), "dirty": bool(subprocess.run(
