@@ -54,6 +54,32 @@ def import_costs() -> dict[str, float]:
     return out
 
 
+def client_costs() -> float:
+    """CPU seconds of the AWS clients a live-scan migrate makes, made in this (fresh) process in the run's order."""
+    import resource
+
+    from ddb2bt.pipelines.dynamodb.aws import s3_beam_args
+    from ddb2bt.pipelines.dynamodb.client import ClientSettings, make_client
+    from ddb2bt.pipelines.dynamodb.scan import scan_client
+
+    from ddb2bt.mappers.spec import SourceSpec
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    source = SourceSpec(table="bench", endpoint_url="http://127.0.0.1:9", region="us-east-1")
+    settings = ClientSettings.from_source(source)
+    import boto3  # noqa: F401  (imported by Beam before a run: not the clients' cost)
+
+    before = cpu()
+    s3_beam_args([], source)  # runner_for: Beam's S3 endpoint
+    make_client(settings)  # prepare: the source's DescribeTable
+    scan_client(settings)  # the scan DoFn's setup: its client, and the one its read budget describes the table with
+    make_client(settings)
+    return cpu() - before
+
+
 def compiled(tree: Path) -> None:
     """Bytecode for ``tree``'s ddb2bt, as an installed package has it (pip compiles at install): without it, and
     with PYTHONDONTWRITEBYTECODE set, every process would compile ddb2bt's sources again."""
@@ -77,18 +103,24 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.startup_ab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", required=True, help="the commit to compare with (e.g. main)")
     parser.add_argument("--this", default=None,
-                        help="a commit to measure instead of the working tree (which may then change during the run)")
+                        help="a commit (or a folder holding a `ddb2bt` tree, e.g. an experiment) to measure instead of the "
+                             "working tree (which may then change during the run)")
     parser.add_argument("--items", type=int, default=2_000)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--source", choices=("scan", "export"), default="scan")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
     parser.add_argument("--imports", action="store_true",
                         help="only print the CPU of each group of a migrate run's imports in this process, as JSON")
+    parser.add_argument("--clients", action="store_true",
+                        help="only print the CPU of the AWS clients a live-scan run makes, in this process, as JSON")
     parser.add_argument("--profile", type=Path, default=None,
                         help="first one job of this tree under pyinstrument (benchmarks/child.py), its text here")
     args = parser.parse_args(argv)
     if args.imports:
         print(json.dumps(import_costs()))
+        return {}
+    if args.clients:
+        print(json.dumps(client_costs()))
         return {}
 
     from ddb2bt.pipelines.local import servers as local_servers
@@ -102,7 +134,8 @@ def main(argv: list[str] | None = None) -> dict:
     imports: dict[str, list[dict[str, float]]] = {"this": [], args.against: []}
     with tempfile.TemporaryDirectory(prefix="ddb2bt-startup-") as tmp, local_servers.dynalite() as dynamo, \
             local_servers.bigtable_emulator() as emulator, local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
-        this = str(tree_of(args.this, Path(tmp) / "this")) if args.this else str(ROOT)
+        this = (args.this if args.this and Path(args.this, "ddb2bt").is_dir()
+                else str(tree_of(args.this, Path(tmp) / "this")) if args.this else str(ROOT))
         trees = {"this": this, args.against: str(tree_of(args.against, Path(tmp) / "against"))}
         for tree in trees.values():
             compiled(Path(tree))
