@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from .common import ROOT, log
-from .io_paths import PACKAGES, tree_of
+from .io_paths import PACKAGES, tree_of, tree_state
 
 FIGURES = ("interpreter_s", "imports_and_spec_s", "run_s", "total_s")
 # What a migrate run imports, in the order it first needs it, grouped by whose it is (``--imports``)
@@ -182,14 +182,13 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{figure:19} {args.against}: {other['median']:.2f} ({other['min']:.2f}-{other['max']:.2f})  this: "
               f"{this['median']:.2f} ({this['min']:.2f}-{this['max']:.2f}) s CPU")
     print(f"load average during the runs: {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
-    record = {"this": args.this or "the working tree", "against": args.against, "items": args.items, "source": args.source, "rounds_run": args.rounds,
+    record = {"this": args.this or "the working tree", "against": args.against, "items": args.items,
+              "source": args.source, "rounds_run": args.rounds,
               "summary": summary, "rounds": found, "load": loads, "imports": imports,
               "imports_median": {name: {group: statistics.median(r[group] for r in runs) for group in runs[0]}
                                  for name, runs in imports.items() if runs},
               "unit": "CPU seconds of the job's process (benchmarks/child.py's split), per round",
-              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                       text=True).stdout.strip(), "dirty": bool(subprocess.run(
-                  ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout)}
+              **tree_state()}
     if args.json:
         args.json.write_text(json.dumps(record, indent=1) + "\n")
     return record
