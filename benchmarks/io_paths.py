@@ -27,6 +27,7 @@ import time
 import warnings
 from io import BytesIO
 from pathlib import Path
+from typing import Any
 
 from .common import ROOT, log
 
@@ -43,6 +44,15 @@ def tree_of(commit: str, into: Path) -> Path:
         tar.extractall(package, filter="data")
     (package / "__init__.py").touch()
     return into
+
+
+def tree_state() -> dict[str, Any]:
+    """The commit of this tree and whether tracked files differ from it, for a result file."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
+
+    return {"commit": git("rev-parse", "--short", "HEAD").strip(),
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
 def child(job: dict) -> dict[str, float]:
@@ -145,9 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"load average during the runs: {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
     record = {"against": args.against, "items": args.items, "rounds_run": args.rounds, "summary": summary,
               "rounds": found, "load": loads, "unit": "process CPU µs per item, best of 3 passes per round",
-              "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                       text=True).stdout.strip(), "dirty": bool(subprocess.run(
-                  ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout)}
+              **tree_state()}
     if args.json:
         args.json.write_text(json.dumps(record, indent=1) + "\n")
     return record

@@ -7,7 +7,11 @@ spec (families declared, entities reachable, key attributes known) live in :mod:
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
 import re
+import sys
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from enum import Enum
@@ -66,9 +70,56 @@ CellTime = Annotated[datetime, WrapValidator(_time)]
 
 
 class StrictModel(BaseModel):
-    """Shared base: unknown keys are errors and specs are immutable once loaded."""
+    """Shared base: unknown keys are errors and specs are immutable once loaded.
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    Each field's attribute docstring is its description in the JSON Schema (spec.schema.json), added when a schema
+    is generated rather than by pydantic's ``use_attribute_docstrings``, which reads each model's source through the
+    call stack at import: every ddb2bt process (and every Beam worker) imports the spec, few generate its schema.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any, /) -> Any:
+        schema = handler(core_schema)
+        properties = handler.resolve_ref_schema(schema).get("properties", {})
+        documented = _attribute_docstrings(cls)
+        for name, field in cls.model_fields.items():
+            key = name if name in properties else field.alias
+            if field.description is None and name in documented and key in properties:
+                properties[key]["description"] = documented[name]
+        return schema
+
+
+def _attribute_docstrings(model: type) -> dict[str, str]:
+    """``model``'s fields' attribute docstrings (its bases' first), read as pydantic's ``use_attribute_docstrings``
+    reads them: a string statement right after an annotated assignment, ``inspect.cleandoc``-ed."""
+    found: dict[str, str] = {}
+    for base in reversed(model.__mro__):
+        if issubclass(base, StrictModel):
+            found.update(_module_docstrings(base.__module__).get(base.__qualname__, {}))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _module_docstrings(module: str) -> dict[str, dict[str, str]]:
+    """Per top-level class of ``module``: its attribute docstrings (one parse of the module's source)."""
+    tree = ast.parse(inspect.getsource(sys.modules[module]))
+    return {node.name: _class_docstrings(node) for node in tree.body if isinstance(node, ast.ClassDef)}
+
+
+def _class_docstrings(node: ast.ClassDef) -> dict[str, str]:
+    out: dict[str, str] = {}
+    target, previous = None, None
+    for statement in node.body:
+        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+            target = statement.target.id
+        elif (previous is ast.AnnAssign and target and isinstance(statement, ast.Expr)
+              and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str)):
+            out[target] = inspect.cleandoc(statement.value.value)
+            target = None
+        previous = type(statement)
+    return out
 
 
 # --------------------------------------------------------------------------- source

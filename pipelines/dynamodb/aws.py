@@ -35,13 +35,54 @@ IGNORE_CONFIGURED = "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"
 GLOBAL_VARIABLE = "AWS_ENDPOINT_URL"
 
 
+# The service ids (botocore's service models, ``metadata.serviceId``) of the services ddb2bt makes clients of, so that
+# naming their variables does not load their whole models (S3's alone is a large file to parse);
+# tests/pipelines/test_aws_endpoints.py checks them against botocore's models. Any other service is looked up.
+SERVICE_IDS = {"dynamodb": "DynamoDB", "dynamodbstreams": "DynamoDB Streams", "s3": "S3", "sts": "STS"}
+
+
 @functools.lru_cache(maxsize=None)
 def service_variable(service: str) -> str:
     """The service's own endpoint variable, named as botocore names it (from the service id, e.g. "DynamoDB Streams")."""
-    from botocore.session import get_session
-
-    service_id = get_session().get_service_model(service).service_id
+    service_id = SERVICE_IDS.get(service) or botocore_session().get_service_model(service).service_id
     return f"{GLOBAL_VARIABLE}_{service_id.upper().replace(' ', '_').replace('-', '_')}"
+
+
+@functools.lru_cache(maxsize=None)
+def _data_loader(data_path: str | None) -> Any:
+    """botocore's data loader, one per data path for the whole process.
+
+    It reads the installed botocore's service models, endpoint rules and partitions (read-only files) and keeps what it
+    parsed. A new session gets a loader of its own, so each client of a new session parsed the same JSON again, most
+    of what a client costs to make; boto3's default session shares its loader among its clients in the same way.
+    """
+    from botocore.loaders import create_loader
+
+    return create_loader(data_path)
+
+
+def botocore_session(profile: str | None = None) -> Any:
+    """A new botocore session (configuration and credentials of its own) that reads service data through the shared
+    loader. Raises botocore's ``ProfileNotFound`` for an unknown ``profile``, as a new boto3 session does."""
+    import botocore.session
+
+    core = botocore.session.Session(profile=profile)
+    core.register_component("data_loader", _data_loader(core.get_config_variable("data_path")))
+    return core
+
+
+def boto3_session(profile: str | None = None, region: str | None = None, core: Any = None) -> Any:
+    """A new boto3 session over ``core`` (else a new :func:`botocore_session`), as ``boto3.session.Session(
+    profile_name=profile, region_name=region)`` makes one, but with the shared data loader."""
+    import boto3
+
+    core = core or botocore_session(profile)
+    session = boto3.session.Session(botocore_session=core, region_name=region)
+    # boto3 adds its own data folder to the loader's search paths with every session: keep one of each
+    paths = core.get_component("data_loader").search_paths
+    if len(paths) != len(set(paths)):
+        paths[:] = list(dict.fromkeys(paths))
+    return session
 
 
 def _configured(name: str) -> str | None:
@@ -53,10 +94,8 @@ def _configured(name: str) -> str | None:
 @functools.lru_cache(maxsize=1)
 def _aws_domains() -> tuple[str, ...]:
     """Every DNS suffix of AWS's partitions (amazonaws.com, api.aws, amazonaws.com.cn, ...), from botocore's data."""
-    from botocore.loaders import create_loader
-
     domains: set[str] = set()
-    for partition in create_loader().load_data("partitions")["partitions"]:
+    for partition in _data_loader(None).load_data("partitions")["partitions"]:
         outputs = partition.get("outputs", {})
         domains.update(outputs[key] for key in ("dnsSuffix", "dualStackDnsSuffix") if outputs.get(key))
     return tuple(sorted(domains))
@@ -89,9 +128,7 @@ def endpoint_for(service: str, endpoint_url: str | None = None, session: Any = N
     if _configured(service_variable(service)):
         return None  # botocore reads the service's own variable
     if session is None:
-        import boto3
-
-        session = boto3.session.Session(region_name=os.environ.get("AWS_REGION") or None)
+        session = boto3_session(region=os.environ.get("AWS_REGION") or None)
     dynamodb = dynamodb_endpoint(session, endpoint_url)
     return dynamodb if is_local(dynamodb) else None
 
@@ -104,18 +141,16 @@ def aws_client(service: str, *, endpoint_url: str | None = None, region: str | N
     from the worker's Google identity exchanged for that role's (:mod:`.aws_web_identity`); nothing here reads or
     logs them.
     """
-    import boto3
-
     from ..run.service_errors import redact
 
     # boto3 reads AWS_DEFAULT_REGION but not AWS_REGION, which the AWS CLI and SDKs document: honour both.
     region = region or os.environ.get("AWS_REGION") or None
     if role_arn:
-        from .web_identity import boto3_session
+        from .web_identity import install
 
-        session = boto3_session(role_arn, region_name=region, profile_name=profile)
+        session = boto3_session(region=region, core=install(botocore_session(profile), role_arn))
     else:
-        session = boto3.session.Session(profile_name=profile, region_name=region)
+        session = boto3_session(profile, region)
     endpoint = endpoint_for(service, endpoint_url, session)
     client = session.client(service, endpoint_url=endpoint, config=config)
     log.debug("%s client: region=%s endpoint=%s profile=%s", service, session.region_name,
@@ -129,9 +164,7 @@ def s3_beam_args(beam_args: list[str] | tuple[str, ...], source: Any) -> list[st
     args = list(beam_args)
     if any(arg.split("=", 1)[0] == "--s3_endpoint_url" for arg in args):
         return args
-    import boto3
-
     region = getattr(source, "region", None) or os.environ.get("AWS_REGION") or None
-    session = boto3.session.Session(profile_name=getattr(source, "profile", None), region_name=region)
+    session = boto3_session(getattr(source, "profile", None), region)
     endpoint = endpoint_for("s3", getattr(source, "endpoint_url", None), session)
     return args + [f"--s3_endpoint_url={endpoint}"] if endpoint else args

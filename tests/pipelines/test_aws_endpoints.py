@@ -7,7 +7,7 @@ import pytest
 
 from ddb2bt.mappers.errors import UsageError
 from ddb2bt.mappers.spec import SourceSpec
-from ddb2bt.pipelines.dynamodb.aws import aws_client, is_local, s3_beam_args, service_variable
+from ddb2bt.pipelines.dynamodb.aws import SERVICE_IDS, aws_client, boto3_session, is_local, s3_beam_args, service_variable
 from ddb2bt.pipelines.dynamodb.client import ClientSettings, make_client
 from ddb2bt.pipelines.dynamodb.stream import make_streams_client, require_streams_api
 
@@ -97,3 +97,34 @@ def test_a_dynamodb_without_streams_is_named_instead_of_asking_to_enable_one(dyn
 
 def test_a_server_with_streams_passes(moto_server):
     require_streams_api(make_streams_client(ClientSettings(region="us-east-1", endpoint_url=moto_server.endpoint)))
+
+
+def test_the_known_service_ids_are_botocores_own():
+    """aws.SERVICE_IDS spares loading a model to name a variable: each id is the one in botocore's service model."""
+    import botocore.session
+
+    models = botocore.session.Session()
+    assert {name: models.get_service_model(name).service_id for name in SERVICE_IDS} == SERVICE_IDS
+    assert service_variable("kinesis") == "AWS_ENDPOINT_URL_KINESIS"  # any other service: from its model
+
+
+def test_sessions_share_one_data_loader_and_keep_their_own_profile_and_region(tmp_path, monkeypatch):
+    """Every client reads botocore's data through one loader (parsed once per process), while each session still
+    reads its own profile (region, unknown profile: botocore's error) as a new boto3 session does."""
+    from botocore.exceptions import ProfileNotFound
+
+    config = tmp_path / "config"
+    config.write_text("[profile west]\nregion = us-west-2\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):  # the environment's region would win over the profile's
+        monkeypatch.delenv(name, raising=False)
+    west, east = aws_client("dynamodb", profile="west"), aws_client("dynamodb", region="eu-west-1")
+    assert (west.meta.region_name, west.meta.endpoint_url) == ("us-west-2", "https://dynamodb.us-west-2.amazonaws.com")
+    assert east.meta.region_name == "eu-west-1"
+    loaders = {id(boto3_session(profile).__dict__["_session"].get_component("data_loader")) for profile in ("west", None)}
+    assert len(loaders) == 1
+    paths = boto3_session().__dict__["_session"].get_component("data_loader").search_paths
+    assert len(paths) == len(set(paths))  # boto3 adds its folder per session: kept once
+    with pytest.raises(ProfileNotFound, match="could not be found"):
+        aws_client("dynamodb", profile="nowhere")
