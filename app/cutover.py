@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import apache_beam as beam
 
 from ..mappers.errors import UsageError
 from ..pipelines.cutover.change_sink import CHANGE_COUNTERS
 from ..pipelines.cutover.parity import Parity
 from ..pipelines.sources import source_for
+from ..pipelines.run.local_runner import new_pipeline
 from .assembly import runner_for
 from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
@@ -151,7 +151,7 @@ def catch_up(spec: MappingSpec | str | Path, export: str, options: RunOptions = 
     if started is not None:
         started(window.expected)
     began = time.monotonic()
-    pipeline = beam.Pipeline(options=run.pipeline_options)
+    pipeline = new_pipeline(run.pipeline_options)
     build_catch_up(pipeline, sink, source, progress_dir=live)
     state, counters, lines = wait_for(pipeline.run(), dead_letter)
     outcome = CatchUpResult(run_dir, window.id, window.from_us, window.to_us, state,

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions, SetupOptions, WorkerOptions
 
@@ -33,6 +32,7 @@ from ..pipelines.pipeline import build_pipeline, reconcile
 from ..pipelines.sources import source_for
 from ..pipelines.bigtable.target import describe_target
 from ..pipelines.sinks import BigtableSink
+from ..pipelines.run.local_runner import new_pipeline
 from . import runs
 from .assembly import default_run_dir, runner_for, segments
 from .context import Step, announce, load_spec, unfinished, wait_for, with_source_keys
@@ -291,7 +291,7 @@ def _run(p: PreparedRun, completed: frozenset[int], now_ms: int, sample: list[di
 
 
     spec, options = p.spec, p.options
-    pipeline = beam.Pipeline(options=p.pipeline_options)
+    pipeline = new_pipeline(p.pipeline_options)
     build_pipeline(pipeline, spec, dead_letter=p.dead_letter, run_dir=p.run_dir if p.resumable else None,
                    total_segments=p.total_segments, completed=completed, flow=options.flow_control(),
                    sample=sample, now_ms=now_ms, max_dead_letters=options.dead_letter_limit(),

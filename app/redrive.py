@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from ..pipelines.cutover.letters import holds_changes
@@ -29,6 +28,7 @@ from ..pipelines.run.metrics import by_reason
 from ..pipelines.pipeline import build_pipeline, reconcile
 from ..pipelines.bigtable.target import describe_target
 from ..pipelines.sinks import BigtableSink
+from ..pipelines.run.local_runner import new_pipeline
 from .assembly import runner_for
 from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
@@ -102,7 +102,7 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     sink.prepare(create=True)  # a fixed spec may add a family
     record(new_dir, letters, Path(spec) if isinstance(spec, (str, Path)) else None, now)
 
-    pipeline = beam.Pipeline(options=run.pipeline_options)
+    pipeline = new_pipeline(run.pipeline_options)
     build_pipeline(pipeline, loaded, dead_letter=dead_letter, flow=options.flow_control(), now_ms=now, source=source)
     state, counters, lines = wait_for(pipeline.run(), dead_letter)
     counters, reasons = by_reason(counters)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from ..mappers.errors import UsageError
@@ -33,6 +32,7 @@ from ..pipelines.bigtable.target import describe_target, probe_target
 from ..pipelines.validate.files import discard_unfinished, finished_parts
 from ..pipelines.validate.pipeline import build_compare_pass
 from ..pipelines.validate.rows import LAUNCHER_BYTES, build_rows_pass, candidate_bytes, resolve_here
+from ..pipelines.run.local_runner import new_pipeline
 from .assembly import default_run_dir, runner_for, segments
 from .context import Step, announce, load_spec, unfinished, wait_for, with_source_keys
 from .migrate import pipeline_stages
@@ -226,7 +226,7 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
         sample = [] if p.dry_run else source_for(spec).random_sample(options.sample, item_count=p.item_count)
     before = files.totals(p.run_dir) if options.resume else {}
 
-    pipeline = beam.Pipeline(options=p.pipeline_options)
+    pipeline = new_pipeline(p.pipeline_options)
     build_compare_pass(pipeline, spec, run_dir=p.run_dir, now_ms=now_ms, total_segments=p.total_segments,
                        completed=completed, sample=sample, repair=p.repair, collect_keys=p.target_scan,
                        dead_letter=p.dead_letter if p.repair else None, flow=options.flow_control(),
@@ -343,7 +343,7 @@ def _rows_pass(p: PreparedValidation, rows_dir: str) -> tuple[str, dict[str, int
         if size <= LAUNCHER_BYTES:
             return "DONE", resolve_here(p.run_dir, rows_dir, Destination.from_target(p.spec.target), p.repair,
                                         p.compare_after_us)
-    pipeline = beam.Pipeline(options=p.pipeline_options)
+    pipeline = new_pipeline(p.pipeline_options)
     if not build_rows_pass(pipeline, p.spec, run_dir=p.run_dir, rows_dir=rows_dir, repair=p.repair,
                            target_scan=p.target_scan, after_us=p.compare_after_us):
         return "DONE", {}

@@ -6,6 +6,7 @@ import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
 from ddb2bt.pipelines.run.batches import Batch, BatchCoder, SegmentDone
+from ddb2bt.pipelines.run.local_runner import new_pipeline
 
 
 def test_coder_round_trips_batches_and_markers_and_sizes_from_nbytes():
@@ -27,7 +28,7 @@ def test_markers_are_empty_batches_told_apart_by_segment():
 
 
 def test_batches_cross_a_stage_boundary_intact():
-    with beam.Pipeline(runner="DirectRunner") as p:
+    with new_pipeline() as p:
         out = (p | beam.Create([Batch([1, 2], 10), SegmentDone(4)]) | beam.Reshuffle()
                | beam.Map(lambda b: (type(b).__name__, list(b), getattr(b, "segment", None), b.nbytes)))
         assert_that(out, equal_to([("Batch", [1, 2], None, 10), ("SegmentDone", [], 4, 0)]))

@@ -10,6 +10,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from ddb2bt.mappers.results import Cell, MappedRow
 from ddb2bt.mappers.spec import GcPolicy, TargetSpec
+from ddb2bt.pipelines.run.local_runner import new_pipeline
 from ddb2bt.pipelines.bigtable.sink import (
     SchemaMismatchError,
     TableMissingError,
@@ -79,7 +80,7 @@ def test_writes_land_and_refused_rows_are_dead_lettered(bigtable_env, unique_nam
     versions = _row(b"multi", Cell("f", b"q", 1000, b"old"), Cell("f", b"q", 2000, b"new"))
     unknown_family = _row(b"bad-family", Cell("nope", b"q", 1000, b"v"))
     bad_timestamp = _row(b"bad-ts", Cell("f", b"q", 1001, b"v"))  # the emulator wants whole milliseconds
-    with beam.Pipeline() as p:
+    with new_pipeline() as p:
         letters = (p | beam.Create(good + [versions, unknown_family, bad_timestamp])
                    | WriteToBigtable(target)
                    | beam.Map(lambda d: (d.stage, d.row_key, d.item["pk"]["S"], d.item["blob"]["B"],
@@ -97,7 +98,7 @@ def test_every_refusal_is_dead_lettered_past_the_batchers_list_limit(bigtable_en
     target = TargetSpec(table=unique_name, families={"f": None})
     ensure_table(target)
     rows = [_row(b"bad%02d" % i, Cell("missing", b"q", 1000, b"v")) for i in range(45)]
-    with beam.Pipeline() as p:
+    with new_pipeline() as p:
         keys = p | beam.Create(rows) | WriteToBigtable(target) | beam.Map(lambda d: d.row_key)
         assert_that(keys, equal_to([row.row_key for row, _ in rows]))
 

@@ -23,6 +23,7 @@ from ddb2bt.mappers.spec import SourceSpec
 from ddb2bt.mappers.analysis.plan import SourceDescription
 from ddb2bt.pipelines.run.batches import Batch, SegmentDone
 from ddb2bt.pipelines.dynamodb.client import ClientSettings, describe_source, make_client
+from ddb2bt.pipelines.run.local_runner import new_pipeline
 from ddb2bt.pipelines.dynamodb.scan import (
     GIB,
     ReadBudget,
@@ -311,7 +312,7 @@ def test_describe_on_demand_table_and_a_server_without_ttl(moto_client):
 
 
 def run_scan(source, items, total_segments, completed=frozenset(), **options):
-    pipeline = beam.Pipeline(runner="DirectRunner")
+    pipeline = new_pipeline()
     out = pipeline | ScanDynamoDB(source, total_segments, completed_segments=completed, **options)
     batches = out | beam.Filter(lambda element: not isinstance(element, SegmentDone))
     done = out | beam.Filter(lambda element: isinstance(element, SegmentDone)) | beam.Map(lambda d: d.segment)
@@ -354,7 +355,7 @@ def test_a_segment_is_its_pages_as_batches_then_its_done_marker():
 def test_transform_pickles_settings_not_clients_and_builds_offline():
     transform = ScanDynamoDB(SourceSpec(table="t", endpoint_url="http://127.0.0.1:9"), 3)
     assert pickle.loads(pickle.dumps(transform))._settings.endpoint_url == "http://127.0.0.1:9"
-    out = beam.Pipeline(runner="DirectRunner") | transform  # nothing listens on port 9: expand must not call out
+    out = new_pipeline() | transform  # nothing listens on port 9: expand must not call out
     assert isinstance(out, beam.PCollection)
     with pytest.raises(ValueError):
         ScanDynamoDB(SourceSpec(export={"path": "/x"}), 3)

@@ -17,6 +17,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 from tests.aws_mock import mock_aws
 
+from ddb2bt.pipelines.run.local_runner import new_pipeline
 from ddb2bt.pipelines.dynamodb.export import (
     ExportError,
     ReadDynamoDBExport,
@@ -40,7 +41,7 @@ def items():
 
 
 def run_export(path, expected_items, expected_mismatches=()):
-    pipeline = beam.Pipeline(runner="DirectRunner")
+    pipeline = new_pipeline()
     out = pipeline | ReadDynamoDBExport(path)
     assert_that(out["batches"] | beam.FlatMap(lambda batch: batch) | beam.Map(fingerprint), exactly(expected_items))
     assert_that(out["count_mismatch"], equal_to(list(expected_mismatches)), label="Mismatches")
@@ -215,7 +216,7 @@ def test_a_resumable_read_skips_stored_files_and_marks_only_files_that_hold_thei
     mismatch = {"kind": "file", "file": entry["dataFileS3Key"], "expected": entry["itemCount"],
                 "actual": entry["itemCount"] - 1}
 
-    pipeline = beam.Pipeline(runner="DirectRunner")
+    pipeline = new_pipeline()
     out = pipeline | ReadDynamoDBExport(export_dir, completed_files={0}, mark_done=True)
     assert_that(out["batches"] | beam.Filter(lambda batch: isinstance(batch, SegmentDone))
                 | beam.Map(lambda done: done.segment), equal_to([1, 2]), label="Marked")

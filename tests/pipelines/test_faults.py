@@ -32,6 +32,7 @@ from ddb2bt.pipelines.dynamodb.export import iter_export_items, read_manifest
 from ddb2bt.pipelines.dynamodb.scan import RetryPolicy, ScanFailedError, scan_client, scan_pages, scan_segment
 from ddb2bt.pipelines.local.proxy import HttpFaultProxy, serving
 from ddb2bt.pipelines.pipeline import build_pipeline, query_counters
+from ddb2bt.pipelines.run.local_runner import new_pipeline
 
 from .cells import expected_cells, read_cells
 from .export_fixtures import make_items, write_export
@@ -138,7 +139,7 @@ def test_bigtable_dying_mid_run_ends_the_run_within_two_minutes(kill_source, tmp
     run_dir, outcome = str(tmp_path / "run"), {}
 
     def run() -> None:
-        p = beam.Pipeline()
+        p = new_pipeline()
         build_pipeline(p, spec, dead_letter=str(tmp_path / "dead.jsonl"), run_dir=run_dir,
                        total_segments=KILL_SEGMENTS, now_ms=0)
         try:
@@ -248,7 +249,7 @@ def run_through(proxy: HttpFaultProxy, spec: MappingSpec, tmp_path: Path) -> dic
 def run_pipeline(spec: MappingSpec, tmp_path: Path) -> dict[str, int]:
     """The migration of ``spec`` in this process (in_memory); its counters."""
     ensure_table(spec.target)
-    p = beam.Pipeline()
+    p = new_pipeline()
     build_pipeline(p, spec, dead_letter=str(tmp_path / "dead.jsonl"), total_segments=spec.source.total_segments,
                    now_ms=0)
     result = p.run()
@@ -323,7 +324,7 @@ def test_an_out_of_range_timestamp_is_a_dead_letter_and_the_run_goes_on(bigtable
             for i in range(5)]
     too_late = MappedRow(b"too-late", (Cell("f", b"q", 99999999999999999999 * 1000, b"v"),), "thing")
     too_early = MappedRow(b"too-early", (Cell("f", b"q", -(2**70), b"v"),), "thing")
-    with beam.Pipeline() as p:
+    with new_pipeline() as p:
         letters = (p | beam.Create([rows[:3] + [(too_late, item)], [(too_early, item)] + rows[3:]])
                    | WriteToBigtable(target)
                    | beam.Map(lambda d: (d.stage, d.row_key, d.item == item, "ValueError" in d.reason)))
@@ -490,7 +491,7 @@ def test_cells_a_later_item_overwrites_are_not_counted_as_written(bigtable_env, 
     first = MappedRow(b"order#1", (Cell("f", b"sku-9", 1000, b"1"), Cell("f", b"a", 1000, b"x")), "line")
     second = MappedRow(b"order#1", (Cell("f", b"sku-9", 1000, b"2"),), "line")
     other = MappedRow(b"order#2", (Cell("f", b"sku-9", 1000, b"3"),), "line")
-    p = beam.Pipeline()
+    p = new_pipeline()
     _ = p | beam.Create([[(first, {}), (second, {}), (other, {})]]) | WriteToBigtable(target)
     result = p.run()
     result.wait_until_finish()
@@ -513,7 +514,7 @@ def test_overwrites_across_write_batches_are_seen_for_the_last_rows_written(bigt
                [row(b"order#1", b"sku-9"), row(b"order#2", b"sku-9")],  # order#1's sku-9 again, one batch later
                [row(b"order#2", b"sku-9")], far,  # order#2's again; then RECENT_ROWS other rows
                [row(b"order#1", b"sku-1")]]  # order#1 is forgotten by now: this overwrite is not seen
-    p = beam.Pipeline()
+    p = new_pipeline()
     _ = p | beam.Create(batches) | WriteToBigtable(target, FlowControl(max_pending_entries=1))
     result = p.run()
     result.wait_until_finish()

@@ -15,6 +15,8 @@ import pytest
 from ddb2bt.pipelines.dynamodb import incremental_export
 from ddb2bt.pipelines.dynamodb.export import ExportError
 from ddb2bt.pipelines.dynamodb.incremental_export import ReadIncrementalExport, check_export, read_incremental_manifest
+from ddb2bt.pipelines.run.local_runner import new_pipeline
+from apache_beam.options.pipeline_options import PipelineOptions
 
 DOCUMENTED = Path(__file__).resolve().parents[1] / "data" / "aws_exports" / "documented" / "ddb" / "posts"
 INC1 = "01714568400000-b2c3d4e5"  # the documented layout's first incremental export: 4 changes in 3 files (one empty)
@@ -24,7 +26,7 @@ def _read(manifest, kept: str | None = None) -> list:
     """The changes ReadIncrementalExport gives, as comparable text (written out by the pipeline: a closure's list
     would be a pickled copy)."""
     with tempfile.TemporaryDirectory() as out:
-        with beam.Pipeline(argv=["--direct_running_mode=in_memory"]) as p:
+        with new_pipeline(PipelineOptions(["--direct_running_mode=in_memory"])) as p:
             read = p | ReadIncrementalExport(manifest, kept)
             _ = (read["batches"] | beam.FlatMap(lambda batch: [repr(change) for change in batch])
                  | beam.io.WriteToText(f"{out}/changes"))
@@ -96,7 +98,7 @@ def test_the_change_source_reads_what_its_own_check_kept(export):
     for data_file in export.files:
         Path(data_file.path).unlink()
     with tempfile.TemporaryDirectory() as out:
-        with beam.Pipeline(argv=["--direct_running_mode=in_memory"]) as p:
+        with new_pipeline(PipelineOptions(["--direct_running_mode=in_memory"])) as p:
             _ = (source.read(p).batches | beam.FlatMap(lambda batch: [repr(change) for change in batch])
                  | beam.io.WriteToText(f"{out}/changes"))
         assert sorted(line for path in Path(out).glob("changes*") for line in path.read_text().splitlines()) == fresh

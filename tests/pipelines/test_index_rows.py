@@ -24,6 +24,7 @@ from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.mappers.validate.records import bytes_from_json
 from ddb2bt.pipelines.cutover.parity import Parity, compare
 from ddb2bt.pipelines.access.reads import dynamodb_items
+from ddb2bt.pipelines.run.local_runner import new_pipeline
 
 from .cells import expected_cells, read_cells
 
@@ -260,7 +261,7 @@ def test_an_item_whose_index_row_bigtable_refuses_is_one_dead_letter_and_counts_
         return MappedRow(name.encode(), (Cell("f", b"v", 1000, b"1"),), "thing", (), (index_row,)), {"pk": {"S": name}}
 
     pairs = [item_rows("a", "f"), item_rows("b", "nope"), item_rows("c", "f")]
-    p = beam.Pipeline()
+    p = new_pipeline()
     letters = p | beam.Create([pairs]) | WriteToBigtable(target)
     _ = letters | beam.Map(lambda letter: (letter.item, letter.reason)) | beam.io.WriteToText(str(tmp_path / "letters"))
     result = p.run()

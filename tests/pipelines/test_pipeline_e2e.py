@@ -7,7 +7,6 @@ import gzip
 import os
 import stat
 
-import apache_beam as beam
 import pytest
 
 from ddb2bt.mappers.spec import MappingSpec
@@ -17,6 +16,7 @@ from ddb2bt.app.options import RunOptions
 from ddb2bt.mappers.errors import UsageError
 from ddb2bt.pipelines.dynamodb.export import ExportError
 from ddb2bt.pipelines.pipeline import build_pipeline
+from ddb2bt.pipelines.run.local_runner import new_pipeline
 
 from .cells import expected_cells, read_cells
 from .tables import load_table
@@ -103,7 +103,7 @@ def test_interrupted_run_resumes_to_complete(bigtable_env, moto_server, unique_n
     from ddb2bt.pipelines.bigtable.sink import ensure_table
 
     ensure_table(spec.target)
-    with beam.Pipeline() as p:
+    with new_pipeline() as p:
         build_pipeline(p, spec, dead_letter=dead, run_dir=run_dir, total_segments=4, completed=frozenset({2, 3}))
     assert ckpt.completed_segments(run_dir) == {0, 1}
 

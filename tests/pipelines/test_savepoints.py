@@ -28,6 +28,7 @@ from ddb2bt.pipelines.run.batches import Batch, SegmentAt, SegmentDone
 from ddb2bt.pipelines.bigtable.sink import WriteToBigtable, ensure_table
 from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 from ddb2bt.pipelines.dynamodb.scan import scan_pages
+from ddb2bt.pipelines.run.local_runner import new_pipeline
 
 from .cells import expected_cells, read_cells
 from .tables import migrate, numbers
@@ -172,7 +173,7 @@ def test_the_writer_passes_a_savepoint_on_only_once_the_pages_before_it_are_stor
         stream.append(Batch([(MappedRow(key, (Cell("d", b"q", 1000, b"v" * 100),), "e"), {}) for key in keys]))
         stream.append(SegmentAt(0, {"sk": {"S": str(number)}}))
     stream.append(SegmentDone(0))
-    with beam.Pipeline() as p:
+    with new_pipeline() as p:
         out = (p | beam.Create([stream]) | beam.FlatMap(lambda elements: elements)
                | WriteToBigtable(target) | beam.ParDo(_StoredWhenSeen(target, pages)))
         assert_that(out, equal_to([("at", n, True) for n in range(5)] + [("done", 0, 750)]))

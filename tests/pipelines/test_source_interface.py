@@ -33,6 +33,7 @@ from ddb2bt.pipelines.dynamodb.sink import DynamoDBSink
 from ddb2bt.pipelines.sinks import BigtableSink
 from ddb2bt.pipelines.source import ItemsSource, Source, SourceRead
 from ddb2bt.pipelines.sources import KINDS, read_items, register, source_for, unregister
+from ddb2bt.pipelines.run.local_runner import new_pipeline
 from tests.pipelines.cells import expected_cells, read_cells
 
 PIECES = 3
@@ -173,7 +174,7 @@ def test_the_dynamodb_sink_writes_items_and_gives_back_what_dynamodb_refused(mot
     sink.prepare()
     good = _items(30)
     keyless = {"pk": {"S": "p0"}, "n": {"N": "1"}}  # no sort key: DynamoDB refuses it (ValidationException)
-    pipeline = beam.Pipeline(runner="DirectRunner")
+    pipeline = new_pipeline()
     out = sink.write(ItemsSource([*good[:20], keyless, *good[20:]]).read(pipeline).batches)
     assert_that(out | beam.Map(lambda letter: (letter.item, letter.stage)), equal_to([(keyless, "write")]))
     pipeline.run().wait_until_finish()
@@ -215,7 +216,7 @@ def test_bigtable_rows_are_a_source_read_in_key_ranges_from_a_committed_row_on(j
         sample = source.random_sample(7, seed=3)
         assert len(sample) == 7 and all(item in _canonical(items) for item in _canonical(sample))
 
-    pipeline = beam.Pipeline(runner="DirectRunner")
+    pipeline = new_pipeline()
     # the read resumes on the key ranges it was first split into (Bigtable's samples may have moved since)
     read = RowSource(spec, key_ranges=pieces).read(pipeline, mark_done=True,
                                                    start_keys={piece: {"after": base64.b64encode(position).decode("ascii")}})

@@ -1,0 +1,70 @@
+"""A local run never offers its pipeline to Beam's Prism runner, which Beam's own DirectRunner downloads from
+github.com and runs the job on when it can: it runs on the FnApiRunner, in the mode its options say."""
+
+from __future__ import annotations
+
+import os
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from ddb2bt.app.migrate import migrate
+from ddb2bt.app.options import RunOptions
+from ddb2bt.mappers.spec import MappingSpec
+from ddb2bt.pipelines.run.local_runner import new_pipeline
+
+from .cells import expected_cells, read_cells
+from .export_fixtures import write_export
+
+
+def prism_offers(monkeypatch) -> list:
+    """Every pipeline offered to Prism from now on (each refused, as a machine without github.com refuses it)."""
+    from apache_beam.runners.portability import prism_runner
+
+    offered: list = []
+
+    def refuse(self, pipeline, options):
+        offered.append(pipeline)
+        raise RuntimeError("offered to Prism")
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", refuse)
+    return offered
+
+
+def test_beams_own_direct_runner_offers_prism_first(monkeypatch):
+    """What the local runner is for: Beam's DirectRunner tries Prism before its FnApiRunner."""
+    offered = prism_offers(monkeypatch)
+    with beam.Pipeline() as p:
+        _ = p | beam.Create([1, 2, 3]) | beam.Map(lambda x: x * 2)
+    assert len(offered) == 1
+
+
+@pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
+def test_a_local_pipeline_runs_without_prism_in_the_mode_asked(monkeypatch, tmp_path, mode):
+    offered = prism_offers(monkeypatch)
+    options = PipelineOptions([f"--direct_running_mode={mode}", "--direct_num_workers=2"])
+    with new_pipeline(options) as p:
+        _ = (p | beam.Create(range(8)) | beam.Reshuffle()
+             | beam.Map(lambda x, folder=str(tmp_path): open(os.path.join(folder, f"{os.getpid()}-{x}"), "w").close()))
+    assert offered == []
+    done = os.listdir(tmp_path)
+    assert sorted(int(name.split("-")[1]) for name in done) == list(range(8))
+    processes = {int(name.split("-")[0]) for name in done}
+    assert (processes == {os.getpid()}) if mode == "in_memory" else (os.getpid() not in processes)
+
+
+def test_migrate_never_offers_its_pipeline_to_prism(bigtable_env, unique_name, tmp_path, monkeypatch):
+    offered = prism_offers(monkeypatch)
+    items = [{"pk": {"S": f"p{i % 3}"}, "sk": {"N": str(i)}, "v": {"S": f"value {i}"}} for i in range(20)]
+    spec = MappingSpec.model_validate({
+        "source": {"table": unique_name, "region": "us-east-1", "partition_key": "pk", "sort_key": "sk",
+                   "export": {"path": write_export(tmp_path / "export", items, files=2)}},
+        "target": {"table": unique_name, "families": {"d": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "item", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],
+    })
+    result = migrate(spec, RunOptions(run_dir=str(tmp_path / "run")))
+    assert result.ok, result.problems
+    assert offered == []
+    assert read_cells(spec.target) == expected_cells(spec, items)
