@@ -292,3 +292,24 @@ def _bulk_type():
     from google.cloud.bigtable.data._metrics import OperationType
 
     return OperationType.BULK_MUTATE_ROWS
+
+
+def test_a_client_of_another_layout_writes_through_its_own_batcher(bigtable_env, unique_name, monkeypatch):
+    """Where the installed client's private layout is not the one mutate.py replaces parts of, the writer uses the
+    client's own batcher and operation: slower, the same cells and refusals."""
+    from google.cloud.bigtable.data import BigtableDataClient, MutationsBatcher
+
+    from ddb2bt.pipelines.bigtable import mutate
+
+    target = TargetSpec(table=unique_name, families={"f": None, "g": None})
+    ensure_table(target)
+    monkeypatch.setattr(mutate, "client_layout_fits", lambda: False)
+    mutate.batcher_class.cache_clear()
+    try:
+        with BigtableDataClient(project=target.project) as client:
+            batcher = open_batcher(client.get_table(target.instance, target.table), FlowControl())
+            assert type(batcher) is MutationsBatcher
+            assert [key for key, _kind in write(batcher, refused_rows(b"a"))] == [b"a-family", b"a-ts"]
+    finally:
+        mutate.batcher_class.cache_clear()
+    assert len(read_cells(target)) == 30
