@@ -68,3 +68,19 @@ def test_migrate_never_offers_its_pipeline_to_prism(bigtable_env, unique_name, t
     assert result.ok, result.problems
     assert offered == []
     assert read_cells(spec.target) == expected_cells(spec, items)
+
+
+def test_every_pipeline_is_built_by_new_pipeline():
+    """A ``beam.Pipeline(...)`` made anywhere else (product, tests, benchmarks) would run on Beam's DirectRunner."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    made_elsewhere = [
+        f"{path.relative_to(root)}:{number}"
+        for folder in ("app", "cli", "mappers", "pipelines", "benchmarks", "tests")
+        for path in sorted((root / folder).rglob("*.py"))
+        if path.name not in ("local_runner.py", Path(__file__).name)
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "beam.Pipeline(" in line or "TestPipeline(" in line
+    ]
+    assert made_elsewhere == []
