@@ -118,3 +118,26 @@ def test_a_stream_cut_midway_is_read_again_from_the_last_row(bigtable_env, bigta
             found = lookup.rows(keys)
     assert proxy.cuts == 1
     assert sorted(found) == keys and all(cells == [Cell("c", b"v", 1000, key * 500)] for key, cells in found.items())
+
+
+def test_the_lookup_channel_to_bigtable_is_built_from_the_clients_transport():
+    """Outside the emulator the lookup's channel takes the data client's transport's host, credentials, scopes and
+    TLS (private attributes of the gapic transport: the touch point, on the real class). Nothing connects: a gRPC
+    channel connects on its first call."""
+    from types import SimpleNamespace
+
+    import grpc
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.bigtable_v2.services.bigtable.transports.grpc import BigtableGrpcTransport
+
+    from ddb2bt.pipelines.bigtable.read import _lookup_channel
+
+    transport = BigtableGrpcTransport(credentials=AnonymousCredentials())
+    client = SimpleNamespace(_gapic_client=SimpleNamespace(_transport=transport))
+    channel = _lookup_channel(client, None)
+    try:
+        assert isinstance(channel, grpc.Channel)
+        assert transport._host == "bigtable.googleapis.com:443"
+    finally:
+        channel.close()
+        transport.grpc_channel.close()
