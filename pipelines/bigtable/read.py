@@ -116,8 +116,8 @@ class RowLookup:
         ReadRowsResponses joined are one message whose chunks are theirs in order (repeated fields concatenate).
 
         Sent on a channel of the lookup's own (:func:`_lookup_channel`), whose streams are read on the thread that
-        asks: gRPC's default hands every response from its own thread to the reader's, which was half of the
-        lookup's cost per row on the emulator (one response per row, docs/PERFORMANCE.md)."""
+        asks: gRPC's default hands every response from its own thread to the reader's, which was about half of
+        what receiving a row cost on the emulator (one response per row, docs/PERFORMANCE.md)."""
         with self._opening:
             if self._read_rows is None:
                 from google.api_core.gapic_v1.method import wrap_method
