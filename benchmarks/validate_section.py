@@ -66,11 +66,14 @@ def validate_section(bench: Any, project: str, instance: str, *, small_export: s
             migrated = bench.job("ddb2bt", label=f"migrate ({name})", **CONFIG, **source)
             checked = validate_job(bench, f"validate ({name})", bench.n, **where, **CONFIG, **source)
             measured.append({"migrate": migrated, "validate": checked,
-                             "ratio": checked["items_per_s"] / migrated["items_per_s"]})
+                             "ratio": checked["items_per_s"] / migrated["items_per_s"],
+                             "cpu_ratio": cpu_ratio(migrated, checked)})
         median = statistics.median(pair["ratio"] for pair in measured)
         middle = min(measured, key=lambda pair: abs(pair["ratio"] - median))
+        cpu_ratios = [pair["cpu_ratio"] for pair in measured if pair["cpu_ratio"] is not None]
         section[name.replace(" ", "_")] = {**middle, "ratio": median, "round_ratios": [pair["ratio"] for pair in measured],
-                                           "rounds": measured if rounds > 1 else None}
+                                           "cpu_ratio": statistics.median(cpu_ratios) if cpu_ratios else None,
+                                           "round_cpu_ratios": cpu_ratios, "rounds": measured if rounds > 1 else None}
     section["memory"] = {"small": {"items": bench.n, "peak_rss_bytes": section["live_scan"]["validate"]["peak_rss_bytes"],
                                    "source": "live scan"}}
     if big_export and big_n:
@@ -79,6 +82,13 @@ def validate_section(bench: Any, project: str, instance: str, *, small_export: s
         section["memory"]["big"] = {"items": big_n, "peak_rss_bytes": big["peak_rss_bytes"], "source": "export",
                                     "run": big}
     return section
+
+
+def cpu_ratio(migrated: dict[str, Any], checked: dict[str, Any]) -> float | None:
+    """Migrate's CPU per item in its whole process over validate's (above 1: validate costs less per item). The
+    load of a shared machine moves it much less than items/s (docs/PERFORMANCE.md)."""
+    ours, theirs = checked.get("cpu_us_per_item", {}).get("job"), migrated.get("cpu_us_per_item", {}).get("job")
+    return theirs / ours if ours and theirs else None
 
 
 def verdicts(section: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +111,9 @@ def render(section: dict[str, Any]) -> list[str]:
                                     f"{pair['validate']['items_per_s']:,.0f}", f"{pair['ratio']:.2f}"))
             if len(pair.get("round_ratios") or ()) > 1:
                 lines.append(f"    rounds (median above): {', '.join(f'{r:.2f}' for r in pair['round_ratios'])}")
+            if pair.get("cpu_ratio") is not None:
+                lines.append(f"    CPU per item, migrate's over validate's (whole processes): {pair['cpu_ratio']:.2f} "
+                             f"(rounds {', '.join(f'{r:.2f}' for r in pair['round_cpu_ratios'])})")
     for size, entry in section["memory"].items():
         lines.append(row.format(f"  validate peak RSS, {entry['items']:,} items ({entry['source']})", "",
                                 f"{entry['peak_rss_bytes'] / 2**20:,.0f} MiB", ""))

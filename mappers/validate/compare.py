@@ -155,10 +155,12 @@ class Comparer:
             return False
         (text,) = texts
         made_by = {row.entity for row, _item in members}
+        maker = next(iter(made_by)) if len(made_by) == 1 and made_by <= self._revealing else None
         for entity, prefix, literals in self._readers:
-            if (not row_key.startswith(prefix) or (made_by == {entity.name} and entity.name in self._revealing)
-                    or not all(literal in row_key for literal in literals)):
-                continue  # never this entity's row key; or the entity that made it, which gives the value back
+            if entity.name == maker or not row_key.startswith(prefix):
+                continue  # the one entity that made it, which gives the value back; or never this entity's row key
+            if literals and not all(literal in row_key for literal in literals):
+                continue
             try:
                 revealed = entity.key_values(row_key)
             except (DecodeError, UnicodeDecodeError, ValueError):

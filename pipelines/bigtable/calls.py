@@ -7,13 +7,16 @@ on the client's channel (its credentials, its metrics interceptor, its channel r
 info header and the same error mapping (``wrap_method``: a gRPC error becomes the ``google.api_core``
 exception the client's own call raises), and the routing header the generated method attaches.
 
+A call made ``single_threaded`` reads its stream on the thread that iterates it (:func:`unary_stream`).
+
 Touches the data client's ``_gapic_client._transport`` (``grpc_channel``, ``_wrapped_methods``) and its
-``client_info``: pinned in pyproject.toml, tested in tests/pipelines/test_bigtable_mutate.py and
-test_validate_lookup.py.
+``client_info``, and grpc's ``_channel.Channel._single_threaded_unary_stream``: pinned in pyproject.toml, tested in
+tests/pipelines/test_bigtable_mutate.py, test_validate_lookup.py and test_rollback_reads.py.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -30,10 +33,11 @@ class ChannelCall:
     client's are."""
 
     def __init__(self, client: Any, method: str, request_serializer: Callable[[Any], bytes] | None,
-                 response_deserializer: Callable[[bytes], Any] | None) -> None:
+                 response_deserializer: Callable[[bytes], Any] | None, *, single_threaded: bool = False) -> None:
         self._client = client
         self._path = SERVICE + method
         self._serializers = request_serializer, response_deserializer
+        self._single_threaded = single_threaded
         self._made_for: Any = None
         self._call: Any = None
 
@@ -43,11 +47,45 @@ class ChannelCall:
             from google.api_core.gapic_v1.method import wrap_method
 
             serializer, deserializer = self._serializers
-            stub = transport.grpc_channel.unary_stream(self._path, request_serializer=serializer,
-                                                       response_deserializer=deserializer)
+            stub = unary_stream(transport.grpc_channel, self._path, serializer, deserializer,
+                                single_threaded=self._single_threaded)
             self._call = wrap_method(stub, client_info=self._client.client_info)
             self._made_for = transport._wrapped_methods  # noqa: SLF001
         return self._call(request, **kwargs)
+
+
+_FLIPPING = threading.Lock()
+
+
+def unary_stream(channel: Any, path: str, serializer: Callable[[Any], bytes] | None,
+                 deserializer: Callable[[bytes], Any] | None, *, single_threaded: bool = False) -> Any:
+    """``channel``'s unary-stream call of ``path``; ``single_threaded``: one whose responses are received on the
+    thread that reads the stream.
+
+    grpc's default unary-stream call has a thread of its own receive each response and hand it to the reader
+    through a condition variable: a thread switch per response, and the emulator answers ReadRows with a response
+    per row (docs/PERFORMANCE.md). grpc's single-threaded variant (what its experimental channel option
+    ``SingleThreadedUnaryStream`` selects for a whole channel) receives on the reader's thread. The data client
+    makes its channels without that option, so the grpc channel inside its wrappers (the swappable channel and
+    the metrics interceptor, which records nothing for a call outside the client's own operations) makes this one
+    call with it. Where no grpc channel is found inside, the default call.
+    """
+    import grpc._channel
+
+    inner = channel
+    while single_threaded and not isinstance(inner, grpc._channel.Channel):
+        inner = getattr(inner, "__dict__", {}).get("_channel")  # a wrapper's own channel (not its __getattr__)
+        if inner is None:
+            single_threaded = False
+    if not single_threaded:
+        return channel.unary_stream(path, request_serializer=serializer, response_deserializer=deserializer)
+    with _FLIPPING:  # the flag is read while the call is made, and only then
+        before = inner._single_threaded_unary_stream  # noqa: SLF001
+        inner._single_threaded_unary_stream = True  # noqa: SLF001
+        try:
+            return inner.unary_stream(path, request_serializer=serializer, response_deserializer=deserializer)
+        finally:
+            inner._single_threaded_unary_stream = before  # noqa: SLF001
 
 
 def routing_metadata(table: Any) -> tuple[tuple[str, str], ...]:

@@ -96,6 +96,14 @@ def json_line(record: dict[str, Any]) -> str:
     return _LINE_ENCODER.encode(record)
 
 
+def owner_json_line(owner: Any) -> str:
+    """``json_line(owner.to_json())`` of a candidate that owns its whole row, byte for byte (keys sorted, the
+    encoder's separators), without building its dict: one such line per row that can be written from elsewhere."""
+    row_key = base64.b64encode(owner.row_key).decode("ascii")
+    return (f'{{"cells": {int(owner.cells)}, "owner": {_LINE_ENCODER.encode(owner.owner)}, "owns_all": true, '
+            f'"row_key": "{row_key}"}}')
+
+
 class _CompareFn(beam.DoFn):
     """Row groups in, differences, candidates and (with ``repair``) fixes out; see the module doc."""
 
@@ -236,7 +244,7 @@ class _CompareFn(beam.DoFn):
                 if owner is not None and table is not None:
                     extra.append(owner)
                 elif owner is not None:
-                    owners.append(json_line(owner.to_json()))
+                    owners.append(owner_json_line(owner))
                 if collect_keys:
                     row_keys.append(key_prefix + base64.b64encode(row_key).decode("ascii"))
                 continue

@@ -118,3 +118,18 @@ def test_a_stream_cut_midway_is_read_again_from_the_last_row(bigtable_env, bigta
             found = lookup.rows(keys)
     assert proxy.cuts == 1
     assert sorted(found) == keys and all(cells == [Cell("c", b"v", 1000, key * 500)] for key, cells in found.items())
+
+
+def test_a_single_threaded_call_is_made_inside_the_data_clients_own_channel(bigtable_env):
+    """The touch point (grpc's private flag, on the real data client's channel wrappers): a ``single_threaded`` call
+    is grpc's single-threaded unary-stream call, every other call made on the channel afterwards its default one."""
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    from ddb2bt.pipelines.bigtable.calls import SERVICE, unary_stream
+
+    with BigtableDataClient(project="lookup") as client:
+        channel = client._gapic_client._transport.grpc_channel
+        single = unary_stream(channel, SERVICE + "ReadRows", None, None, single_threaded=True)
+        after = unary_stream(channel, SERVICE + "ReadRows", None, None)
+    assert type(single).__name__ == "_SingleThreadedUnaryStreamMultiCallable"
+    assert type(after).__name__ != type(single).__name__
