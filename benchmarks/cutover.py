@@ -126,7 +126,9 @@ def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
             assert caught.ok and caught.counters["changes_applied"] == n, (caught.problems, caught.counters)
             out["rounds"].append({"load_1min": [load_before, os.getloadavg()[0]],
                                   "migrate_items_per_s": n / migrate_s, "catch_up_changes_per_s": n / catch_up_s,
-                                  "ratio": migrate_s / catch_up_s, "cpu_ratio": migrate_cpu / catch_up_cpu})
+                                  "ratio": migrate_s / catch_up_s, "cpu_ratio": migrate_cpu / catch_up_cpu,
+                                  "migrate_cpu_us_per_item": migrate_cpu / n * 1e6,
+                                  "catch_up_cpu_us_per_change": catch_up_cpu / n * 1e6})
         rates = sorted(out["rounds"], key=lambda r: r["ratio"])
         middle = rates[len(rates) // 2]
         out["migrate"] = {"items_per_s": middle["migrate_items_per_s"]}
@@ -172,6 +174,7 @@ def render(out: dict[str, Any]) -> str:
         f"cutover ({out['items']:,} items / changes, DirectRunner in_memory, 1 worker)",
         *(f"  round {number}: migrate {r['migrate_items_per_s']:,.0f} items/s, catch-up {r['catch_up_changes_per_s']:,.0f} "
           f"changes/s, {r['ratio']:.2f}x, process CPU {r['cpu_ratio']:.2f}x "
+          f"({r['migrate_cpu_us_per_item']:,.0f} / {r['catch_up_cpu_us_per_change']:,.0f} µs) "
           f"(load {r['load_1min'][0]:.1f}-{r['load_1min'][1]:.1f})"
           for number, r in enumerate(out["rounds"])),
         "  median round:",

@@ -240,9 +240,10 @@ class ReadIncrementalExport(beam.PTransform):
         self.manifest, self.kept = manifest, kept
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
+        # Create redistributes its elements itself (a Reshuffle inside, for more than one file): a second one
+        # spread nothing more and cost a stage of its own
         read = (pbegin
                 | "Files" >> beam.Create(self.manifest.files)
-                | "Spread" >> beam.Reshuffle()
                 | "Read" >> beam.ParDo(_ReadChangesFn(self.kept)).with_output_types(Batch).with_outputs(
                     "count_mismatch", main="batches"))
         return {"batches": read.batches, "count_mismatch": read.count_mismatch}
