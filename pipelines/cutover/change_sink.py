@@ -19,7 +19,7 @@ transient failure raises :class:`BigtableWriteError`, so nothing is checkpointed
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -345,13 +345,13 @@ class ApplyChangesFn(beam.DoFn):
     """Batches of changes (one per item, as an export holds them) in; counters and dead-letter part files out."""
 
     def __init__(self, destination: Destination, spec: dict, now_ms: int, dead_letter: str,
-                 flow: FlowControl | None = None) -> None:
+                 flow: FlowControl | None = None, tally: Callable[[list[Change]], Any] | None = None) -> None:
         from apache_beam.metrics import Metrics
 
         from ..run.metrics import NAMESPACE
 
         self._destination, self._spec, self._now_ms = destination, spec, now_ms
-        self._dead_letter, self._flow = dead_letter, flow
+        self._dead_letter, self._flow, self._tally = dead_letter, flow, tally
         self._counters = {name: Metrics.counter(NAMESPACE, name) for name in CHANGE_COUNTERS}
 
     def setup(self) -> None:
@@ -369,6 +369,8 @@ class ApplyChangesFn(beam.DoFn):
         self._writes.discard()  # left over from a failed bundle, which the runner retries as a whole
 
     def process(self, batch: list[Change]) -> None:
+        if self._tally is not None:
+            self._tally(batch)
         self._writes.add([(change,) for change in batch])
         if self._writes.pending_entries >= self._applier.flow.max_pending_entries:  # bounds the changes held
             self._report(self._writes.drain())
@@ -419,7 +421,10 @@ class ChangeSink(Sink):
         return ChangeApplier(Destination.from_target(self.spec.target), compile_spec(self.spec, now_ms=self.now_ms),
                              self.flow)
 
-    def write(self, batches: Any, label: str | None = None) -> Any:
+    def write(self, batches: Any, label: str | None = None, *,
+              tally: Callable[[list[Change]], Any] | None = None) -> Any:
+        """The apply step; ``tally`` is called with each batch as it comes in (the live count of changes read, kept by
+        this step rather than by a step of its own)."""
         return batches | (label or "Apply") >> beam.ParDo(ApplyChangesFn(
             Destination.from_target(self.spec.target), self.spec.model_dump(by_alias=True), self.now_ms,
-            self.dead_letter, self.flow))
+            self.dead_letter, self.flow, tally))
