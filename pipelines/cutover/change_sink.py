@@ -186,22 +186,31 @@ class ChangeApplier:
         """Map each group (one item's changes, in order) and build its entries."""
         prepared = Prepared(Outcome())
         outcome, entries, owners, pending = prepared.outcome, prepared.entries, prepared.owners, prepared.groups
+        compiled, counters, tables = self._compiled, self._counters, prepared.tables
+        read = ttl_deletes = skipped = 0  # added to the outcome once, not per change
         for changes in groups:
-            outcome.read += len(changes)
-            outcome.ttl_deletes += sum(change.ttl for change in changes)
-            result = diff_many(self._compiled, changes)
-            if not isinstance(result, ChangeSet):
-                outcome.skipped += len(changes)
+            read += len(changes)
+            for change in changes:
+                if change.ttl:
+                    ttl_deletes += 1
+            result = diff_many(compiled, changes)
+            if result.__class__ is not ChangeSet:
+                skipped += len(changes)
                 continue
-            for row in result.rows:
-                for entry in row_entries(row, self._counters):
+            owner, cells_set, cells_deleted, rows = len(pending), 0, 0, result.rows
+            for row in rows:
+                cells_set += len(row.sets)
+                cells_deleted += len(row.deletes)
+                for entry in row_entries(row, counters):
                     if row.table is not None:
-                        prepared.tables[len(entries)] = row.table
+                        tables[len(entries)] = row.table
                     entries.append(entry)
-                    owners.append(len(pending))
-            rows = result.rows
+                    owners.append(owner)
             pending.append(Mapped(changes, result.entity, rows[0].row_key if rows else None, result.failures,
-                                  sum(len(row.sets) for row in rows), sum(len(row.deletes) for row in rows)))
+                                  cells_set, cells_deleted))
+        outcome.read += read
+        outcome.ttl_deletes += ttl_deletes
+        outcome.skipped += skipped
         return prepared
 
     @staticmethod
@@ -320,12 +329,15 @@ class OverlappedWrites:
         prepared = self._applier.prepare(run)
         number = len(self._prepared)
         self._prepared.append(prepared)
-        if prepared.entries and self._batcher is None:
+        if not prepared.entries:
+            return
+        if self._batcher is None:
             self._batcher = TableBatchers(self._applier.table, self._applier.flow, self._applier.table_named)
-        tables = prepared.tables
+        tables, where, to = prepared.tables, self._where, self._batcher.to
+        main = to(None)
         for index, entry in enumerate(prepared.entries):
-            self._where[id(entry)] = (number, index)
-            self._batcher.to(tables.get(index))(entry)
+            where[id(entry)] = (number, index)
+            (main if not tables or index not in tables else to(tables[index]))(entry)
 
     def _flush(self) -> None:
         batcher, prepared, where = self._batcher, self._prepared, self._where
