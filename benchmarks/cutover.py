@@ -62,6 +62,17 @@ def modified(item: dict[str, Any], number: int) -> dict[str, Any]:
     return new
 
 
+def workload(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The dataset's first ``n`` items, and each one's change as an incremental export's record (:func:`modified`)."""
+    from . import dataset
+
+    items = list(dataset.generate(n))
+    changes = [{"Metadata": {"WriteTimestampMicros": {"N": str(T0_US + number * 1000)}},
+                "Keys": {"pk": item["pk"], "sk": item["sk"]}, "OldImage": item, "NewImage": modified(item, number)}
+               for number, item in enumerate(items)]
+    return items, changes
+
+
 def _spec(table: str, export_dir: str | None, endpoint: str | None) -> Any:
     from ddb2bt.mappers.loader import load_spec
     from ddb2bt.mappers.spec import MappingSpec
@@ -93,12 +104,9 @@ def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
     from ddb2bt.pipelines.dynamodb.stream import StreamChanges
     from ddb2bt.pipelines.dynamodb.export_writer import write_incremental_export
 
-    from . import dataset, load
+    from . import load
 
-    items = list(dataset.generate(n))
-    changes = [{"Metadata": {"WriteTimestampMicros": {"N": str(T0_US + number * 1000)}},
-                "Keys": {"pk": item["pk"], "sk": item["sk"]}, "OldImage": item, "NewImage": modified(item, number)}
-               for number, item in enumerate(items)]
+    items, changes = workload(n)
     out: dict[str, Any] = {"items": n, "goal_ratio": GOAL, "rounds": []}
     with tempfile.TemporaryDirectory(prefix="ddb2bt-cutover-bench-") as work, \
             local_servers.bigtable_emulator() as emulator, local_servers.moto_server() as moto, \
@@ -181,12 +189,9 @@ def catch_up_alone(n: int, rounds: int) -> dict[str, Any]:
     from ddb2bt.pipelines.dynamodb.export_writer import write_incremental_export
     from ddb2bt.pipelines.local import servers as local_servers
 
-    from . import dataset, load
+    from . import load
 
-    items = list(dataset.generate(n))
-    changes = [{"Metadata": {"WriteTimestampMicros": {"N": str(T0_US + number * 1000)}},
-                "Keys": {"pk": item["pk"], "sk": item["sk"]}, "OldImage": item, "NewImage": modified(item, number)}
-               for number, item in enumerate(items)]
+    items, changes = workload(n)
     out: dict[str, Any] = {"items": n, "alone": True, "rounds": []}
     with tempfile.TemporaryDirectory(prefix="ddb2bt-cutover-bench-") as work, \
             local_servers.bigtable_emulator() as emulator, \
