@@ -37,7 +37,7 @@ def build_catch_up(p: beam.Pipeline, sink: ChangeSink, source: ChangeSource, *,
     ``sink`` (applied with its spec, cells at the backfill's time); changes Bigtable refuses and count mismatches to the
     sink's dead-letter file. ``progress_dir``: where the changes read are tallied live (``changes_read``)."""
     read = source.read(p)
-    # the changes read are tallied by the apply step as they come in: a step of their own cost its construction,
+    # the changes read are tallied by the apply step as they come in: a step of their own costs its construction,
     # translation and start (docs/PERFORMANCE.md, "Catch-up round 5")
     sink.write(read.batches, tally=None if progress_dir is None else Tally(progress_dir, "changes_read"))
     if read.mismatches is None:
