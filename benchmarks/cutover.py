@@ -62,6 +62,17 @@ def modified(item: dict[str, Any], number: int) -> dict[str, Any]:
     return new
 
 
+def workload(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The dataset's first ``n`` items, and each one's change as an incremental export's record (:func:`modified`)."""
+    from . import dataset
+
+    items = list(dataset.generate(n))
+    changes = [{"Metadata": {"WriteTimestampMicros": {"N": str(T0_US + number * 1000)}},
+                "Keys": {"pk": item["pk"], "sk": item["sk"]}, "OldImage": item, "NewImage": modified(item, number)}
+               for number, item in enumerate(items)]
+    return items, changes
+
+
 def _spec(table: str, export_dir: str | None, endpoint: str | None) -> Any:
     from ddb2bt.mappers.loader import load_spec
     from ddb2bt.mappers.spec import MappingSpec
@@ -93,12 +104,9 @@ def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
     from ddb2bt.pipelines.dynamodb.stream import StreamChanges
     from ddb2bt.pipelines.dynamodb.export_writer import write_incremental_export
 
-    from . import dataset, load
+    from . import load
 
-    items = list(dataset.generate(n))
-    changes = [{"Metadata": {"WriteTimestampMicros": {"N": str(T0_US + number * 1000)}},
-                "Keys": {"pk": item["pk"], "sk": item["sk"]}, "OldImage": item, "NewImage": modified(item, number)}
-               for number, item in enumerate(items)]
+    items, changes = workload(n)
     out: dict[str, Any] = {"items": n, "goal_ratio": GOAL, "rounds": []}
     with tempfile.TemporaryDirectory(prefix="ddb2bt-cutover-bench-") as work, \
             local_servers.bigtable_emulator() as emulator, local_servers.moto_server() as moto, \
@@ -126,7 +134,9 @@ def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
             assert caught.ok and caught.counters["changes_applied"] == n, (caught.problems, caught.counters)
             out["rounds"].append({"load_1min": [load_before, os.getloadavg()[0]],
                                   "migrate_items_per_s": n / migrate_s, "catch_up_changes_per_s": n / catch_up_s,
-                                  "ratio": migrate_s / catch_up_s, "cpu_ratio": migrate_cpu / catch_up_cpu})
+                                  "ratio": migrate_s / catch_up_s, "cpu_ratio": migrate_cpu / catch_up_cpu,
+                                  "migrate_cpu_us_per_item": migrate_cpu / n * 1e6,
+                                  "catch_up_cpu_us_per_change": catch_up_cpu / n * 1e6})
         rates = sorted(out["rounds"], key=lambda r: r["ratio"])
         middle = rates[len(rates) // 2]
         out["migrate"] = {"items_per_s": middle["migrate_items_per_s"]}
@@ -167,11 +177,55 @@ def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
     return out
 
 
+def catch_up_alone(n: int, rounds: int) -> dict[str, Any]:
+    """The catch-up by itself (``--alone``): one backfill, then ``rounds`` timed catch-ups of the same export (after
+    an untimed one), each from a copy of the run folder as the backfill left it, into the same table (a catch-up
+    applied again writes the same cells). Each round's process CPU per change, in a process that runs nothing else:
+    for comparing two versions of the catch-up in alternating processes, where migrate beside it only adds noise."""
+    import shutil
+
+    from ddb2bt.app.cutover import catch_up
+    from ddb2bt.app.migrate import migrate
+    from ddb2bt.pipelines.dynamodb.export_writer import write_incremental_export
+    from ddb2bt.pipelines.local import servers as local_servers
+
+    from . import load
+
+    items, changes = workload(n)
+    out: dict[str, Any] = {"items": n, "alone": True, "rounds": []}
+    with tempfile.TemporaryDirectory(prefix="ddb2bt-cutover-bench-") as work, \
+            local_servers.bigtable_emulator() as emulator, \
+            local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
+        export_dir = load.write_export_stream(os.path.join(work, "full"), iter(items), n, 4)
+        window = write_incremental_export(os.path.join(work, "inc"), changes, T0_US, T0_US + 3_600_000_000, files=4,
+                                          table="bench")
+        spec = _spec("cutover-alone", export_dir, None)
+        backfilled = os.path.join(work, "backfill")
+        assert migrate(spec, _options(backfilled)).ok
+        for number in range(rounds + 1):
+            run_dir = os.path.join(work, f"run-{number}")
+            shutil.copytree(backfilled, run_dir)
+            load_before = os.getloadavg()[0]
+            started, cpu = time.perf_counter(), time.process_time()
+            caught = catch_up(spec, window, _options(run_dir))
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            assert caught.ok and caught.counters["changes_applied"] == n, (caught.problems, caught.counters)
+            if number:  # the first one warms up (imports, first clients)
+                out["rounds"].append({"load_1min": load_before, "catch_up_changes_per_s": n / seconds,
+                                      "catch_up_cpu_us_per_change": cpu / n * 1e6})
+    return out
+
+
 def render(out: dict[str, Any]) -> str:
+    if out.get("alone"):
+        return "\n".join([f"catch-up alone ({out['items']:,} changes, DirectRunner in_memory, 1 worker)", *(
+            f"  round {number}: {r['catch_up_changes_per_s']:,.0f} changes/s, {r['catch_up_cpu_us_per_change']:,.0f} µs "
+            f"of process CPU per change (load {r['load_1min']:.1f})" for number, r in enumerate(out["rounds"]))])
     return "\n".join([
         f"cutover ({out['items']:,} items / changes, DirectRunner in_memory, 1 worker)",
         *(f"  round {number}: migrate {r['migrate_items_per_s']:,.0f} items/s, catch-up {r['catch_up_changes_per_s']:,.0f} "
           f"changes/s, {r['ratio']:.2f}x, process CPU {r['cpu_ratio']:.2f}x "
+          f"({r['migrate_cpu_us_per_item']:,.0f} / {r['catch_up_cpu_us_per_change']:,.0f} µs) "
           f"(load {r['load_1min'][0]:.1f}-{r['load_1min'][1]:.1f})"
           for number, r in enumerate(out["rounds"])),
         "  median round:",
@@ -191,9 +245,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--items", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3, help="alternating migrate / catch-up rounds")
     parser.add_argument("--no-tail", action="store_true", help="migrate and catch-up only (no stream tail against moto)")
+    parser.add_argument("--alone", action="store_true",
+                        help="the catch-up by itself: --rounds catch-ups of one export, CPU per change (no migrate rounds)")
     parser.add_argument("--output", default=str(RESULTS / "cutover.json"))
     args = parser.parse_args(argv)
-    out = run(args.items, args.rounds, tail=not args.no_tail)
+    out = catch_up_alone(args.items, args.rounds) if args.alone else run(args.items, args.rounds, tail=not args.no_tail)
     Path(args.output).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
     print(render(out))
     return out

@@ -26,6 +26,7 @@ carrying the change record.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from .results import Cell, IndexRow, ItemError, MappedRow, Skipped
@@ -95,6 +96,8 @@ class ChangeSet(NamedTuple):
 
 
 _new = tuple.__new__  # a NamedTuple from a tuple without its Python __new__ (as the compiler builds cells)
+_coordinates = itemgetter(slice(0, 3))
+"""A cell's (family, qualifier, timestamp), as a CellDelete names it."""
 
 
 class NothingToDo(NamedTuple):
@@ -202,11 +205,11 @@ def _one_change(compiled: Any, change: Change) -> ChangeSet | NothingToDo | None
     sets = row.cells
     deletes: tuple[CellDelete, ...] = ()
     if stale:
-        kept = {cell[:3] for cell in sets}
-        deletes = tuple(_new(CellDelete, c) for c in dict.fromkeys(stale) if c not in kept)
+        kept = set(map(_coordinates, sets))
+        deletes = tuple([_new(CellDelete, c) for c in dict.fromkeys(stale) if c not in kept])
     if not deletes and not sets:
         return NothingToDo("neither image produces cells")
-    return ChangeSet((RowChange(row.row_key, deletes, sets),), row.entity)
+    return _new(ChangeSet, ((_new(RowChange, (row.row_key, deletes, sets, None)),), row.entity, ()))
 
 
 def _where(row: MappedRow | IndexRow) -> Any:

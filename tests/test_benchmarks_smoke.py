@@ -79,6 +79,17 @@ def test_cutover_section_runs_end_to_end_on_a_few_changes(tmp_path):
     assert out["catch_up"]["cells_deleted"] > 0 and out["catch_up"]["cells_set"] > out["catch_up"]["cells_deleted"]
     assert out["tail"]["changes_per_s"] > 0 and out["tail"]["get_records_seconds"] > 0
     assert json.loads((tmp_path / "cutover.json").read_text())["items"] == 300
+    assert round_["catch_up_cpu_us_per_change"] > 0 and round_["migrate_cpu_us_per_item"] > 0
+
+
+def test_cutover_catch_up_alone_times_each_catch_up_after_one_untimed(tmp_path):
+    """`--alone`: one backfill, then the same export caught up again from a copy of its run folder, round by round
+    (each run asserts that every change was applied)."""
+    from benchmarks import cutover
+
+    out = cutover.main(["--alone", "--items", "100", "--rounds", "2", "--output", str(tmp_path / "alone.json")])
+    assert len(out["rounds"]) == 2 and all(r["catch_up_cpu_us_per_change"] > 0 for r in out["rounds"])
+    assert "catch-up alone (100 changes" in cutover.render(out)
 
 
 def _trace(samples, before=1.5, after=None, at_main=0.3):

@@ -19,7 +19,7 @@ transient failure raises :class:`BigtableWriteError`, so nothing is checkpointed
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -186,22 +186,31 @@ class ChangeApplier:
         """Map each group (one item's changes, in order) and build its entries."""
         prepared = Prepared(Outcome())
         outcome, entries, owners, pending = prepared.outcome, prepared.entries, prepared.owners, prepared.groups
+        compiled, counters, tables = self._compiled, self._counters, prepared.tables
+        read = ttl_deletes = skipped = 0  # added to the outcome once, not per change
         for changes in groups:
-            outcome.read += len(changes)
-            outcome.ttl_deletes += sum(change.ttl for change in changes)
-            result = diff_many(self._compiled, changes)
-            if not isinstance(result, ChangeSet):
-                outcome.skipped += len(changes)
+            read += len(changes)
+            for change in changes:
+                if change.ttl:
+                    ttl_deletes += 1
+            result = diff_many(compiled, changes)
+            if result.__class__ is not ChangeSet:
+                skipped += len(changes)
                 continue
-            for row in result.rows:
-                for entry in row_entries(row, self._counters):
+            owner, cells_set, cells_deleted, rows = len(pending), 0, 0, result.rows
+            for row in rows:
+                cells_set += len(row.sets)
+                cells_deleted += len(row.deletes)
+                for entry in row_entries(row, counters):
                     if row.table is not None:
-                        prepared.tables[len(entries)] = row.table
+                        tables[len(entries)] = row.table
                     entries.append(entry)
-                    owners.append(len(pending))
-            rows = result.rows
+                    owners.append(owner)
             pending.append(Mapped(changes, result.entity, rows[0].row_key if rows else None, result.failures,
-                                  sum(len(row.sets) for row in rows), sum(len(row.deletes) for row in rows)))
+                                  cells_set, cells_deleted))
+        outcome.read += read
+        outcome.ttl_deletes += ttl_deletes
+        outcome.skipped += skipped
         return prepared
 
     @staticmethod
@@ -320,12 +329,15 @@ class OverlappedWrites:
         prepared = self._applier.prepare(run)
         number = len(self._prepared)
         self._prepared.append(prepared)
-        if prepared.entries and self._batcher is None:
+        if not prepared.entries:
+            return
+        if self._batcher is None:
             self._batcher = TableBatchers(self._applier.table, self._applier.flow, self._applier.table_named)
-        tables = prepared.tables
+        tables, where, to = prepared.tables, self._where, self._batcher.to
+        main = to(None)
         for index, entry in enumerate(prepared.entries):
-            self._where[id(entry)] = (number, index)
-            self._batcher.to(tables.get(index))(entry)
+            where[id(entry)] = (number, index)
+            (main if not tables or index not in tables else to(tables[index]))(entry)
 
     def _flush(self) -> None:
         batcher, prepared, where = self._batcher, self._prepared, self._where
@@ -345,13 +357,13 @@ class ApplyChangesFn(beam.DoFn):
     """Batches of changes (one per item, as an export holds them) in; counters and dead-letter part files out."""
 
     def __init__(self, destination: Destination, spec: dict, now_ms: int, dead_letter: str,
-                 flow: FlowControl | None = None) -> None:
+                 flow: FlowControl | None = None, tally: Callable[[list[Change]], Any] | None = None) -> None:
         from apache_beam.metrics import Metrics
 
         from ..run.metrics import NAMESPACE
 
         self._destination, self._spec, self._now_ms = destination, spec, now_ms
-        self._dead_letter, self._flow = dead_letter, flow
+        self._dead_letter, self._flow, self._tally = dead_letter, flow, tally
         self._counters = {name: Metrics.counter(NAMESPACE, name) for name in CHANGE_COUNTERS}
 
     def setup(self) -> None:
@@ -369,6 +381,8 @@ class ApplyChangesFn(beam.DoFn):
         self._writes.discard()  # left over from a failed bundle, which the runner retries as a whole
 
     def process(self, batch: list[Change]) -> None:
+        if self._tally is not None:
+            self._tally(batch)
         self._writes.add([(change,) for change in batch])
         if self._writes.pending_entries >= self._applier.flow.max_pending_entries:  # bounds the changes held
             self._report(self._writes.drain())
@@ -419,7 +433,10 @@ class ChangeSink(Sink):
         return ChangeApplier(Destination.from_target(self.spec.target), compile_spec(self.spec, now_ms=self.now_ms),
                              self.flow)
 
-    def write(self, batches: Any, label: str | None = None) -> Any:
+    def write(self, batches: Any, label: str | None = None, *,
+              tally: Callable[[list[Change]], Any] | None = None) -> Any:
+        """The apply step; ``tally`` is called with each batch as it comes in (the live count of changes read, kept by
+        this step rather than by a step of its own)."""
         return batches | (label or "Apply") >> beam.ParDo(ApplyChangesFn(
             Destination.from_target(self.spec.target), self.spec.model_dump(by_alias=True), self.now_ms,
-            self.dead_letter, self.flow))
+            self.dead_letter, self.flow, tally))

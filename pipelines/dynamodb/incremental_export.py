@@ -212,11 +212,18 @@ def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (),
 
 
 class _ReadChangesFn(beam.DoFn):
-    def __init__(self, kept: str | None) -> None:
-        self._kept = kept
+    """A data file's changes in batches (its element), or, given ``files``, every one of those files' (its element
+    only starts it: the graph's Impulse)."""
+
+    def __init__(self, kept: str | None, files: tuple[ExportFile, ...] | None = None) -> None:
+        self._kept, self._files = kept, files
         self._mismatches = Metrics.counter(NAMESPACE, "export_count_mismatch")
 
-    def process(self, data_file: ExportFile) -> Iterable[Any]:
+    def process(self, element: Any) -> Iterable[Any]:
+        for data_file in (element,) if self._files is None else self._files:
+            yield from self._read(data_file)
+
+    def _read(self, data_file: ExportFile) -> Iterable[Any]:
         count = 0
         records: Iterable[tuple[int, Any]] | None = None
         if self._kept is not None:  # as check_export kept it for this read
@@ -240,12 +247,16 @@ class ReadIncrementalExport(beam.PTransform):
         self.manifest, self.kept = manifest, kept
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
-        read = (pbegin
-                | "Files" >> beam.Create(self.manifest.files)
-                | "Spread" >> beam.Reshuffle()
-                | "Read" >> beam.ParDo(_ReadChangesFn(self.kept)).with_output_types(Batch).with_outputs(
-                    "count_mismatch", main="batches"))
-        return {"batches": read.batches, "count_mismatch": read.count_mismatch}
+        if self.kept is None:  # the files spread over the workers: Create redistributes them (a Reshuffle inside)
+            files, read = pbegin | "Files" >> beam.Create(self.manifest.files), _ReadChangesFn(None)
+        else:
+            # The job runs in this process (DirectRunner in_memory: one interpreter), where spreading the files
+            # buys nothing and each step of the graph costs its construction, translation and a bundle of its
+            # own (docs/PERFORMANCE.md, "Catch-up round 5"): one step reads every file.
+            files, read = pbegin | "Files" >> beam.Impulse(), _ReadChangesFn(self.kept, self.manifest.files)
+        out = files | "Read" >> beam.ParDo(read).with_output_types(Batch).with_outputs("count_mismatch",
+                                                                                      main="batches")
+        return {"batches": out.batches, "count_mismatch": out.count_mismatch}
 
 
 class IncrementalExportChanges(ChangeSource):

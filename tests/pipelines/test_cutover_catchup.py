@@ -120,6 +120,50 @@ def test_catch_up_without_a_terminal_prints_progress_lines(bigtable_env, unique_
     assert "progress:" not in done.stdout and "timeline applied up to" in done.stdout
 
 
+def test_the_changes_read_are_tallied_live_by_the_apply_step(bigtable_env, unique_name, tmp_path):
+    """What `cutover-status` and the progress lines read while a catch-up runs (catch_up_progress): the apply step
+    tallies each batch as it comes in, so at the end the live total is every change of the export."""
+    from ddb2bt.app.cutover import catch_up_progress
+    from ddb2bt.pipelines.run.progress import flush_local
+
+    from ddb2bt.app.cutover import catch_up_live_folder
+
+    rng = random.Random(5)
+    table: dict = {}
+    simulate(rng, table, 30, T0 - HOUR, T0)
+    spec = backfill(tmp_path, unique_name, list(table.values()))
+    export = incremental(tmp_path, simulate(rng, table, 80, T0, T0 + HOUR), T0, T0 + HOUR, unique_name)
+    run_dir = str(tmp_path / "run")
+    result = catch_up(spec, export, RunOptions(run_dir=run_dir))
+    assert result.ok, result.problems
+    flush_local(catch_up_live_folder(run_dir))  # this process's totals, as the run's end writes them
+    total = json.loads(open(f"{export}/manifest-summary.json").read())["itemCount"]
+    assert catch_up_progress(run_dir) == {"changes_read": total} and result.counters["changes_read"] == total > 0
+
+
+def test_a_file_holding_other_than_its_manifest_count_is_a_dead_letter_and_the_timeline_stays(bigtable_env, unique_name,
+                                                                                              tmp_path):
+    """manifest-files.json says how many changes each data file holds; a file that holds another number is written to
+    the dead-letter file (one line naming the file and both counts) and the catch-up does not reconcile, so the
+    timeline does not move on."""
+    rng = random.Random(9)
+    table: dict = {}
+    simulate(rng, table, 20, T0 - HOUR, T0)
+    spec = backfill(tmp_path, unique_name, list(table.values()))
+    export = incremental(tmp_path, simulate(rng, table, 40, T0, T0 + HOUR), T0, T0 + HOUR, unique_name, files=1)
+    manifest = os.path.join(export, "manifest-files.json")
+    entry = json.loads(open(manifest).read())
+    entry["itemCount"] += 1
+    open(manifest, "w").write(json.dumps(entry) + "\n")
+    result = catch_up(spec, export, RunOptions(run_dir=str(tmp_path / "run")))
+    assert not result.ok and result.counters["export_count_mismatch"] == 1
+    letters = [json.loads(line) for line in open(result.dead_letter)]
+    mismatches = [letter for letter in letters if "export count mismatch" in letter["reason"]]
+    assert len(mismatches) == 1 and str(entry["itemCount"]) in mismatches[0]["reason"], letters
+    timeline = tmp_path / "run" / "cutover.json"  # written by the first catch-up that reconciles
+    assert not timeline.exists() or json.loads(timeline.read_text())["phases"] == []
+
+
 def test_changes_text_says_an_unknown_total_is_unknown():
     from ddb2bt.cli.commands.cutover import changes_text
 
