@@ -153,8 +153,7 @@ class ChangeSource(ABC):
 
         from .run.batches import Batch
 
-        return SourceRead(p | "Pieces" >> beam.Create([piece.id for piece in self.pieces()])
-                          | "Spread" >> beam.Reshuffle()
+        return SourceRead(p | "Pieces" >> beam.Create([piece.id for piece in self.pieces()])  # its Reshuffle spreads
                           | "ReadChanges" >> beam.FlatMap(_piece_batches, self).with_output_types(Batch))
 
 

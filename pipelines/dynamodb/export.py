@@ -390,7 +390,7 @@ class ReadDynamoDBExport(beam.PTransform):
 
     The manifest is read when the transform is built (it is small, and a wrong path should fail
     before any worker starts); ``.manifest`` gives the expected counts to the pipeline's report.
-    Each data file is one element after a Reshuffle, so files are read in parallel.
+    Each data file is one element, spread over the workers by ``Create``'s own Reshuffle, so files are read in parallel.
 
     For a resumable run, data files play the part of scan segments, numbered by their place in the
     manifest: ``mark_done`` follows each file's batches with its ``SegmentDone`` (see
@@ -410,8 +410,7 @@ class ReadDynamoDBExport(beam.PTransform):
         done_items = sum(f.item_count for number, f in enumerate(manifest.files) if number in self._completed)
         read = (
             pbegin
-            | "Files" >> beam.Create(files)
-            | "Spread" >> beam.Reshuffle()
+            | "Files" >> beam.Create(files)  # its own Reshuffle spreads the files (a second one spread nothing more)
             | "Read" >> beam.ParDo(_ReadExportFileFn(self._mark_done)).with_output_types(Batch).with_outputs(
                 "file_counts", "count_mismatch", main="batches")
         )

@@ -519,8 +519,7 @@ class ScanDynamoDB(beam.PTransform):
                             progress_dir=self._progress_dir)
         outputs = (
             pbegin
-            | "Segments" >> beam.Create(self._segments)
-            | "Spread" >> beam.Reshuffle()
+            | "Segments" >> beam.Create(self._segments)  # its own Reshuffle spreads the segments over the workers
             | "Scan" >> beam.ParDo(fn).with_output_types(Batch)
         )
         return outputs
