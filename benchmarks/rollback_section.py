@@ -43,7 +43,7 @@ SPEC = HERE / "rollback_spec.yaml"
 GOAL = 0.8
 ABLATIONS = ("rollback_write_one_process", "rollback_write_two_processes", "rollback_write_botocore_requests", "rollback_write_every_sampled_range",
              "rollback_write_stdlib_json", "rollback_write_client_rows", "rollback_write_claims_unremembered",
-             "rollback_write_sized_items", "rollback_write_threaded_stream")
+             "rollback_write_sized_items")
 """Each run in one process (``processes=1``) but ``rollback_write_two_processes``: a patch made here does not reach
 worker processes, which a forkserver starts from fresh imports; compare them with ``rollback_write_one_process``."""
 
@@ -176,7 +176,7 @@ def _undone(ablation: str | None) -> Iterator[None]:
     from unittest import mock
 
     if ablation in (None, "rollback_write_one_process", "rollback_write_two_processes",
-                    "rollback_write_sized_items", "rollback_write_threaded_stream"):  # request options (above)
+                    "rollback_write_sized_items"):  # request options (above)
         yield
     elif ablation == "rollback_write_botocore_requests":  # botocore validates and serialises every value again
         with mock.patch("ddb2bt.pipelines.dynamodb.sink.send_requests_raw", lambda client: None):
@@ -189,14 +189,6 @@ def _undone(ablation: str | None) -> Iterator[None]:
             yield
     elif ablation == "rollback_write_stdlib_json":  # DynamoDB JSON cells through json.loads
         with mock.patch("ddb2bt.pipelines.dynamodb.wire_json.loads", json.loads):
-            yield
-    elif ablation == "rollback_write_threaded_stream":  # grpc's default call: a thread of its own receives each response
-        from ddb2bt.pipelines.bigtable import chunks
-
-        def threaded(channel: Any, method: str, serializer: Any) -> Any:
-            return channel.unary_stream(method, request_serializer=serializer, response_deserializer=None)
-
-        with mock.patch.object(chunks, "single_threaded_stream", threaded):
             yield
     elif ablation == "rollback_write_client_rows":  # the data client's Row merging, copied into our cells
         from ddb2bt.pipelines.bigtable import chunks

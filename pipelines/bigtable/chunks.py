@@ -5,8 +5,8 @@ The data client's ``read_rows`` builds a ``Row`` of ``Cell`` objects (labels and
 chunk state machine, which we would copy again into our ``Cell``s; :func:`merge_chunks` makes ours
 from the chunks directly. :func:`read_range` reads one key range that way, resuming after the last
 complete row when a retryable error (the table's own list) ends the stream, within the table's read
-timeout, as the client's own reads do; it receives the responses raw on its own thread
-(:func:`raw_read_rows`) and parses them in groups.
+timeout, as the client's own reads do; it receives the responses raw (:func:`raw_read_rows`) and parses
+them in groups.
 """
 
 from __future__ import annotations
@@ -108,15 +108,17 @@ def raw_read_rows(client: Any) -> Callable[..., Iterator[bytes]]:
     (``google.api_core.exceptions``, as its own reads do). Joined, serialised ReadRowsResponses are one message
     whose chunks are theirs in order (repeated fields concatenate), so a caller parses many at once.
 
-    The call is made single-threaded (:func:`single_threaded_stream`), and looked up anew on each call: the client
-    swaps its channel for a fresh one from time to time, and closes the old one.
+    The call is looked up anew each time: the client swaps its channel for a fresh one from time to time, and
+    closes the old one. grpc's default call receives each response on a thread of its own; its single-threaded
+    variant (the caller's thread receives) cost less CPU but was slower in every round measured, its stream
+    making no progress while the caller decodes (docs/PERFORMANCE.md).
     """
     import grpc
     from google.api_core.exceptions import from_grpc_error
     from google.cloud.bigtable_v2.types import ReadRowsRequest
 
     channel = client._gapic_client._transport.grpc_channel  # noqa: SLF001 - the data client's own channel
-    stub = single_threaded_stream(channel, READ_ROWS, ReadRowsRequest.serialize)
+    stub = channel.unary_stream(READ_ROWS, request_serializer=ReadRowsRequest.serialize, response_deserializer=None)
     info = client.client_info.to_grpc_metadata()
 
     def read_rows(request: Any, *, metadata: Iterable[tuple[str, str]] = (), timeout: float | None = None,
@@ -127,31 +129,6 @@ def raw_read_rows(client: Any) -> Callable[..., Iterator[bytes]]:
             raise from_grpc_error(err) from err
 
     return read_rows
-
-
-def single_threaded_stream(channel: Any, method: str, serializer: Callable[[Any], bytes]) -> Any:
-    """A unary-stream call of ``method`` on ``channel`` that answers raw bytes, read on the caller's thread.
-
-    grpc's default unary-stream call has a thread of its own receive each response and hand it over to the
-    caller through a condition variable: a thread switch per response, and the emulator sends a response per
-    row. grpc's single-threaded variant (its experimental channel option ``SingleThreadedUnaryStream``) receives
-    on the caller's thread; the data client makes its channels without that option, so the grpc channel inside
-    its wrappers (the swappable channel, the metrics interceptor, which records nothing for a call outside the
-    client's own operations) makes this one call with it. Where the channel is not grpc's own, the default call.
-    """
-    import grpc._channel
-
-    inner = channel
-    while not isinstance(inner, grpc._channel.Channel):
-        inner = getattr(inner, "__dict__", {}).get("_channel")  # the wrapper's own channel (not its __getattr__)
-        if inner is None:
-            return channel.unary_stream(method, request_serializer=serializer, response_deserializer=None)
-    before = inner._single_threaded_unary_stream  # noqa: SLF001 - what the option sets, read by unary_stream
-    inner._single_threaded_unary_stream = True  # noqa: SLF001
-    try:
-        return inner.unary_stream(method, request_serializer=serializer, response_deserializer=None)
-    finally:
-        inner._single_threaded_unary_stream = before  # noqa: SLF001
 
 
 def routing_metadata(table: Any) -> tuple[str, str]:

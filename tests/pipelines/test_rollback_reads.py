@@ -1,9 +1,8 @@
-"""The rollback's range reads (`chunks.read_range`) against the Bigtable emulator: raw responses received on the
-reading thread (grpc's single-threaded call), parsed in groups, and a stream cut midway read on from the last row."""
+"""The rollback's range reads (`chunks.read_range`) against the Bigtable emulator: raw responses parsed in groups,
+and a stream cut midway read on from the last row."""
 
 from __future__ import annotations
 
-import grpc
 import pytest
 
 from ddb2bt.mappers.results import Cell
@@ -55,32 +54,6 @@ def test_a_range_is_read_in_groups_of_responses(bigtable_env, unique_name, monke
     assert got == expected and len(got) == 40
     assert Cell("d", "é".encode(), 1000, big) in dict(got)[b"r007"]
     assert _read(unique_name, (b"r010", b"r020"), after=b"r014") == [(k, c) for k, c in expected if b"r014" < k < b"r020"]
-
-
-def test_the_stream_call_is_single_threaded_inside_the_clients_wrappers(bigtable_env):
-    """The touch point on grpc's private channel: the data client's channel (a swappable wrapper), and a channel
-    behind an interceptor (as the client wraps a Cloud channel), give grpc's single-threaded call and keep their
-    own setting; a channel that is not grpc's gives its own default call."""
-    from google.cloud.bigtable.data import BigtableDataClient
-
-    single = grpc._channel._SingleThreadedUnaryStreamMultiCallable
-    with BigtableDataClient(project="reads") as client:
-        channel = client._gapic_client._transport.grpc_channel
-        assert isinstance(chunks.single_threaded_stream(channel, chunks.READ_ROWS, bytes), single)
-        assert not channel._channel._single_threaded_unary_stream
-
-    class Passing(grpc.UnaryStreamClientInterceptor):
-        def intercept_unary_stream(self, continuation, details, request):
-            return continuation(details, request)
-
-    with grpc.insecure_channel("127.0.0.1:9") as plain:
-        assert isinstance(chunks.single_threaded_stream(grpc.intercept_channel(plain, Passing()), "/m", bytes), single)
-
-    class Other:
-        def unary_stream(self, method, request_serializer=None, response_deserializer=None):
-            return ("default", method, response_deserializer)
-
-    assert chunks.single_threaded_stream(Other(), "/m", bytes) == ("default", "/m", None)
 
 
 def test_a_stream_cut_midway_is_read_on_after_the_last_row(bigtable_env, bigtable_emulator, unique_name, monkeypatch):
