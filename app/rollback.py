@@ -323,46 +323,70 @@ class _Batch:
     index: int
     last_key: bytes | None = None
     items: list[dict] = field(default_factory=list)
-    origin: dict[int, bytes] = field(default_factory=dict)
-    """The row key each item came from (by the item's id), for its dead letter."""
+    origin: list[bytes] = field(default_factory=list)
+    """The row key each item came from (item by item), for its dead letter."""
     counts: Counter[str] = field(default_factory=Counter)
+    """Counters of the batch, but those of the rows and items read as expected (``decoded``)."""
     letters: list[str] = field(default_factory=list)
+    decoded: list[int] = field(default_factory=lambda: [0, 0, 0])
+    """Rows read, rows decoded, items decoded: counted row by row, where a Counter costs more."""
+
+    def counted(self) -> Counter[str]:
+        """Every counter of the batch."""
+        rows, decoded, items = self.decoded
+        self.counts.update(rows_read=rows, rows_decoded=decoded, items_decoded=items)
+        self.decoded = [0, 0, 0]
+        return self.counts
+
+    def row_key_of(self, item: dict) -> bytes | None:
+        """The row key ``item`` (one of the batch's) came from."""
+        return next((key for found, key in zip(self.items, self.origin) if found is item), None)
 
 
-def _decode(source: Any, row_key: bytes, cells: list, key_names: tuple[str, ...], batch: _Batch,
-            unkeyed: dict[str, Any]) -> None:
-    """One row into the batch: its items, or a dead letter naming the row key and why it cannot be decoded. Items of
-    an entity whose key is a declared loss (``unkeyed``) are dead letters too: their old key cannot be rebuilt."""
+RowDecoder = Callable[[bytes, list, _Batch], None]
+"""One row (key, cells) into a batch."""
+
+
+def _row_decoder(source: RowSource, key_names: tuple[str, ...], unkeyed: dict[str, Any]) -> RowDecoder:
+    """A row's items into the batch, or a dead letter naming the row key and why it cannot be decoded. Items of an
+    entity whose key is a declared loss (``unkeyed``) are dead letters too: their old key cannot be rebuilt."""
     from ..mappers.attrvalue import AttributeValueError
     from ..mappers.decode import DecodeError
     from ..pipelines.run.dead_letters import DeadLetter
 
-    batch.counts["rows_read"] += 1
-    batch.last_key = row_key
-    try:
-        found = source.entities(row_key, cells)
-        missing = [item for entity, item in found if entity not in unkeyed and any(n not in item for n in key_names)]
-        if missing:
-            raise DecodeError(f"an item without its key ({', '.join(n for n in key_names if n not in missing[0])} "
-                              "missing)")
-    except (DecodeError, AttributeValueError, ValueError, UnicodeDecodeError) as err:
-        batch.counts["rows_dead_lettered"] += 1
-        batch.letters.append(DeadLetter(None, "decode", f"cannot be decoded: {err}", row_key=row_key).to_json())
-        return
-    if not found:
-        batch.counts["rows_empty"] += 1
-        return
-    batch.counts["rows_decoded"] += 1
-    batch.counts["items_decoded"] += len(found)
-    for entity, item in found:
-        loss = unkeyed.get(entity)
-        if loss is not None:
-            batch.counts["items_unkeyed"] += 1
-            batch.letters.append(DeadLetter(item, "decode", f"its key cannot be rebuilt: {loss.reason}", entity,
-                                            loss.attribute, row_key).to_json())
-            continue
-        batch.items.append(item)
-        batch.origin[id(item)] = row_key
+    entities, keys, failures = source.entities, frozenset(key_names), (DecodeError, AttributeValueError, ValueError,
+                                                                       UnicodeDecodeError)
+
+    def decode(row_key: bytes, cells: list, batch: _Batch) -> None:
+        counted = batch.decoded
+        counted[0] += 1
+        batch.last_key = row_key
+        try:
+            found = entities(row_key, cells)
+            for entity, item in found:
+                if not item.keys() >= keys and entity not in unkeyed:
+                    raise DecodeError(f"an item without its key ({', '.join(n for n in key_names if n not in item)} "
+                                      "missing)")
+        except failures as err:
+            batch.counts["rows_dead_lettered"] += 1
+            batch.letters.append(DeadLetter(None, "decode", f"cannot be decoded: {err}", row_key=row_key).to_json())
+            return
+        if not found:
+            batch.counts["rows_empty"] += 1
+            return
+        counted[1] += 1
+        counted[2] += len(found)
+        for entity, item in found:
+            loss = unkeyed.get(entity) if unkeyed else None
+            if loss is not None:
+                batch.counts["items_unkeyed"] += 1
+                batch.letters.append(DeadLetter(item, "decode", f"its key cannot be rebuilt: {loss.reason}", entity,
+                                                loss.attribute, row_key).to_json())
+                continue
+            batch.items.append(item)
+            batch.origin.append(row_key)
+
+    return decode
 
 
 @dataclass(frozen=True)
@@ -439,38 +463,55 @@ def _write_ranges(setup: _Setup, after: dict[int, bytes | None], next_range: Cal
 
     writer, source = setup.writer(), setup.source()
     source.decoder  # noqa: B018 - built before the first row: a spec it cannot decode fails the run here
+    decode = _row_decoder(source, setup.key_names, setup.unkeyed)
 
     def write(batch: _Batch) -> _Batch:
         for item, reason in writer.write(batch.items):
             batch.counts["items_refused"] += 1
-            batch.letters.append(DeadLetter(item, "write", reason, row_key=batch.origin.get(id(item))).to_json())
+            batch.letters.append(DeadLetter(item, "write", reason, row_key=batch.row_key_of(item)).to_json())
         batch.counts["items_written"] += len(batch.items) - batch.counts["items_refused"]
         return batch
 
     def done(future: Future) -> None:
         batch = future.result()
-        commit(batch.index, batch.last_key, batch.counts, batch.letters, False)
+        commit(batch.index, batch.last_key, batch.counted(), batch.letters, False)
 
     writers = setup.request.writers
     with source, ThreadPoolExecutor(max_workers=writers, thread_name_prefix="rollback-write") as pool:
-        flying: deque[Future] = deque()
+        # The batches sent, in the order they were read, and after a range's last batch its index: committed in
+        # that order, so that a range is finished once its batches are, while the next range is read already.
+        flying: deque[Future | int] = deque()
+        sent = 0  # batches in flying
+
+        def settle(at_most: int) -> None:
+            """Commit from the front what is written (and any range finished there), and more until no more than
+            ``at_most`` batches are in flight."""
+            nonlocal sent
+            while flying and (isinstance(flying[0], int) or flying[0].done() or sent > at_most):
+                head = flying.popleft()
+                if isinstance(head, int):
+                    commit(head, None, Counter(), [], True)
+                else:
+                    sent -= 1
+                    done(head)
+
         while (index := next_range()) is not None:
             batch = _Batch(index)
             for row_key, cells in source.rows(setup.ranges[index], after.get(index)):
-                _decode(source, row_key, cells, setup.key_names, batch, setup.unkeyed)
+                decode(row_key, cells, batch)
                 if len(batch.items) >= ITEMS_PER_COMMIT or len(batch.letters) >= ITEMS_PER_COMMIT:
                     flying.append(pool.submit(write, batch))
+                    sent += 1
                     batch = _Batch(index)
                     if stopping():  # what is sent is committed first, so that a resume need not send it again
-                        while flying:
-                            done(flying.popleft())
+                        settle(0)
                         return
-                while flying and (flying[0].done() or len(flying) > 2 * writers):
-                    done(flying.popleft())
+                    settle(2 * writers)
             flying.append(pool.submit(write, batch))
-            while flying:
-                done(flying.popleft())
-            commit(index, None, Counter(), [], True)
+            flying.append(index)
+            sent += 1
+            settle(2 * writers)
+        settle(0)
 
 
 def _reconcile(c: dict[str, int]) -> list[str]:
@@ -523,6 +564,7 @@ def _compare_ranges(setup: _Setup, next_range: Callable[[], int | None],
     writer, source = setup.writer(), setup.source()
     source.decoder  # noqa: B018 - built before the first row: a spec it cannot decode fails the run here
     key_names, threads = setup.key_names, setup.request.writers
+    decode = _row_decoder(source, key_names, setup.unkeyed)
 
     def canonical(item: dict) -> dict:
         return {name: comparable(value) for name, value in item.items()}
@@ -548,7 +590,7 @@ def _compare_ranges(setup: _Setup, next_range: Callable[[], int | None],
         while (index := next_range()) is not None and not stopping():
             for row_key, cells in source.rows(setup.ranges[index]):
                 batch = _Batch(0)
-                _decode(source, row_key, cells, key_names, batch, setup.unkeyed)
+                decode(row_key, cells, batch)
                 unreadable += batch.counts["rows_dead_lettered"]
                 pending += batch.items
                 if len(pending) >= GET_BATCH:

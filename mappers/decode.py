@@ -62,6 +62,7 @@ class TemplateReader:
             text = spec
         self.pieces = parse_template(text).pieces
         self.delimiter, self.escape = delimiter, on_delimiter == "escape"
+        self.unescape = _unescaper(delimiter)
         self.lossy: dict[str, str] = {}
         holders = {i: piece for i, piece in enumerate(self.pieces) if isinstance(piece, Placeholder)}
         placeholders = list(holders)
@@ -79,45 +80,75 @@ class TemplateReader:
                     self.problem = f"{{{holder.attribute}}} is not followed by the delimiter {delimiter!r}"
         self.attributes = tuple(holder.attribute for holder in holders.values())
         self.last = placeholders[-1] if placeholders else -1
+        self._steps = [self._step(index, piece) for index, piece in enumerate(self.pieces)]
+
+    def _step(self, index: int, piece: str | Placeholder) -> tuple:
+        """What `read` does at one piece, decided once: (literal, None, None, 0, ()) for literal text, else (None,
+        placeholder, the literals after it when it is the last one, where the delimiter is in the literal after
+        it (-1: not there), its transforms' inverses in the order they undo them)."""
+        if isinstance(piece, str):
+            return piece, None, None, 0, ()
+        inverses = tuple((call.name, TRANSFORMS[call.name].inverse, call.args) for call in reversed(piece.transforms))
+        if index == self.last:
+            return None, piece, "".join(str(rest) for rest in self.pieces[index + 1:]), 0, inverses
+        following = str(self.pieces[index + 1])  # a literal holding the delimiter (else a problem)
+        return None, piece, None, following.find(self.delimiter), inverses
 
     def read(self, text: str) -> dict[str, str]:
         """attribute -> its text before the transforms; DecodeError when `text` is not of this template."""
         values: dict[str, str] = {}
         position = 0
-        for index, piece in enumerate(self.pieces):
-            if isinstance(piece, str):
-                if not text.startswith(piece, position):
-                    raise DecodeError(f"{text!r} does not have {piece!r} at {position}")
-                position += len(piece)
+        delimiter = self.delimiter
+        for literal, piece, tail, offset, inverses in self._steps:
+            if literal is not None:
+                if not text.startswith(literal, position):
+                    raise DecodeError(f"{text!r} does not have {literal!r} at {position}")
+                position += len(literal)
                 continue
-            if index == self.last:
-                tail = "".join(str(rest) for rest in self.pieces[index + 1 :])  # literals only after the last
+            if tail is not None:  # the last placeholder: literals only after it
                 end = len(text) - len(tail)
                 if end < position or not text.endswith(tail):
                     raise DecodeError(f"{text!r} does not end with {tail!r}")
                 value = text[position:end]
             else:
-                following = str(self.pieces[index + 1])  # a literal holding the delimiter (else a problem)
-                found = text.find(self.delimiter, position)  # values hold no delimiter character
-                end = found - following.index(self.delimiter)
+                if offset < 0:  # a template with a problem (a loss): no delimiter after the placeholder
+                    raise ValueError(f"{{{piece.attribute}}} is not followed by the delimiter {delimiter!r}")
+                found = text.find(delimiter, position)  # values hold no delimiter character
+                end = found - offset
                 if found < 0 or end < position:
                     raise DecodeError(f"{text!r} lacks the delimiter after {{{piece.attribute}}}")
                 value = text[position:end]
-                if self.escape:
-                    value = unescape_delimiter(value, self.delimiter)
-            position += len(text[position:end])
-            for call in reversed(piece.transforms):
+                if self.escape and "%" in value:  # escaped text without a `%` is its own unescaping
+                    value = self.unescape(value)
+            position = end
+            for name, inverse, args in inverses:
                 try:
-                    inverse = TRANSFORMS[call.name].inverse
                     # a lossy transform has no inverse: its text stands for the value (the attribute is a declared loss)
-                    value = inverse(value, *call.args) if inverse else value
+                    value = inverse(value, *args) if inverse else value
                 except (ValueError, DecimalError) as err:
-                    raise DecodeError(f"{call.name} cannot be undone on {value!r}: {err}") from None
+                    raise DecodeError(f"{name} cannot be undone on {value!r}: {err}") from None
             # An attribute read through a lossy transform twice (`{sk|part(0)}#{sk|part(1)}`) reads differently by
             # construction: the first reading stands (the attribute is a declared loss).
             if values.setdefault(piece.attribute, value) != value and piece.attribute not in self.lossy:
                 raise DecodeError(f"{{{piece.attribute}}} reads {values[piece.attribute]!r} and {value!r}")
         return values
+
+
+def _unescaper(delimiter: str) -> Callable[[str], str]:
+    """:func:`~.render.unescape_delimiter` for ``delimiter``, faster where the text holds only the escapes
+    `escape_delimiter` writes for a one-character ASCII delimiter (`%25` and, for `#`, `%23`): those two
+    replaced, the escaped delimiter first (so that a `%` given back cannot start another escape), is what
+    unquoting gives; any other `%` in the text goes through `unescape_delimiter` itself."""
+    if len(delimiter) != 1 or not delimiter.isascii() or delimiter == "%":
+        return lambda text: unescape_delimiter(text, delimiter)
+    escaped = f"%{ord(delimiter):02X}"
+
+    def unescape(text: str) -> str:
+        if text.count("%") != text.count("%25") + text.count(escaped):
+            return unescape_delimiter(text, delimiter)
+        return text.replace(escaped, delimiter).replace("%25", "%")
+
+    return unescape
 
 
 def _int64(value: bytes) -> bytes:
@@ -142,6 +173,8 @@ def typed(text: str, dynamodb_type: str) -> dict:
 
 Values = Callable[[bytes, Encoding], dict]
 """Cell bytes and their encoding -> the DynamoDB value (`encodings.decode`, or a faster parser of the same JSON)."""
+RowValues = Callable[[list[bytes], Encoding], list[dict]]
+"""`Values` of several cells of one row at once."""
 
 
 class _ColumnReader:
@@ -193,19 +226,22 @@ class _ColumnReader:
         return self.values(cells[0].value, encoding)
 
 
+_UNSEEN: Any = object()
 CLAIMS_KEPT = 4096
 """Qualifiers whose claim an entity remembers (a rest family's attribute names, a column's few qualifiers); templated
 qualifiers can be one per item, so the memory stops growing there."""
 
 
 class EntityDecoder:
-    def __init__(self, spec: EntitySpec, mapping: MappingSpec, types: Mapping[str, str], values: Values = decode):
-        self.spec, self.name, self.types, self.values = spec, spec.name, types, values
+    def __init__(self, spec: EntitySpec, mapping: MappingSpec, types: Mapping[str, str], values: Values = decode,
+                 row_values: RowValues | None = None):
+        self.spec, self.name, self.types, self.values, self.row_values = spec, spec.name, types, values, row_values
         self.key = TemplateReader(spec.key)
         counters = {name for name, policy in mapping.target.families.items() if policy.aggregate}
         self.columns = [_ColumnReader(column, column.family in counters, values) for column in spec.columns]
         self.rest = spec.rest
-        self._claims: dict[tuple[str, bytes], tuple[_ColumnReader | str, dict[str, str], tuple, bool] | None] = {}
+        self.claims: dict[tuple[str, bytes], tuple[_ColumnReader | str, dict[str, str], tuple, bool] | None] = {}
+        """What :meth:`claimed` found, by family and qualifier."""
         self.ignore = set(spec.drop) | set(spec.lossy)
         self.fixed = {
             name: {"N": canonical_text(condition.equals)} if isinstance(condition.equals, Decimal)
@@ -214,6 +250,13 @@ class EntityDecoder:
             if condition.equals is not None and not isinstance(condition.equals, bool)
         }
         self.timestamp = spec.timestamp
+        self._salted = spec.key.delimiter.encode() if spec.key.salt_buckets else None
+        # No source reveals attribute texts (a templated qualifier) and none folds (versioning, a timestamp
+        # template): every cell this entity claims in a row belongs to its one item there.
+        self.one_item = not spec.versioning and all(column.reader is None and not self.folds(column)
+                                                    for column in self.columns)
+        # Only rest cells, and no timestamp read from them: an item is its texts and its rest attributes.
+        self.rest_only = not self.columns and not self.timestamp
 
     def folds(self, source: _ColumnReader | str) -> bool:
         """Whether items of this entity are told apart by the cell timestamps of this source (a timestamp template,
@@ -226,8 +269,8 @@ class EntityDecoder:
         return timestamp is not None and timestamp.template is not None and source.layout is not Layout.list
 
     def key_values(self, row_key: bytes) -> dict[str, str]:
-        if self.spec.key.salt_buckets:
-            row_key = row_key.split(self.spec.key.delimiter.encode(), 1)[-1]
+        if self._salted is not None:
+            row_key = row_key.split(self._salted, 1)[-1]
         return self.key.read(row_key.decode())
 
     def claim(self, cell: Cell) -> tuple[_ColumnReader | str, dict[str, str]] | None:
@@ -246,13 +289,13 @@ class EntityDecoder:
         remembered per family and qualifier: a claim depends on nothing else. The revealed dict is shared: read only."""
         where = (cell.family, cell.qualifier)
         try:
-            return self._claims[where]
+            return self.claims[where]
         except KeyError:
             pass
         found = self.claim(cell)
         answer = None if found is None else (found[0], found[1], tuple(sorted(found[1].items())), self.folds(found[0]))
-        if len(self._claims) < CLAIMS_KEPT:
-            self._claims[where] = answer
+        if len(self.claims) < CLAIMS_KEPT:
+            self.claims[where] = answer
         return answer
 
     def item(self, texts: dict[str, str], claimed: list[tuple[_ColumnReader | str, Cell]]) -> Item:
@@ -261,6 +304,22 @@ class EntityDecoder:
         types = self.types
         for name, text in texts.items():
             item[name] = typed(text, types.get(name, "S"))
+        if self.rest_only:  # each attribute from its first (newest) cell, as below
+            assert self.rest is not None
+            encoding = self.rest.encoding
+            read: dict[Any, bytes] = {}
+            for source, cell in claimed:
+                if source not in read:  # every source a rest attribute's name here
+                    read[source] = cell.value
+            if self.row_values is not None:
+                item.update(zip(read, self.row_values(list(read.values()), encoding)))
+            else:
+                values = self.values
+                for source, data in read.items():
+                    item[source] = values(data, encoding)
+            for name in self.ignore:
+                item.pop(name, None)
+            return item
         by_column: dict[_ColumnReader | str, list[Cell]] = {}
         for source, cell in claimed:
             cells = by_column.get(source)
@@ -305,12 +364,17 @@ class Decoder:
     """Rows -> items for a whole spec; entities are tried in order, a row's cells go to the first that claims them."""
 
     def __init__(self, spec: MappingSpec, types: Mapping[str, str] | None = None,
-                 json_loads: Callable[[bytes], Any] | None = None):
+                 json_loads: Callable[[bytes], Any] | None = None,
+                 json_loader_for: Callable[[bytes], Callable[[bytes], Any]] | None = None):
         """``json_loads``: parses DynamoDB JSON cells (``ddb_json``, and ``auto`` cells that start with ``{``) where
-        given; it must give ``json.loads``'s value or error for every document (the I/O layer's faster parser)."""
+        given; it must give ``json.loads``'s value or error for every document (the I/O layer's faster parser).
+        ``json_loader_for``: given a row's cells joined by newlines, such a ``json_loads`` for each of them (one
+        look at the whole row where ``json_loads`` would look at each cell)."""
         self.spec = spec
         values = decode if json_loads is None else _values_with(json_loads)
-        self.entities = [EntityDecoder(e, spec, types or {}, values) for e in spec.entities if e.action == "map"]
+        row_values = None if json_loader_for is None else _row_values_with(json_loader_for)
+        self.entities = [EntityDecoder(e, spec, types or {}, values, row_values)
+                         for e in spec.entities if e.action == "map"]
         self.by_name = {entity.name: entity for entity in self.entities}
         self.losses = losses(spec)
         self.index_prefixes = tuple(index.target.prefix.encode() for index in spec.indexes if index.target.prefix)
@@ -344,6 +408,20 @@ class Decoder:
             try:
                 texts = decoder.key_values(row_key)
             except (DecodeError, UnicodeDecodeError):
+                continue
+            if decoder.one_item:  # the grouping below, where every claimed cell is in one group
+                claims, claimed, rest = decoder.claims, [], []
+                for cell in left:
+                    found = claims.get(cell[:2], _UNSEEN)  # (family, qualifier)
+                    if found is _UNSEEN:
+                        found = decoder.claimed(cell)
+                    if found is None:
+                        rest.append(cell)
+                    else:
+                        claimed.append((found[0], cell))
+                if claimed:
+                    items.append((decoder.name, decoder.item(texts, claimed)))
+                left = rest
                 continue
             groups: dict[tuple, list] = {}
             rest = []
@@ -386,6 +464,17 @@ def _values_with(json_loads: Callable[[bytes], Any]) -> Values:
         return decode(data, encoding)
 
     return values
+
+
+def _row_values_with(json_loader_for: Callable[[bytes], Callable[[bytes], Any]]) -> RowValues:
+    """The values of one row's cells (`_values_with`), their DynamoDB JSON parsed by what ``json_loader_for`` gives
+    for all of them."""
+
+    def row_values(cells: list[bytes], encoding: Encoding) -> list[dict]:
+        values = _values_with(json_loader_for(b"\n".join(cells)))
+        return [values(data, encoding) for data in cells]
+
+    return row_values
 
 
 def compile_decoder(spec: MappingSpec, types: Mapping[str, str] | None = None) -> Decoder:

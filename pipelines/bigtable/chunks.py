@@ -5,13 +5,14 @@ The data client's ``read_rows`` builds a ``Row`` of ``Cell`` objects (labels and
 chunk state machine, which we would copy again into our ``Cell``s; :func:`merge_chunks` makes ours
 from the chunks directly. :func:`read_range` reads one key range that way, resuming after the last
 complete row when a retryable error (the table's own list) ends the stream, within the table's read
-timeout, as the client's own reads do.
+timeout, as the client's own reads do; it receives the responses raw (:func:`raw_read_rows`) and parses
+them in groups.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ...mappers.results import Cell
@@ -94,15 +95,65 @@ def _merge(messages: Iterable[Any]) -> Iterator[tuple[bytes | None, list[Cell]]]
         yield None, []
 
 
+READ_ROWS = "/google.bigtable.v2.Bigtable/ReadRows"
+JOINED_RESPONSES = 100
+JOINED_BYTES = 1 << 20
+"""A range's serialised responses are joined and parsed as one message once this many (or this many bytes) have come:
+one parse, and one message's chunks walked, where the emulator sends a response per row."""
+
+
+def raw_read_rows(client: Any) -> Callable[..., Iterator[bytes]]:
+    """The data client's ReadRows on its current channel, answering each response's serialised bytes:
+    ``read_rows(request, metadata=(), timeout=None)`` iterates over them, raising the client's errors
+    (``google.api_core.exceptions``, as its own reads do). Joined, serialised ReadRowsResponses are one message
+    whose chunks are theirs in order (repeated fields concatenate), so a caller parses many at once.
+
+    The call is looked up anew each time: the client swaps its channel for a fresh one from time to time, and
+    closes the old one. grpc's default call receives each response on a thread of its own; its single-threaded
+    variant (the caller's thread receives) cost less CPU but was slower in every round measured, its stream
+    making no progress while the caller decodes (docs/PERFORMANCE.md).
+    """
+    import grpc
+    from google.api_core.exceptions import from_grpc_error
+    from google.cloud.bigtable_v2.types import ReadRowsRequest
+
+    channel = client._gapic_client._transport.grpc_channel  # noqa: SLF001 - the data client's own channel
+    stub = channel.unary_stream(READ_ROWS, request_serializer=ReadRowsRequest.serialize, response_deserializer=None)
+    info = client.client_info.to_grpc_metadata()
+
+    def read_rows(request: Any, *, metadata: Iterable[tuple[str, str]] = (), timeout: float | None = None,
+                  ) -> Iterator[bytes]:
+        try:
+            yield from stub(request, timeout=timeout, metadata=(info, *metadata))
+        except grpc.RpcError as err:
+            raise from_grpc_error(err) from err
+
+    return read_rows
+
+
+def routing_metadata(table: Any) -> tuple[str, str]:
+    """The routing header the data client's ReadRows sends for ``table`` (its name and app profile)."""
+    from google.api_core.gapic_v1.routing_header import to_grpc_metadata
+
+    return to_grpc_metadata({"table_name": table.table_name, "app_profile_id": table.app_profile_id or ""})
+
+
 def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: bytes | None = None,
                row_filter: Any = None) -> Iterator[tuple[bytes, list[Cell]]]:
     """(row key, cells) of ``key_range`` ([start, end), b"" open-ended) in key order, from just after ``after`` when
-    given; ``client`` and ``table`` are the data client's (``BigtableDataClient``, its ``get_table``)."""
+    given; ``client`` and ``table`` are the data client's (``BigtableDataClient``, its ``get_table``).
+
+    The responses come raw (:func:`raw_read_rows`) and are parsed in groups (:data:`JOINED_RESPONSES`). A retryable
+    error (the table's own list) ends the answer: its complete rows are given, and the range is asked again from
+    after the last one, within the table's read timeout, as the client's own reads do.
+    """
     from google.cloud.bigtable.data import ReadRowsQuery, RowRange
+    from google.cloud.bigtable.data.exceptions import InvalidChunk
 
     retryable = tuple(table.default_read_rows_retryable_errors)
     deadline = time.monotonic() + table.default_read_rows_operation_timeout
     attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
+    routing = (routing_metadata(table),)
     start, end = key_range
     pause = 0.01
     while True:
@@ -112,15 +163,40 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
             span = RowRange(start_key=start or None, end_key=end or None)
         # the client's own request for this query (table path, app profile, filter)
         request = ReadRowsQuery(row_ranges=span, row_filter=row_filter)._to_pb(table)  # noqa: SLF001
-        try:
-            stream = client._gapic_client.read_rows(  # noqa: SLF001 - the client's own transport
-                request, timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)), retry=None)
-            for row_key, cells in merge_chunks(stream):
-                after = row_key
-                yield row_key, cells
+        answers = raw_read_rows(client)(request, metadata=routing,
+                                        timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)))
+        failed: list[Exception] = []
+        for row_key, cells in _merge(_joined(answers, retryable, failed)):
+            if row_key is None:  # the answer ended inside a row
+                if not failed:
+                    raise InvalidChunk("the stream ended inside a row")
+                break
+            after = row_key
+            yield row_key, cells
+        if not failed:
             return
-        except retryable:
-            if time.monotonic() + pause > deadline:
-                raise
-            time.sleep(pause)
-            pause = min(pause * 2, 10.0)
+        if time.monotonic() + pause > deadline:
+            raise failed[0]
+        time.sleep(pause)
+        pause = min(pause * 2, 10.0)
+
+
+def _joined(answers: Iterable[bytes], retryable: tuple[type[Exception], ...], failed: list[Exception]) -> Iterator[Any]:
+    """Serialised responses parsed in groups, as protobuf ``ReadRowsResponse`` messages; a retryable error ends them
+    (after the group it cut short) and is put in ``failed``."""
+    from google.cloud.bigtable_v2.types import ReadRowsResponse
+
+    parse = ReadRowsResponse.pb().FromString
+    parts: list[bytes] = []
+    size = 0
+    try:
+        for answer in answers:
+            parts.append(answer)
+            size += len(answer)
+            if len(parts) >= JOINED_RESPONSES or size >= JOINED_BYTES:
+                yield parse(b"".join(parts))
+                parts, size = [], 0
+    except retryable as err:
+        failed.append(err)
+    if parts:
+        yield parse(b"".join(parts))

@@ -94,9 +94,9 @@ class RowSource(Source):
     def decoder(self) -> Decoder:
         """The spec's decoder (rows into items), with ``types`` for attributes that live only in keys."""
         if self._decoder is None:
-            from ..dynamodb.wire_json import loads  # json.loads's values and errors, faster
+            from ..dynamodb.wire_json import loader_for, loads  # json.loads's values and errors, faster
 
-            self._decoder = Decoder(self.spec, self.types, json_loads=loads)
+            self._decoder = Decoder(self.spec, self.types, json_loads=loads, json_loader_for=loader_for)
         return self._decoder
 
     def name(self) -> str:
@@ -122,8 +122,10 @@ class RowSource(Source):
         decoder = self.decoder
         found = decoder.decode_entities(row_key, cells)
         for entity, item in found:  # an attribute the match fixes comes back from the match, even a dropped one
-            for name, value in decoder.by_name[entity].fixed.items():
-                item.setdefault(name, value)
+            fixed = decoder.by_name[entity].fixed
+            if fixed:
+                for name, value in fixed.items():
+                    item.setdefault(name, value)
         return found
 
     def _decodable(self, key_range: tuple[bytes, bytes], after: bytes | None = None) -> Iterator[dict]:

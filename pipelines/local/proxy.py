@@ -4,6 +4,8 @@
   order; answers come back at once. An HTTP request (headers and body arrive within microseconds
   of each other) therefore reaches the server ``delay`` later, as it would a region away (the
   benchmarks' +20 ms runs, ``python -m benchmarks.latency_proxy``).
+* :class:`CutProxy` cuts the first answer longer than a given size there, aborting both sides (a connection
+  lost in the middle of a gRPC stream): the resume tests of the Bigtable reads.
 * :class:`HttpFaultProxy` reads HTTP/1.1 exchanges (DynamoDB's JSON API) one by one and can
   answer every request with a throttling error, or cut the body of Scan answers short (with a
   matching ``Content-Length``, so only the body's CRC32 shows it): the fault tests.
@@ -119,6 +121,30 @@ class DelayProxy(Proxy):
         finally:
             queue.put_nowait((0.0, None))
             await task
+
+
+class CutProxy(Proxy):
+    """Forwards, except that the first answer longer than ``after`` bytes (on any connection) is cut there: both
+    sides of that connection are aborted, as a lost connection leaves them. ``cuts`` counts the cuts made."""
+
+    def __init__(self, target_host: str, target_port: int, after: int, **limits: int):
+        super().__init__(target_host, target_port, **limits)
+        self.after, self.cuts = after, 0
+
+    async def relay(self, reader, writer, up_reader, up_writer) -> None:
+        async def down() -> None:
+            sent = 0
+            while data := await up_reader.read(65536):
+                if not self.cuts and sent + len(data) > self.after:
+                    self.cuts += 1
+                    writer.transport.abort()
+                    up_writer.transport.abort()
+                    return
+                sent += len(data)
+                writer.write(data)
+                await writer.drain()
+
+        await asyncio.gather(self._copy(reader, up_writer), down(), return_exceptions=True)
 
 
 THROTTLED = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",

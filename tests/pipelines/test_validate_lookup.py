@@ -72,36 +72,12 @@ def test_a_stream_cut_midway_is_read_again_from_the_last_row(bigtable_env, bigta
                                                              monkeypatch):
     """The connection to Bigtable drops in the middle of a ReadRows answer (a real TCP cut, through a loopback
     proxy): the lookup asks again for the keys after the last complete row and returns every row once."""
-    import asyncio
-
     from google.cloud.bigtable import Client, column_family
     from google.cloud.bigtable.data import RowMutationEntry, SetCell
 
     from ddb2bt.pipelines.bigtable.read import RowLookup
     from ddb2bt.pipelines.bigtable.sink import Destination
-    from ddb2bt.pipelines.local.proxy import Proxy, serving
-
-    class CutOnce(Proxy):
-        """Forwards, except that the first answer longer than ``after`` bytes is cut there (both sides aborted)."""
-
-        def __init__(self, host: str, port: int, after: int):
-            super().__init__(host, port)
-            self.after, self.cuts = after, 0
-
-        async def relay(self, reader, writer, up_reader, up_writer) -> None:
-            async def down() -> None:
-                sent = 0
-                while data := await up_reader.read(65536):
-                    if not self.cuts and sent + len(data) > self.after:
-                        self.cuts += 1
-                        writer.transport.abort()
-                        up_writer.transport.abort()
-                        return
-                    sent += len(data)
-                    writer.write(data)
-                    await writer.drain()
-
-            await asyncio.gather(self._copy(reader, up_writer), down(), return_exceptions=True)
+    from ddb2bt.pipelines.local.proxy import CutProxy, serving
 
     project, instance = "lookup-project", "lookup"
     Client(project=project, admin=True).instance(instance).table(unique_name).create(
@@ -111,7 +87,7 @@ def test_a_stream_cut_midway_is_read_again_from_the_last_row(bigtable_env, bigta
     with RowLookup(destination) as lookup:
         lookup.table.bulk_mutate_rows([RowMutationEntry(key, [SetCell("c", b"v", key * 500, 1000)]) for key in keys])
     host, port = bigtable_emulator.endpoint.rsplit(":", 1)
-    proxy = CutOnce(host, int(port), after=1 << 20)  # rows of 2.5 KB: the cut falls after about 400 of them
+    proxy = CutProxy(host, int(port), after=1 << 20)  # rows of 2.5 KB: the cut falls after about 400 of them
     with serving(proxy) as proxy_port:
         monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", f"127.0.0.1:{proxy_port}")
         with RowLookup(destination) as lookup:
