@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ...mappers.results import Cell
+from .calls import ChannelCall, routing_metadata
 
 
 def merge_chunks(responses: Iterable[Any]) -> Iterator[tuple[bytes, list[Cell]]]:
@@ -95,7 +96,6 @@ def _merge(messages: Iterable[Any]) -> Iterator[tuple[bytes | None, list[Cell]]]
         yield None, []
 
 
-READ_ROWS = "/google.bigtable.v2.Bigtable/ReadRows"
 JOINED_RESPONSES = 100
 JOINED_BYTES = 1 << 20
 """A range's serialised responses are joined and parsed as one message once this many (or this many bytes) have come:
@@ -103,39 +103,19 @@ one parse, and one message's chunks walked, where the emulator sends a response 
 
 
 def raw_read_rows(client: Any) -> Callable[..., Iterator[bytes]]:
-    """The data client's ReadRows on its current channel, answering each response's serialised bytes:
-    ``read_rows(request, metadata=(), timeout=None)`` iterates over them, raising the client's errors
-    (``google.api_core.exceptions``, as its own reads do). Joined, serialised ReadRowsResponses are one message
-    whose chunks are theirs in order (repeated fields concatenate), so a caller parses many at once.
+    """The data client's ReadRows on its own channel (:class:`.calls.ChannelCall`: its client info, error mapping
+    and channel refreshes), answering each response's serialised bytes: ``read_rows(request, metadata=(),
+    timeout=None)`` iterates over them, raising the client's errors (``google.api_core.exceptions``, as its own
+    reads do). Joined, serialised ReadRowsResponses are one message whose chunks are theirs in order (repeated
+    fields concatenate), so a caller parses many at once.
 
-    The call is looked up anew each time: the client swaps its channel for a fresh one from time to time, and
-    closes the old one. grpc's default call receives each response on a thread of its own; its single-threaded
-    variant (the caller's thread receives) cost less CPU but was slower in every round measured, its stream
-    making no progress while the caller decodes (docs/PERFORMANCE.md).
+    grpc's default call, which receives each response on a thread of its own: its single-threaded variant (the
+    caller's thread receives; validate's lookup uses it) cost less CPU here but was slower in every round
+    measured, its stream making no progress while the caller decodes rows (docs/PERFORMANCE.md).
     """
-    import grpc
-    from google.api_core.exceptions import from_grpc_error
     from google.cloud.bigtable_v2.types import ReadRowsRequest
 
-    channel = client._gapic_client._transport.grpc_channel  # noqa: SLF001 - the data client's own channel
-    stub = channel.unary_stream(READ_ROWS, request_serializer=ReadRowsRequest.serialize, response_deserializer=None)
-    info = client.client_info.to_grpc_metadata()
-
-    def read_rows(request: Any, *, metadata: Iterable[tuple[str, str]] = (), timeout: float | None = None,
-                  ) -> Iterator[bytes]:
-        try:
-            yield from stub(request, timeout=timeout, metadata=(info, *metadata))
-        except grpc.RpcError as err:
-            raise from_grpc_error(err) from err
-
-    return read_rows
-
-
-def routing_metadata(table: Any) -> tuple[str, str]:
-    """The routing header the data client's ReadRows sends for ``table`` (its name and app profile)."""
-    from google.api_core.gapic_v1.routing_header import to_grpc_metadata
-
-    return to_grpc_metadata({"table_name": table.table_name, "app_profile_id": table.app_profile_id or ""})
+    return ChannelCall(client, "ReadRows", ReadRowsRequest.serialize, None)
 
 
 def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: bytes | None = None,
@@ -153,7 +133,8 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
     retryable = tuple(table.default_read_rows_retryable_errors)
     deadline = time.monotonic() + table.default_read_rows_operation_timeout
     attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
-    routing = (routing_metadata(table),)
+    routing = routing_metadata(table)
+    read_rows = raw_read_rows(client)
     start, end = key_range
     pause = 0.01
     while True:
@@ -163,8 +144,8 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
             span = RowRange(start_key=start or None, end_key=end or None)
         # the client's own request for this query (table path, app profile, filter)
         request = ReadRowsQuery(row_ranges=span, row_filter=row_filter)._to_pb(table)  # noqa: SLF001
-        answers = raw_read_rows(client)(request, metadata=routing,
-                                        timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)))
+        answers = read_rows(request, metadata=routing,
+                            timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)))
         failed: list[Exception] = []
         for row_key, cells in _merge(_joined(answers, retryable, failed)):
             if row_key is None:  # the answer ended inside a row
