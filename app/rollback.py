@@ -145,7 +145,9 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
               progress: Progress | None, began: float) -> RollbackResult:
     from ..mappers.rollback import latest_only, lost_keys, verdict
     from ..pipelines.run.checkpoint import spec_hash
+    from ..pipelines.run.collector import relax_young_gc
 
+    relax_young_gc()  # as migrate's map step does: each row decodes into many young objects waiting for their batch
     table = request.to_table or loaded.source.table
     if not table:
         raise RollbackError("the spec reads an export and names no DynamoDB table", "name one: --to-table TABLE")
@@ -771,7 +773,9 @@ def _worker(connection: Any, life: Any, quiet: tuple[list, dict[str, int]]) -> N
     import warnings
 
     from ..mappers.errors import Ddb2btError
+    from ..pipelines.run.collector import relax_young_gc
 
+    relax_young_gc()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
     _exit_with_parent(life)
     warnings.filters[:] = quiet[0]  # type: ignore[index]

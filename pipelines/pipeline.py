@@ -19,7 +19,6 @@ add up: ``items_read = rows_written + dead_lettered + skipped``.
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
 import time
@@ -33,6 +32,7 @@ from ..mappers.limits import DeadLetterLimit
 from ..mappers.results import MappedRow, Skipped
 from .run import checkpoint as ckpt
 from .run import progress
+from .run.collector import relax_young_gc
 from .run.batches import Barrier, Batch, SegmentAt, SegmentDone
 from .bigtable.sink import FlowControl
 from .run.metrics import NAMESPACE, ReasonCounters, letter_reason, skip_reason
@@ -48,25 +48,6 @@ COUNTERS = ("items_read", "items_mapped", "rows_written", "cells_written", "byte
             "cells_overwritten", "index_rows_written")
 
 
-YOUNG_GC_THRESHOLD = 50_000
-MIDDLE_GC_THRESHOLD = 50
-
-
-def relax_young_gc() -> None:
-    """Collect the young generation every 50,000 allocations rather than every 700, the middle one every 50 young
-    collections rather than 10.
-
-    A Scan page parses into tens of thousands of dicts, so at the default threshold the collector
-    runs every few items, and the many items still waiting to be written get promoted and walked
-    again and again. The middle generation holds the items and entries waiting for their batch to be
-    written; its collections walk them and found nothing to free once the client's finished MutateRows
-    operations stopped being cyclic garbage (``raw_answers.free_finished_operations``). The oldest keeps
-    its threshold (the measurements: docs/PERFORMANCE.md). Process-wide, which suits a worker process; a
-    threshold already higher, or a disabled collector, is left as it is.
-    """
-    young, middle, old = gc.get_threshold()
-    if gc.isenabled() and 0 < young < YOUNG_GC_THRESHOLD:
-        gc.set_threshold(YOUNG_GC_THRESHOLD, max(middle, MIDDLE_GC_THRESHOLD), old)
 
 
 class MapFn(beam.DoFn):

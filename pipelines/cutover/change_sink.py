@@ -370,7 +370,7 @@ class ApplyChangesFn(beam.DoFn):
         from ...mappers.compiler import compile_spec
         from ...mappers.spec import MappingSpec
 
-        from ..pipeline import relax_young_gc
+        from ..run.collector import relax_young_gc
 
         relax_young_gc()  # as the backfill's map step does: a change holds two images' worth of young objects
         compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)

@@ -188,7 +188,7 @@ def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (),
     """
     if keep is not None:
         # the job runs in this process, whose DoFns relax the collector anyway: the kept changes are walked less
-        from ..pipeline import relax_young_gc
+        from ..run.collector import relax_young_gc
 
         relax_young_gc()
         _checked.clear()

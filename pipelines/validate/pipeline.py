@@ -40,7 +40,8 @@ from ..run.batches import Batch, SegmentDone
 from ..bigtable.read import RowLookup
 from ..bigtable.sink import NAMESPACE, Destination, FlowControl
 from ..run.dead_letters import DeadLetter, write_part
-from ..pipeline import MapFn, relax_young_gc  # the migration's map step, reused
+from ..pipeline import MapFn  # the migration's map step, reused
+from ..run.collector import relax_young_gc
 from .extra import apply_deletions, resolved
 from ..source import ItemsSource
 from ..sources import source_for

@@ -222,7 +222,7 @@ def test_damaged_export_is_refused_before_writing(bigtable_env, unique_name, tmp
 def test_young_gc_is_relaxed_only_upwards():
     import gc
 
-    from ddb2bt.pipelines.pipeline import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD, relax_young_gc
+    from ddb2bt.pipelines.run.collector import MIDDLE_GC_THRESHOLD, YOUNG_GC_THRESHOLD, relax_young_gc
 
     saved = gc.get_threshold()
     try:
