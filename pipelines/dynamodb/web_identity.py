@@ -118,17 +118,6 @@ def install(botocore_session: Any, role_arn: str, *, audience: str = DEFAULT_AUD
     return botocore_session
 
 
-def boto3_session(role_arn: str, *, region_name: str | None = None, profile_name: str | None = None,
-                  audience: str = DEFAULT_AUDIENCE) -> Any:
-    """A boto3 session whose clients use :func:`install`'s credentials."""
-    import boto3
-    import botocore.session
-
-    core = botocore.session.Session(profile=profile_name)
-    install(core, role_arn, audience=audience)
-    return boto3.session.Session(botocore_session=core, region_name=region_name)
-
-
 def credential_process_output(role_arn: str, *, audience: str = DEFAULT_AUDIENCE) -> str:
     """The JSON a ``credential_process`` prints (Version 1): fresh credentials of ``role_arn``."""
     import botocore.session

@@ -132,7 +132,9 @@ def test_credentials_that_live_an_hour_are_reused(metadata, sts):
 
 def test_a_session_with_the_role_signs_with_it_ahead_of_environment_keys(metadata, sts):
     """conftest sets AWS_ACCESS_KEY_ID=testing: the installed provider comes first in the chain."""
-    session = awi.boto3_session(ROLE, region_name="us-east-1")
+    from ddb2bt.pipelines.dynamodb.aws import boto3_session, botocore_session
+
+    session = boto3_session(region="us-east-1", core=awi.install(botocore_session(), ROLE))  # as aws_client makes it
     frozen = session.get_credentials().get_frozen_credentials()
     assert frozen.access_key != "testing" and frozen.token
     assert session.get_credentials().method == awi.METHOD
