@@ -29,6 +29,7 @@ import base64
 import gzip
 import hashlib
 import json
+import operator
 import re
 import zlib
 from dataclasses import dataclass
@@ -222,15 +223,32 @@ def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
 
 def _sized_file_items(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(bytes of its line, item)`` for each item of a data file; a file that cannot be read is an ExportError."""
-    return sized_records(path, lambda record: record["Item"], "an export item")
+    return sized_records(path, ITEM, AN_ITEM)
+
+
+ITEM = operator.itemgetter("Item")
+"""An export line's item: ``record["Item"]`` (the same KeyError or TypeError for a record without one)."""
+AN_ITEM = "an export item"
 
 
 def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) -> Iterator[tuple[int, T]]:
     """``(bytes of its line, parse(record))`` for each JSON line of an export data file (full or incremental).
 
     A line ``parse`` refuses (KeyError/TypeError/ValueError) or a file that cannot be read is an ExportError
-    naming the file (and line). Gzip is decoded by the standard library over Beam's raw stream (its C reader is far
-    faster than Beam's pure-Python compressed-file wrapper), a block of lines at a time (:func:`line_blocks`).
+    naming the file (and line). The records come from :func:`record_chunks`, one by one.
+    """
+    for sizes, records in record_chunks(path, parse, what):
+        yield from zip(sizes, records)
+
+
+def record_chunks(path: str, parse: Callable[[dict[str, Any]], T], what: str) -> Iterator[tuple[list[int], list[T]]]:
+    """The records of :func:`sized_records` in chunks: ``(bytes of each line, parse(record) of each line)``.
+
+    Gzip is decoded by the standard library over Beam's raw stream (its C reader is far faster than Beam's
+    pure-Python compressed-file wrapper), a block of lines at a time (:func:`line_blocks`). A block whose every
+    line parses is one chunk, parsed in one list comprehension; a block with a line that does not (a blank line,
+    bad JSON, a record ``parse`` refuses) is read line by line (:func:`_line_by_line`), which skips blank lines
+    and names the bad line exactly as it always did, after the block's good lines before it.
     """
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
@@ -239,16 +257,14 @@ def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
             for block in line_blocks(stream, BLOCK_BYTES):
                 # Ion lines (ExportFormat ION) start with the version marker; JSON lines never do
                 loads = ion_lines.loads if ion_lines.is_ion(block) else wire_json.loader_for(block)
-                for line in block.split(b"\n"):
-                    number += 1
-                    if not line.strip():
-                        continue
-                    try:
-                        parsed = parse(loads(line))
-                    except (ValueError, KeyError, TypeError) as err:
-                        detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
-                        raise ExportError(f"{path} line {number} is not {what}: {detail}") from err
-                    yield len(line) + 1, parsed
+                lines = block.split(b"\n")
+                try:
+                    records = [parse(loads(line)) for line in lines]
+                except Exception:  # noqa: BLE001 -- the line-by-line reading below raises what it must, in order
+                    yield from _line_by_line(path, lines, number, loads, parse, what)
+                else:
+                    yield [len(line) + 1 for line in lines], records
+                number += len(lines)
     except EOFError as err:
         raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
                           "copy the export again; the manifest's md5 shows which files differ") from err
@@ -256,6 +272,21 @@ def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
         raise ExportError(f"{path} is not valid gzip data: {err}", "copy the export again") from err
     except OSError as err:  # missing or unreadable (Beam's BeamIOError is an OSError too)
         raise ExportError(f"{path} cannot be read: {err}") from err
+
+
+def _line_by_line(path: str, lines: list[bytes], number: int, loads: Callable[[bytes], Any],
+                  parse: Callable[[dict[str, Any]], T], what: str) -> Iterator[tuple[list[int], list[T]]]:
+    """A block's lines (the first is line ``number + 1`` of the file) one chunk each: blank lines skipped, the
+    first line that is not ``what`` an ExportError naming the file, the line and what is wrong with it."""
+    for number, line in enumerate(lines, start=number + 1):
+        if not line.strip():
+            continue
+        try:
+            parsed = parse(loads(line))
+        except (ValueError, KeyError, TypeError) as err:
+            detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
+            raise ExportError(f"{path} line {number} is not {what}: {detail}") from err
+        yield [len(line) + 1], [parsed]
 
 
 BLOCK_BYTES = 1 << 20
@@ -280,13 +311,23 @@ def line_blocks(stream: Any, size: int = BLOCK_BYTES) -> Iterator[bytes]:
 
 def file_batches(records: Iterable[tuple[int, Any]]) -> Iterator[Batch]:
     """A data file's ``(line bytes, record)`` pairs in batches of :data:`BATCH_ITEMS`, each knowing its bytes."""
+    return chunk_batches(([size], [record]) for size, record in records)
+
+
+def chunk_batches(chunks: Iterable[tuple[list[int], list[Any]]]) -> Iterator[Batch]:
+    """A data file's chunks (:func:`record_chunks`) in batches of :data:`BATCH_ITEMS`, each knowing its bytes: the
+    batches :func:`file_batches` makes of the same records, a slice of a chunk at a time."""
     batch = Batch()
-    for size, record in records:
-        batch.append(record)
-        batch.nbytes += size
-        if len(batch) == BATCH_ITEMS:
-            yield batch
-            batch = Batch()
+    for sizes, records in chunks:
+        at, count = 0, len(records)
+        while at < count:
+            end = min(count, at + BATCH_ITEMS - len(batch))
+            batch.extend(records[at:end])
+            batch.nbytes += sum(sizes[at:end])
+            at = end
+            if len(batch) == BATCH_ITEMS:
+                yield batch
+                batch = Batch()
     if batch:
         yield batch
 
@@ -363,7 +404,7 @@ class _ReadExportFileFn(beam.DoFn):
     def process(self, element: tuple[int, ExportFile]) -> Iterable[Any]:
         number, data_file = element
         count = 0
-        for batch in file_batches(_sized_file_items(data_file.path)):
+        for batch in chunk_batches(record_chunks(data_file.path, ITEM, AN_ITEM)):
             count += len(batch)
             yield batch
         self._items.inc(count)
