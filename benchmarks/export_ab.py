@@ -1,8 +1,8 @@
 """The export scenario of ``benchmarks.run`` alone, this tree against another commit and the hand-written script in
-alternating rounds: ``python -m benchmarks.export_ab --against <commit> [--items N] [--rounds R]``.
+alternating rounds: ``python -m benchmarks.export_ab --against <commit> [--after <commit>] [--items N] [--rounds R]``.
 
 Each round runs the three jobs of the scenario (the baseline's export script; ddb2bt in_memory from the export, with
-the other commit's tree first on ``PYTHONPATH``, as ``benchmarks.io_paths`` does; ddb2bt with this tree) on the same
+the other commit's tree first on ``PYTHONPATH``, as ``benchmarks.io_paths`` does; ddb2bt with ``--after``'s) on the same
 export folder and Bigtable emulator, each in its own process, in an order that rotates from round to round. Per round:
 each side's items/s, its ratio to the baseline of the same round, ddb2bt's own CPU per item in steady state
 (``measure.own_cpu_split``) and the load. No DynamoDB server: the export scenario reads files.
@@ -33,6 +33,8 @@ def order(number: int) -> list[str]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", required=True, help="the commit to compare with (its tree is run as 'before')")
+    parser.add_argument("--after", default="HEAD", help="the commit run as 'after' (default HEAD: the work tree's "
+                        "uncommitted edits, made while the rounds run, cannot leak into them)")
     parser.add_argument("--items", type=int, default=30_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", default=str(RESULTS / "export-ab.json"))
@@ -51,7 +53,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
         env["BIGTABLE_EMULATOR_HOST"] = emulator.endpoint
         before_root = tree_of(args.against, Path(workdir) / "before")
-        envs = {"after": env, "before": {**env, "PYTHONPATH": f"{before_root}{os.pathsep}{ROOT}"}}
+        after_root = tree_of(args.after, Path(workdir) / "after")
+        envs = {side: {**env, "PYTHONPATH": f"{root}{os.pathsep}{ROOT}"}
+                for side, root in (("before", before_root), ("after", after_root))}
         bench = Bench(args.items, env, "", "bench", export_dir, workdir, None, servers={"emulator": emulator.pid})
         for number in range(args.rounds):
             record: dict[str, Any] = {"round": number, "order": order(number), "loadavg_before": list(os.getloadavg())}
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                          if side != "baseline" else {})}
                for side in SIDES}
     out = {"how": __doc__, "items": args.items, "export_dir": export_dir, "against": args.against,
-           "tree": tree_state(), "rounds": rounds, "summary": summary}
+           "after": args.after, "tree": tree_state(), "rounds": rounds, "summary": summary}
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
     print(json.dumps(summary, indent=2))
