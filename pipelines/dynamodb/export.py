@@ -26,11 +26,14 @@ through Beam's ``FileSystems``, so s3://, gs:// and local copies all work.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import json
 import operator
+import queue
 import re
+import threading
 import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -254,17 +257,18 @@ def record_chunks(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
             stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
             number = 0
-            for block in line_blocks(stream, BLOCK_BYTES):
-                # Ion lines (ExportFormat ION) start with the version marker; JSON lines never do
-                loads = ion_lines.loads if ion_lines.is_ion(block) else wire_json.loader_for(block)
-                lines = block.split(b"\n")
-                try:
-                    records = [parse(loads(line)) for line in lines]
-                except Exception:  # noqa: BLE001 -- the line-by-line reading below raises what it must, in order
-                    yield from _line_by_line(path, lines, number, loads, parse, what)
-                else:
-                    yield [len(line) + 1 for line in lines], records
-                number += len(lines)
+            with contextlib.closing(read_ahead(line_blocks(stream, BLOCK_BYTES))) as blocks:
+                for block in blocks:
+                    # Ion lines (ExportFormat ION) start with the version marker; JSON lines never do
+                    loads = ion_lines.loads if ion_lines.is_ion(block) else wire_json.loader_for(block)
+                    lines = block.split(b"\n")
+                    try:
+                        records = [parse(loads(line)) for line in lines]
+                    except Exception:  # noqa: BLE001 -- the line-by-line reading below raises what it must, in order
+                        yield from _line_by_line(path, lines, number, loads, parse, what)
+                    else:
+                        yield [len(line) + 1 for line in lines], records
+                    number += len(lines)
     except EOFError as err:
         raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
                           "copy the export again; the manifest's md5 shows which files differ") from err
@@ -307,6 +311,57 @@ def line_blocks(stream: Any, size: int = BLOCK_BYTES) -> Iterator[bytes]:
         rest = chunk[end + 1:]
     if rest:
         yield rest
+
+
+READ_AHEAD = 2
+"""Blocks a data file's reading thread (:func:`read_ahead`) may hold ready: enough to keep it busy while one is parsed."""
+_END = object()
+
+
+def read_ahead(blocks: Iterator[bytes], depth: int = READ_AHEAD) -> Iterator[bytes]:
+    """``blocks`` as they come, produced by a thread of their own up to ``depth`` blocks ahead.
+
+    Producing a block is mostly reading the file and inflating its gzip stream, and zlib lets go of the GIL while
+    it inflates: the next block is decompressed while this one's lines are parsed, mapped and written. Whatever
+    producing them raises (a gzip stream cut short, bad gzip data, a read error) is raised here, after the blocks
+    before it, as it would be without the thread. Closing this generator stops the thread and waits for it, so the
+    file may then be closed.
+    """
+    ready: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(depth)
+    stop = threading.Event()
+
+    def put(entry: tuple[Any, BaseException | None]) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for block in blocks:
+                if not put((block, None)):
+                    return
+        except BaseException as err:  # noqa: BLE001 -- handed to the consumer, which raises it
+            put((None, err))
+        else:
+            put((_END, None))
+
+    thread = threading.Thread(target=produce, name="export-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            block, error = ready.get()
+            if error is not None:
+                raise error
+            if block is _END:
+                return
+            yield block
+    finally:
+        stop.set()
+        thread.join()
 
 
 def file_batches(records: Iterable[tuple[int, Any]]) -> Iterator[Batch]:

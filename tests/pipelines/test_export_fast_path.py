@@ -141,3 +141,64 @@ def test_batches_are_the_line_by_line_batches(tmp_path, monkeypatch, block_bytes
     expected = [(batch.nbytes, list(batch)) for batch in export.file_batches(line_by_line(path, export.ITEM, "x")[0])]
     assert [len(items) for _, items in expected] == [BATCH_ITEMS, BATCH_ITEMS, 320]
     assert batches_of(path, export.ITEM) == expected
+
+
+class _Broken(Exception):
+    pass
+
+
+def _blocks(count: int, fail_at: int | None):
+    for number in range(count):
+        if number == fail_at:
+            raise _Broken(f"at {number}")
+        yield b"block %d" % number
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 12), st.none() | st.integers(0, 12), st.integers(1, 3))
+def test_read_ahead_gives_the_blocks_then_the_error_in_order(count, fail_at, depth):
+    """The reading thread's blocks come in order, and what it raises comes after the blocks before it."""
+    expected = [b"block %d" % number for number in range(count if fail_at is None else min(count, fail_at))]
+    got = []
+    if fail_at is not None and fail_at < count:
+        with pytest.raises(_Broken, match=f"at {fail_at}"):
+            for block in export.read_ahead(_blocks(count, fail_at), depth):
+                got.append(block)
+    else:
+        got = list(export.read_ahead(_blocks(count, fail_at), depth))
+    assert got == expected
+
+
+def _read_ahead_threads() -> list:
+    import threading
+
+    return [thread for thread in threading.enumerate() if thread.name == "export-read-ahead"]
+
+
+def test_a_reader_stopped_early_stops_its_thread(tmp_path, monkeypatch):
+    """A sample reads a few items and stops: the reading thread, blocked on a full queue, ends with the generator,
+    before the file is closed."""
+    monkeypatch.setattr(export, "BLOCK_BYTES", 100)
+    path = str(tmp_path / "part.json.gz")
+    Path(path).write_bytes(gzip.compress(b"\n".join(_item_line(number) for number in range(500)) + b"\n"))
+    items = export.iter_file_items(path)
+    assert [next(items)["pk"] for _ in range(3)] == [{"S": "k0"}, {"S": "k1"}, {"S": "k2"}]
+    assert _read_ahead_threads()
+    items.close()
+    assert not _read_ahead_threads()
+
+
+@pytest.mark.parametrize("damage, message", [(lambda data: data[:len(data) // 2], "cut short"),
+                                             (lambda data: data[:-8] + b"\0" * 8, "not valid gzip")])
+def test_a_damaged_file_gives_its_items_before_the_damage_then_the_error(tmp_path, monkeypatch, damage, message):
+    """Gzip errors raised in the reading thread reach the reader as before: the blocks before the damage are read,
+    then the ExportError naming the file."""
+    monkeypatch.setattr(export, "BLOCK_BYTES", 1000)
+    path = str(tmp_path / "part.json.gz")
+    Path(path).write_bytes(damage(gzip.compress(b"\n".join(_item_line(n) for n in range(3000)) + b"\n")))
+    got = []
+    with pytest.raises(export.ExportError, match=message):
+        for _, item in export.sized_records(path, export.ITEM, export.AN_ITEM):
+            got.append(item["pk"]["S"])
+    assert got and got == [f"k{n}" for n in range(len(got))]
+    assert not _read_ahead_threads()
