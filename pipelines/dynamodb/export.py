@@ -36,7 +36,7 @@ import re
 import threading
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Generator, Iterable, Iterator, TypeVar
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -318,7 +318,7 @@ READ_AHEAD = 2
 _END = object()
 
 
-def read_ahead(blocks: Iterator[bytes], depth: int = READ_AHEAD) -> Iterator[bytes]:
+def read_ahead(blocks: Iterator[bytes], depth: int = READ_AHEAD) -> Generator[bytes, None, None]:
     """``blocks`` as they come, produced by a thread of their own up to ``depth`` blocks ahead.
 
     Producing a block is mostly reading the file and inflating its gzip stream, and zlib lets go of the GIL while
