@@ -26,17 +26,13 @@ through Beam's ``FileSystems``, so s3://, gs:// and local copies all work.
 from __future__ import annotations
 
 import base64
-import contextlib
 import gzip
 import hashlib
 import json
-import operator
-import queue
 import re
-import threading
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar, cast
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -50,6 +46,16 @@ from ..run.metrics import NAMESPACE
 from ...mappers.errors import UsageError
 
 T = TypeVar("T")
+
+try:  # ISA-L's inflate reads the same gzip bytes for less CPU than zlib's; it is a dependency (pyproject.toml)
+    from isal import igzip, isal_zlib
+
+    GzipReader: Any = igzip.IGzipFile
+    BAD_GZIP: tuple[type[Exception], ...] = (gzip.BadGzipFile, zlib.error, cast(type[Exception], isal_zlib.error))
+    """What a gzip reader raises for data that is not gzip (ISA-L's raises gzip's BadGzipFile, and its own error
+    where zlib's would raise zlib.error); a stream cut short is an EOFError from both."""
+except ImportError:  # an environment set up before it was one: the standard library's reader, the same bytes
+    GzipReader, BAD_GZIP = gzip.GzipFile, (gzip.BadGzipFile, zlib.error)
 
 SUMMARY = "manifest-summary.json"
 EXPORT_DIR = "AWSDynamoDB"
@@ -226,71 +232,41 @@ def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
 
 def _sized_file_items(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(bytes of its line, item)`` for each item of a data file; a file that cannot be read is an ExportError."""
-    return sized_records(path, ITEM, AN_ITEM)
-
-
-ITEM = operator.itemgetter("Item")
-"""An export line's item: ``record["Item"]`` (the same KeyError or TypeError for a record without one)."""
-AN_ITEM = "an export item"
+    return sized_records(path, lambda record: record["Item"], "an export item")
 
 
 def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) -> Iterator[tuple[int, T]]:
     """``(bytes of its line, parse(record))`` for each JSON line of an export data file (full or incremental).
 
     A line ``parse`` refuses (KeyError/TypeError/ValueError) or a file that cannot be read is an ExportError
-    naming the file (and line). The records come from :func:`record_chunks`, one by one.
-    """
-    for sizes, records in record_chunks(path, parse, what):
-        yield from zip(sizes, records)
-
-
-def record_chunks(path: str, parse: Callable[[dict[str, Any]], T], what: str) -> Iterator[tuple[list[int], list[T]]]:
-    """The records of :func:`sized_records` in chunks: ``(bytes of each line, parse(record) of each line)``.
-
-    Gzip is decoded by the standard library over Beam's raw stream (its C reader is far faster than Beam's
-    pure-Python compressed-file wrapper), a block of lines at a time (:func:`line_blocks`). A block whose every
-    line parses is one chunk, parsed in one list comprehension; a block with a line that does not (a blank line,
-    bad JSON, a record ``parse`` refuses) is read line by line (:func:`_line_by_line`), which skips blank lines
-    and names the bad line exactly as it always did, after the block's good lines before it.
+    naming the file (and line). Gzip is decoded by ISA-L's reader (``isal.igzip``, the standard library's API and
+    errors; the standard library's own where isal is missing) over Beam's raw stream (a C reader is far faster than
+    Beam's pure-Python compressed-file wrapper), a block of lines at a time (:func:`line_blocks`).
     """
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
+            stream = GzipReader(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
             number = 0
-            with contextlib.closing(read_ahead(line_blocks(stream, BLOCK_BYTES))) as blocks:
-                for block in blocks:
-                    # Ion lines (ExportFormat ION) start with the version marker; JSON lines never do
-                    loads = ion_lines.loads if ion_lines.is_ion(block) else wire_json.loader_for(block)
-                    lines = block.split(b"\n")
+            for block in line_blocks(stream, BLOCK_BYTES):
+                # Ion lines (ExportFormat ION) start with the version marker; JSON lines never do
+                loads = ion_lines.loads if ion_lines.is_ion(block) else wire_json.loader_for(block)
+                for line in block.split(b"\n"):
+                    number += 1
+                    if not line.strip():
+                        continue
                     try:
-                        records = [parse(loads(line)) for line in lines]
-                    except Exception:  # noqa: BLE001 -- the line-by-line reading below raises what it must, in order
-                        yield from _line_by_line(path, lines, number, loads, parse, what)
-                    else:
-                        yield [len(line) + 1 for line in lines], records
-                    number += len(lines)
+                        parsed = parse(loads(line))
+                    except (ValueError, KeyError, TypeError) as err:
+                        detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
+                        raise ExportError(f"{path} line {number} is not {what}: {detail}") from err
+                    yield len(line) + 1, parsed
     except EOFError as err:
         raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
                           "copy the export again; the manifest's md5 shows which files differ") from err
-    except (gzip.BadGzipFile, zlib.error) as err:
+    except BAD_GZIP as err:
         raise ExportError(f"{path} is not valid gzip data: {err}", "copy the export again") from err
     except OSError as err:  # missing or unreadable (Beam's BeamIOError is an OSError too)
         raise ExportError(f"{path} cannot be read: {err}") from err
-
-
-def _line_by_line(path: str, lines: list[bytes], number: int, loads: Callable[[bytes], Any],
-                  parse: Callable[[dict[str, Any]], T], what: str) -> Iterator[tuple[list[int], list[T]]]:
-    """A block's lines (the first is line ``number + 1`` of the file) one chunk each: blank lines skipped, the
-    first line that is not ``what`` an ExportError naming the file, the line and what is wrong with it."""
-    for number, line in enumerate(lines, start=number + 1):
-        if not line.strip():
-            continue
-        try:
-            parsed = parse(loads(line))
-        except (ValueError, KeyError, TypeError) as err:
-            detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
-            raise ExportError(f"{path} line {number} is not {what}: {detail}") from err
-        yield [len(line) + 1], [parsed]
 
 
 BLOCK_BYTES = 1 << 20
@@ -313,76 +289,15 @@ def line_blocks(stream: Any, size: int = BLOCK_BYTES) -> Iterator[bytes]:
         yield rest
 
 
-READ_AHEAD = 2
-"""Blocks a data file's reading thread (:func:`read_ahead`) may hold ready: enough to keep it busy while one is parsed."""
-_END = object()
-
-
-def read_ahead(blocks: Iterator[bytes], depth: int = READ_AHEAD) -> Generator[bytes, None, None]:
-    """``blocks`` as they come, produced by a thread of their own up to ``depth`` blocks ahead.
-
-    Producing a block is mostly reading the file and inflating its gzip stream, and zlib lets go of the GIL while
-    it inflates: the next block is decompressed while this one's lines are parsed, mapped and written. Whatever
-    producing them raises (a gzip stream cut short, bad gzip data, a read error) is raised here, after the blocks
-    before it, as it would be without the thread. Closing this generator stops the thread and waits for it, so the
-    file may then be closed.
-    """
-    ready: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(depth)
-    stop = threading.Event()
-
-    def put(entry: tuple[Any, BaseException | None]) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(entry, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for block in blocks:
-                if not put((block, None)):
-                    return
-        except BaseException as err:  # noqa: BLE001 -- handed to the consumer, which raises it
-            put((None, err))
-        else:
-            put((_END, None))
-
-    thread = threading.Thread(target=produce, name="export-read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            block, error = ready.get()
-            if error is not None:
-                raise error
-            if block is _END:
-                return
-            yield block
-    finally:
-        stop.set()
-        thread.join()
-
-
 def file_batches(records: Iterable[tuple[int, Any]]) -> Iterator[Batch]:
     """A data file's ``(line bytes, record)`` pairs in batches of :data:`BATCH_ITEMS`, each knowing its bytes."""
-    return chunk_batches(([size], [record]) for size, record in records)
-
-
-def chunk_batches(chunks: Iterable[tuple[list[int], list[Any]]]) -> Iterator[Batch]:
-    """A data file's chunks (:func:`record_chunks`) in batches of :data:`BATCH_ITEMS`, each knowing its bytes: the
-    batches :func:`file_batches` makes of the same records, a slice of a chunk at a time."""
     batch = Batch()
-    for sizes, records in chunks:
-        at, count = 0, len(records)
-        while at < count:
-            end = min(count, at + BATCH_ITEMS - len(batch))
-            batch.extend(records[at:end])
-            batch.nbytes += sum(sizes[at:end])
-            at = end
-            if len(batch) == BATCH_ITEMS:
-                yield batch
-                batch = Batch()
+    for size, record in records:
+        batch.append(record)
+        batch.nbytes += size
+        if len(batch) == BATCH_ITEMS:
+            yield batch
+            batch = Batch()
     if batch:
         yield batch
 
@@ -459,7 +374,7 @@ class _ReadExportFileFn(beam.DoFn):
     def process(self, element: tuple[int, ExportFile]) -> Iterable[Any]:
         number, data_file = element
         count = 0
-        for batch in chunk_batches(record_chunks(data_file.path, ITEM, AN_ITEM)):
+        for batch in file_batches(_sized_file_items(data_file.path)):
             count += len(batch)
             yield batch
         self._items.inc(count)

@@ -1,14 +1,17 @@
-"""The export reader's block-at-a-time path gives what reading line by line gives: the same items, the same line
-sizes, the same batches, and for a bad line the same error after the same items.
+"""The export reader (ISA-L's gzip reader, a block of lines at a time, orjson where it gives json's value) gives what
+the plainest reading gives: the same items, the same line sizes, the same batches, for a bad line the same error after
+the same items, and for damaged gzip data the same kind of error.
 
-The reference here is the reader as it was (every line of the file, blank ones skipped, each parsed and handed to
-``parse``, a refused line an ExportError naming its number), written out independently of the reader's code."""
+The reference here is written out independently of the reader's code: the whole file inflated by the standard
+library's gzip, every line (blank ones skipped) parsed by ``json``'s exact loader (``wire_json.loads``) or the Ion
+reader and handed to ``parse``, a refused line an ExportError naming its number."""
 
 from __future__ import annotations
 
 import base64
 import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,6 +22,7 @@ import ddb2bt.pipelines.dynamodb.export as export
 from ddb2bt.pipelines.dynamodb import ion_lines, wire_json
 from ddb2bt.pipelines.run.batches import BATCH_ITEMS
 
+ITEM, AN_ITEM = (lambda record: record["Item"]), "an export item"
 AWS_EXPORTS = Path(__file__).resolve().parents[1] / "data" / "aws_exports"
 DATA_FILES = sorted(str(path) for path in AWS_EXPORTS.rglob("*.gz"))
 
@@ -28,8 +32,8 @@ def test_the_real_export_files_hold_records():
 
 
 def line_by_line(path: str, parse: Callable[[Any], Any], what: str) -> tuple[list[tuple[int, Any]], str | None]:
-    """What the reader gave before blocks were parsed whole: ``(line bytes, record)`` pairs, and the error after
-    them (None if the file reads through)."""
+    """The plainest reading: ``(line bytes, record)`` pairs, and the error after them (None if the file reads
+    through)."""
     data = Path(path).read_bytes()
     lines = (gzip.decompress(data) if path.endswith(".gz") else data).split(b"\n")
     if lines and lines[-1] == b"":
@@ -48,7 +52,7 @@ def line_by_line(path: str, parse: Callable[[Any], Any], what: str) -> tuple[lis
     return out, None
 
 
-def block_reader(path: str, parse: Callable[[Any], Any], what: str) -> tuple[list[tuple[int, Any]], str | None]:
+def export_reader(path: str, parse: Callable[[Any], Any], what: str) -> tuple[list[tuple[int, Any]], str | None]:
     out: list[tuple[int, Any]] = []
     try:
         for pair in export.sized_records(path, parse, what):
@@ -59,12 +63,12 @@ def block_reader(path: str, parse: Callable[[Any], Any], what: str) -> tuple[lis
 
 
 def batches_of(path: str, parse: Callable[[Any], Any]) -> list[tuple[int, list[Any]]]:
-    return [(batch.nbytes, list(batch)) for batch in export.chunk_batches(export.record_chunks(path, parse, "x"))]
+    return [(batch.nbytes, list(batch)) for batch in export.file_batches(export.sized_records(path, parse, "x"))]
 
 
 @pytest.mark.parametrize("path", DATA_FILES, ids=lambda path: Path(path).name)
 @pytest.mark.parametrize("block_bytes", [None, 64, 1000])
-def test_real_export_files_read_the_same_by_blocks_and_line_by_line(path, block_bytes, monkeypatch):
+def test_real_export_files_read_as_the_plain_reading_reads_them(path, block_bytes, monkeypatch, reader):
     """tests/data/aws_exports' data files (full and incremental, DYNAMODB_JSON and ION), whole records and (for full
     exports) items, at the reader's block size and at small ones that cut blocks mid-file."""
     if block_bytes:
@@ -72,10 +76,10 @@ def test_real_export_files_read_the_same_by_blocks_and_line_by_line(path, block_
     assert DATA_FILES, "no export data files found under tests/data/aws_exports"
     whole = line_by_line(path, lambda record: record, "a record")
     assert whole[1] is None  # an empty partition's file is empty
-    assert block_reader(path, lambda record: record, "a record") == whole
+    assert export_reader(path, lambda record: record, "a record") == whole
     incremental = "/AWSDynamoDB/data/" in path
-    items = line_by_line(path, export.ITEM, export.AN_ITEM)
-    assert block_reader(path, export.ITEM, export.AN_ITEM) == items
+    items = line_by_line(path, ITEM, AN_ITEM)
+    assert export_reader(path, ITEM, AN_ITEM) == items
     # an incremental export's records have no Item: the first is named
     assert (items[1] is not None) == (incremental and bool(whole[0]))
     if not incremental:
@@ -110,17 +114,17 @@ LINES = st.one_of(
 @settings(max_examples=200, deadline=None)
 @given(st.lists(LINES, max_size=30), st.booleans(), st.sampled_from([None, 1, 40, 300]),
        st.sampled_from(["item", "record"]))
-def test_generated_lines_read_the_same_by_blocks_and_line_by_line(tmp_path_factory, lines, trailing_newline,
+def test_generated_lines_read_as_the_plain_reading_reads_them(tmp_path_factory, lines, trailing_newline,
                                                                   block_bytes, what):
     """Good lines, blank lines and every kind of bad line, at block sizes that put them anywhere in a block: the
-    block reader gives the items the line-by-line reader gives, then the same error naming the same line."""
+    export reader gives the items the plain reading gives, then the same error naming the same line."""
     path = str(tmp_path_factory.mktemp("export") / "part.json.gz")
     Path(path).write_bytes(gzip.compress(b"\n".join(lines) + (b"\n" if trailing_newline else b"")))
-    parse, text = (export.ITEM, export.AN_ITEM) if what == "item" else ((lambda record: record), "a record")
+    parse, text = (ITEM, AN_ITEM) if what == "item" else ((lambda record: record), "a record")
     saved = export.BLOCK_BYTES
     export.BLOCK_BYTES = block_bytes or saved
     try:
-        got = block_reader(path, parse, text)
+        got = export_reader(path, parse, text)
     finally:
         export.BLOCK_BYTES = saved
     expected = line_by_line(path, parse, text)
@@ -129,76 +133,58 @@ def test_generated_lines_read_the_same_by_blocks_and_line_by_line(tmp_path_facto
 
 
 @pytest.mark.parametrize("block_bytes", [None, 5_000, 77_777])
-def test_batches_are_the_line_by_line_batches(tmp_path, monkeypatch, block_bytes):
-    """Blocks cut into batches of BATCH_ITEMS across block boundaries: the same batches, each with the bytes of its
-    own lines, as batching the records one by one."""
+def test_batches_are_the_plain_readings_batches(tmp_path, monkeypatch, block_bytes, reader):
+    """Blocks of lines cut into batches of BATCH_ITEMS across block boundaries: the same batches, each with the
+    bytes of its own lines, as batching the plain reading's records."""
     if block_bytes:
         monkeypatch.setattr(export, "BLOCK_BYTES", block_bytes)
     path = str(tmp_path / "part.json.gz")
     lines = [_item_line(number) for number in range(2 * BATCH_ITEMS + 321)]
-    lines[7] = b""  # a blank line: its block is read line by line
+    lines[7] = b""  # a blank line: no item, no bytes
     Path(path).write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
-    expected = [(batch.nbytes, list(batch)) for batch in export.file_batches(line_by_line(path, export.ITEM, "x")[0])]
+    expected = [(batch.nbytes, list(batch)) for batch in export.file_batches(line_by_line(path, ITEM, "x")[0])]
     assert [len(items) for _, items in expected] == [BATCH_ITEMS, BATCH_ITEMS, 320]
-    assert batches_of(path, export.ITEM) == expected
+    assert batches_of(path, ITEM) == expected
 
 
-class _Broken(Exception):
-    pass
-
-
-def _blocks(count: int, fail_at: int | None):
-    for number in range(count):
-        if number == fail_at:
-            raise _Broken(f"at {number}")
-        yield b"block %d" % number
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.integers(0, 12), st.none() | st.integers(0, 12), st.integers(1, 3))
-def test_read_ahead_gives_the_blocks_then_the_error_in_order(count, fail_at, depth):
-    """The reading thread's blocks come in order, and what it raises comes after the blocks before it."""
-    expected = [b"block %d" % number for number in range(count if fail_at is None else min(count, fail_at))]
-    got = []
-    if fail_at is not None and fail_at < count:
-        with pytest.raises(_Broken, match=f"at {fail_at}"):
-            for block in export.read_ahead(_blocks(count, fail_at), depth):
-                got.append(block)
+@pytest.fixture(params=["isal", "standard library"])
+def reader(request, monkeypatch):
+    """Both gzip readers the export reader may use: ISA-L's (a dependency) and the standard library's (its fallback)."""
+    if request.param == "standard library":
+        monkeypatch.setattr(export, "GzipReader", gzip.GzipFile)
+        monkeypatch.setattr(export, "BAD_GZIP", (gzip.BadGzipFile, zlib.error))
     else:
-        got = list(export.read_ahead(_blocks(count, fail_at), depth))
-    assert got == expected
+        assert export.GzipReader.__module__ == "isal.igzip"
+    return request.param
 
 
-def _read_ahead_threads() -> list:
-    import threading
-
-    return [thread for thread in threading.enumerate() if thread.name == "export-read-ahead"]
+def _damaged_body(data: bytes) -> bytes:
+    return data[:20] + b"\xff" * 50 + data[70:]
 
 
-def test_a_reader_stopped_early_stops_its_thread(tmp_path, monkeypatch):
-    """A sample reads a few items and stops: the reading thread, blocked on a full queue, ends with the generator,
-    before the file is closed."""
-    monkeypatch.setattr(export, "BLOCK_BYTES", 100)
-    path = str(tmp_path / "part.json.gz")
-    Path(path).write_bytes(gzip.compress(b"\n".join(_item_line(number) for number in range(500)) + b"\n"))
-    items = export.iter_file_items(path)
-    assert [next(items)["pk"] for _ in range(3)] == [{"S": "k0"}, {"S": "k1"}, {"S": "k2"}]
-    assert _read_ahead_threads()
-    items.close()
-    assert not _read_ahead_threads()
-
-
-@pytest.mark.parametrize("damage, message", [(lambda data: data[:len(data) // 2], "cut short"),
-                                             (lambda data: data[:-8] + b"\0" * 8, "not valid gzip")])
-def test_a_damaged_file_gives_its_items_before_the_damage_then_the_error(tmp_path, monkeypatch, damage, message):
-    """Gzip errors raised in the reading thread reach the reader as before: the blocks before the damage are read,
-    then the ExportError naming the file."""
+@pytest.mark.parametrize("damage, message", [
+    (lambda data: data[:len(data) // 2], "is cut short"),  # EOFError
+    (lambda data: data[:-8] + b"\0" * 8, "is not valid gzip data: CRC check failed"),  # BadGzipFile
+    (_damaged_body, "is not valid gzip data"),  # zlib.error, isal's IsalError
+    (lambda data: data[10:], "is not valid gzip data: Not a gzipped file"),
+])
+def test_a_damaged_file_gives_its_items_before_the_damage_then_the_error(tmp_path, monkeypatch, reader, damage,
+                                                                         message):
+    """Damaged gzip data is named as such with either reader: the items before the damage are read (in order, none
+    invented), then the ExportError naming the file and what is wrong."""
     monkeypatch.setattr(export, "BLOCK_BYTES", 1000)
     path = str(tmp_path / "part.json.gz")
     Path(path).write_bytes(damage(gzip.compress(b"\n".join(_item_line(n) for n in range(3000)) + b"\n")))
     got = []
-    with pytest.raises(export.ExportError, match=message):
-        for _, item in export.sized_records(path, export.ITEM, export.AN_ITEM):
+    with pytest.raises(export.ExportError, match=message) as raised:
+        for _, item in export.sized_records(path, ITEM, AN_ITEM):
             got.append(item["pk"]["S"])
-    assert got and got == [f"k{n}" for n in range(len(got))]
-    assert not _read_ahead_threads()
+    assert path in str(raised.value)
+    assert got == [f"k{n}" for n in range(len(got))]
+
+
+def test_both_readers_read_the_real_exports_alike(monkeypatch):
+    """The standard library's reader, the fallback, gives the same records as ISA-L's on every real data file."""
+    isal_read = [list(export.sized_records(path, lambda record: record, "a record")) for path in DATA_FILES]
+    monkeypatch.setattr(export, "GzipReader", gzip.GzipFile)
+    assert [list(export.sized_records(path, lambda record: record, "a record")) for path in DATA_FILES] == isal_read
