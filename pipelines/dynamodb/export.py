@@ -32,7 +32,7 @@ import json
 import re
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar, cast
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -46,6 +46,16 @@ from ..run.metrics import NAMESPACE
 from ...mappers.errors import UsageError
 
 T = TypeVar("T")
+
+try:  # ISA-L's inflate reads the same gzip bytes for less CPU than zlib's; it is a dependency (pyproject.toml)
+    from isal import igzip, isal_zlib
+
+    GzipReader: Any = igzip.IGzipFile
+    BAD_GZIP: tuple[type[Exception], ...] = (gzip.BadGzipFile, zlib.error, cast(type[Exception], isal_zlib.error))
+    """What a gzip reader raises for data that is not gzip (ISA-L's raises gzip's BadGzipFile, and its own error
+    where zlib's would raise zlib.error); a stream cut short is an EOFError from both."""
+except ImportError:  # an environment set up before it was one: the standard library's reader, the same bytes
+    GzipReader, BAD_GZIP = gzip.GzipFile, (gzip.BadGzipFile, zlib.error)
 
 SUMMARY = "manifest-summary.json"
 EXPORT_DIR = "AWSDynamoDB"
@@ -229,12 +239,13 @@ def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
     """``(bytes of its line, parse(record))`` for each JSON line of an export data file (full or incremental).
 
     A line ``parse`` refuses (KeyError/TypeError/ValueError) or a file that cannot be read is an ExportError
-    naming the file (and line). Gzip is decoded by the standard library over Beam's raw stream (its C reader is far
-    faster than Beam's pure-Python compressed-file wrapper), a block of lines at a time (:func:`line_blocks`).
+    naming the file (and line). Gzip is decoded by ISA-L's reader (``isal.igzip``, the standard library's API and
+    errors; the standard library's own where isal is missing) over Beam's raw stream (a C reader is far faster than
+    Beam's pure-Python compressed-file wrapper), a block of lines at a time (:func:`line_blocks`).
     """
     try:
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
+            stream = GzipReader(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
             number = 0
             for block in line_blocks(stream, BLOCK_BYTES):
                 # Ion lines (ExportFormat ION) start with the version marker; JSON lines never do
@@ -252,7 +263,7 @@ def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
     except EOFError as err:
         raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
                           "copy the export again; the manifest's md5 shows which files differ") from err
-    except (gzip.BadGzipFile, zlib.error) as err:
+    except BAD_GZIP as err:
         raise ExportError(f"{path} is not valid gzip data: {err}", "copy the export again") from err
     except OSError as err:  # missing or unreadable (Beam's BeamIOError is an OSError too)
         raise ExportError(f"{path} cannot be read: {err}") from err
