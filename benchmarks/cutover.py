@@ -3,8 +3,8 @@
 ``python -m benchmarks.cutover [--items N] [--rounds R]`` (defaults 20,000 and 3). Same data
 (benchmarks/dataset.py), same spec (benchmarks/spec.yaml), same machine and runner (DirectRunner, in_memory,
 one worker), in one run, after an untimed warm-up of both (imports, first clients): R alternating rounds of
-migrate then catch-up, each into a table of its own, timed as each call's wall time (the collector's time in each,
-from ``gc.callbacks``, beside it); the ratio is per round
+migrate then catch-up, each into a table of its own, timed as each call's wall time (the collector's CPU time in
+each, from ``gc.callbacks``, beside it); the ratio is per round
 (the same load for both) and its median is the figure; the ratio of process CPU (this process: Beam,
 mapping, the client's threads; not the emulator), which the machine's load moves less, is given next to
 it. Then, once:
@@ -95,8 +95,9 @@ def _options(run_dir: str) -> Any:
 
 
 class CollectorClock:
-    """The garbage collector's time (wall, from ``gc.callbacks``) and full collections, while ``running``: how much of
-    a round's spread the collector makes (a full collection walks every object of the process: ~1 s here)."""
+    """The garbage collector's CPU time (``time.thread_time`` around each collection, from ``gc.callbacks``: the load
+    does not inflate it as it does wall time) and its full collections while entered: how much of a round's CPU the
+    collector takes (a full collection walks every object of the process)."""
 
     def __init__(self) -> None:
         self.seconds, self.full, self._started = 0.0, 0, 0.0
@@ -110,9 +111,9 @@ class CollectorClock:
 
     def _hook(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._started = time.perf_counter()
+            self._started = time.thread_time()
             return
-        self.seconds += time.perf_counter() - self._started
+        self.seconds += time.thread_time() - self._started
         self.full += info["generation"] == 2
 
 
@@ -253,7 +254,7 @@ def render(out: dict[str, Any]) -> str:
         f"cutover ({out['items']:,} items / changes, DirectRunner in_memory, 1 worker)",
         *(f"  round {number}: migrate {r['migrate_items_per_s']:,.0f} items/s, catch-up {r['catch_up_changes_per_s']:,.0f} "
           f"changes/s, {r['ratio']:.2f}x, process CPU {r['cpu_ratio']:.2f}x "
-          f"({r['migrate_cpu_us_per_item']:,.0f} / {r['catch_up_cpu_us_per_change']:,.0f} µs), collector "
+          f"({r['migrate_cpu_us_per_item']:,.0f} / {r['catch_up_cpu_us_per_change']:,.0f} µs), collector CPU "
           f"{r.get('migrate_gc_s', 0):.2f} / {r.get('catch_up_gc_s', 0):.2f} s "
           f"({r.get('migrate_gc_full', 0)} / {r.get('catch_up_gc_full', 0)} full) "
           f"(load {r['load_1min'][0]:.1f}-{r['load_1min'][1]:.1f})"
