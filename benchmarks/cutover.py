@@ -3,7 +3,8 @@
 ``python -m benchmarks.cutover [--items N] [--rounds R]`` (defaults 20,000 and 3). Same data
 (benchmarks/dataset.py), same spec (benchmarks/spec.yaml), same machine and runner (DirectRunner, in_memory,
 one worker), in one run, after an untimed warm-up of both (imports, first clients): R alternating rounds of
-migrate then catch-up, each into a table of its own, timed as each call's wall time; the ratio is per round
+migrate then catch-up, each into a table of its own, timed as each call's wall time (the collector's CPU time in
+each, from ``gc.callbacks``, beside it); the ratio is per round
 (the same load for both) and its median is the figure; the ratio of process CPU (this process: Beam,
 mapping, the client's threads; not the emulator), which the machine's load moves less, is given next to
 it. Then, once:
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import json
 import os
 import tempfile
@@ -92,6 +94,29 @@ def _options(run_dir: str) -> Any:
     return RunOptions(run_dir=run_dir, beam_args=("--direct_running_mode=in_memory", "--direct_num_workers=1"))
 
 
+class CollectorClock:
+    """The garbage collector's CPU time (``time.thread_time`` around each collection, from ``gc.callbacks``: the load
+    does not inflate it as it does wall time) and its full collections while entered: how much of a round's CPU the
+    collector takes (a full collection walks every object of the process)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.full, self._started = 0.0, 0, 0.0
+
+    def __enter__(self) -> CollectorClock:
+        gc.callbacks.append(self._hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._hook)
+
+    def _hook(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+            return
+        self.seconds += time.thread_time() - self._started
+        self.full += info["generation"] == 2
+
+
 def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
     import boto3
 
@@ -125,18 +150,22 @@ def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
             run_dir = os.path.join(work, f"run-{number}")
             load_before = os.getloadavg()[0]
             started, cpu = time.perf_counter(), time.process_time()
-            result = migrate(spec, _options(run_dir))
+            with CollectorClock() as migrate_gc:
+                result = migrate(spec, _options(run_dir))
             migrate_s, migrate_cpu = time.perf_counter() - started, time.process_time() - cpu
             assert result.ok, result.problems
             started, cpu = time.perf_counter(), time.process_time()
-            caught = catch_up(spec, window, _options(run_dir))
+            with CollectorClock() as catch_up_gc:
+                caught = catch_up(spec, window, _options(run_dir))
             catch_up_s, catch_up_cpu = time.perf_counter() - started, time.process_time() - cpu
             assert caught.ok and caught.counters["changes_applied"] == n, (caught.problems, caught.counters)
             out["rounds"].append({"load_1min": [load_before, os.getloadavg()[0]],
                                   "migrate_items_per_s": n / migrate_s, "catch_up_changes_per_s": n / catch_up_s,
                                   "ratio": migrate_s / catch_up_s, "cpu_ratio": migrate_cpu / catch_up_cpu,
                                   "migrate_cpu_us_per_item": migrate_cpu / n * 1e6,
-                                  "catch_up_cpu_us_per_change": catch_up_cpu / n * 1e6})
+                                  "catch_up_cpu_us_per_change": catch_up_cpu / n * 1e6,
+                                  "migrate_gc_s": migrate_gc.seconds, "migrate_gc_full": migrate_gc.full,
+                                  "catch_up_gc_s": catch_up_gc.seconds, "catch_up_gc_full": catch_up_gc.full})
         rates = sorted(out["rounds"], key=lambda r: r["ratio"])
         middle = rates[len(rates) // 2]
         out["migrate"] = {"items_per_s": middle["migrate_items_per_s"]}
@@ -225,7 +254,9 @@ def render(out: dict[str, Any]) -> str:
         f"cutover ({out['items']:,} items / changes, DirectRunner in_memory, 1 worker)",
         *(f"  round {number}: migrate {r['migrate_items_per_s']:,.0f} items/s, catch-up {r['catch_up_changes_per_s']:,.0f} "
           f"changes/s, {r['ratio']:.2f}x, process CPU {r['cpu_ratio']:.2f}x "
-          f"({r['migrate_cpu_us_per_item']:,.0f} / {r['catch_up_cpu_us_per_change']:,.0f} µs) "
+          f"({r['migrate_cpu_us_per_item']:,.0f} / {r['catch_up_cpu_us_per_change']:,.0f} µs), collector CPU "
+          f"{r.get('migrate_gc_s', 0):.2f} / {r.get('catch_up_gc_s', 0):.2f} s "
+          f"({r.get('migrate_gc_full', 0)} / {r.get('catch_up_gc_full', 0)} full) "
           f"(load {r['load_1min'][0]:.1f}-{r['load_1min'][1]:.1f})"
           for number, r in enumerate(out["rounds"])),
         "  median round:",

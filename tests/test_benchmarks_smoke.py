@@ -80,6 +80,8 @@ def test_cutover_section_runs_end_to_end_on_a_few_changes(tmp_path):
     assert out["tail"]["changes_per_s"] > 0 and out["tail"]["get_records_seconds"] > 0
     assert json.loads((tmp_path / "cutover.json").read_text())["items"] == 300
     assert round_["catch_up_cpu_us_per_change"] > 0 and round_["migrate_cpu_us_per_item"] > 0
+    assert round_["migrate_gc_s"] >= 0 and round_["catch_up_gc_s"] >= 0 and round_["migrate_gc_full"] >= 0
+    assert "collector" in cutover.render(out)
 
 
 def test_cutover_catch_up_alone_times_each_catch_up_after_one_untimed(tmp_path):

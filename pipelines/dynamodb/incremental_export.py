@@ -28,6 +28,7 @@ export as already applied.
 
 from __future__ import annotations
 
+import gc
 import json
 import uuid
 import weakref
@@ -176,6 +177,21 @@ file copied again since) reads its files; a check that refuses keeps nothing, th
 earlier one kept, and what an :class:`IncrementalExportChanges` kept goes with it (a run that failed before its job
 ran holds nothing once its source is gone)."""
 
+_frozen: list[str] = []
+"""The keep name whose check froze the collector's generations (``gc.freeze``), while nothing has thawed them."""
+
+
+def _drop_kept(name: str | None = None) -> None:
+    """Forget the changes kept under ``name`` (None: every kept change) and undo their check's ``gc.freeze``: what it
+    froze is collected as usual again."""
+    if name is None:
+        _checked.clear()
+    else:
+        _checked.pop(name, None)
+    if _frozen and (name is None or name in _frozen):
+        _frozen.clear()
+        gc.unfreeze()
+
 
 def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (), *, keep: str | None = None) -> int:
     """Read every record of the export and check it (:func:`check_record`); the number of records.
@@ -191,23 +207,38 @@ def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (),
         from ..run.collector import relax_young_gc
 
         relax_young_gc()
-        _checked.clear()
+        _drop_kept()
     kept_files: dict[str, list[tuple[int, Change]]] = {}
     budget, count = CHECKED_KEPT_BYTES if keep is not None else 0, 0
-    for data_file in manifest.files:
-        kept: list[tuple[int, Change]] | None = [] if budget > 0 else None
-        for size, change in sized_records(data_file.path, lambda record: check_record(record, key_names),
-                                          "a change record"):
-            count += 1
+    # Kept, the parsed lines would be walked by every collection of the young generation they pass through and of
+    # the older ones they land in (the benchmark's 10,000 changes: a dozen young collections, 0.1-0.2 s; a full one,
+    # ~1 s). Parsing makes no cycles, so the collector pauses while they are read and checked, and once the export
+    # passed they are frozen (gc.freeze: left out of every collection, still freed when their last reference goes)
+    # until the read that takes them is done (_drop_kept). docs/PERFORMANCE.md, "Catch-up round 6".
+    pause = keep is not None and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        for data_file in manifest.files:
+            kept: list[tuple[int, Change]] | None = [] if budget > 0 else None
+            for size, change in sized_records(data_file.path, lambda record: check_record(record, key_names),
+                                              "a change record"):
+                count += 1
+                if kept is not None:
+                    kept.append((size, change))
+                    budget -= size
+                    if budget < 0:
+                        kept = None
             if kept is not None:
-                kept.append((size, change))
-                budget -= size
-                if budget < 0:
-                    kept = None
-        if kept is not None:
-            kept_files[data_file.path] = kept
-    if kept_files and keep is not None:  # only once every record passed: a refused export keeps nothing
-        _checked[keep] = kept_files
+                kept_files[data_file.path] = kept
+        if kept_files and keep is not None:  # only once every record passed: a refused export keeps nothing
+            _checked[keep] = kept_files
+            if pause:
+                gc.freeze()
+                _frozen.append(keep)
+    finally:
+        if pause:
+            gc.enable()
     return count
 
 
@@ -220,8 +251,12 @@ class _ReadChangesFn(beam.DoFn):
         self._mismatches = Metrics.counter(NAMESPACE, "export_count_mismatch")
 
     def process(self, element: Any) -> Iterable[Any]:
-        for data_file in (element,) if self._files is None else self._files:
-            yield from self._read(data_file)
+        try:
+            for data_file in (element,) if self._files is None else self._files:
+                yield from self._read(data_file)
+        finally:
+            if self._kept is not None:  # every kept change read (or the bundle failed): collected as usual again
+                _drop_kept(self._kept)
 
     def _read(self, data_file: ExportFile) -> Iterable[Any]:
         count = 0
@@ -300,7 +335,7 @@ class IncrementalExportChanges(ChangeSource):
         try:  # every record, before anything is written: one bad record must not cost an item its cells
             self._kept = uuid.uuid4().hex if keep else None
             if self._kept is not None:  # kept for this source's read: no longer once the source is gone
-                weakref.finalize(self, _checked.pop, self._kept, None)
+                weakref.finalize(self, _drop_kept, self._kept)
             check_export(m, key_names, keep=self._kept)
         except ExportError as err:
             raise ExportError(f"export {m.export_id} refused: {err}",

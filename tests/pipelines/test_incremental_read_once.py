@@ -117,3 +117,56 @@ def test_what_a_change_source_kept_goes_with_it(export):
     del source
     gc.collect()
     assert incremental_export._checked == {}
+
+
+def test_the_kept_changes_are_frozen_out_of_the_collector_until_their_read_is_done(export):
+    """While kept, the checked changes are left out of every collection (gc.freeze); once the read that takes them has
+    given them all, the collector walks them (and everything else) as usual again, and it is on throughout."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    check_export(export, ("pk", "sk"), keep="run")
+    assert gc.isenabled()
+    assert gc.get_freeze_count() > 0
+    frozen = {id(change.keys) for _, change in incremental_export._checked["run"][export.files[0].path]}
+    assert frozen and not frozen & {id(o) for o in gc.get_objects()}  # a frozen object is in no generation
+    fresh_read = _read(export, "run")
+    assert len(fresh_read) == 4
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    assert incremental_export._checked == {}
+
+
+def test_a_refused_export_freezes_nothing_and_leaves_the_collector_on(export):
+    import gc
+
+    last = next(f for f in reversed(export.files) if f.item_count)
+    with gzip.open(last.path, "ab") as data:
+        data.write(b'{"Keys": {"pk": {"S": "x"}}, "NewImage": {"pk": {"S": "x"}}}\n')  # no WriteTimestampMicros
+    with pytest.raises(ExportError):
+        check_export(export, ("pk",), keep="run")
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_change_source_dropped_before_its_job_thaws_what_its_check_froze(export):
+    import gc
+
+    from ddb2bt.pipelines.dynamodb.incremental_export import IncrementalExportChanges
+
+    source = IncrementalExportChanges(export.export_dir)
+    source.check(("pk", "sk"), keep=True)
+    assert gc.get_freeze_count() > 0
+    del source
+    gc.collect()
+    assert gc.get_freeze_count() == 0 and incremental_export._checked == {}
+
+
+def test_a_collector_the_caller_turned_off_stays_off_and_nothing_is_frozen(export):
+    import gc
+
+    gc.disable()
+    try:
+        check_export(export, ("pk", "sk"), keep="run")
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+    assert len(_read(export, "run")) == 4
