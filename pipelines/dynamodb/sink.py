@@ -13,7 +13,7 @@ same way until `retry_seconds` have passed without progress, then `WriteStalled`
 second shared by the writer threads: each put costs its item's units (1 per started KB).
 `DynamoWriter.get` reads items back by key with BatchGetItem (strongly consistent, 100 keys a call).
 `send_requests_raw` lets a client's BatchWriteItem requests skip botocore's per-value validation and
-serialisation: the body is one `json.dumps` of the items as they are (the wire format).
+serialisation: the body is one JSON encoding (orjson) of the items as they are (the wire format).
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import threading
 import time
 from collections.abc import Sequence
 from typing import Any
+
+import orjson
 
 from ...mappers.attrvalue import with_bytes
 from ...mappers.errors import ServiceError, UsageError
@@ -43,7 +45,7 @@ _PLACEHOLDER: list[dict[str, Any]] = [{"DeleteRequest": {"Key": {}}}]
 
 
 def send_requests_raw(client: Any) -> None:
-    """Let ``client.batch_write_item`` send its ``RequestItems`` as one ``json.dumps`` of the items.
+    """Let ``client.batch_write_item`` send its ``RequestItems`` as one JSON encoding of the items (:func:`request_body`).
 
     Profiled: botocore validates and serialises every attribute value against the service model, in
     Python, about as much of a writer thread's time as the request's round trip. The items come from
@@ -60,8 +62,18 @@ def send_requests_raw(client: Any) -> None:
 
 
 def request_body(params: dict) -> bytes:
-    """The JSON body of a DynamoDB request whose AttributeValues are in wire format (bytes become base64)."""
-    return json.dumps(params, default=_wire_json).encode("utf-8")
+    """The JSON body of a DynamoDB request whose AttributeValues are in wire format (bytes become base64).
+
+    orjson writes it (a tenth of ``json.dumps``'s time, the largest part of building a request): the same JSON
+    value as botocore's ``json.dumps`` body, in compact form and with non-ASCII characters as UTF-8 rather than
+    ``\\u`` escapes, which JSON reads as the same text (tested through botocore's own serialiser). What orjson
+    refuses (a lone surrogate, which is not UTF-8; an integer beyond 64 bits) is written by ``json.dumps`` as
+    before, so DynamoDB answers it as it did. Wire items hold no floats (``N`` is text), where the two differ.
+    """
+    try:
+        return orjson.dumps(params, default=_wire_json)
+    except orjson.JSONEncodeError:
+        return json.dumps(params, default=_wire_json).encode("utf-8")
 
 
 def _wire_json(value: Any) -> Any:
@@ -223,7 +235,7 @@ class DynamoDBSink(Sink):
         return f"DynamoDB table {self.table}{where}"
 
     def client(self) -> Any:
-        """A client whose BatchWriteItem bodies are one json.dumps (:func:`send_requests_raw`) and whose BatchGetItem
+        """A client whose BatchWriteItem bodies are one JSON encoding (:func:`send_requests_raw`) and whose BatchGetItem
         answers keep their items as raw JSON (a comparison reads B as bytes or base64 alike)."""
         client = make_client(self.settings)
         send_requests_raw(client)  # items travel in the wire format (B as base64 text), as the sources give them
