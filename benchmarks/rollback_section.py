@@ -9,7 +9,8 @@ once without the comparison (the write path alone, what the ratio uses) and once
 rounds alternate the two directions so that both see the machine's load as it comes and goes; each round's ratio
 and the load average before each run are kept, and the median, minimum and maximum are reported. With
 ``--ablation`` every round also rolls back with each speed-up taken back (``ABLATIONS``; ``--ablation NAME``: that one),
-which is what each buys.
+which is what each buys (``rollback_write_round5_writer``: the writer as round 5 left it, its request bodies by
+``json.dumps`` and every call through botocore's whole client).
 Both directions map with one lossless spec (benchmarks/rollback_spec.yaml: one row per item, every attribute in a
 ``ddb_json`` rest family), so both move the same items; the whole rollback must compare every item equal. Goal:
 rollback items/s >= 0.8 x migrate's. Also timed in every round: loading the items with plain BatchWriteItem from 4 threads
@@ -43,7 +44,8 @@ SPEC = HERE / "rollback_spec.yaml"
 GOAL = 0.8
 ABLATIONS = ("rollback_write_one_process", "rollback_write_two_processes", "rollback_write_botocore_requests", "rollback_write_every_sampled_range",
              "rollback_write_stdlib_json", "rollback_write_client_rows", "rollback_write_claims_unremembered",
-             "rollback_write_sized_items")
+             "rollback_write_sized_items", "rollback_write_stdlib_body", "rollback_write_client_layer",
+             "rollback_write_round5_writer")
 """Each run in one process (``processes=1``) but ``rollback_write_two_processes``: a patch made here does not reach
 worker processes, which a forkserver starts from fresh imports; compare them with ``rollback_write_one_process``."""
 
@@ -189,6 +191,20 @@ def _undone(ablation: str | None) -> Iterator[None]:
             yield
     elif ablation == "rollback_write_stdlib_json":  # DynamoDB JSON cells through json.loads
         with mock.patch("ddb2bt.pipelines.dynamodb.wire_json.loads", json.loads):
+            yield
+    elif ablation == "rollback_write_stdlib_body":  # BatchWriteItem bodies by json.dumps, as before round 6
+        from ddb2bt.pipelines.dynamodb import sink
+
+        def stdlib_body(params: dict) -> bytes:
+            return json.dumps(params, default=sink._wire_json).encode("utf-8")  # noqa: SLF001
+
+        with mock.patch.object(sink, "request_body", stdlib_body):
+            yield
+    elif ablation == "rollback_write_client_layer":  # every BatchWriteItem through botocore's whole client call
+        with mock.patch("ddb2bt.pipelines.dynamodb.sink.batch_writer", lambda client: client.batch_write_item):
+            yield
+    elif ablation == "rollback_write_round5_writer":  # both of the above: the writer as round 5 left it
+        with _undone("rollback_write_stdlib_body"), _undone("rollback_write_client_layer"):
             yield
     elif ablation == "rollback_write_client_rows":  # the data client's Row merging, copied into our cells
         from ddb2bt.pipelines.bigtable import chunks

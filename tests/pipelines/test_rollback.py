@@ -376,30 +376,3 @@ def test_throttling_and_unprocessed_items_are_retried_within_the_budget():
     for _ in range(6):
         budget.take(50)
     assert time.monotonic() - began >= 1.5  # 300 units at 100 a second, the first second's worth at once
-
-
-def test_raw_batch_write_bodies_are_the_bytes_botocore_would_send():
-    """send_requests_raw skips botocore's serialiser through two of its events and a key of its request dict
-    (private: pinned in pyproject.toml); the body sent must be botocore's own, byte for byte, for every type."""
-    import botocore.session
-
-    from ddb2bt.pipelines.dynamodb.sink import send_requests_raw
-
-    item = rich_items(2)[1] | {"Quote": {"S": 'é\u2028"\\\U0001f600'}, "Big": {"N": "9" * 38}}
-    bodies: dict[bool, bytes] = {}
-    for raw in (False, True):
-        client = botocore.session.get_session().create_client(
-            "dynamodb", region_name="us-east-1", endpoint_url="http://127.0.0.1:9",
-            aws_access_key_id="testing", aws_secret_access_key="testing")
-        if raw:
-            send_requests_raw(client)
-
-        def grab(request, raw=raw, **_):
-            bodies[raw] = request.body
-            raise RuntimeError("captured")
-
-        client.meta.events.register("before-send.dynamodb.BatchWriteItem", grab)
-        with pytest.raises(RuntimeError, match="captured"):
-            client.batch_write_item(RequestItems={"T": [{"PutRequest": {"Item": item}}]}, ReturnConsumedCapacity="TOTAL")
-    assert bodies[True] == bodies[False]
-    assert json.loads(bodies[True])["RequestItems"]["T"][0]["PutRequest"]["Item"]["Img"] == {"B": "AQD/"}

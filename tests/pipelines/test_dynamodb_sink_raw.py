@@ -1,0 +1,267 @@
+"""The rollback writer's raw BatchWriteItem bodies (`pipelines/dynamodb/sink.py` `send_requests_raw`, `request_body`)
+against what botocore's own serialiser sends for the same call: the same JSON value for every DynamoDB type,
+written by orjson (compact, non-ASCII as UTF-8), and where orjson refuses the text, botocore's bytes exactly."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import botocore.session
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddb2bt.pipelines.dynamodb.sink import request_body, send_requests_raw
+
+from .roundtrip_cases import ANY, KEY_TEXT
+
+
+def _client(raw: bool) -> Any:
+    client = botocore.session.get_session().create_client(
+        "dynamodb", region_name="us-east-1", endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="testing", aws_secret_access_key="testing")
+    if raw:
+        send_requests_raw(client)
+    return client
+
+
+CLIENTS = {raw: _client(raw) for raw in (False, True)}
+
+
+def sent_body(raw: bool, items: list[dict], **more: Any) -> bytes:
+    """The body ``batch_write_item`` would send (captured before it leaves: the endpoint is closed)."""
+    client, captured = CLIENTS[raw], []
+
+    def grab(request: Any, **_: Any) -> None:
+        captured.append(request.body)
+        raise RuntimeError("captured")
+
+    client.meta.events.register("before-send.dynamodb.BatchWriteItem", grab, unique_id="test-grab")
+    try:
+        with pytest.raises(RuntimeError, match="captured"):
+            client.batch_write_item(RequestItems={"T": [{"PutRequest": {"Item": item}} for item in items]}, **more)
+    finally:
+        client.meta.events.unregister("before-send.dynamodb.BatchWriteItem", unique_id="test-grab")
+    return captured[0]
+
+
+def compact(body: bytes) -> bytes:
+    """botocore's body (``json.dumps``: spaces after separators, non-ASCII escaped) in orjson's form."""
+    return json.dumps(json.loads(body), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+ITEMS = st.lists(st.dictionaries(KEY_TEXT, ANY, min_size=1, max_size=4), min_size=1, max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ITEMS)
+def test_raw_bodies_are_botocores_json_for_every_type(items):
+    """Generated items of every type (B and BS as bytes, 38-digit and exponent numbers as text, nested maps and lists,
+    empty strings and maps, non-ASCII): the raw body is botocore's own, only written compactly with UTF-8 text."""
+    ours, botocores = sent_body(True, items), sent_body(False, items)
+    assert json.loads(ours) == json.loads(botocores)
+    assert ours == compact(botocores)
+
+
+def test_raw_bodies_keep_the_calls_other_parameters_and_every_special_character():
+    item = {"pk": {"S": 'é\u2028"\\\U0001f600\x00\x1f\x7f'}, "Big": {"N": "9" * 38}, "Tiny": {"N": "-1E-130"},
+            "Img": {"B": b"\x01\x00\xff"}, "Raw": {"BS": [b"", b"\xfe"]}, "Doc": {"M": {"e": {"M": {}}, "l": {"L": []}}}}
+    ours = sent_body(True, [item], ReturnConsumedCapacity="TOTAL", ReturnItemCollectionMetrics="SIZE")
+    botocores = sent_body(False, [item], ReturnConsumedCapacity="TOTAL", ReturnItemCollectionMetrics="SIZE")
+    assert ours == compact(botocores)
+    sent = json.loads(ours)
+    assert sent["ReturnConsumedCapacity"] == "TOTAL" and sent["ReturnItemCollectionMetrics"] == "SIZE"
+    assert sent["RequestItems"]["T"][0]["PutRequest"]["Item"]["Img"] == {"B": "AQD/"}
+    assert sent["RequestItems"]["T"][0]["PutRequest"]["Item"]["Big"] == {"N": "9" * 38}  # text, never a number
+
+
+def test_what_orjson_refuses_is_sent_as_botocore_sends_it():
+    """A lone surrogate is not UTF-8, so orjson refuses it; botocore's json.dumps escapes it (DynamoDB then answers
+    for it): the raw body falls back to exactly botocore's bytes."""
+    item = {"pk": {"S": "a\ud800b"}, "Img": {"B": b"\x01"}, "Tags": {"SS": ["é"]}}
+    assert sent_body(True, [item]) == sent_body(False, [item])
+
+
+def test_sets_tuples_and_byte_likes_become_wire_json():
+    body = json.loads(request_body({"RequestItems": {"T": [{"PutRequest": {"Item": {
+        "a": {"BS": (bytearray(b"\x01"), memoryview(b"\x02"))}, "b": {"SS": frozenset({"x"})}}}}]}}))
+    assert body["RequestItems"]["T"][0]["PutRequest"]["Item"] == {"a": {"BS": ["AQ==", "Ag=="]}, "b": {"SS": ["x"]}}
+    with pytest.raises(TypeError):
+        request_body({"x": object()})
+
+
+# --------------------------------------------------------------------------- the endpoint path after the first call
+
+
+class _Scripted:
+    """A loopback HTTP server answering each POST with the next scripted (status, JSON) answer, keeping the requests."""
+
+    def __init__(self, answers: list[tuple[int, dict]]) -> None:
+        import http.server
+        import threading
+
+        self.answers, self.requests = list(answers), []
+        scripted = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                scripted.requests.append((self.path, dict(self.headers), body))
+                status, answer = scripted.answers.pop(0) if scripted.answers else (200, {"UnprocessedItems": {}})
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-amz-json-1.0")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def scripted():
+    made: list[_Scripted] = []
+
+    def make(answers: list[tuple[int, dict]] = ()) -> _Scripted:
+        made.append(_Scripted(list(answers)))
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.close()
+
+
+def _loopback_client(endpoint: str, raw: bool, attempts: int = 3) -> Any:
+    from botocore.config import Config
+
+    client = botocore.session.get_session().create_client(
+        "dynamodb", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="testing",
+        aws_secret_access_key="testing", config=Config(retries={"mode": "standard", "total_max_attempts": attempts}))
+    if raw:
+        send_requests_raw(client)
+    return client
+
+
+VOLATILE = {"authorization", "x-amz-date", "amz-sdk-invocation-id", "amz-sdk-request", "content-length"}
+"""What differs between two sends of one request: the signature and its time, the invocation id, the attempt, and
+the length (the raw body is compact)."""
+
+
+def test_later_calls_send_the_request_botocore_sends_signed_anew(scripted):
+    """The first call goes through the whole client; later ones through its endpoint with what the first prepared.
+    Each later request has the general path's URL and headers (botocore's own client, same call) and a valid
+    signature of its own body, made anew."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from ddb2bt.pipelines.dynamodb.sink import batch_writer
+
+    items = [{"pk": {"S": f"é{i}"}, "Img": {"B": bytes([i])}, "N": {"N": "9" * 38}} for i in range(3)]
+    server = scripted()
+    general, raw = _loopback_client(server.endpoint, False), _loopback_client(server.endpoint, True)
+    send = batch_writer(raw)
+    assert send.prepared is None
+    through_client: list[str] = []
+    raw.meta.events.register("before-parameter-build.dynamodb.BatchWriteItem",
+                             lambda **_: through_client.append("call"))
+    for number in range(3):
+        requests = {"T": [{"PutRequest": {"Item": item}} for item in items[number:]]}
+        general.batch_write_item(RequestItems=requests)
+        assert send(RequestItems=requests) == {"UnprocessedItems": {}, "ResponseMetadata": ANY_METADATA}
+        assert send.prepared is not None  # kept from the first call, which was really sent
+        (path, ours, body), (path_g, theirs, body_g) = server.requests[-1], server.requests[-2]
+        assert path == path_g == "/"
+        assert {k.lower(): v for k, v in ours.items() if k.lower() not in VOLATILE} == \
+            {k.lower(): v for k, v in theirs.items() if k.lower() not in VOLATILE}
+        assert body == compact(body_g) and json.loads(body) == json.loads(body_g)
+        # the signature is of this request's own body: signed again here, it comes out the same
+        signed = ours["Authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
+        check = AWSRequest("POST", server.endpoint + "/", data=body,
+                           headers={k: v for k, v in ours.items() if k.lower() in signed and k.lower() != "host"})
+        check.context["timestamp"] = ours["X-Amz-Date"]
+        SigV4Auth(Credentials("testing", "testing"), "dynamodb", "us-east-1").add_auth(check)
+        assert check.headers["Authorization"] == ours["Authorization"]
+    assert through_client == ["call"]  # the later calls skipped the client's layer
+    invocations = [headers["amz-sdk-invocation-id"] for _, headers, _ in server.requests]
+    assert len(set(invocations)) == len(invocations)  # a fresh context per call
+
+
+class _Anything(dict):
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, dict)
+
+
+ANY_METADATA = _Anything()
+
+
+def test_later_calls_are_retried_and_refused_as_botocore_answers(scripted):
+    """Answers as DynamoDB gives them, parsed by botocore: throttling retried by botocore's retry mode and then by the
+    writer, UnprocessedItems sent again, a ValidationException turned into single PutItems, another error raised as
+    the client's own ClientError class."""
+    from botocore.exceptions import ClientError
+
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget
+
+    items = [{"pk": {"S": f"p{i}"}, "sk": {"S": "s"}} for i in range(3)]
+    throttled = (400, {"__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+                       "message": "The level of configured provisioned throughput for the table was exceeded."})
+    invalid = (400, {"__type": "com.amazon.coral.validate#ValidationException", "message": "Item size has exceeded"})
+    unprocessed = (200, {"UnprocessedItems": {"T": [{"PutRequest": {"Item": items[2]}}]}})
+    server = scripted([(200, {"UnprocessedItems": {}}),  # the first call, through the client
+                       throttled, throttled, unprocessed, (200, {"UnprocessedItems": {}}),
+                       invalid, (200, {}), invalid,
+                       (400, {"__type": "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException",
+                              "message": "Requested resource not found"})])
+    client = _loopback_client(server.endpoint, True, attempts=2)
+    writer = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None))
+    assert writer.write(items) == []
+    assert batch_writer_of(client).prepared is not None
+    assert writer.write(items) == []  # throttled twice (botocore's 2 attempts, then ours), then one left unprocessed
+    assert writer.retries == 2
+    sent = [json.loads(body)["RequestItems"]["T"] for _, _, body in server.requests[1:5]]
+    assert [len(requests) for requests in sent] == [3, 3, 3, 1]
+    assert sent[3] == [{"PutRequest": {"Item": items[2]}}]
+    refused = writer.write(items[:2])  # a ValidationException: each item put alone (PutItem), the second refused
+    assert refused == [(items[1], "DynamoDB refused the item: Item size has exceeded")]
+    assert [h["X-Amz-Target"] for _, h, _ in server.requests[5:8]] == [
+        "DynamoDB_20120810.BatchWriteItem", "DynamoDB_20120810.PutItem", "DynamoDB_20120810.PutItem"]
+    with pytest.raises(ClientError) as raised:
+        writer.write(items[:1])
+    assert raised.value.response["Error"]["Code"] == "ResourceNotFoundException"
+    assert isinstance(raised.value, client.exceptions.ResourceNotFoundException)
+
+
+def batch_writer_of(client: Any) -> Any:
+    from ddb2bt.pipelines.dynamodb.sink import batch_writer
+
+    return batch_writer(client)
+
+
+def test_a_stubbed_client_is_never_bypassed():
+    """botocore's Stubber answers in before-call, so nothing is sent and nothing kept: every call stays the
+    client's (and the Stubber's)."""
+    from botocore.stub import Stubber
+
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget
+
+    client = _loopback_client("http://127.0.0.1:9", True)
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    with Stubber(client) as stub:
+        for _ in range(3):
+            stub.add_response("batch_write_item", {"UnprocessedItems": {}})
+        writer = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None))
+        for _ in range(3):
+            assert writer.write(items) == []
+        stub.assert_no_pending_responses()
+    assert batch_writer_of(client).prepared is None
