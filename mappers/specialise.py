@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import limits
-from .attrvalue import CANONICAL_NUMBER, key_text
+from .attrvalue import CANONICAL_NUMBER, binary, key_text
 from .encodings import encoder_for
 from .render import escape_delimiter, salt_prefix
 from .results import Cell, MappedRow
@@ -74,7 +74,7 @@ class _Source:
         self.names: dict[str, Any] = {
             "Cell": Cell, "MappedRow": MappedRow, "new": _new, "check_cells": limits.check_cells,
             "canonical": CANONICAL_NUMBER.fullmatch, "key_text": key_text, "salt_prefix": salt_prefix,
-            "escape_delimiter": escape_delimiter, "reads_back": reads_back, "entity": entity,
+            "escape_delimiter": escape_delimiter, "reads_back": reads_back, "entity": entity, "binary": binary,
         }
         self.lines: list[str] = []
 
@@ -226,21 +226,8 @@ def _collection(source: _Source, column: Any, at: str) -> None:
     family, qualifier = column.family, column.qualifier
     fits = f"len(q) > {limits.QUALIFIER_MAX_BYTES}"
     if column.layout is Layout.set:
-        if column.set_type not in (None, "SS"):
-            _emitted(source, column, at, indent=1)
-            return
-        # Distinct strings are distinct qualifiers (UTF-8 is one-to-one): the duplicate test on the members.
-        source.add("p = value.get('SS')",
-                   "if p.__class__ is list and p and len(value) == 1:",
-                   "    for member in p:",
-                   f"        q = {qualifier!r} + member.encode()",
-                   f"        if {fits}:",
-                   "            return None",
-                   f"        append(new(Cell, ({family!r}, q, {at}, b'\\x00')))",
-                   "        size += len(q) + 1",
-                   "    if len(set(p)) != len(p):",
-                   "        return None",
-                   "else:", indent=1)
+        _sets(source, column, at, fits)
+        return
     elif column.layout is Layout.map:
         encode = source.name("encode", column.encode)
         source.add("p = value.get('M')",
@@ -267,6 +254,41 @@ def _collection(source: _Source, column: Any, at: str) -> None:
                    f"        size += len(data) + {len(qualifier)}",
                    "else:", indent=1)
     _emitted(source, column, at, indent=2)
+
+
+# Each set type's members as qualifiers (member_bytes), inline where the member is the usual one: a string's UTF-8,
+# a canonical number's text, a binary's bytes. Distinct strings and distinct canonical numbers are distinct
+# qualifiers (UTF-8 and the canonical text are one-to-one), so their duplicate test is on the members; two base64
+# texts may decode to the same bytes, so a binary set's is on the qualifiers.
+_SET_MEMBERS = {
+    "SS": (("q = {prefix} + member.encode()",), "len(set(p)) != len(p)"),
+    "NS": (("if not (member.__class__ is str and len(member) <= 38 and canonical(member) and member != '-0'):",
+            "    return None",
+            "q = {prefix} + member.encode()"), "len(set(p)) != len(p)"),
+    "BS": (("q = {prefix} + binary(member)",), "len({{cell[1] for cell in cells[-len(p):]}}) != len(p)"),
+}
+
+
+def _sets(source: _Source, column: Any, at: str, fits: str) -> None:
+    """A set column: a branch per set type its encoding takes (all three for ``auto``), the general emit for
+    anything else."""
+    indent = 1
+    for tag, (member, duplicates) in _SET_MEMBERS.items():
+        if column.set_type not in (None, tag):
+            continue
+        source.add(f"p = value.get({tag!r})",
+                   "if p.__class__ is list and p and len(value) == 1:",
+                   "    for member in p:",
+                   *("        " + line.format(prefix=repr(column.qualifier)) for line in member),
+                   f"        if {fits}:",
+                   "            return None",
+                   f"        append(new(Cell, ({column.family!r}, q, {at}, b'\\x00')))",
+                   "        size += len(q) + 1",
+                   f"    if {duplicates.format()}:",
+                   "        return None",
+                   "else:", indent=indent)
+        indent += 1
+    _emitted(source, column, at, indent=indent)
 
 
 def _rest(source: _Source, entity: Any) -> None:
