@@ -166,20 +166,31 @@ def _stamp(micros: int) -> bytes:
     return b"\x18" + varint(micros) if micros else b""
 
 
+def _int_stamp(micros: int) -> bytes:
+    """:func:`_stamp` of an int, kept (the migration time, or an item's time, comes again and again)."""
+    if len(_stamps) >= HEADS_MAX:
+        _stamps.clear()
+    stamp = _stamps[micros] = _stamp(micros)
+    return stamp
+
+
 _NOT_A_TIMESTAMP = object()
-COLUMN_HEADS_MAX = 65536
-"""Column heads kept per process; past it the cache starts again (set members and map keys are qualifiers too)."""
+HEADS_MAX = 65536
+"""Column heads and timestamps kept per process; past it a cache starts again (set members and map keys are
+qualifiers too)."""
 _column_heads: dict[tuple, bytes] = {}
+_stamps: dict[int, bytes] = {}
+_ENTRY_HEADS = tuple(ENTRIES_TAG + varint(n) for n in range(SMALL))
 
 
-def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes]:
+def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes, int]:
     """The serialized size of the ``MutateRowsRequest.Entry`` that sets ``cells`` (``(family, qualifier, micros,
-    value)`` tuples, each a ``SetCell`` mutation) in ``row_key``, and the entry as a request's field 2 (tag, length,
+    value)`` tuples, each a ``SetCell`` mutation) in ``row_key``, the entry as a request's field 2 (tag, length,
     message): byte for byte what protobuf serialises for the same message, written without a message object
-    (tests/pipelines/test_bigtable_entries.py). Each cell is its Mutation's head, then its column's (cached per
-    ``(family, qualifier)``: the mapper's qualifiers are mostly its constants), its timestamp's (made again only
-    when the cell's timestamp is not the previous cell's object: a row's cells share one), its value's head and its
-    value."""
+    (tests/pipelines/test_bigtable_entries.py); and the bytes of the cells' qualifiers and values (the sink's
+    ``bytes_written``). Each cell is its Mutation's head, then its column's (cached per ``(family, qualifier)``: the
+    mapper's qualifiers are mostly its constants), its timestamp's (looked up again only when the cell's timestamp
+    is not the previous cell's object: a row's cells share one), its value's head and its value."""
     _bytes_only(row_key)
     size = len(row_key)
     if size:
@@ -189,8 +200,9 @@ def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes
     else:  # an empty field is left out
         parts = [b""]
     extend = parts.extend
-    heads = _column_heads
+    heads, stamps = _column_heads, _stamps
     last, stamp = _NOT_A_TIMESTAMP, b""
+    data = 0
     for cell in cells:
         family, qualifier, micros, value = cell
         try:
@@ -198,22 +210,25 @@ def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes
         except TypeError:  # an unhashable qualifier, which protobuf refuses
             column = _column_head(family, qualifier)
         if column is None:
-            if len(heads) >= COLUMN_HEADS_MAX:
+            if len(heads) >= HEADS_MAX:
                 heads.clear()
             column = heads[cell[:2]] = _column_head(family, qualifier)
         if micros is not last:
-            stamp = _stamp(micros)
+            stamp = stamps.get(micros) if micros.__class__ is int else None
+            if stamp is None:
+                stamp = _int_stamp(micros) if micros.__class__ is int else _stamp(micros)
             last = micros
         if value.__class__ is not bytes:
             _bytes_only(value)
         length = len(value)
+        data += length + len(qualifier)
         value_head = _VALUE_HEADS[length] if length < SMALL else b"\x22" + varint(length)
-        length += len(column) + len(stamp) + len(value_head)  # type: ignore[arg-type]
+        length += len(column) + len(stamp) + len(value_head)
         head = _CELL_HEADS[length] if length < SMALL else _cell_head(length)
         size += len(head) + length
         extend((head, column, stamp, value_head, value))
-    parts[0] = request_entry_prefix(size)
-    return size, b"".join(parts)
+    parts[0] = _ENTRY_HEADS[size] if size < SMALL else request_entry_prefix(size)
+    return size, b"".join(parts), data
 
 
 @functools.cache
@@ -237,6 +252,8 @@ def prebuilt_entry_class() -> type:
             self.mutations = LazyMutations(tuples, self._client_mutation)  # type: ignore[assignment]
             self.wire = b""
             """The entry as field 2 of a MutateRowsRequest (tag, length, message), once :meth:`size` was asked."""
+            self.data_bytes: int | None = None
+            """The bytes of its SetCells' qualifiers and values, where :meth:`size` counted them."""
             self._size = -1
 
         @staticmethod
@@ -249,13 +266,25 @@ def prebuilt_entry_class() -> type:
         def size(self) -> int:
             """Bytes on the wire; the batcher asks three times, the message is built and serialised on the first."""
             if self._size < 0:
-                self._size, self.wire = self._record()
+                self._size, self.wire, self.data_bytes = self._record()
             return self._size
 
-        def _record(self) -> tuple[int, bytes]:
-            """The entry's serialized size and the entry as a request's field 2."""
+        def _record(self) -> tuple[int, bytes, int | None]:
+            """The entry's serialized size, the entry as a request's field 2, and :attr:`data_bytes`."""
             data = self._build().SerializeToString()
-            return len(data), entry_field(len(data)) + data
+            return len(data), entry_field(len(data)) + data, None
+
+        @property
+        def entry(self) -> Any:
+            return self
+
+        @property
+        def proto(self) -> bytes:
+            """Our MutateRows operation reads each entry's ``entry`` and request record (``proto``) from what it
+            holds for it: an entry of ours is that itself, and the operation makes no holder per entry."""
+            if self._size < 0:
+                self.size()
+            return self.wire
 
         def _to_pb(self) -> Any:
             # The client's own MutateRows (bulk_mutate_rows): its request takes the message, which the batcher's
@@ -285,7 +314,7 @@ def _cells_entry_class() -> type:
         def is_idempotent(self) -> bool:
             return all(cell[2] >= 0 for cell in self.tuples)  # -1 would be a server-side timestamp
 
-        def _record(self) -> tuple[int, bytes]:
+        def _record(self) -> tuple[int, bytes, int | None]:
             return set_cells_record(self.row_key, self.tuples)
 
         def _fill(self, add: Callable[[], Any]) -> None:

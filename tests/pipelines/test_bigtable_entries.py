@@ -137,9 +137,10 @@ def test_an_entrys_bytes_are_protobufs_own_serialisation(row_key, cells, shared)
     if shared and cells:  # a row's cells share one timestamp object, as the mapper's do
         cells = [cell._replace(timestamp_micros=cells[0].timestamp_micros) for cell in cells]
     expected = protobuf_entry(row_key, cells)
-    size, record = set_cells_record(row_key, cells)
+    size, record, data = set_cells_record(row_key, cells)
     assert record == request_entry_prefix(len(expected)) + expected
     assert size == len(expected) == raw_entry.FromString(expected).ByteSize()
+    assert data == sum(len(cell.qualifier) + len(cell.value) for cell in cells)
 
 
 ODD = [True, 1.5, "1000", 2**63, -(2**63) - 1, 2**63 - 1, -(2**63), -1, bytearray(b"v"), "v", b"\xff", "\ud800",
@@ -160,12 +161,13 @@ def test_what_protobuf_refuses_is_refused_alike(field, odd):
         outcome(lambda: protobuf_entry(odd, [("f", b"q", 1000, b"v")]))
 
 
-def test_the_column_cache_starts_again_when_full(monkeypatch):
+def test_the_caches_start_again_when_full(monkeypatch):
     from ddb2bt.pipelines.bigtable import entries
 
-    monkeypatch.setattr(entries, "COLUMN_HEADS_MAX", 3)
+    monkeypatch.setattr(entries, "HEADS_MAX", 3)
     monkeypatch.setattr(entries, "_column_heads", {})
-    rows = [(b"k%d" % n, [("f", b"q%d" % m, 1000, b"v") for m in range(n % 5)]) for n in range(20)]
+    monkeypatch.setattr(entries, "_stamps", {})
+    rows = [(b"k%d" % n, [("f", b"q%d" % m, 1000 * (n + m), b"v") for m in range(n % 5)]) for n in range(20)]
     for row_key, found in rows:
         assert entries.set_cells_record(row_key, found)[1][2:] == protobuf_entry(row_key, found)
-        assert len(entries._column_heads) <= 3
+        assert len(entries._column_heads) <= 3 and len(entries._stamps) <= 3
