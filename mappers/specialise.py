@@ -31,7 +31,7 @@ from .results import Cell, MappedRow
 from .spec import Encoding, EntitySpec, Layout
 from .templates import Placeholder, parse_template
 from .timestamps import reads_back
-from .transforms import TRANSFORMS
+from .transforms import REVERSE_TIMESTAMP_MAX, TRANSFORMS
 
 _new = tuple.__new__
 
@@ -63,8 +63,15 @@ def _part(text: str, index: int, sep: str = "#") -> tuple[str, ...]:
     return (f"{text} = {text}.split({sep!r})[{index!r}]",)
 
 
-# transforms.strip_prefix and transforms.part written out (a value they refuse: None, and the general path words it)
-_INLINE_TRANSFORMS: dict[str, Callable[..., tuple[str, ...]]] = {"strip_prefix": _strip_prefix, "part": _part}
+def _reverse_timestamp(text: str, top: int = REVERSE_TIMESTAMP_MAX) -> tuple[str, ...]:
+    return (f"if not ({text}.isascii() and {text}.isdigit()) or int({text}) > {top!r}:", "    return None",
+            f"{text} = str({top!r} - int({text})).rjust({len(str(top))}, '0')")
+
+
+# transforms.strip_prefix, part and reverse_timestamp written out (a value they refuse: None, and the general path
+# words it)
+_INLINE_TRANSFORMS: dict[str, Callable[..., tuple[str, ...]]] = {
+    "strip_prefix": _strip_prefix, "part": _part, "reverse_timestamp": _reverse_timestamp}
 
 
 class _Source:
@@ -135,14 +142,20 @@ def _text(source: _Source, attribute: str, target: str) -> None:
 
 def _row_key(source: _Source, spec: EntitySpec) -> None:
     template = spec.key
-    pieces = parse_template(template.template).pieces
+    source.add(f"key = ({_rendered(source, template.template, template.delimiter, template.on_delimiter, 't')}).encode()")
+
+
+def _rendered(source: _Source, template: str, delimiter: str, on_delimiter: str, name: str) -> str:
+    """render.compile_template written out: each placeholder's text (``<name><index>``), its transforms and its
+    delimiter test as lines; the expression of the rendered text returned."""
+    pieces = parse_template(template).pieces
     last = max((i for i, piece in enumerate(pieces) if isinstance(piece, Placeholder)), default=-1)
     parts = []
     for index, piece in enumerate(pieces):
         if isinstance(piece, str):
             parts.append(repr(piece))
             continue
-        text = f"t{index}"
+        text = f"{name}{index}"
         _text(source, piece.attribute, text)
         for call in piece.transforms:
             if call.name in _INLINE_TRANSFORMS and all(arg.__class__ in (str, int) for arg in call.args):
@@ -153,24 +166,28 @@ def _row_key(source: _Source, spec: EntitySpec) -> None:
             arguments = "".join(f", {arg!r}" for arg in call.args) if literal else \
                 f", *{source.name('arguments', call.args)}"
             source.add(f"{text} = {apply}({text}{arguments})")
-        if index != last and template.on_delimiter != "allow":
-            if template.on_delimiter == "escape":
-                source.add(f"{text} = escape_delimiter({text}, {template.delimiter!r})")
+        if index != last and on_delimiter != "allow":
+            if on_delimiter == "escape":
+                source.add(f"{text} = escape_delimiter({text}, {delimiter!r})")
             else:
-                source.add(f"if not {source.name('delimiter', frozenset(template.delimiter))}.isdisjoint({text}):",
+                source.add(f"if not {source.name('delimiter', frozenset(delimiter))}.isdisjoint({text}):",
                            "    return None")
         parts.append(text)
-    source.add(f"key = ({' + '.join(parts)}).encode()")
+    return " + ".join(parts) or "''"
 
 
 def _timestamp(source: _Source, compiled: Callable, spec: Any, target: str) -> None:
-    """`target` = the timestamp; epoch digits in an explicit unit inline, anything else through `compiled`."""
+    """`target` = the timestamp; epoch digits in an explicit unit inline (from an attribute, or from a template
+    rendered inline), anything else through `compiled`."""
     general = source.name("timestamp", compiled)
     scale = _EPOCH_SCALE.get(spec.format)
-    if spec.attribute and scale:
-        source.add(f"value = get({spec.attribute!r})",
-                   "p = value.get('N') or value.get('S') if value is not None and len(value) == 1 else None",
-                   "if p.__class__ is str and p.isdigit() and p.isascii():",
+    if scale and (spec.attribute or spec.template is not None):
+        if spec.attribute:
+            source.add(f"value = get({spec.attribute!r})",
+                       "p = value.get('N') or value.get('S') if value is not None and len(value) == 1 else None")
+        else:  # compile_timestamp renders its template with compile_template's defaults
+            source.add(f"p = {_rendered(source, spec.template, '#', 'error', 's')}")
+        source.add("if p.__class__ is str and p.isdigit() and p.isascii():",
                    f"    {target} = int(p) * {scale}" + (" // 1000 * 1000" if scale == 1 else ""),
                    f"    if {target} > {limits.TIMESTAMP_MAX_MICROS}:",
                    "        return None",

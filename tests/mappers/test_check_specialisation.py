@@ -247,7 +247,9 @@ def specialised_cases(draw):
     if timestamp == "attribute":
         entity["timestamp"] = {"attribute": "ts", "format": draw(st.sampled_from(FORMATS))}
     elif timestamp == "template":
-        entity["timestamp"] = {"template": "{sk}", "format": draw(st.sampled_from(FORMATS))}
+        entity["timestamp"] = {"template": draw(st.sampled_from(["{sk}", "{sk|part(1, ':')}", "{sk|reverse_timestamp}",
+                                                                  "{pk}#{sk}", "{sk|part(1, ':')}{sk|part(2, ':')}"])),
+                               "format": draw(st.sampled_from(FORMATS))}
     rest = draw(st.sampled_from([None, "f", "r"]))
     if rest:
         entity["rest"] = {"family": rest, "encoding": draw(st.sampled_from(["auto", "ddb_json", "utf8"]))}
@@ -376,3 +378,24 @@ def test_every_set_type_inline_gives_the_general_paths_cells_or_error(encoding):
     if encoding in ("auto", "bytes"):
         assert mapped[repr({"BS": ["QQ==", "AP8="]})].cells[1].qualifier == b"s:\x00\xff"
         assert mapped[repr({"BS": ["QQ==", "QR=="]})] is None  # the general path's duplicate error
+
+
+@pytest.mark.parametrize("key", ["r#{sk|reverse_timestamp}", "r#{sk|reverse_timestamp(99999)}#{pk}",
+                                 "r#{sk|part(1, ':')|reverse_timestamp}"])
+def test_reverse_timestamp_inline_gives_the_general_paths_key_or_error(key):
+    """reverse_timestamp written out in the key and in a template timestamp: zero-padded to its maximum's width,
+    and a value it refuses (not digits, above the maximum) mapped by the general path."""
+    spec = validate_data({"source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+                          "target": {"table": "t", "families": {"f": {}}}, "migration_time": "2024-01-01T00:00:00Z",
+                          "entities": [{"name": "e", "row_key": key, "lossy": ["sk"], "rest": {"family": "f"},
+                                        "timestamp": {"template": key.replace("r#", "", 1).split("#")[0],
+                                                      "format": "epoch_ms"},
+                                        "columns": [{"attribute": "a", "family": "f", "encoding": "utf8"}]}]})
+    assert compile_spec(spec, now_ms=NOW_MS).entities[0].specialised is not None
+    texts = ["9999999999998", "9999999999999", "10000000000000", "0", "1600000000123", "99998", "100000", "-1", "1.5",
+             "٣", "", "x:9999999999990", "x:99990", "x:1"]
+    items = [{"pk": S("p"), "sk": S(text), "a": S("v")} for text in texts]
+    assert_same(spec, items)
+    mapped = compile_spec(spec, now_ms=NOW_MS).map_item(items[0])
+    if key == "r#{sk|reverse_timestamp}":
+        assert mapped.row_key == b"r#0000000000001" and mapped.cells[0].timestamp_micros == 1000
