@@ -214,9 +214,10 @@ def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes
                 heads.clear()
             column = heads[cell[:2]] = _column_head(family, qualifier)
         if micros is not last:
-            stamp = stamps.get(micros) if micros.__class__ is int else None
-            if stamp is None:
-                stamp = _int_stamp(micros) if micros.__class__ is int else _stamp(micros)
+            if micros.__class__ is int:  # (the timestamp 0 is no field: b"", made again each time)
+                stamp = stamps.get(micros) or _int_stamp(micros)
+            else:
+                stamp = _stamp(micros)
             last = micros
         if value.__class__ is not bytes:
             _bytes_only(value)

@@ -125,9 +125,9 @@ def operation_class() -> type:
             super().__init__(target.client._gapic_client, target, [], **rules)  # noqa: SLF001
             # What the client's operation holds per entry (its ``entry`` and request record, ``proto``): our own
             # entries are that themselves; another's gets a holder with its bytes.
-            self.mutations = [entry if isinstance(entry, ours) else
-                              _EntryWithProto(entry, entry_record(entry))  # type: ignore[arg-type]
-                              for entry in entries]
+            self.mutations: list[Any] = [entry if isinstance(entry, ours) else
+                                         _EntryWithProto(entry, entry_record(entry))  # type: ignore[arg-type]
+                                         for entry in entries]
             self.remaining_indices = list(range(len(self.mutations)))
             self._call = call
             self._head = request_fields(app_profile_id=target.app_profile_id or "",
