@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 from .common import ROOT, log
 from .io_paths import tree_of, tree_state
 from .measure import own_cpu_split, summarize_py_spy
-from .startup_ab import compiled
+from .startup_ab import alternating, child_result, compiled, job_env
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -55,11 +54,8 @@ def main(argv: list[str] | None = None) -> dict:
             compiled(Path(tree))
         if export_dir is None:
             load.load_table(dynamo.endpoint, "bench", dataset.generate(args.items))
-        env = {**os.environ, **local_servers.FAKE_AWS_ENV, **local_servers.emulator_env(emulator.endpoint)}
-        env.pop("AWS_PROFILE", None)
-        runs = [(-1, "this")] if args.profile else []
-        runs += [(round_, name) for round_ in range(args.rounds)
-                 for name in (trees if round_ % 2 == 0 else list(reversed(trees)))]
+        env = job_env(emulator)
+        runs = alternating(trees, args.rounds, bool(args.profile))
         for number, (round_, name) in enumerate(runs):
             job = {"kind": "ddb2bt", "endpoint": dynamo.endpoint, "table": "bench", "project": "owncpu",
                    "instance": "owncpu", "target": f"t{number}", "segments": 4, "mode": "in_memory", "workers": 1,
@@ -72,14 +68,7 @@ def main(argv: list[str] | None = None) -> dict:
                 argv_ = [str(Path(sys.executable).with_name("py-spy")), "record", "--gil", "--threads", "--rate", "200",
                          "--format", "raw", "--output", str(raw), "--", *argv_]
             load_before = Path("/proc/loadavg").read_text().split()[0]
-            run = subprocess.run(argv_, cwd=ROOT, capture_output=True, text=True,
-                                 env={**env, "PYTHONPATH": os.pathsep.join(dict.fromkeys([trees[name], str(ROOT)]))})
-            lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
-            if run.returncode or not lines:
-                raise SystemExit(f"{name}: {run.stderr[-3000:]}")
-            result = json.loads(lines[-1])
-            if result["items_read"] != args.items or not result["ok"]:
-                raise SystemExit(f"{name}: read {result['items_read']} of {args.items}: {result['problems']}")
+            result = child_result(argv_, env, trees[name], name, args.items)
             split = own_cpu_split(result["own_cpu_trace"], result["items_read"])
             loads.append(f"{load_before}-{Path('/proc/loadavg').read_text().split()[0]}")
             if round_ < 0:
