@@ -633,9 +633,8 @@ class CompiledSpec:
             if self._index_problem is not None:
                 raise ItemFailure(self._index_problem)
             specialised = entity.specialised  # what entity.map tries first, called here without its frame
-            result = specialised(item) if specialised is not None else None
-            if result is None:
-                result = entity.map(item, general=True)
+            row = specialised(item) if specialised is not None else None
+            result: MapResult = row if row is not None else entity.map(item, general=True)
             if self.indexes and result.__class__ is MappedRow:
                 return self._with_index_rows(result, item)
             return result
