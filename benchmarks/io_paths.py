@@ -110,6 +110,7 @@ def _write(job: dict, best) -> float:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.io_paths", description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", required=True, help="the commit to compare with (e.g. HEAD~3)")
+    parser.add_argument("--this", default=None, help="a commit to measure instead of the working tree")
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
@@ -128,7 +129,8 @@ def main(argv: list[str] | None = None) -> dict:
     loads = []
     with tempfile.TemporaryDirectory(prefix="ddb2bt-io-") as tmp, local_servers.dynalite() as dynamo, \
             local_servers.bigtable_emulator() as emulator, local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
-        trees = {"this": str(ROOT), args.against: str(tree_of(args.against, Path(tmp)))}
+        trees = {"this": str(tree_of(args.this, Path(tmp) / "this")) if args.this else str(ROOT),
+                 args.against: str(tree_of(args.against, Path(tmp)))}
         load.load_table(dynamo.endpoint, "bench", dataset.generate(args.items))
         for round_ in range(args.rounds):
             for name in trees if round_ % 2 == 0 else list(reversed(trees)):
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{path:7} {args.against}: {other['median']:.1f} ({other['min']:.1f}-{other['max']:.1f})  this: "
               f"{this['median']:.1f} ({this['min']:.1f}-{this['max']:.1f}) µs/item")
     print(f"load average during the runs: {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
-    record = {"against": args.against, "items": args.items, "rounds_run": args.rounds, "summary": summary,
+    record = {"this": args.this or "the working tree", "against": args.against, "items": args.items, "rounds_run": args.rounds, "summary": summary,
               "rounds": found, "load": loads, "unit": "process CPU µs per item, best of 3 passes per round",
               **tree_state()}
     if args.json:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from .common import ROOT, log
 from .io_paths import PACKAGES, tree_of, tree_state
@@ -90,6 +91,37 @@ def compiled(tree: Path) -> None:
         compileall.compile_dir(str(folder), quiet=1)
 
 
+def job_env(emulator: Any) -> dict[str, str]:
+    """The environment of a ``benchmarks.child`` job against the local servers (no AWS profile of the user's)."""
+    from ddb2bt.pipelines.local import servers as local_servers
+
+    env = {**os.environ, **local_servers.FAKE_AWS_ENV, **local_servers.emulator_env(emulator.endpoint)}
+    env.pop("AWS_PROFILE", None)
+    return env
+
+
+def alternating(trees: dict[str, str], rounds: int, profile: bool) -> list[tuple[int, str]]:
+    """(round, tree) of each job: the trees in turn, their order reversed every other round; a round -1 of this
+    tree first when a profile is asked."""
+    runs = [(-1, "this")] if profile else []
+    return runs + [(round_, name) for round_ in range(rounds)
+                   for name in (trees if round_ % 2 == 0 else list(reversed(trees)))]
+
+
+def child_result(argv: list[str], env: dict[str, str], tree: str, name: str, items: int) -> dict:
+    """Run one ``benchmarks.child`` job (``argv``) with ``tree`` first on PYTHONPATH; its result, checked: every item
+    read and the run ok."""
+    run = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
+                         env={**env, "PYTHONPATH": os.pathsep.join(dict.fromkeys([tree, str(ROOT)]))})
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    if run.returncode or not lines:
+        raise SystemExit(f"{name}: {run.stderr[-3000:]}")
+    result = json.loads(lines[-1])
+    if result["items_read"] != items or not result["ok"]:
+        raise SystemExit(f"{name}: read {result['items_read']} of {items}: {result['problems']}")
+    return result
+
+
 def figures(trace: dict) -> dict[str, float]:
     """The CPU split of one job's ``own_cpu_trace`` (benchmarks/child.py ``traced``)."""
     out = {"interpreter_s": trace["cpu_at_main_s"],
@@ -140,11 +172,8 @@ def main(argv: list[str] | None = None) -> dict:
         for tree in trees.values():
             compiled(Path(tree))
         load.load_table(dynamo.endpoint, "bench", dataset.generate(args.items))
-        env = {**os.environ, **local_servers.FAKE_AWS_ENV, **local_servers.emulator_env(emulator.endpoint)}
-        env.pop("AWS_PROFILE", None)
-        runs = [(-1, "this")] if args.profile else []
-        runs += [(round_, name) for round_ in range(args.rounds)
-                 for name in (trees if round_ % 2 == 0 else list(reversed(trees)))]
+        env = job_env(emulator)
+        runs = alternating(trees, args.rounds, bool(args.profile))
         for number, (round_, name) in enumerate(runs):
             job = {"kind": "ddb2bt", "endpoint": dynamo.endpoint, "table": "bench", "project": "startup",
                    "instance": "startup", "target": f"t{number}", "segments": 2,
@@ -153,15 +182,8 @@ def main(argv: list[str] | None = None) -> dict:
                 job["export_dir"] = export_dir
             if round_ < 0:
                 job["profile"] = str(args.profile.resolve())
-            run = subprocess.run([sys.executable, "-m", "benchmarks.child", json.dumps(job)], cwd=ROOT,
-                                 env={**env, "PYTHONPATH": os.pathsep.join(dict.fromkeys([trees[name], str(ROOT)]))},
-                                 capture_output=True, text=True)
-            lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
-            if run.returncode or not lines:
-                raise SystemExit(f"{name}: {run.stderr[-3000:]}")
-            result = json.loads(lines[-1])
-            if result["items_read"] != args.items or not result["ok"]:
-                raise SystemExit(f"{name}: read {result['items_read']} of {args.items}: {result['problems']}")
+            result = child_result([sys.executable, "-m", "benchmarks.child", json.dumps(job)], env, trees[name], name,
+                                  args.items)
             if round_ < 0:
                 log(f"profile of this tree's job: {args.profile}")
                 continue

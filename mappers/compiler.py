@@ -264,9 +264,10 @@ class _Entity:
                 return False
         return True
 
-    def map(self, item: Item, trace: list | None = None) -> MapResult:
-        """The item's row; `trace`, when given, receives (source, first cell, end) spans: which column wrote what."""
-        if trace is None and self.specialised is not None:
+    def map(self, item: Item, trace: list | None = None, general: bool = False) -> MapResult:
+        """The item's row; `trace`, when given, receives (source, first cell, end) spans: which column wrote what.
+        ``general``: the specialised function was tried already (it gave None)."""
+        if trace is None and self.specialised is not None and not general:
             row = self.specialised(item)
             if row is not None:
                 return row
@@ -608,7 +609,12 @@ class CompiledSpec:
         if self._dispatch is not None:
             attribute, by_text = self._dispatch
             value = item.get(attribute)
-            return None if value is None else by_text.get(_text_or_none(value) or "")
+            if value is None:
+                return None
+            text = value.get("S")  # key_text's own first answer, without the two calls around it
+            if text is None or len(value) != 1:
+                text = _text_or_none(value)
+            return by_text.get(text or "")
         for entity in self.entities:
             if entity.matches(item):
                 return entity
@@ -626,7 +632,9 @@ class CompiledSpec:
                 return Skipped("entity action is skip", entity.name)
             if self._index_problem is not None:
                 raise ItemFailure(self._index_problem)
-            result = entity.map(item)
+            specialised = entity.specialised  # what entity.map tries first, called here without its frame
+            row = specialised(item) if specialised is not None else None
+            result: MapResult = row if row is not None else entity.map(item, general=True)
             if self.indexes and result.__class__ is MappedRow:
                 return self._with_index_rows(result, item)
             return result

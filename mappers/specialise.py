@@ -24,14 +24,14 @@ from collections.abc import Callable
 from typing import Any
 
 from . import limits
-from .attrvalue import CANONICAL_NUMBER, key_text
+from .attrvalue import CANONICAL_NUMBER, binary, key_text
 from .encodings import encoder_for
 from .render import escape_delimiter, salt_prefix
 from .results import Cell, MappedRow
 from .spec import Encoding, EntitySpec, Layout
 from .templates import Placeholder, parse_template
 from .timestamps import reads_back
-from .transforms import TRANSFORMS
+from .transforms import REVERSE_TIMESTAMP_MAX, TRANSFORMS
 
 _new = tuple.__new__
 
@@ -63,8 +63,15 @@ def _part(text: str, index: int, sep: str = "#") -> tuple[str, ...]:
     return (f"{text} = {text}.split({sep!r})[{index!r}]",)
 
 
-# transforms.strip_prefix and transforms.part written out (a value they refuse: None, and the general path words it)
-_INLINE_TRANSFORMS: dict[str, Callable[..., tuple[str, ...]]] = {"strip_prefix": _strip_prefix, "part": _part}
+def _reverse_timestamp(text: str, top: int = REVERSE_TIMESTAMP_MAX) -> tuple[str, ...]:
+    return (f"if not ({text}.isascii() and {text}.isdigit()) or int({text}) > {top!r}:", "    return None",
+            f"{text} = str({top!r} - int({text})).rjust({len(str(top))}, '0')")
+
+
+# transforms.strip_prefix, part and reverse_timestamp written out (a value they refuse: None, and the general path
+# words it)
+_INLINE_TRANSFORMS: dict[str, Callable[..., tuple[str, ...]]] = {
+    "strip_prefix": _strip_prefix, "part": _part, "reverse_timestamp": _reverse_timestamp}
 
 
 class _Source:
@@ -74,7 +81,7 @@ class _Source:
         self.names: dict[str, Any] = {
             "Cell": Cell, "MappedRow": MappedRow, "new": _new, "check_cells": limits.check_cells,
             "canonical": CANONICAL_NUMBER.fullmatch, "key_text": key_text, "salt_prefix": salt_prefix,
-            "escape_delimiter": escape_delimiter, "reads_back": reads_back, "entity": entity,
+            "escape_delimiter": escape_delimiter, "reads_back": reads_back, "entity": entity, "binary": binary,
         }
         self.lines: list[str] = []
 
@@ -135,14 +142,20 @@ def _text(source: _Source, attribute: str, target: str) -> None:
 
 def _row_key(source: _Source, spec: EntitySpec) -> None:
     template = spec.key
-    pieces = parse_template(template.template).pieces
+    source.add(f"key = ({_rendered(source, template.template, template.delimiter, template.on_delimiter, 't')}).encode()")
+
+
+def _rendered(source: _Source, template: str, delimiter: str, on_delimiter: str, name: str) -> str:
+    """render.compile_template written out: each placeholder's text (``<name><index>``), its transforms and its
+    delimiter test as lines; the expression of the rendered text returned."""
+    pieces = parse_template(template).pieces
     last = max((i for i, piece in enumerate(pieces) if isinstance(piece, Placeholder)), default=-1)
     parts = []
     for index, piece in enumerate(pieces):
         if isinstance(piece, str):
             parts.append(repr(piece))
             continue
-        text = f"t{index}"
+        text = f"{name}{index}"
         _text(source, piece.attribute, text)
         for call in piece.transforms:
             if call.name in _INLINE_TRANSFORMS and all(arg.__class__ in (str, int) for arg in call.args):
@@ -153,24 +166,28 @@ def _row_key(source: _Source, spec: EntitySpec) -> None:
             arguments = "".join(f", {arg!r}" for arg in call.args) if literal else \
                 f", *{source.name('arguments', call.args)}"
             source.add(f"{text} = {apply}({text}{arguments})")
-        if index != last and template.on_delimiter != "allow":
-            if template.on_delimiter == "escape":
-                source.add(f"{text} = escape_delimiter({text}, {template.delimiter!r})")
+        if index != last and on_delimiter != "allow":
+            if on_delimiter == "escape":
+                source.add(f"{text} = escape_delimiter({text}, {delimiter!r})")
             else:
-                source.add(f"if not {source.name('delimiter', frozenset(template.delimiter))}.isdisjoint({text}):",
+                source.add(f"if not {source.name('delimiter', frozenset(delimiter))}.isdisjoint({text}):",
                            "    return None")
         parts.append(text)
-    source.add(f"key = ({' + '.join(parts)}).encode()")
+    return " + ".join(parts) or "''"
 
 
 def _timestamp(source: _Source, compiled: Callable, spec: Any, target: str) -> None:
-    """`target` = the timestamp; epoch digits in an explicit unit inline, anything else through `compiled`."""
+    """`target` = the timestamp; epoch digits in an explicit unit inline (from an attribute, or from a template
+    rendered inline), anything else through `compiled`."""
     general = source.name("timestamp", compiled)
     scale = _EPOCH_SCALE.get(spec.format)
-    if spec.attribute and scale:
-        source.add(f"value = get({spec.attribute!r})",
-                   "p = value.get('N') or value.get('S') if value is not None and len(value) == 1 else None",
-                   "if p.__class__ is str and p.isdigit() and p.isascii():",
+    if scale and (spec.attribute or spec.template is not None):
+        if spec.attribute:
+            source.add(f"value = get({spec.attribute!r})",
+                       "p = value.get('N') or value.get('S') if value is not None and len(value) == 1 else None")
+        else:  # compile_timestamp renders its template with compile_template's defaults
+            source.add(f"p = {_rendered(source, spec.template, '#', 'error', 's')}")
+        source.add("if p.__class__ is str and p.isdigit() and p.isascii():",
                    f"    {target} = int(p) * {scale}" + (" // 1000 * 1000" if scale == 1 else ""),
                    f"    if {target} > {limits.TIMESTAMP_MAX_MICROS}:",
                    "        return None",
@@ -226,21 +243,8 @@ def _collection(source: _Source, column: Any, at: str) -> None:
     family, qualifier = column.family, column.qualifier
     fits = f"len(q) > {limits.QUALIFIER_MAX_BYTES}"
     if column.layout is Layout.set:
-        if column.set_type not in (None, "SS"):
-            _emitted(source, column, at, indent=1)
-            return
-        # Distinct strings are distinct qualifiers (UTF-8 is one-to-one): the duplicate test on the members.
-        source.add("p = value.get('SS')",
-                   "if p.__class__ is list and p and len(value) == 1:",
-                   "    for member in p:",
-                   f"        q = {qualifier!r} + member.encode()",
-                   f"        if {fits}:",
-                   "            return None",
-                   f"        append(new(Cell, ({family!r}, q, {at}, b'\\x00')))",
-                   "        size += len(q) + 1",
-                   "    if len(set(p)) != len(p):",
-                   "        return None",
-                   "else:", indent=1)
+        _sets(source, column, at, fits)
+        return
     elif column.layout is Layout.map:
         encode = source.name("encode", column.encode)
         source.add("p = value.get('M')",
@@ -267,6 +271,41 @@ def _collection(source: _Source, column: Any, at: str) -> None:
                    f"        size += len(data) + {len(qualifier)}",
                    "else:", indent=1)
     _emitted(source, column, at, indent=2)
+
+
+# Each set type's members as qualifiers (member_bytes), inline where the member is the usual one: a string's UTF-8,
+# a canonical number's text, a binary's bytes. Distinct strings and distinct canonical numbers are distinct
+# qualifiers (UTF-8 and the canonical text are one-to-one), so their duplicate test is on the members; two base64
+# texts may decode to the same bytes, so a binary set's is on the qualifiers.
+_SET_MEMBERS = {
+    "SS": (("q = {prefix} + member.encode()",), "len(set(p)) != len(p)"),
+    "NS": (("if not (member.__class__ is str and len(member) <= 38 and canonical(member) and member != '-0'):",
+            "    return None",
+            "q = {prefix} + member.encode()"), "len(set(p)) != len(p)"),
+    "BS": (("q = {prefix} + binary(member)",), "len({{cell[1] for cell in cells[-len(p):]}}) != len(p)"),
+}
+
+
+def _sets(source: _Source, column: Any, at: str, fits: str) -> None:
+    """A set column: a branch per set type its encoding takes (all three for ``auto``), the general emit for
+    anything else."""
+    indent = 1
+    for tag, (member, duplicates) in _SET_MEMBERS.items():
+        if column.set_type not in (None, tag):
+            continue
+        source.add(f"p = value.get({tag!r})",
+                   "if p.__class__ is list and p and len(value) == 1:",
+                   "    for member in p:",
+                   *("        " + line.format(prefix=repr(column.qualifier)) for line in member),
+                   f"        if {fits}:",
+                   "            return None",
+                   f"        append(new(Cell, ({column.family!r}, q, {at}, b'\\x00')))",
+                   "        size += len(q) + 1",
+                   f"    if {duplicates.format()}:",
+                   "        return None",
+                   "else:", indent=indent)
+        indent += 1
+    _emitted(source, column, at, indent=indent)
 
 
 def _rest(source: _Source, entity: Any) -> None:

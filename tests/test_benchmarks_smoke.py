@@ -220,3 +220,14 @@ def test_a_failed_run_drops_only_its_rounds_pair_and_the_verdicts_read_the_media
     assert verdicts["own_cpu_us_per_item"]["value"] == 36.0 and not verdicts["own_cpu_us_per_item"]["met"]
     empty = bench_run.summarize_rounds([])
     assert empty["ratio"] is None and empty["spread"] is None and empty["own_cpu_steady_us_per_item"]["median"] is None
+
+
+def test_ab_jobs_alternate_the_trees_order_each_round_and_profile_this_tree_first():
+    """benchmarks.owncpu_ab and startup_ab: A, B then B, A, so that neither tree always runs first (or second) on a
+    machine whose load drifts; a profiled job of this tree before the measured rounds."""
+    from benchmarks.startup_ab import alternating
+
+    trees = {"this": "/tree/this", "main": "/tree/main"}
+    assert alternating(trees, 3, False) == [(0, "this"), (0, "main"), (1, "main"), (1, "this"), (2, "this"),
+                                            (2, "main")]
+    assert alternating(trees, 1, True) == [(-1, "this"), (0, "this"), (0, "main")]

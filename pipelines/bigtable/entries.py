@@ -10,11 +10,13 @@ holds, so the batcher's byte limits (``flush_limit_bytes``, ``flow_control_max_b
 and ``_to_pb()`` through proto-plus per cell.
 
 :class:`CellsEntry` keeps the mapper's cell tuples instead. ``SetCell`` objects are made only
-if something reads ``mutations`` item by item (the error path does); the raw (upb) message is
-filled directly and serialised, once, when the batcher first asks for the size, and kept only as
-those bytes (``wire``: the entry as a request's field 2, which our MutateRows call joins into the
-request); ``size()`` is its serialized size. What goes on the wire is byte for byte what the
-client's classes send (tests/pipelines/test_bigtable_entries.py).
+if something reads ``mutations`` item by item (the error path does); the entry's protobuf bytes are
+written once, when the batcher first asks for the size, by :func:`set_cells_record` (no message
+object: filling a upb message cell by cell and serialising it cost more than the mapper's whole
+row, docs/PERFORMANCE.md), and kept only as those bytes (``wire``: the entry as a request's field 2,
+which our MutateRows call joins into the request); ``size()`` is its serialized size. What goes on
+the wire is byte for byte what protobuf serialises for the client's classes, and what protobuf's
+setters refuse is refused with their errors (tests/pipelines/test_bigtable_entries.py, hypothesis).
 
 Counters (cells of aggregate families) are written whole, ``DeleteFromColumn`` then ``AddToCell``, by
 :class:`MutationsEntry` (:func:`mutations_entry_class`), which the change sink uses for its deletes and sets too.
@@ -23,6 +25,7 @@ Counters (cells of aggregate families) are written whole, ``DeleteFromColumn`` t
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -101,6 +104,134 @@ def request_entry_prefix(length: int) -> bytes:
     return bytes(varint)
 
 
+def varint(number: int) -> bytes:
+    """``number`` as a protobuf varint; a negative int64 as its 64-bit two's complement (ten bytes), as protobuf
+    writes an int64 field. Outside int64 (and uint64 for lengths), the ValueError protobuf's setter raises."""
+    if number < 0x80:
+        if number >= 0:
+            return bytes((number,))
+        if number < -(1 << 63):
+            raise ValueError(f"Value out of range: {number}")
+        number += 1 << 64
+    elif number >= 1 << 64:
+        raise ValueError(f"Value out of range: {number}")
+    out = bytearray()
+    while number >= 0x80:
+        out.append(number & 0x7F | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
+
+
+SMALL = 4096
+"""Lengths below this have their varint heads precomputed (the benchmark's cells are a few dozen bytes)."""
+_ROW_KEY_HEADS = tuple(b"\x0a" + varint(n) for n in range(SMALL))
+"""An entry's ``row_key`` (field 1) head for a key of each length."""
+_VALUE_HEADS = (b"",) + tuple(b"\x22" + varint(n) for n in range(1, SMALL))
+"""A SetCell's ``value`` (field 4) head for a value of each length; an empty value is left out, as protobuf does."""
+_CELL_HEADS = tuple(b"\x12" + varint(n + 1 + len(varint(n))) + b"\x0a" + varint(n) for n in range(SMALL))
+"""For a SetCell of each length: the entry's ``mutations`` (field 2) head of its Mutation, and the Mutation's
+``set_cell`` (field 1) head."""
+
+
+def _cell_head(length: int) -> bytes:
+    return b"\x12" + varint(length + 1 + len(varint(length))) + b"\x0a" + varint(length)
+
+
+def _column_head(family: str, qualifier: bytes) -> bytes:
+    """A SetCell's ``family_name`` (field 1) and ``column_qualifier`` (field 2), each left out when empty; what
+    protobuf's setters refuse raises as they do."""
+    if family.__class__ is str:
+        name = family.encode()
+    elif family.__class__ is bytes:  # protobuf takes UTF-8 bytes for a string field
+        name = family.decode().encode()
+    else:
+        raise TypeError("bad argument type for built-in operation")
+    _bytes_only(qualifier)
+    return ((b"\x0a" + varint(len(name)) + name if name else b"")
+            + (b"\x12" + varint(len(qualifier)) + qualifier if qualifier else b""))
+
+
+def _bytes_only(value: Any) -> None:
+    if value.__class__ is not bytes:  # as protobuf's setter of a bytes field words it
+        raise TypeError(f"expected bytes, {type(value).__name__} found")
+
+
+def _stamp(micros: int) -> bytes:
+    """A SetCell's ``timestamp_micros`` (field 3, int64), left out when 0; as protobuf's setter, anything with an
+    ``__index__`` (a bool too), and nothing else."""
+    micros = operator.index(micros)
+    if micros >= 1 << 63:
+        raise ValueError(f"Value out of range: {micros}")
+    return b"\x18" + varint(micros) if micros else b""
+
+
+def _int_stamp(micros: int) -> bytes:
+    """:func:`_stamp` of an int, kept (the migration time, or an item's time, comes again and again)."""
+    if len(_stamps) >= HEADS_MAX:
+        _stamps.clear()
+    stamp = _stamps[micros] = _stamp(micros)
+    return stamp
+
+
+_NOT_A_TIMESTAMP = object()
+HEADS_MAX = 65536
+"""Column heads and timestamps kept per process; past it a cache starts again (set members and map keys are
+qualifiers too)."""
+_column_heads: dict[tuple, bytes] = {}
+_stamps: dict[int, bytes] = {}
+_ENTRY_HEADS = tuple(ENTRIES_TAG + varint(n) for n in range(SMALL))
+
+
+def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes, int]:
+    """The serialized size of the ``MutateRowsRequest.Entry`` that sets ``cells`` (``(family, qualifier, micros,
+    value)`` tuples, each a ``SetCell`` mutation) in ``row_key``, the entry as a request's field 2 (tag, length,
+    message): byte for byte what protobuf serialises for the same message, written without a message object
+    (tests/pipelines/test_bigtable_entries.py); and the bytes of the cells' qualifiers and values (the sink's
+    ``bytes_written``). Each cell is its Mutation's head, then its column's (cached per ``(family, qualifier)``: the
+    mapper's qualifiers are mostly its constants), its timestamp's (looked up again only when the cell's timestamp
+    is not the previous cell's object: a row's cells share one), its value's head and its value."""
+    _bytes_only(row_key)
+    size = len(row_key)
+    if size:
+        key_head = _ROW_KEY_HEADS[size] if size < SMALL else b"\x0a" + varint(size)
+        parts = [b"", key_head, row_key]
+        size += len(key_head)
+    else:  # an empty field is left out
+        parts = [b""]
+    extend = parts.extend
+    heads, stamps = _column_heads, _stamps
+    last, stamp = _NOT_A_TIMESTAMP, b""
+    data = 0
+    for cell in cells:
+        family, qualifier, micros, value = cell
+        try:
+            column = heads.get(cell[:2])
+        except TypeError:  # an unhashable qualifier, which protobuf refuses
+            column = _column_head(family, qualifier)
+        if column is None:
+            if len(heads) >= HEADS_MAX:
+                heads.clear()
+            column = heads[cell[:2]] = _column_head(family, qualifier)
+        if micros is not last:
+            if micros.__class__ is int:  # (the timestamp 0 is no field: b"", made again each time)
+                stamp = stamps.get(micros) or _int_stamp(micros)
+            else:
+                stamp = _stamp(micros)
+            last = micros
+        if value.__class__ is not bytes:
+            _bytes_only(value)
+        length = len(value)
+        data += length + len(qualifier)
+        value_head = _VALUE_HEADS[length] if length < SMALL else b"\x22" + varint(length)
+        length += len(column) + len(stamp) + len(value_head)
+        head = _CELL_HEADS[length] if length < SMALL else _cell_head(length)
+        size += len(head) + length
+        extend((head, column, stamp, value_head, value))
+    parts[0] = _ENTRY_HEADS[size] if size < SMALL else request_entry_prefix(size)
+    return size, b"".join(parts), data
+
+
 @functools.cache
 def prebuilt_entry_class() -> type:
     """The base of entries built as the wire message directly; built on first use, so importing this module
@@ -122,6 +253,8 @@ def prebuilt_entry_class() -> type:
             self.mutations = LazyMutations(tuples, self._client_mutation)  # type: ignore[assignment]
             self.wire = b""
             """The entry as field 2 of a MutateRowsRequest (tag, length, message), once :meth:`size` was asked."""
+            self.data_bytes: int | None = None
+            """The bytes of its SetCells' qualifiers and values, where :meth:`size` counted them."""
             self._size = -1
 
         @staticmethod
@@ -134,10 +267,25 @@ def prebuilt_entry_class() -> type:
         def size(self) -> int:
             """Bytes on the wire; the batcher asks three times, the message is built and serialised on the first."""
             if self._size < 0:
-                data = self._build().SerializeToString()
-                self._size = len(data)
-                self.wire = entry_field(len(data)) + data
+                self._size, self.wire, self.data_bytes = self._record()
             return self._size
+
+        def _record(self) -> tuple[int, bytes, int | None]:
+            """The entry's serialized size, the entry as a request's field 2, and :attr:`data_bytes`."""
+            data = self._build().SerializeToString()
+            return len(data), entry_field(len(data)) + data, None
+
+        @property
+        def entry(self) -> Any:
+            return self
+
+        @property
+        def proto(self) -> bytes:
+            """Our MutateRows operation reads each entry's ``entry`` and request record (``proto``) from what it
+            holds for it: an entry of ours is that itself, and the operation makes no holder per entry."""
+            if self._size < 0:
+                self.size()
+            return self.wire
 
         def _to_pb(self) -> Any:
             # The client's own MutateRows (bulk_mutate_rows): its request takes the message, which the batcher's
@@ -166,6 +314,9 @@ def _cells_entry_class() -> type:
 
         def is_idempotent(self) -> bool:
             return all(cell[2] >= 0 for cell in self.tuples)  # -1 would be a server-side timestamp
+
+        def _record(self) -> tuple[int, bytes, int | None]:
+            return set_cells_record(self.row_key, self.tuples)
 
         def _fill(self, add: Callable[[], Any]) -> None:
             for family, qualifier, micros, value in self.tuples:

@@ -27,7 +27,7 @@ import functools
 from typing import Any
 
 from .calls import ChannelCall, routing_metadata
-from .entries import request_entry_prefix
+from .entries import prebuilt_entry_class, request_entry_prefix
 
 
 def entry_record(entry: Any) -> bytes:
@@ -112,6 +112,7 @@ def operation_class() -> type:
     from google.cloud.bigtable_v2.types import bigtable as types_pb
 
     request_fields = types_pb.MutateRowsRequest.pb()
+    ours = prebuilt_entry_class()
 
     class MutateRows(CrossSync._Sync_Impl._MutateRowsOperation):  # type: ignore[name-defined]
         def __init__(self, target: Any, entries: list[Any], call: Any, **rules: Any) -> None:
@@ -122,8 +123,11 @@ def operation_class() -> type:
             # The client's retry, deadlines and error lists, for no entries: its constructor would build each
             # entry's proto-plus message, ours keep their bytes.
             super().__init__(target.client._gapic_client, target, [], **rules)  # noqa: SLF001
-            self.mutations = [_EntryWithProto(entry, entry_record(entry))  # type: ignore[arg-type]  # its bytes
-                              for entry in entries]
+            # What the client's operation holds per entry (its ``entry`` and request record, ``proto``): our own
+            # entries are that themselves; another's gets a holder with its bytes.
+            self.mutations: list[Any] = [entry if isinstance(entry, ours) else
+                                         _EntryWithProto(entry, entry_record(entry))  # type: ignore[arg-type]
+                                         for entry in entries]
             self.remaining_indices = list(range(len(self.mutations)))
             self._call = call
             self._head = request_fields(app_profile_id=target.app_profile_id or "",

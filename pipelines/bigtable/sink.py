@@ -558,9 +558,14 @@ class _WriteFn(beam.DoFn):
         """Count a closed batcher's successes and dead-letter its refusals (``errors``, from :func:`close_batcher`)."""
         letters = self._letters(errors, pending)
         cells = written_bytes = index_rows = 0
-        for _entry, row, _item in pending.values():
+        for entry, row, _item in pending.values():
             cells += len(row.cells)
-            written_bytes += len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells)
+            data = entry.data_bytes  # the cells' qualifiers and values, counted as the entry was built
+            if data is None:  # an entry of counters: its mutations are not its row's cells
+                data = 0
+                for _family, qualifier, _micros, value in row.cells:
+                    data += len(qualifier) + len(value)
+            written_bytes += len(row.row_key) + data
             index_rows += row.__class__ is not MappedRow
         overwritten = _overwritten((row for _entry, row, _item in pending.values() if getattr(row, "table", None) is None),
                                    self._recent)  # an index table's keys are not the main table's

@@ -90,3 +90,84 @@ def test_the_entry_is_serialised_once_and_kept_as_its_request_record():
     assert joined == client._pb
     assert [serialize(entry._to_pb()) for entry in entries] == [serialize(reference_entry(row)._to_pb())
                                                                for row in rows]  # the client's own path
+
+
+# --------------------------------------------------------------------------- the entry's bytes, written by hand
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+raw_entry = types_pb.MutateRowsRequest.Entry.pb()
+INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+LENGTHS = st.sampled_from([0, 1, 127, 128, 4095, 4096, 16383, 16384, 70_000])  # the varints' and the tables' edges
+
+
+def protobuf_entry(row_key, cells) -> bytes:
+    """The reference: the protobuf library's own message, filled by its setters and serialised by it."""
+    entry = raw_entry()
+    entry.row_key = row_key
+    for family, qualifier, micros, value in cells:
+        cell = entry.mutations.add().set_cell
+        cell.family_name, cell.column_qualifier, cell.timestamp_micros, cell.value = family, qualifier, micros, value
+    return entry.SerializeToString()
+
+
+def outcome(make):
+    try:
+        return make()
+    except Exception as err:  # noqa: BLE001 - the error, type and words, is the outcome compared
+        return f"{type(err).__name__}: {err}"
+
+
+binaries = st.one_of(st.binary(max_size=300), LENGTHS.map(lambda n: b"v" * n))
+cells = st.tuples(st.one_of(st.sampled_from(["c", "o", "x", ""]), st.text(max_size=40)),
+                  st.one_of(st.sampled_from([b"n", b"status", b""]), binaries),
+                  st.one_of(st.sampled_from([0, 1000, 1_704_067_200_000_000]), INT64), binaries)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(row_key=st.one_of(st.binary(max_size=200), LENGTHS.map(lambda n: b"k" * n)),
+       cells=st.lists(cells, max_size=12).map(lambda found: [Cell(*cell) for cell in found]),
+       shared=st.booleans())
+def test_an_entrys_bytes_are_protobufs_own_serialisation(row_key, cells, shared):
+    """set_cells_record writes the entry as protobuf does, byte for byte: fields in order, defaults (an empty key,
+    family, qualifier or value, a 0 timestamp) left out, negative timestamps as ten-byte varints, lengths at every
+    varint size; the record is field 2 of a request, and the size is the message's."""
+    from ddb2bt.pipelines.bigtable.entries import request_entry_prefix, set_cells_record
+
+    if shared and cells:  # a row's cells share one timestamp object, as the mapper's do
+        cells = [cell._replace(timestamp_micros=cells[0].timestamp_micros) for cell in cells]
+    expected = protobuf_entry(row_key, cells)
+    size, record, data = set_cells_record(row_key, cells)
+    assert record == request_entry_prefix(len(expected)) + expected
+    assert size == len(expected) == raw_entry.FromString(expected).ByteSize()
+    assert data == sum(len(cell.qualifier) + len(cell.value) for cell in cells)
+
+
+ODD = [True, 1.5, "1000", 2**63, -(2**63) - 1, 2**63 - 1, -(2**63), -1, bytearray(b"v"), "v", b"\xff", "\ud800",
+       1, None, (b"q",)]
+
+
+@pytest.mark.parametrize("field", range(4))
+@pytest.mark.parametrize("odd", ODD, ids=repr)
+def test_what_protobuf_refuses_is_refused_alike(field, odd):
+    """A family, qualifier, timestamp or value of a type or range protobuf's setters refuse: the same error, type and
+    words; one they take (a bool timestamp, UTF-8 bytes as a family), the same bytes."""
+    from ddb2bt.pipelines.bigtable.entries import set_cells_record
+
+    cell = ["f", b"q", 1000, b"v"]
+    cell[field] = odd
+    assert outcome(lambda: set_cells_record(b"k", [tuple(cell)])[1][2:]) == outcome(lambda: protobuf_entry(b"k", [cell]))
+    assert outcome(lambda: set_cells_record(odd, [("f", b"q", 1000, b"v")])[1][2:]) == \
+        outcome(lambda: protobuf_entry(odd, [("f", b"q", 1000, b"v")]))
+
+
+def test_the_caches_start_again_when_full(monkeypatch):
+    from ddb2bt.pipelines.bigtable import entries
+
+    monkeypatch.setattr(entries, "HEADS_MAX", 3)
+    monkeypatch.setattr(entries, "_column_heads", {})
+    monkeypatch.setattr(entries, "_stamps", {})
+    rows = [(b"k%d" % n, [("f", b"q%d" % m, 1000 * (n + m), b"v") for m in range(n % 5)]) for n in range(20)]
+    for row_key, found in rows:
+        assert entries.set_cells_record(row_key, found)[1][2:] == protobuf_entry(row_key, found)
+        assert len(entries._column_heads) <= 3 and len(entries._stamps) <= 3

@@ -115,3 +115,34 @@ def test_a_spec_policy_and_the_rule_made_from_it_read_the_same():
                    GcPolicy(max_versions=3, max_age=timedelta(hours=36), combine="intersection"),
                    GcPolicy(max_versions=3, max_age=timedelta(days=30))):
         assert gc_text(policy) == describe_gc_rule(gc_rule_for(policy))
+
+
+def test_the_writers_tallies_count_every_rows_key_qualifiers_and_values(bigtable_env, unique_name):
+    """rows_written, index_rows_written, cells_written and bytes_written (each row's key, its cells' qualifiers and
+    values) for plain rows, a row with a counter (written as DeleteFromColumn + AddToCell: its tally is still its
+    cells') and a row with an index row of its own."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    from ddb2bt.mappers.results import IndexRow
+
+    target = TargetSpec(table=unique_name, families={"f": None, "c": {"aggregate": "sum"}})
+    ensure_table(target)
+    plain = [_row(b"r%d" % i, Cell("f", b"q" * i, 1000, b"v" * (3 * i)), Cell("f", b"", 2000, b"")) for i in range(5)]
+    counter = _row(b"counted", Cell("f", b"name", 1000, b"x"), Cell("c", b"views", 1000, (7).to_bytes(8, "big")))
+    index = IndexRow(b"idx#1", (Cell("f", b"k", 1000, b"r0"),), "by_x")
+    indexed = (MappedRow(b"indexed", (Cell("f", b"q", 1000, b"abc"),), "thing", (), (index,)), {"pk": {"S": "i"}})
+    rows = plain + [counter, indexed]
+    p = new_pipeline()
+    _ = p | beam.Create(rows) | WriteToBigtable(target)
+    result = p.run()
+    result.wait_until_finish()
+
+    def counted(name):
+        return sum(found.committed for found in result.metrics().query(MetricsFilter().with_name(name))["counters"])
+
+    written = [row for row, _ in rows] + [index]
+    assert counted("rows_written") == len(rows) and counted("index_rows_written") == 1
+    assert counted("cells_written") == sum(len(row.cells) for row in written)
+    assert counted("bytes_written") == sum(len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells)
+                                           for row in written)
+    assert ("c", b"views") in [cell[:2] for cell in read_cells(target)[b"counted"]]
