@@ -344,7 +344,8 @@ _END: Any = object()
 
 
 PAGES_AHEAD = 1
-"""Pages a segment's reader may hold ahead of the caller (besides the one it is fetching)."""
+"""Pages a segment's reader may fetch beyond what the caller has taken: its next page is requested as soon as the
+caller takes the last one, so the request overlaps that page's mapping and writing."""
 _POLL = 0.1
 """Seconds between a blocked reader's looks at whether the caller has stopped."""
 
@@ -353,14 +354,11 @@ class _Stopped(Exception):
     """Raised in a reader's waits (retry backoff, read budget) once the caller has stopped reading."""
 
 
-def _offer(box: queue.Queue, entry: Any, stop: threading.Event) -> bool:
-    """Put ``entry`` in ``box`` once there is room; False when the caller stopped first."""
+def _room(slots: threading.Semaphore, stop: threading.Event) -> bool:
+    """Wait for one of ``slots``; False when the caller stopped first."""
     while not stop.is_set():
-        try:
-            box.put(entry, timeout=_POLL)
+        if slots.acquire(timeout=_POLL):
             return True
-        except queue.Full:
-            continue
     return False
 
 
@@ -373,7 +371,7 @@ def read_segments(open_pages: Callable[[int, Callable[[float], None]], Iterator[
     backoff, read budget) only through ``sleep``, which raises once the caller has stopped.
 
     Up to ``at_once`` segments are read at the same time, in background threads, each at most ``ahead`` pages
-    beyond what the caller took (memory: ``at_once × (ahead + 1)`` pages besides the caller's). With
+    beyond what the caller took, fetched or fetching (memory: ``at_once × ahead`` pages besides the caller's). With
     ``interleave`` the pages come in the order they arrived, segments mixed; without it segment after
     segment in the order given, the next ones read ahead meanwhile (for a consumer that needs each
     segment's pages together). A reader's error is raised here when its segment's turn comes. Leaving
@@ -382,7 +380,8 @@ def read_segments(open_pages: Callable[[int, Callable[[float], None]], Iterator[
     reported, so a resumed run reads them again.
     """
     stop = threading.Event()
-    boxes: dict[int, queue.Queue] = {segment: queue.Queue(maxsize=max(1, ahead)) for segment in segments}
+    boxes: dict[int, queue.Queue] = {segment: queue.Queue() for segment in segments}  # held to ``ahead`` by slots
+    slots = {segment: threading.Semaphore(max(1, ahead)) for segment in segments}
     arrivals: queue.Queue = queue.Queue()  # segment numbers, in the order their entries arrived (interleave)
     arrived = arrivals.put if interleave else (lambda _segment: None)
 
@@ -394,16 +393,15 @@ def read_segments(open_pages: Callable[[int, Callable[[float], None]], Iterator[
         pages: Iterator[T] | None = None
         try:
             pages = open_pages(segment, sleep)
-            while not stop.is_set():
+            while _room(slots[segment], stop):  # a page is fetched only once the caller took the one before
                 page = next(pages, _END)
-                if not _offer(boxes[segment], (page, None), stop):
-                    return
+                boxes[segment].put((page, None))
                 arrived(segment)
                 if page is _END:
                     return
         except Exception as err:  # noqa: BLE001 - handed to the caller, raised there
-            if _offer(boxes[segment], (_END, err), stop):
-                arrived(segment)
+            boxes[segment].put((_END, err))
+            arrived(segment)
         finally:
             close = getattr(pages, "close", None)
             if close is not None:
@@ -424,6 +422,7 @@ def read_segments(open_pages: Callable[[int, Callable[[float], None]], Iterator[
                     current = next(order) if current is None else current
                     segment = current
                 page, err = boxes[segment].get()
+                slots[segment].release()  # its reader may fetch the next page while this one is worked on
                 if err is not None:
                     raise err
                 if page is _END:

@@ -182,6 +182,20 @@ def test_no_page_costs_more_than_the_budget_allows_the_first_included(dynalite):
     assert clock.now == pytest.approx((spent - pages[-1].consumed_rcu - 10) / 10)  # held to 10 RCU/s throughout
 
 
+def test_segments_are_dealt_into_one_lane_per_call_and_counted_as_read_at_once():
+    from ddb2bt.pipelines.run.options import SEGMENTS_PER_CALL, lanes, segments_at_once
+
+    assert SEGMENTS_PER_CALL == 4
+    assert lanes(list(range(8)), 1) == [tuple(range(8))]  # in_memory: one call reads them all, 4 at a time
+    assert lanes([0, 2, 3, 5, 6], 2) == [(0, 3, 6), (2, 5)]  # completed segments left out before dealing
+    assert lanes(list(range(3)), 8) == [(0,), (1,), (2,)]  # a runner that spreads segments: one per lane
+    assert lanes([], 1) == []
+    # what the CLI reports as "N segments at once" and the budget is split by
+    assert [segments_at_once(1, n) for n in (1, 2, 4, 8, 100)] == [1, 2, 4, 4, 4]
+    assert segments_at_once(2, 8) == 8 and segments_at_once(2, 3) == 3 and segments_at_once(8, 8) == 8
+    assert segments_at_once(1, 0) == 1  # nothing left to read: never a division by zero
+
+
 def test_scan_budget_defaults_to_a_share_of_the_table_capacity(moto_client):
     create_table(moto_client, "t", ProvisionedThroughput={"ReadCapacityUnits": 300, "WriteCapacityUnits": 5})
     source = SourceSpec(table="t", region=REGION, read_budget=0.2)
@@ -420,9 +434,9 @@ def test_read_segments_holds_at_most_a_page_ahead_per_reader_and_at_once_readers
     for segment, page in reading:
         taken += page is not None
         time.sleep(0.002)  # the caller works; readers would run far ahead if nothing held them
-        # at most 2 segments started besides finished ones; each at most 1 page queued + 1 being handed over
+        # at most 2 segments being read; each reader fetches its next page only once its last one was taken
         in_flight = sum(fetched.values()) - taken
-        assert in_flight <= 2 * 2, (fetched, taken)
+        assert in_flight <= 2, (fetched, taken)
         assert sum(1 for s, n in fetched.items() if 0 < n < 50) <= 2
     assert taken == 300
 
@@ -466,7 +480,7 @@ def test_read_segments_raises_a_readers_error_and_stops_the_others_when_left_ear
     assert time.monotonic() - before < 2
     settled = dict(fetched)
     time.sleep(0.3)
-    assert fetched == settled and sum(settled.values()) <= 4 * 2 + 1
+    assert fetched == settled and sum(settled.values()) <= 4 + 1
 
 
 def test_one_segment_failing_stops_a_reader_retrying_another_at_its_next_wait():
