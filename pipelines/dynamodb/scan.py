@@ -210,7 +210,7 @@ class ScanPage(NamedTuple):
     nbytes: int = 0
     """The response's size (its Content-Length), 0 where the transport does not say."""
     throttled: bool = False
-    """Whether DynamoDB throttled a request for this page (seen by our retries)."""
+    """Whether DynamoDB throttled a request for this page (seen by our retries, or retried by botocore's)."""
 
 
 RETRIED_ERRORS = (ClientError, BotoConnectionError, HTTPClientError, CorruptResponseError)
@@ -218,6 +218,18 @@ RETRIED_ERRORS = (ClientError, BotoConnectionError, HTTPClientError, CorruptResp
 
 def _error_code(err: Exception) -> str:
     return err.response.get("Error", {}).get("Code", "") if isinstance(err, ClientError) else ""
+
+
+_BOTOCORE_THROTTLED = threading.local()
+"""Whether botocore retried a throttled Scan attempt in this thread's current call (:func:`scan_client`'s hook)."""
+
+
+def _note_throttle(response: Any = None, **_: Any) -> None:
+    """botocore's ``needs-retry`` event, once per attempt: remember a throttled answer, which botocore may retry
+    and absorb before our retries see it (several segments read at once share the throttling)."""
+    parsed = response[1] if isinstance(response, tuple) and len(response) > 1 else None
+    if isinstance(parsed, dict) and parsed.get("Error", {}).get("Code") in THROTTLE_CODES:
+        _BOTOCORE_THROTTLED.seen = True
 
 
 def _retryable(err: Exception) -> bool:
@@ -282,17 +294,19 @@ def scan_pages(
         while True:
             if budget is not None:
                 budget.wait()
+            _BOTOCORE_THROTTLED.seen = False
             try:
                 response = client.scan(**request)
                 if "Count" not in response:  # every Scan result has one; botocore parses a cut body into {}
                     raise CorruptResponseError(response)
+                throttled = throttled or getattr(_BOTOCORE_THROTTLED, "seen", False)
                 break
             except RETRIED_ERRORS as err:
                 if not _retryable(err):
                     raise
                 attempt += 1
                 inner += getattr(err, "response", {}).get("ResponseMetadata", {}).get("RetryAttempts", 0)  # botocore's
-                throttled = throttled or _error_code(err) in THROTTLE_CODES
+                throttled = throttled or _error_code(err) in THROTTLE_CODES or getattr(_BOTOCORE_THROTTLED, "seen", False)
                 elapsed = time.monotonic() - started
                 if attempt >= retry.max_attempts or elapsed >= retry.deadline:
                     raise ScanFailedError(table, segment, total_segments, attempt, key, err, elapsed) from err
@@ -336,6 +350,7 @@ def scan_client(settings: ClientSettings, retry: RetryPolicy = RetryPolicy()) ->
     ``retry`` (which reports each retry and has a deadline) takes over after them."""
     client = make_client(replace(settings, max_attempts=retry.botocore_attempts))
     keep_items_raw(client)
+    client.meta.events.register("needs-retry.dynamodb.Scan", _note_throttle, unique_id="ddb2bt-scan-throttled")
     return client
 
 
