@@ -530,8 +530,7 @@ class _ScanSegmentFn(beam.DoFn):
     def process(self, lane: tuple[int, ...]) -> Iterable[Any]:
         spent = 0.0  # counters are integers: carry the half units
         for segment, page in read_segments(self._pages_of, lane, interleave=self._interleave):
-            if page is None:
-                yield SegmentDone(segment)
+            if page is None:  # its reader's end, which may come after other segments' pages: marked at its last page
                 continue
             self._pages.inc()
             if self._progress is not None:
@@ -547,7 +546,9 @@ class _ScanSegmentFn(beam.DoFn):
                 spent -= int(spent)
             if page.items:
                 yield Batch(page.items, page.nbytes)  # the page is the batch
-            if self._savepoints and page.last_key is not None:
+            if page.last_key is None:  # the segment's last page (Scan gives no LastEvaluatedKey): done behind it
+                yield SegmentDone(segment)
+            elif self._savepoints:
                 yield SegmentAt(segment, page.last_key)  # the writer passes it on once the page is stored
         if spent > 0:
             self._rcu.inc(math.ceil(spent))

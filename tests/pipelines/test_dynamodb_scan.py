@@ -23,7 +23,7 @@ from tests.aws_mock import mock_aws
 
 from ddb2bt.mappers.spec import SourceSpec
 from ddb2bt.mappers.analysis.plan import SourceDescription
-from ddb2bt.pipelines.run.batches import Batch, SegmentDone
+from ddb2bt.pipelines.run.batches import Batch, SegmentAt, SegmentDone
 from ddb2bt.pipelines.dynamodb.client import ClientSettings, describe_source, make_client
 from ddb2bt.pipelines.run.local_runner import new_pipeline
 from ddb2bt.pipelines.dynamodb.scan import (
@@ -371,6 +371,28 @@ def test_a_segment_is_its_pages_as_batches_then_its_done_marker():
     assert out[-1] == SegmentDone(1) and not any(isinstance(element, SegmentDone) for element in out[:-1])
     assert all(type(batch) is Batch and 0 < len(batch) <= 25 for batch in out[:-1])
     assert sorted(map(fingerprint, (i for batch in out[:-1] for i in batch))) == expected
+
+
+def test_interleaved_segments_each_have_their_done_marker_right_behind_their_last_page():
+    """Read at once and interleaved, a segment is still marked done as soon as its last page is out (the page with
+    no LastEvaluatedKey), not once its reader's end has queued behind the other segments' pages."""
+    from ddb2bt.pipelines.dynamodb.scan import BudgetPlan, _ScanSegmentFn
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        create_table(client, "t", make_items(120, padding=20))
+        fn = _ScanSegmentFn(ClientSettings(region=REGION), "t", 3, False, BudgetPlan(math.inf), RetryPolicy(), 10,
+                            savepoints=True, interleave=True)
+        fn.setup()
+        out = list(fn.process((0, 1, 2)))
+        expected = sorted(fingerprint(i) for s in range(3) for i in scan_segment(client, "t", s, 3))
+    assert sorted(fingerprint(i) for batch in out if type(batch) is Batch for i in batch) == expected
+    for segment in range(3):
+        assert out.count(SegmentDone(segment)) == 1
+        done = out.index(SegmentDone(segment))
+        before = out[done - 1]  # its last page's batch (or, an empty last page, the savepoint of the one before)
+        assert type(before) is Batch or (type(before) is SegmentAt and before.segment == segment), out
+        assert not any(type(e) is SegmentAt and e.segment == segment for e in out[done:])
 
 
 def test_transform_pickles_settings_not_clients_and_builds_offline():
