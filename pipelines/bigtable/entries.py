@@ -94,14 +94,7 @@ a request's entries are their records one after the other."""
 
 def request_entry_prefix(length: int) -> bytes:
     """The tag and length (a varint) that precede an entry of ``length`` bytes in a MutateRowsRequest."""
-    if length < 0x80:
-        return ENTRIES_TAG + bytes((length,))
-    varint = bytearray(ENTRIES_TAG)
-    while length >= 0x80:
-        varint.append(length & 0x7F | 0x80)
-        length >>= 7
-    varint.append(length)
-    return bytes(varint)
+    return ENTRIES_TAG + varint(length)
 
 
 def varint(number: int) -> bytes:
@@ -129,13 +122,16 @@ _ROW_KEY_HEADS = tuple(b"\x0a" + varint(n) for n in range(SMALL))
 """An entry's ``row_key`` (field 1) head for a key of each length."""
 _VALUE_HEADS = (b"",) + tuple(b"\x22" + varint(n) for n in range(1, SMALL))
 """A SetCell's ``value`` (field 4) head for a value of each length; an empty value is left out, as protobuf does."""
-_CELL_HEADS = tuple(b"\x12" + varint(n + 1 + len(varint(n))) + b"\x0a" + varint(n) for n in range(SMALL))
-"""For a SetCell of each length: the entry's ``mutations`` (field 2) head of its Mutation, and the Mutation's
-``set_cell`` (field 1) head."""
 
 
 def _cell_head(length: int) -> bytes:
+    """For a SetCell of ``length`` bytes: the entry's ``mutations`` (field 2) head of its Mutation, and the
+    Mutation's ``set_cell`` (field 1) head."""
     return b"\x12" + varint(length + 1 + len(varint(length))) + b"\x0a" + varint(length)
+
+
+_CELL_HEADS = tuple(_cell_head(n) for n in range(SMALL))
+""":func:`_cell_head` of each length below :data:`SMALL`."""
 
 
 def _column_head(family: str, qualifier: bytes) -> bytes:
