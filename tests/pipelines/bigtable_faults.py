@@ -3,9 +3,12 @@ tests that pin how its retries go."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 from ddb2bt.pipelines.local.proxy import Proxy
 
-__all__ = ["CutLargeRequest", "LostResponse"]
+__all__ = ["CutLargeRequest", "LostResponse", "StallAfter"]
 
 
 class LostResponse:
@@ -54,4 +57,30 @@ class _Counted:
                 side.transport.abort()
             return b""
         self.sent += len(data)
+        return data
+
+
+class StallAfter(Proxy):
+    """A loopback TCP proxy in front of the emulator that forwards the client's first ``after`` bytes (all
+    connections together) and then holds everything the client sends, forever: a run behind it cannot finish, so a
+    kill once ``stalled`` is set lands mid-run however fast the machine is."""
+
+    def __init__(self, target_host: str, target_port: int, *, after: int) -> None:
+        super().__init__(target_host, target_port)
+        self.after, self.sent, self.stalled = after, 0, threading.Event()
+
+    async def relay(self, reader, writer, up_reader, up_writer) -> None:
+        await super().relay(_Stalling(self, reader), writer, up_reader, up_writer)
+
+
+class _Stalling:
+    def __init__(self, proxy: StallAfter, reader) -> None:
+        self.proxy, self.reader = proxy, reader
+
+    async def read(self, size: int) -> bytes:
+        data = await self.reader.read(size)
+        if self.proxy.stalled.is_set() or self.proxy.sent + len(data) > self.proxy.after:
+            self.proxy.stalled.set()
+            await asyncio.Event().wait()  # never set: held until the proxy stops
+        self.proxy.sent += len(data)
         return data

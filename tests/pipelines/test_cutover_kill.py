@@ -12,9 +12,13 @@ import sys
 import time
 
 from ddb2bt.pipelines.local import servers as local_servers
+from ddb2bt.pipelines.local.proxy import serving
 
+from .bigtable_faults import StallAfter
 from .cells import expected_cells, read_cells
 from .streams import backfill, table_items, workload
+
+STALL_AFTER_BYTES = 100_000  # of about 214 kB the catch-up sends (its start-up and its writes)
 
 
 def ddb2bt(*args: str, env: dict) -> list[str]:
@@ -79,18 +83,25 @@ def test_catch_up_killed_and_run_again_converges(bigtable_env, unique_name, tmp_
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
     env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+    read_before = read_cells(spec.target)
     run_dir = tmp_path / "run"
     command = ddb2bt("catch-up", str(spec_file), "--run-dir", str(run_dir), "--export", window,
                      "--flush-limit-mutation-count", "100", env=env)
 
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120  # dead-letter parts appear as batches are applied
-    while time.monotonic() < deadline and not list(run_dir.glob("catch-up-*.dead_letters.jsonl.parts/part-*")):
-        assert process.poll() is None, process.stdout.read().decode()
-        time.sleep(0.02)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    # Behind a proxy that stops passing Bigtable requests part way: the kill lands mid-run on any machine (waiting
+    # for a file the run writes as it goes raced the run's end on a fast one).
+    host, port = bigtable_env.endpoint.rsplit(":", 1)
+    proxy = StallAfter(host, int(port), after=STALL_AFTER_BYTES)
+    with serving(proxy) as proxy_port:
+        stalled_env = {**env, **local_servers.emulator_env(f"127.0.0.1:{proxy_port}")}
+        process = subprocess.Popen(command, env=stalled_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        while not proxy.stalled.wait(0.05):
+            assert process.poll() is None, process.stdout.read().decode()
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
     assert not (run_dir / "cutover.json").exists(), "killed before the end: the timeline did not advance"
+    written = read_cells(spec.target)
+    assert written != read_before and written != expected_cells(spec, list(table.values())), "killed part way"
 
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
