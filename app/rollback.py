@@ -151,7 +151,11 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
     table = request.to_table or loaded.source.table
     if not table:
         raise RollbackError("the spec reads an export and names no DynamoDB table", "name one: --to-table TABLE")
-    key_names, key_types = _table_keys(_sink(loaded, table, request), loaded)
+    sink = _sink(loaded, table, request)
+    # One DynamoDB client for this process's whole run: the table's check, the writers and the comparison (each
+    # client is a botocore session and its handlers built anew); worker processes make their own.
+    client = sink.client()
+    key_names, key_types = _table_keys(sink, loaded, client)
     setup = _Setup(loaded, table, key_names, {**key_types, **request.types}, request,
                    latest_only(loaded), lost_keys(loaded, key_names), ())
     source = setup.source()
@@ -162,7 +166,7 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
     state = _Checkpoint.open(run_dir, record, options.resume, source.pieces)
     setup = replace(setup, ranges=tuple(state.ranges))
     resume = f"continue it with the same command and --resume --run-dir {run_dir}"
-    _write_phase(state, setup, workers, progress, resume)
+    _write_phase(state, setup, workers, progress, resume, client)
     dead_lines = state.dead_lines()
     counters = dict(state.counters)
     problems = _reconcile(counters)
@@ -170,7 +174,7 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
     differences_file = None
     if request.compare:
         differences_file = os.path.join(run_dir, DIFFERENCES_FILE)
-        compared, differences, not_compared = _compare(setup, workers, differences_file, progress, resume)
+        compared, differences, not_compared = _compare(setup, workers, differences_file, progress, resume, client)
         if differences:
             problems.append(f"{differences} items differ between DynamoDB and Bigtable (see {differences_file})")
     if dead_lines:
@@ -194,10 +198,10 @@ def _sink(spec: MappingSpec, table: str, request: RollbackRequest, key_names: tu
                         retry_seconds=request.retry_seconds)
 
 
-def _table_keys(sink: DynamoDBSink, spec: MappingSpec) -> tuple[tuple[str, ...], dict[str, str]]:
-    """The table's key names and types (the sink's DescribeTable); RollbackError when it is missing or keyed
-    otherwise."""
-    found = sink.table_keys()
+def _table_keys(sink: DynamoDBSink, spec: MappingSpec, client: Any = None) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The table's key names and types (the sink's DescribeTable, through ``client`` when given); RollbackError when
+    it is missing or keyed otherwise."""
+    found = sink.table_keys(client)
     if found is None:
         raise RollbackError(f"DynamoDB table {sink.table} does not exist",
                             "create it with the source table's key schema, or name another with --to-table")
@@ -406,10 +410,10 @@ class _Setup:
     processes: int = 1
     """How many processes share the work (and the write budget)."""
 
-    def writer(self) -> DynamoWriter:
-        """This process's writer, from the sink (the interface every run writes through); its budget is this
-        process's share of ``--wcu``."""
-        return _sink(self.spec, self.table, self.request, self.key_names).writer(share=self.processes)
+    def writer(self, client: Any = None) -> DynamoWriter:
+        """This process's writer, from the sink (the interface every run writes through), on ``client`` when given
+        (one the sink made); its budget is this process's share of ``--wcu``."""
+        return _sink(self.spec, self.table, self.request, self.key_names).writer(share=self.processes, client=client)
 
     def source(self) -> RowSource:
         """The Bigtable rows (a :class:`~ddb2bt.pipelines.source.Source`): key ranges, rows from a committed row key
@@ -425,7 +429,7 @@ Commit = Callable[[int, "bytes | None", "Counter[str]", list[str], bool], None]
 
 
 def _write_phase(state: _Checkpoint, setup: _Setup, workers: _Workers | None, progress: Progress | None,
-                 resume: str) -> None:
+                 resume: str, client: Any = None) -> None:
     """Every unfinished range, in this process or in the worker processes (each reading, decoding and writing whole
     ranges); either way this process alone commits, so the checkpoint and dead letters stay one consistent file."""
 
@@ -441,7 +445,8 @@ def _write_phase(state: _Checkpoint, setup: _Setup, workers: _Workers | None, pr
             workers.run(replace(setup, processes=min(workers.count, len(todo))), "write", todo, state.after,
                         lambda message: commit(*message), resume)
         else:
-            _write_ranges(setup, dict(state.after), lambda: queue.popleft() if queue else None, commit, lambda: False)
+            _write_ranges(setup, dict(state.after), lambda: queue.popleft() if queue else None, commit, lambda: False,
+                          client=client)
     except KeyboardInterrupt:
         raise Interrupted("rollback stopped: every range is committed up to its last row written", resume) from None
     finally:
@@ -458,12 +463,13 @@ def _processes(request: RollbackRequest) -> int:
 
 
 def _write_ranges(setup: _Setup, after: dict[int, bytes | None], next_range: Callable[[], int | None],
-                  commit: Commit, stopping: Callable[[], bool]) -> None:
-    """Ranges from ``next_range`` until None: read and decode in key order here, write in ``request.writers`` threads,
-    ``commit`` in order; ``stopping()`` ends the run after the batches in flight are committed."""
+                  commit: Commit, stopping: Callable[[], bool], *, client: Any = None) -> None:
+    """Ranges from ``next_range`` until None: read and decode in key order here, write in ``request.writers`` threads
+    (through ``client`` when given), ``commit`` in order; ``stopping()`` ends the run after the batches in flight are
+    committed."""
     from ..pipelines.run.dead_letters import DeadLetter
 
-    writer, source = setup.writer(), setup.source()
+    writer, source = setup.writer(client), setup.source()
     source.decoder  # noqa: B018 - built before the first row: a spec it cannot decode fails the run here
     decode = _row_decoder(source, setup.key_names, setup.unkeyed)
 
@@ -528,7 +534,7 @@ def _reconcile(c: dict[str, int]) -> list[str]:
 
 
 def _compare(setup: _Setup, workers: _Workers | None, path: str, progress: Progress | None,
-             resume: str) -> tuple[int, int, int]:
+             resume: str, client: Any = None) -> tuple[int, int, int]:
     """Every row again: its items against DynamoDB's, in this process or in worker processes (each its own ranges);
     the differences go into ``path`` from this process alone. (items compared, differing, rows not decodable)."""
     from ..pipelines.run.dead_letters import create_private
@@ -548,22 +554,23 @@ def _compare(setup: _Setup, workers: _Workers | None, path: str, progress: Progr
                         lambda message: report(*message), resume)
         else:
             queue = deque(todo)
-            _compare_ranges(setup, lambda: queue.popleft() if queue else None, report, lambda: False)
+            _compare_ranges(setup, lambda: queue.popleft() if queue else None, report, lambda: False, client=client)
     if progress is not None:
         progress("compare", {"compared": totals["compared"], "differing": totals["differing"]})
     return totals["compared"], totals["differing"], totals["unreadable"]
 
 
 def _compare_ranges(setup: _Setup, next_range: Callable[[], int | None],
-                    report: Callable[[int, list[str], int], None], stopping: Callable[[], bool]) -> None:
+                    report: Callable[[int, list[str], int], None], stopping: Callable[[], bool], *,
+                    client: Any = None) -> None:
     """The rows of each range from ``next_range``: their items against DynamoDB's (BatchGetItem of 100 keys,
-    ``request.writers`` calls in flight while the rows are read on); ``report(compared, difference lines, rows
-    not decodable)`` per call."""
+    ``request.writers`` calls in flight while the rows are read on, through ``client`` when given); ``report(compared,
+    difference lines, rows not decodable)`` per call."""
     from ..mappers.attrvalue import to_export_json
     from ..mappers.decode import comparable
     from ..mappers.rollback import key_of
 
-    writer, source = setup.writer(), setup.source()
+    writer, source = setup.writer(client), setup.source()
     source.decoder  # noqa: B018 - built before the first row: a spec it cannot decode fails the run here
     key_names, threads = setup.key_names, setup.request.writers
     decode = _row_decoder(source, key_names, setup.unkeyed)

@@ -66,10 +66,11 @@ def _merge(messages: Iterable[Any]) -> Iterator[tuple[bytes | None, list[Cell]]]
             if chunk.reset_row:
                 row_key, cells, parts = b"", [], None
                 continue
-            if chunk.row_key:
-                if cells and chunk.row_key != row_key:
+            key = chunk.row_key  # each field read is a copy out of the message: once
+            if key:
+                if cells and key != row_key:
                     raise InvalidChunk("a new row key before the row was committed")
-                row_key = chunk.row_key
+                row_key = key
             elif not row_key:
                 raise InvalidChunk("a chunk with no row key")
             if chunk.HasField("qualifier"):

@@ -348,10 +348,11 @@ class DynamoDBSink(Sink):
     def prepare(self, *, create: bool = True) -> None:
         self.check()  # DynamoDB tables are made with their key schema and capacity by their owners, never here
 
-    def writer(self, share: int = 1) -> DynamoWriter:
-        """A writer for one process of ``share`` (its budget is that share of ``wcu``), with its own client."""
+    def writer(self, share: int = 1, client: Any = None) -> DynamoWriter:
+        """A writer for one process of ``share`` (its budget is that share of ``wcu``), on ``client`` (one made by
+        :meth:`client`, which a run may share between its check, writers and reads) or its own."""
         budget = WriteBudget(self.wcu / share if self.wcu else None)
-        return DynamoWriter(self.client(), self.table, self.key_names, budget, retry_seconds=self.retry_seconds)
+        return DynamoWriter(client or self.client(), self.table, self.key_names, budget, retry_seconds=self.retry_seconds)
 
     def write(self, batches: Any, label: str | None = None) -> Any:
         from ..run.writes import write_items

@@ -162,6 +162,30 @@ def test_undecodable_rows_are_dead_letters_and_reconciled(bigtable_env, moto_ser
     assert table_items(moto_server.endpoint, unique_name) == canonical(items)
 
 
+def test_a_one_process_rollback_checks_writes_and_compares_through_one_dynamodb_client(
+        bigtable_env, moto_server, unique_name, tmp_path, monkeypatch):
+    """The table's check, the writers and the comparison share the client the sink made (each client is a botocore
+    session built anew), and the rollback is whole and equal through it."""
+    from ddb2bt.pipelines.dynamodb import sink
+
+    made = []
+
+    def counted(settings):
+        made.append(settings)
+        return real(settings)
+
+    real = sink.make_client
+    monkeypatch.setattr(sink, "make_client", counted)
+    spec = make_spec(unique_name, moto_server.endpoint)
+    items = rich_items(30)
+    write_bigtable(spec, items)
+    create_table(client_for(moto_server.endpoint), unique_name, "pk", "sk")
+    result = rollback(spec, RollbackRequest(processes=1, writers=3), RunOptions(run_dir=str(tmp_path / "rb")))
+    assert result.ok and result.counters["items_written"] == 30 and (result.compared, result.differences) == (30, 0)
+    assert len(made) == 1
+    assert table_items(moto_server.endpoint, unique_name) == canonical(items)
+
+
 def test_refusals_write_nothing(bigtable_env, moto_server, unique_name, tmp_path):
     spec = make_spec(unique_name, moto_server.endpoint)
     write_bigtable(spec, rich_items(3))
