@@ -1,5 +1,5 @@
 """The catch-up against migrate, this tree against another commit in alternating processes:
-``python -m benchmarks.catchup_ab --against <commit> [--items N] [--rounds R] [--alone]``.
+``python -m benchmarks.catchup_ab --against <commit> [--this <commit>] [--items N] [--rounds R] [--alone]``.
 
 Each round runs ``python -m benchmarks.cutover --items N --rounds 1 --no-tail`` (migrate then catch-up of the same
 data in one process, after an untimed warm-up of both) once per tree, the order reversed every other round, the other
@@ -32,6 +32,7 @@ def _load() -> str:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.catchup_ab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", required=True, help="the commit to compare with (e.g. main)")
+    parser.add_argument("--this", default=None, help="a commit to measure instead of the working tree")
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--alone", action="store_true", help="the catch-up by itself (no migrate beside it)")
@@ -40,7 +41,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     runs: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="ddb2bt-catchup-ab-") as tmp:
-        trees = {"this": str(ROOT), args.against: str(tree_of(args.against, Path(tmp) / "against"))}
+        this = str(tree_of(args.this, Path(tmp) / "this")) if args.this else str(ROOT)
+        trees = {"this": this, args.against: str(tree_of(args.against, Path(tmp) / "against"))}
         for tree in trees.values():
             compiled(Path(tree))
         for round_, name in alternating(trees, args.rounds, False):
