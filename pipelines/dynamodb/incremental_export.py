@@ -155,7 +155,11 @@ def check_record(record: Any, key_names: tuple[str, ...] = (), line: bytes | Non
         for name, value in keys.items():
             if image.get(name) != value:
                 raise RecordError(f"{part}.{name} differs from Keys.{name}")
-    return parse_record(record)
+    old, new = record.get("OldImage"), record.get("NewImage")  # parse_record's change, from the fields checked
+    return _new(Change, (keys, old, new, kind_of_change(old, new), int(text), "", False))
+
+
+_new = tuple.__new__  # a Change from a tuple of all its fields, without NamedTuple's Python __new__
 
 
 def _values_pattern(depth: int) -> bytes:

@@ -17,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ddb2bt.mappers.attrvalue import is_value
+from ddb2bt.mappers.changes import Change
 from ddb2bt.pipelines.dynamodb.export import ExportError
 from ddb2bt.pipelines.dynamodb.incremental_export import (VALUES_VALID, RecordError, check_export, check_record,
-                                                          read_incremental_manifest)
+                                                          parse_record, read_incremental_manifest)
 
 from .documented_exports import DOCUMENTED, EXPORTS, INC2
 
@@ -118,7 +119,9 @@ def line_of(record: dict[str, Any], compact: bool, ascii_only: bool) -> bytes:
 
 def outcome(record: Any, key_names: tuple[str, ...], line: bytes | None) -> tuple:
     try:
-        return ("change", check_record(record, key_names, line))
+        change = check_record(record, key_names, line)
+        assert change.__class__ is Change and change == parse_record(record)  # what the read parses, field for field
+        return ("change", change)
     except (RecordError, KeyError, TypeError, ValueError) as err:
         return ("refused", type(err).__name__, str(err))
 
