@@ -19,7 +19,9 @@ the wire is byte for byte what protobuf serialises for the client's classes, and
 setters refuse is refused with their errors (tests/pipelines/test_bigtable_entries.py, hypothesis).
 
 Counters (cells of aggregate families) are written whole, ``DeleteFromColumn`` then ``AddToCell``, by
-:class:`MutationsEntry` (:func:`mutations_entry_class`), which the change sink uses for its deletes and sets too.
+:class:`MutationsEntry` (:func:`mutations_entry_class`), which the change sink uses for its deletes and sets too; a
+change's entry (one-millisecond deletes, then SetCells) is written as bytes the same way (:func:`change_record`), any
+other through protobuf's message.
 """
 
 from __future__ import annotations
