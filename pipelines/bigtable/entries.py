@@ -19,7 +19,9 @@ the wire is byte for byte what protobuf serialises for the client's classes, and
 setters refuse is refused with their errors (tests/pipelines/test_bigtable_entries.py, hypothesis).
 
 Counters (cells of aggregate families) are written whole, ``DeleteFromColumn`` then ``AddToCell``, by
-:class:`MutationsEntry` (:func:`mutations_entry_class`), which the change sink uses for its deletes and sets too.
+:class:`MutationsEntry` (:func:`mutations_entry_class`), which the change sink uses for its deletes and sets too; a
+change's entry (one-millisecond deletes, then SetCells) is written as bytes the same way (:func:`change_record`), any
+other through protobuf's message.
 """
 
 from __future__ import annotations
@@ -228,6 +230,57 @@ def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes
     return size, b"".join(parts), data
 
 
+_INT64 = 1 << 63
+_ranges: dict[int, bytes] = {}
+
+
+def _one_millisecond(micros: int) -> bytes:
+    """A DeleteFromColumn's ``time_range`` (field 3) over ``[micros, micros + 1000)``, each bound left out when 0."""
+    if len(_ranges) >= HEADS_MAX:
+        _ranges.clear()
+    body = (b"\x08" + varint(micros) if micros else b"") + (b"\x10" + varint(micros + 1000) if micros != -1000 else b"")
+    found = _ranges[micros] = b"\x1a" + bytes((len(body),)) + body  # at most 22 bytes: a one-byte length
+    return found
+
+
+def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, bytes, None] | None:
+    """:meth:`MutationsEntry._record <mutations_entry_class>` for a change's entry, without a message object: one-
+    millisecond deletes (``(family, qualifier, micros)``, a ``DeleteFromColumn`` each) then ``SetCell``s (the cells
+    through :func:`set_cells_record`), byte for byte what protobuf serialises (tests/pipelines/test_change_entries.py).
+    None for any other entry (counters, whole-column deletes, a family that is no str, a qualifier that is no bytes, a
+    timestamp that is no int or whose millisecond leaves int64): protobuf's own path answers, or refuses, those."""
+    lengths = bytes(map(len, mutations))
+    cells = lengths.lstrip(b"\x03")
+    if cells.lstrip(b"\x04"):
+        return None
+    count = len(lengths) - len(cells)
+    parts = [b"", b""]
+    if count:
+        heads, ranges = _column_heads, _ranges
+        for mutation in mutations[:count]:
+            family, qualifier, micros = mutation
+            if family.__class__ is not str or qualifier.__class__ is not bytes or micros.__class__ is not int \
+                    or not -_INT64 <= micros < _INT64 - 1000:
+                return None
+            column = heads.get(mutation[:2])
+            if column is None:
+                if len(heads) >= HEADS_MAX:
+                    heads.clear()
+                column = heads[mutation[:2]] = _column_head(family, qualifier)
+            body = column + (ranges.get(micros) or _one_millisecond(micros))
+            inner = b"\x12" + varint(len(body))  # the Mutation's delete_from_column (field 2)
+            parts.append(b"\x12" + varint(len(inner) + len(body)) + inner + body)  # the entry's mutations (field 2)
+        mutations = mutations[count:]
+    _bytes_only(row_key)
+    if row_key:
+        parts[1] = (_ROW_KEY_HEADS[len(row_key)] if len(row_key) < SMALL else b"\x0a" + varint(len(row_key))) + row_key
+    cells_size, cells_wire, _data = set_cells_record(b"", mutations)
+    parts.append(cells_wire[len(cells_wire) - cells_size:])
+    size = sum(map(len, parts))
+    parts[0] = _ENTRY_HEADS[size] if size < SMALL else request_entry_prefix(size)
+    return size, b"".join(parts), None
+
+
 @functools.cache
 def prebuilt_entry_class() -> type:
     """The base of entries built as the wire message directly; built on first use, so importing this module
@@ -350,6 +403,9 @@ def mutations_entry_class() -> type:
         """Any of :func:`client_mutation`'s tuples: deletes (whole column or one millisecond), sets and adds."""
 
         _client_mutation = staticmethod(client_mutation)
+
+        def _record(self) -> tuple[int, bytes, int | None]:
+            return change_record(self.row_key, self.tuples) or super()._record()
 
         def is_idempotent(self) -> bool:
             # Explicit timestamps, exact ranges, and adds only after a delete of their whole column in the same

@@ -235,8 +235,9 @@ def _sized_file_items(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     return sized_records(path, lambda record: record["Item"], "an export item")
 
 
-def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) -> Iterator[tuple[int, T]]:
-    """``(bytes of its line, parse(record))`` for each JSON line of an export data file (full or incremental).
+def sized_records(path: str, parse: Callable[..., T], what: str, *, with_line: bool = False) -> Iterator[tuple[int, T]]:
+    """``(bytes of its line, parse(record))`` for each JSON line of an export data file (full or incremental);
+    ``with_line``: ``parse(record, line)``, the line's bytes beside what was parsed from them.
 
     A line ``parse`` refuses (KeyError/TypeError/ValueError) or a file that cannot be read is an ExportError
     naming the file (and line). Gzip is decoded by ISA-L's reader (``isal.igzip``, the standard library's API and
@@ -255,7 +256,7 @@ def sized_records(path: str, parse: Callable[[dict[str, Any]], T], what: str) ->
                     if not line.strip():
                         continue
                     try:
-                        parsed = parse(loads(line))
+                        parsed = parse(loads(line), line) if with_line else parse(loads(line))
                     except (ValueError, KeyError, TypeError) as err:
                         detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
                         raise ExportError(f"{path} line {number} is not {what}: {detail}") from err

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 import uuid
 import weakref
 from collections.abc import Iterable, Iterator
@@ -116,12 +117,13 @@ class RecordError(ValueError):
     """An export line that is not a change record; the message names the field."""
 
 
-def check_record(record: Any, key_names: tuple[str, ...] = ()) -> Change:
+def check_record(record: Any, key_names: tuple[str, ...] = (), line: bytes | None = None) -> Change:
     """One export line checked field by field, then parsed: RecordError naming the first field that is wrong.
 
     Keys (holding ``key_names``, the table's key attributes), a WriteTimestampMicros that is an integer,
     at least one image, every value of Keys and the images a valid DynamoDB value, and the images' key
-    attributes equal to Keys.
+    attributes equal to Keys. ``line``: the JSON line ``record`` was parsed from; where :data:`VALUES_VALID`
+    matches it, every value of Keys and the images is known valid, and they are not visited one by one.
     """
     if not isinstance(record, dict):
         raise RecordError("the line is no JSON object")
@@ -137,7 +139,8 @@ def check_record(record: Any, key_names: tuple[str, ...] = ()) -> Change:
     for name in key_names:
         if name not in keys:
             raise RecordError(f"Keys has no {name} (the table's key attribute)")
-    problem = _first_problem(keys, "Keys")
+    visit = line is None or VALUES_VALID.fullmatch(line) is None
+    problem = _first_problem(keys, "Keys") if visit else None
     if problem:
         raise RecordError(problem)
     images = [(part, record[part]) for part in ("OldImage", "NewImage") if record.get(part) is not None]
@@ -146,13 +149,53 @@ def check_record(record: Any, key_names: tuple[str, ...] = ()) -> Change:
     for part, image in images:
         if type(image) is not dict:
             raise RecordError(f"{part} is no object")
-        problem = _first_problem(image, part)
+        problem = _first_problem(image, part) if visit else None
         if problem:
             raise RecordError(problem)
         for name, value in keys.items():
             if image.get(name) != value:
                 raise RecordError(f"{part}.{name} differs from Keys.{name}")
-    return parse_record(record)
+    old, new = record.get("OldImage"), record.get("NewImage")  # parse_record's change, from the fields checked
+    return _new(Change, (keys, old, new, kind_of_change(old, new), int(text), "", False))
+
+
+_new = tuple.__new__  # a Change from a tuple of all its fields, without NamedTuple's Python __new__
+
+
+def _values_pattern(depth: int) -> bytes:
+    """A regular expression that matches only a compact JSON line of a change record all of whose values under
+    Keys, OldImage and NewImage (every occurrence of them) are valid DynamoDB values, as ``is_value`` judges them:
+    a type tag and a payload of its shape; N plain decimals of at most 38 characters (``_number_ok``'s own first
+    test), B canonical padded base64 (which strict base64 decoding takes), sets not empty, M and L nested ``depth``
+    levels deep. A line it does not match (spaces, escapes in a tag or a number, another member, deeper nesting,
+    anything wrong) is checked value by value, so it only has to be sure, never complete; its tokens are JSON's
+    (a string runs to its first unescaped quote), so a line that parsed has one reading, and it is the parser's."""
+    text = rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+    number = rb'"(?=[-.0-9]{1,38}")-?(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)"'
+    binary = rb'"(?:[A-Za-z0-9+/]{4})*+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"'
+
+    def members(value: bytes) -> bytes:  # {"name":value,...}: each member followed by a comma and a name, or the end
+        return rb"\{(?:" + text + b":" + value + rb'(?:,(?=")|(?=\})))*+\}'
+
+    def elements(value: bytes, first: bytes, least: bytes) -> bytes:  # [value,...]
+        return rb"\[(?:" + value + rb"(?:,(?=" + first + rb")|(?=\])))" + least + rb"\]"
+
+    scalar = (rb'S":' + text + rb'|N":' + number + rb'|BOOL":(?:true|false)|NULL":true|B":' + binary
+              + rb'|SS":' + elements(text, b'"', b"++") + rb'|NS":' + elements(number, b'"', b"++")
+              + rb'|BS":' + elements(binary, b'"', b"++"))
+    value = rb'\{"(?:' + scalar + rb")\}"
+    for _ in range(depth):
+        value = (rb'\{"(?:' + scalar + rb'|M":' + members(value) + rb'|L":' + elements(value, rb"\{", b"*+")
+                 + rb")\}")
+    attributes = members(value)
+    member = (rb'(?:"Keys":' + attributes + rb'|"(?:Old|New)Image":(?:' + attributes + rb'|null)'
+              rb'|"Metadata":\{"WriteTimestampMicros":\{"N":"[0-9]++"\}\})')
+    return rb"\{(?:" + member + rb'(?:,(?=")|(?=\})))++\}'
+
+
+VALUES_VALID = re.compile(_values_pattern(3))
+"""Every value of the record's Keys and images valid (:func:`_values_pattern`): one match over the line costs about
+half of visiting each value (docs/PERFORMANCE.md, "h/catchup7")."""
 
 
 def _first_problem(attributes: dict[str, Any], where: str) -> str | None:
@@ -221,8 +264,8 @@ def check_export(manifest: IncrementalManifest, key_names: tuple[str, ...] = (),
     try:
         for data_file in manifest.files:
             kept: list[tuple[int, Change]] | None = [] if budget > 0 else None
-            for size, change in sized_records(data_file.path, lambda record: check_record(record, key_names),
-                                              "a change record"):
+            for size, change in sized_records(data_file.path, lambda record, line: check_record(record, key_names, line),
+                                              "a change record", with_line=True):
                 count += 1
                 if kept is not None:
                     kept.append((size, change))
