@@ -30,7 +30,7 @@ from ...mappers.results import MappedRow
 from ...mappers.gc import AGGREGATE_TEXT, combine, describe_gc
 from ..run.batches import Barrier, SegmentAt
 from ..run.metrics import NAMESPACE, ReasonCounters, letter_reason
-from .entries import to_mutation_entry
+from .entries import entry_maker, to_mutation_entry
 from .mutate import batcher_class
 from .raw_answers import free_finished_operations
 from ..run.progress import reporter
@@ -465,6 +465,7 @@ class _WriteFn(beam.DoFn):
         self._closing: tuple[Future, dict[int, tuple[Any, Any, dict]], SegmentAt] | None = None
         """A batcher closing in the background, its entries, and the savepoint passed on once it is closed."""
         self._progress = reporter(self._progress_dir)
+        self._entry = entry_maker(self._destination.counters)
 
     def start_bundle(self) -> None:
         self._pending = {}
@@ -490,10 +491,10 @@ class _WriteFn(beam.DoFn):
         if self._batcher is None:
             self._batcher = TableBatchers(self._table, self._flow, self._table_named)
         batchers = self._batcher
-        append, pending, counters = batchers.append, self._pending, self._destination.counters
+        append, pending, make = batchers.append, self._pending, self._entry
         for row, item in pairs:
             try:
-                entry = to_mutation_entry(row, counters)
+                entry = make(row)
                 entry.size()  # builds the message: a value Bigtable cannot hold fails here, not inside append
             except Exception as err:  # noqa: BLE001 - whatever one row's entry does, it is that row's dead letter
                 self._count_letters(Counter({letter_reason("write", row.entity, what=UNBUILDABLE): 1}))
