@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
-from ...mappers.results import MappedRow
+from ...mappers.results import IndexRow, MappedRow
 from ...mappers.gc import AGGREGATE_TEXT, combine, describe_gc
 from ..run.batches import Barrier, SegmentAt
 from ..run.metrics import NAMESPACE, ReasonCounters, letter_reason
@@ -559,6 +559,7 @@ class _WriteFn(beam.DoFn):
         """Count a closed batcher's successes and dead-letter its refusals (``errors``, from :func:`close_batcher`)."""
         letters = self._letters(errors, pending)
         cells = written_bytes = index_rows = 0
+        main: list[MappedRow | IndexRow] = []  # the rows of the main table (an index table's keys are not its keys)
         for entry, row, _item in pending.values():
             cells += len(row.cells)
             data = entry.data_bytes  # the cells' qualifiers and values, counted as the entry was built
@@ -567,9 +568,13 @@ class _WriteFn(beam.DoFn):
                 for _family, qualifier, _micros, value in row.cells:
                     data += len(qualifier) + len(value)
             written_bytes += len(row.row_key) + data
-            index_rows += row.__class__ is not MappedRow
-        overwritten = _overwritten((row for _entry, row, _item in pending.values() if getattr(row, "table", None) is None),
-                                   self._recent)  # an index table's keys are not the main table's
+            if row.__class__ is MappedRow:
+                main.append(row)
+            else:
+                index_rows += 1
+                if row.table is None:
+                    main.append(row)
+        overwritten = _overwritten(main, self._recent)
         self._rows.inc(len(pending) - index_rows)
         self._index_rows.inc(index_rows)
         self._cells.inc(cells - overwritten)
@@ -640,7 +645,7 @@ RECENT_ROWS = 64
 """Rows whose cell coordinates a writer remembers from one write batch to the next (see :func:`_overwritten`)."""
 
 
-def _overwritten(rows: Iterable[MappedRow], recent: dict[bytes, set]) -> int:
+def _overwritten(rows: Iterable[MappedRow | IndexRow], recent: dict[bytes, set]) -> int:
     """Cells of these rows that another of them, or one of the ``recent`` rows, writes again (same row, family,
     qualifier and timestamp): Bigtable keeps one cell per coordinate, so these are not counted as written.
 
