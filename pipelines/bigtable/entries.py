@@ -335,6 +335,8 @@ def _cells_entry_class() -> type:
         def _record(self) -> tuple[int, bytes, int | None]:
             return set_cells_record(self.row_key, self.tuples)
 
+        _size: int
+
         def size(self) -> int:  # PrebuiltEntry's, without its call of _record: the writer asks it of every row
             if self._size < 0:
                 self._size, self.wire, self.data_bytes = set_cells_record(self.row_key, self.tuples)
