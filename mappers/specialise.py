@@ -311,7 +311,9 @@ def _sets(source: _Source, column: Any, at: str, fits: str) -> None:
 def _rest(source: _Source, entity: Any) -> None:
     """What ``_Entity._rest`` does: leftovers, timestamp texts that would not read back, their cells."""
     consumed = source.name("consumed", entity.consumed)
-    source.add(f"leftovers = [name for name in item if name not in {consumed}]")
+    # most items have no leftover: a frozenset's issuperset walks the item's names in C, without the list
+    # comprehension's frame; the list, in the item's order, only where there are some
+    source.add(f"leftovers = [] if {consumed}.issuperset(item) else [name for name in item if name not in {consumed}]")
     attributes = [attribute for attribute, _, _ in entity.timestamp_texts]
     if len(set(attributes)) != len(attributes):  # one attribute read twice: the general function
         source.add("leftovers += entity._kept_times(item)")

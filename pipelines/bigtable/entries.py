@@ -47,6 +47,15 @@ def to_mutation_entry(row: MappedRow | IndexRow, counters: frozenset[str] = froz
     return _cells_entry_class()(row[0], row[1])
 
 
+def entry_maker(counters: frozenset[str] = frozenset()) -> Callable[[MappedRow | IndexRow], Any]:
+    """:func:`to_mutation_entry` for ``counters``, as fast as it can be had: without aggregate families, the
+    entry class called directly (the writer makes one entry per row)."""
+    if counters:
+        return functools.partial(to_mutation_entry, counters=counters)
+    cells_entry = _cells_entry_class()
+    return lambda row: cells_entry(row[0], row[1])
+
+
 ADD = "add"
 """The last field of an ``AddToCell`` tuple: ``(family, qualifier, micros, int value, ADD)``."""
 
@@ -176,9 +185,24 @@ _NOT_A_TIMESTAMP = object()
 HEADS_MAX = 65536
 """Column heads and timestamps kept per process; past it a cache starts again (set members and map keys are
 qualifiers too)."""
-_column_heads: dict[tuple, bytes] = {}
+_column_heads: dict[Any, dict[Any, bytes]] = {}
+"""Family -> qualifier -> :func:`_column_head` (a dict per family: no ``(family, qualifier)`` tuple made and
+hashed per cell)."""
 _stamps: dict[int, bytes] = {}
 _ENTRY_HEADS = tuple(ENTRIES_TAG + varint(n) for n in range(SMALL))
+
+
+def _new_column_head(family: Any, qualifier: Any) -> bytes:
+    """:func:`_column_head`, kept in :data:`_column_heads` (each family's dict, and the families, start again past
+    :data:`HEADS_MAX`)."""
+    column = _column_head(family, qualifier)
+    heads = _column_heads.get(family)
+    if heads is None or len(heads) >= HEADS_MAX:
+        if len(_column_heads) >= HEADS_MAX:
+            _column_heads.clear()
+        heads = _column_heads[family] = {}
+    heads[qualifier] = column
+    return column
 
 
 def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes, int]:
@@ -186,7 +210,7 @@ def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes
     value)`` tuples, each a ``SetCell`` mutation) in ``row_key``, the entry as a request's field 2 (tag, length,
     message): byte for byte what protobuf serialises for the same message, written without a message object
     (tests/pipelines/test_bigtable_entries.py); and the bytes of the cells' qualifiers and values (the sink's
-    ``bytes_written``). Each cell is its Mutation's head, then its column's (cached per ``(family, qualifier)``: the
+    ``bytes_written``). Each cell is its Mutation's head, then its column's (cached per family and qualifier: the
     mapper's qualifiers are mostly its constants), its timestamp's (looked up again only when the cell's timestamp
     is not the previous cell's object: a row's cells share one), its value's head and its value."""
     _bytes_only(row_key)
@@ -198,19 +222,16 @@ def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes
     else:  # an empty field is left out
         parts = [b""]
     extend = parts.extend
-    heads, stamps = _column_heads, _stamps
+    families, stamps = _column_heads, _stamps
     last, stamp = _NOT_A_TIMESTAMP, b""
     data = 0
-    for cell in cells:
-        family, qualifier, micros, value = cell
+    for family, qualifier, micros, value in cells:
         try:
-            column = heads.get(cell[:2])
-        except TypeError:  # an unhashable qualifier, which protobuf refuses
+            column = families[family][qualifier]
+        except KeyError:
+            column = _new_column_head(family, qualifier)
+        except TypeError:  # an unhashable family or qualifier, which protobuf refuses
             column = _column_head(family, qualifier)
-        if column is None:
-            if len(heads) >= HEADS_MAX:
-                heads.clear()
-            column = heads[cell[:2]] = _column_head(family, qualifier)
         if micros is not last:
             if micros.__class__ is int:  # (the timestamp 0 is no field: b"", made again each time)
                 stamp = stamps.get(micros) or _int_stamp(micros)
@@ -366,6 +387,13 @@ def _cells_entry_class() -> type:
 
         def _record(self) -> tuple[int, bytes, int | None]:
             return set_cells_record(self.row_key, self.tuples)
+
+        _size: int
+
+        def size(self) -> int:  # PrebuiltEntry's, without its call of _record: the writer asks it of every row
+            if self._size < 0:
+                self._size, self.wire, self.data_bytes = set_cells_record(self.row_key, self.tuples)
+            return self._size
 
         def _fill(self, add: Callable[[], Any]) -> None:
             for family, qualifier, micros, value in self.tuples:

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
-from ...mappers.results import MappedRow
+from ...mappers.results import IndexRow, MappedRow
 from ...mappers.gc import AGGREGATE_TEXT, combine, describe_gc
 from ..run.batches import Barrier, SegmentAt
 from ..run.metrics import NAMESPACE, ReasonCounters, letter_reason
-from .entries import to_mutation_entry
+from .entries import entry_maker, to_mutation_entry
 from .mutate import batcher_class
 from .raw_answers import free_finished_operations
 from ..run.progress import reporter
@@ -465,6 +465,7 @@ class _WriteFn(beam.DoFn):
         self._closing: tuple[Future, dict[int, tuple[Any, Any, dict]], SegmentAt] | None = None
         """A batcher closing in the background, its entries, and the savepoint passed on once it is closed."""
         self._progress = reporter(self._progress_dir)
+        self._entry = entry_maker(self._destination.counters)
 
     def start_bundle(self) -> None:
         self._pending = {}
@@ -490,10 +491,10 @@ class _WriteFn(beam.DoFn):
         if self._batcher is None:
             self._batcher = TableBatchers(self._table, self._flow, self._table_named)
         batchers = self._batcher
-        append, pending, counters = batchers.append, self._pending, self._destination.counters
+        append, pending, make = batchers.append, self._pending, self._entry
         for row, item in pairs:
             try:
-                entry = to_mutation_entry(row, counters)
+                entry = make(row)
                 entry.size()  # builds the message: a value Bigtable cannot hold fails here, not inside append
             except Exception as err:  # noqa: BLE001 - whatever one row's entry does, it is that row's dead letter
                 self._count_letters(Counter({letter_reason("write", row.entity, what=UNBUILDABLE): 1}))
@@ -558,6 +559,7 @@ class _WriteFn(beam.DoFn):
         """Count a closed batcher's successes and dead-letter its refusals (``errors``, from :func:`close_batcher`)."""
         letters = self._letters(errors, pending)
         cells = written_bytes = index_rows = 0
+        main: list[MappedRow | IndexRow] = []  # the rows of the main table (an index table's keys are not its keys)
         for entry, row, _item in pending.values():
             cells += len(row.cells)
             data = entry.data_bytes  # the cells' qualifiers and values, counted as the entry was built
@@ -566,9 +568,13 @@ class _WriteFn(beam.DoFn):
                 for _family, qualifier, _micros, value in row.cells:
                     data += len(qualifier) + len(value)
             written_bytes += len(row.row_key) + data
-            index_rows += row.__class__ is not MappedRow
-        overwritten = _overwritten((row for _entry, row, _item in pending.values() if getattr(row, "table", None) is None),
-                                   self._recent)  # an index table's keys are not the main table's
+            if row.__class__ is MappedRow:
+                main.append(row)
+            else:
+                index_rows += 1
+                if row.table is None:
+                    main.append(row)
+        overwritten = _overwritten(main, self._recent)
         self._rows.inc(len(pending) - index_rows)
         self._index_rows.inc(index_rows)
         self._cells.inc(cells - overwritten)
@@ -639,7 +645,7 @@ RECENT_ROWS = 64
 """Rows whose cell coordinates a writer remembers from one write batch to the next (see :func:`_overwritten`)."""
 
 
-def _overwritten(rows: Iterable[MappedRow], recent: dict[bytes, set]) -> int:
+def _overwritten(rows: Iterable[MappedRow | IndexRow], recent: dict[bytes, set]) -> int:
     """Cells of these rows that another of them, or one of the ``recent`` rows, writes again (same row, family,
     qualifier and timestamp): Bigtable keeps one cell per coordinate, so these are not counted as written.
 
