@@ -283,11 +283,10 @@ def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, byte
             if family.__class__ is not str or qualifier.__class__ is not bytes or micros.__class__ is not int \
                     or not -_INT64 <= micros < _INT64 - 1000:
                 return None
-            column = heads.get(mutation[:2])
-            if column is None:
-                if len(heads) >= HEADS_MAX:
-                    heads.clear()
-                column = heads[mutation[:2]] = _column_head(family, qualifier)
+            try:
+                column = heads[family][qualifier]
+            except KeyError:
+                column = _new_column_head(family, qualifier)
             body = column + (ranges.get(micros) or _one_millisecond(micros))
             inner = b"\x12" + varint(len(body))  # the Mutation's delete_from_column (field 2)
             parts.append(b"\x12" + varint(len(inner) + len(body)) + inner + body)  # the entry's mutations (field 2)
