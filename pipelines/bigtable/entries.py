@@ -166,7 +166,10 @@ def _bytes_only(value: Any) -> None:
 
 def _stamp(micros: int) -> bytes:
     """A SetCell's ``timestamp_micros`` (field 3, int64), left out when 0; as protobuf's setter, anything with an
-    ``__index__`` (a bool too), and nothing else."""
+    ``__index__`` and nothing else, except a bool: protobuf 6 takes one with a deprecation warning and 7.34 refuses
+    it, so it is refused here under either."""
+    if micros.__class__ is bool:
+        raise TypeError("Expected an int for timestamp_micros, got a boolean")
     micros = operator.index(micros)
     if micros >= 1 << 63:
         raise ValueError(f"Value out of range: {micros}")

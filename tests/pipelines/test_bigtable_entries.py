@@ -151,11 +151,15 @@ ODD = [True, 1.5, "1000", 2**63, -(2**63) - 1, 2**63 - 1, -(2**63), -1, bytearra
 @pytest.mark.parametrize("odd", ODD, ids=repr)
 def test_what_protobuf_refuses_is_refused_alike(field, odd):
     """A family, qualifier, timestamp or value of a type or range protobuf's setters refuse: the same error, type and
-    words; one they take (a bool timestamp, UTF-8 bytes as a family), the same bytes."""
+    words; one they take (UTF-8 bytes as a family), the same bytes; a bool timestamp refused under every protobuf."""
     from ddb2bt.pipelines.bigtable.entries import set_cells_record
 
     cell = ["f", b"q", 1000, b"v"]
     cell[field] = odd
+    if field == 2 and odd is True:  # protobuf 6 takes a bool timestamp with a deprecation warning, 7.34 refuses it
+        assert outcome(lambda: set_cells_record(b"k", [tuple(cell)])) == \
+            "TypeError: Expected an int for timestamp_micros, got a boolean"
+        return
     assert outcome(lambda: set_cells_record(b"k", [tuple(cell)])[1][2:]) == outcome(lambda: protobuf_entry(b"k", [cell]))
     assert outcome(lambda: set_cells_record(odd, [("f", b"q", 1000, b"v")])[1][2:]) == \
         outcome(lambda: protobuf_entry(odd, [("f", b"q", 1000, b"v")]))
