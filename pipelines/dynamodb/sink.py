@@ -100,8 +100,7 @@ class _RawBatchWrite:
             return self.client.batch_write_item(**params)
         request, context, model, features = prepared
         request = {**request, "headers": dict(request["headers"]), "body": request_body(params),
-                   "context": {name: dict(value) if isinstance(value, dict) else value
-                               for name, value in context.items()}}
+                   "context": _copy_context(context)}
         with _features(features):  # the user agent names the features the first call's preparation used
             http, parsed = self.client._endpoint.make_request(model, request)  # noqa: SLF001 - pinned, tested
         if http.status_code >= 300:
@@ -112,14 +111,18 @@ class _RawBatchWrite:
     def _offer(self, params: dict, model: Any, context: dict, **_: Any) -> None:
         if self.prepared is None and "body" in params:
             context[_OFFER] = ({name: value for name, value in params.items() if name not in ("body", "context")},
-                               {name: dict(value) if isinstance(value, dict) else value
-                                for name, value in context.items()}, model, _current_features())
+                               _copy_context(context), model, _current_features())
 
     def _keep(self, request: Any, **_: Any) -> None:
         offered = getattr(request, "context", {}).pop(_OFFER, None)
         if offered is not None and self.prepared is None:
             offered[0]["headers"] = dict(offered[0]["headers"])
             self.prepared = offered
+
+
+def _copy_context(context: dict) -> dict:
+    """A botocore call context for one more call: its dicts copied (botocore's handlers write into them per call)."""
+    return {name: dict(value) if isinstance(value, dict) else value for name, value in context.items()}
 
 
 def request_body(params: dict) -> bytes:
