@@ -114,6 +114,44 @@ def test_kill_9_at_half_of_a_one_segment_table_then_resume_reads_again_at_most_t
     assert read_cells(spec.target) == expected_cells(spec, items, now_ms=now_ms)  # as one uninterrupted run writes
 
 
+@pytest.mark.slow
+def test_kill_9_while_four_segments_are_read_at_once_then_resume_loses_nothing(bigtable_env, paged_source, tmp_path):
+    """in_memory reads four segments at once, their pages interleaved, each reader a page ahead: a kill with pages
+    of several segments in flight (read, not yet stored) loses none of them, since a savepoint follows a page only
+    once it is stored; the resume goes on from each segment's savepoint and the table ends cell for cell as one
+    uninterrupted run writes it."""
+    endpoint, table, items, _ = paged_source
+    spec, spec_file = one_segment_spec(tmp_path, endpoint, table)
+    run_dir = tmp_path / "run"
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    killed = migrate(spec_file, run_dir, "--total-segments", "4", "--", "--direct_running_mode=in_memory", env=env)
+    deadline = time.monotonic() + 180
+    while len(ckpt.saved_positions(str(run_dir))) < 3:  # three segments part way at once: read side by side
+        assert killed.poll() is None, f"the run ended before three segments were part way:\n{killed.stdout.read()}"
+        assert time.monotonic() < deadline, "three segments were not part way in time"
+        time.sleep(0.02)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    done, saved = ckpt.completed_segments(str(run_dir)), ckpt.saved_positions(str(run_dir))
+    assert len(done) < 4
+    with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):  # what a resume has left to read
+        client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+        left = sum(len(page.items) for segment in set(range(4)) - done
+                   for page in scan_pages(client, table, segment, 4, start_key=saved.get(segment)))
+    stored_before = len(read_cells(spec.target))
+    assert len(items) - left <= stored_before < len(items), "a savepoint ran ahead of what Bigtable holds"
+
+    resumed = migrate(spec_file, run_dir, "--resume", "--", "--direct_running_mode=in_memory", env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    (read,) = numbers(r"read (\d+) items", output)
+    assert read == left  # every segment went on from its savepoint (or its start), nothing skipped
+    assert ckpt.completed_segments(str(run_dir)) == {0, 1, 2, 3}
+    now_ms = json.loads((run_dir / ckpt.CHECKPOINT_FILE).read_text())["now_ms"]
+    assert read_cells(spec.target) == expected_cells(spec, items, now_ms=now_ms)  # as one uninterrupted run writes
+
+
 def test_a_binary_key_savepoint_round_trips_byte_for_byte_and_the_scan_goes_on_from_it(dynalite, tmp_path):
     """LastEvaluatedKey with B values (bytes, as botocore parses them) is stored as DynamoDB JSON with base64 and
     read back as the same bytes, which DynamoDB takes as ExclusiveStartKey: together the two halves are the table."""
