@@ -227,10 +227,11 @@ def test_the_writer_passes_a_savepoint_on_only_once_the_pages_before_it_are_stor
 
 
 @pytest.mark.slow
-def test_a_writer_torn_down_under_a_running_bundle_never_marks_rows_it_did_not_store(bigtable_env, tmp_path):
-    """multi_processing, one bundle failing (as a stopped run's does) while another goes on: Beam's SDK harness tears
-    down the steps of the bundle still in flight, from its own thread, and that bundle then sends rows and its
-    segment's done marker to the writer. The writer used to close its Bigtable client there, so the rows failed
+@pytest.mark.parametrize("mode", ["multi_processing", "multi_threading"])
+def test_a_writer_torn_down_under_a_running_bundle_never_marks_rows_it_did_not_store(bigtable_env, tmp_path, mode):
+    """Worker processes (or threads), one bundle failing (as a stopped run's does) while another goes on: Beam's SDK
+    harness tears down the steps of the bundle still in flight, from its own thread, and that bundle then sends rows
+    and its segment's done marker to the writer. The writer used to close its Bigtable client there, so the rows failed
     ("Channel closed"), were taken for refusals (dead letters) and the done marker went on over them: a resume
     skipped the segment and said "run OK" with rows missing. Now no marker passes over a row not stored and no dead
     letter is written, and a resume of what is not marked leaves the table cell for cell as one run writes it."""
@@ -242,7 +243,7 @@ def test_a_writer_torn_down_under_a_running_bundle_never_marks_rows_it_did_not_s
                 for row, _item in rows}
     run_dir, signals, dead_letter = tmp_path / "run", tmp_path / "signals", tmp_path / "run" / "dead_letters.jsonl"
     signals.mkdir()
-    options = PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    options = PipelineOptions([f"--direct_running_mode={mode}", "--direct_num_workers=2"])
     p = new_pipeline(options)
     written = (p | beam.Create([FAILS, WRITES]) | beam.ParDo(StageThenWait(str(signals), rows, segment=1))
                | WriteToBigtable(target))
