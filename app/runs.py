@@ -25,7 +25,7 @@ from ..pipelines.run.checkpoint import (
 )
 from ..pipelines.run.dead_letters import consolidate
 from ..pipelines.run.metrics import by_reason
-from ..pipelines.run.options import concurrent_segments
+from ..pipelines.run.options import concurrent_segments, segments_at_once
 from ..pipelines.run.progress import flush_local, progress_dir, read_progress, request_stop, reset
 from ..pipelines.run.progress import stop_requested as requested
 from ..mappers.index_rows import index_targets
@@ -121,7 +121,9 @@ def read_pace(prepared: PreparedRun) -> ReadPace | None:
     if source is None or not prepared.scanning:
         return None
     capacity = source.capacity_rcu(spec.on_demand_rcu)
-    in_flight = min(concurrent_segments(prepared.pipeline_options, prepared.total_segments), prepared.total_segments)
+    left_segments = max(1, prepared.total_segments - prepared.segments_done)
+    calls = min(concurrent_segments(prepared.pipeline_options, prepared.total_segments), prepared.total_segments)
+    in_flight = segments_at_once(calls, left_segments)  # as the scan splits its budget (ScanDynamoDB)
     left = (prepared.total_segments - prepared.segments_done) / prepared.total_segments
     units = read_units(source.size_bytes * left, spec.consistent_read)
     rate = spec.read_budget * capacity

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NoReturn
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
@@ -63,6 +64,11 @@ UNBUILDABLE = "cannot build the Bigtable mutation"
 
 class BigtableWriteError(ServiceError):
     """Bigtable could not be reached or kept timing out; the bundle fails so the runner retries it."""
+
+
+class WriterTornDown(RuntimeError):
+    """The runner tore the writer down while one of its bundles still ran: that bundle stops at its next step and
+    passes nothing more on (see :meth:`_WriteFn.teardown`)."""
 
 
 # --------------------------------------------------------------------------- GC rules
@@ -453,7 +459,7 @@ class _WriteFn(beam.DoFn):
     def setup(self) -> None:
         from google.cloud.bigtable.data import BigtableDataClient
 
-        self._client = BigtableDataClient(project=self._destination.project)
+        self._client: Any = BigtableDataClient(project=self._destination.project)
         self._table = self._client.get_table(
             self._destination.instance, self._destination.table, app_profile_id=self._destination.app_profile
         )
@@ -466,11 +472,20 @@ class _WriteFn(beam.DoFn):
         """A batcher closing in the background, its entries, and the savepoint passed on once it is closed."""
         self._progress = reporter(self._progress_dir)
         self._entry = entry_maker(self._destination.counters)
+        self._torn_down = threading.Event()
+        """Set by :meth:`teardown`; a bundle that still runs then stops, passing nothing more on."""
+        self._bundle_thread: int | None = None
+        """The thread of the bundle in flight (from start_bundle to the end of finish_bundle), None between bundles."""
 
     def start_bundle(self) -> None:
+        if self._torn_down.is_set():
+            self._abandon()
         self._pending = {}
+        self._bundle_thread = threading.get_ident()
 
     def process(self, element: Any) -> Iterator[Any]:
+        if self._torn_down.is_set():
+            self._abandon()
         if isinstance(element, (DeadLetter, ItemsMapped)):  # given up on upstream, or a tally: pass it on
             yield element
             return
@@ -522,8 +537,11 @@ class _WriteFn(beam.DoFn):
         return self._tables[name]
 
     def finish_bundle(self) -> Iterator[Any]:
+        if self._torn_down.is_set():
+            self._abandon()
         for element in [*self._settle_closing(), *self._close()]:
             yield GlobalWindows.windowed_value(element)
+        self._bundle_thread = None
 
     def _close(self) -> Iterator[Any]:
         """Flush everything appended so far; count the successes, dead-letter the refusals."""
@@ -557,6 +575,8 @@ class _WriteFn(beam.DoFn):
 
     def _settle(self, errors: list[Any], pending: dict[int, tuple[Any, Any, dict]]) -> Iterator[Any]:
         """Count a closed batcher's successes and dead-letter its refusals (``errors``, from :func:`close_batcher`)."""
+        if self._torn_down.is_set():  # its client may have been closed under it: the errors are no refusals
+            self._abandon()
         letters = self._letters(errors, pending)
         cells = written_bytes = index_rows = 0
         main: list[MappedRow | IndexRow] = []  # the rows of the main table (an index table's keys are not its keys)
@@ -616,27 +636,63 @@ class _WriteFn(beam.DoFn):
         return list(letters.values())
 
     def teardown(self) -> None:
-        closing = getattr(self, "_closing", None)
+        running = getattr(self, "_bundle_thread", None)
+        torn_down = getattr(self, "_torn_down", None)
+        if torn_down is None:  # setup did not get that far: only its client, if any, to close
+            client = getattr(self, "_client", None)
+            if client is not None:
+                client.close()
+            return
+        if running is not None and running != threading.get_ident():
+            # Beam's SDK harness, ending a run that failed or was stopped, tears down the steps of every bundle
+            # still in flight from its own thread while they go on (BundleProcessorCache.shutdown, multi_processing
+            # and multi_threading). Closing the client here failed that bundle's writes ("Channel closed"), which it
+            # took for Bigtable refusing the rows: dead letters, then its segment's done marker or savepoint passed
+            # on over rows never written, and a resume trusted them. So only mark the writer torn down: the bundle
+            # lets go of its batcher and client itself at its next step, and passes nothing more on.
+            torn_down.set()
+            return
+        closing = self._closing
         if closing is not None:  # a failed bundle: let the background close end (its savepoint is never passed on)
             try:
                 closing[0].result()
             except Exception:  # noqa: BLE001 - the run has already failed with its own error
                 log.debug("closing a batcher after a failed bundle", exc_info=True)
             self._closing = None
-        closer = getattr(self, "_closer", None)
-        if closer is not None:
-            closer.shutdown(wait=True)
-            self._closer = None
-        if getattr(self, "_batcher", None) is not None:  # a failed or interrupted bundle: send what was appended
+        if self._batcher is not None:  # a failed or interrupted bundle: send what was appended
             try:  # (its segment is not marked done, so --resume writes it again) rather than drop it at exit
                 for _letter in self._close():  # counted in the live totals; the rerun dead-letters them again
                     pass
             except Exception:  # noqa: BLE001 - the run has already failed with its own error
                 log.debug("closing the batcher after a failed bundle", exc_info=True)
-        progress = getattr(self, "_progress", None)
-        if progress is not None:
-            progress.flush()
-        client = getattr(self, "_client", None)
+        torn_down.set()  # before the client closes: a bundle started on this writer after all stops at once
+        self._release()
+
+    def _abandon(self) -> NoReturn:
+        """In the bundle's own thread, once :meth:`teardown` marked the writer torn down: let go of the batchers and
+        the client, counting and passing on nothing (the rows may be written; their segment is not marked, so
+        ``--resume`` writes them again), and stop the bundle."""
+        batcher, self._batcher, self._pending = self._batcher, None, {}
+        try:
+            if self._closing is not None:
+                self._closing[0].result()
+            if batcher is not None:
+                batcher.close()
+        except Exception:  # noqa: BLE001 - the bundle stops below; nothing of it is passed on
+            log.debug("closing a batcher of a torn-down writer", exc_info=True)
+        self._closing = None
+        self._release()
+        raise WriterTornDown("the runner tore the Bigtable writer down while this bundle ran: stopped, nothing "
+                             "passed on after it (resume writes its segments again)")
+
+    def _release(self) -> None:
+        """The background closer, the live totals and the client, let go of (after the batchers are closed)."""
+        closer, self._closer = self._closer, None
+        if closer is not None:
+            closer.shutdown(wait=True)
+        if self._progress is not None:
+            self._progress.flush()
+        client, self._client = self._client, None
         if client is not None:
             client.close()
 

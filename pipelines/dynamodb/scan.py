@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import math
+import queue
 import random
+import threading
 import time
 from dataclasses import dataclass, replace
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +29,7 @@ from botocore.exceptions import ClientError, ConnectionError as BotoConnectionEr
 
 from ...mappers.table import SourceDescription
 from ..run.batches import Batch, SegmentAt, SegmentDone
+from ..run.options import SEGMENTS_PER_CALL, lanes, readers
 from ..run import progress
 from ..run.metrics import NAMESPACE
 from .client import ClientSettings, describe_source, keep_field_raw, make_client
@@ -207,7 +210,7 @@ class ScanPage(NamedTuple):
     nbytes: int = 0
     """The response's size (its Content-Length), 0 where the transport does not say."""
     throttled: bool = False
-    """Whether DynamoDB throttled a request for this page (seen by our retries)."""
+    """Whether DynamoDB throttled a request for this page (seen by our retries, or retried by botocore's)."""
 
 
 RETRIED_ERRORS = (ClientError, BotoConnectionError, HTTPClientError, CorruptResponseError)
@@ -215,6 +218,18 @@ RETRIED_ERRORS = (ClientError, BotoConnectionError, HTTPClientError, CorruptResp
 
 def _error_code(err: Exception) -> str:
     return err.response.get("Error", {}).get("Code", "") if isinstance(err, ClientError) else ""
+
+
+_BOTOCORE_THROTTLED = threading.local()
+"""Whether botocore retried a throttled Scan attempt in this thread's current call (:func:`scan_client`'s hook)."""
+
+
+def _note_throttle(response: Any = None, **_: Any) -> None:
+    """botocore's ``needs-retry`` event, once per attempt: remember a throttled answer, which botocore may retry
+    and absorb before our retries see it (several segments read at once share the throttling)."""
+    parsed = response[1] if isinstance(response, tuple) and len(response) > 1 else None
+    if isinstance(parsed, dict) and parsed.get("Error", {}).get("Code") in THROTTLE_CODES:
+        _BOTOCORE_THROTTLED.seen = True
 
 
 def _retryable(err: Exception) -> bool:
@@ -279,17 +294,19 @@ def scan_pages(
         while True:
             if budget is not None:
                 budget.wait()
+            _BOTOCORE_THROTTLED.seen = False
             try:
                 response = client.scan(**request)
                 if "Count" not in response:  # every Scan result has one; botocore parses a cut body into {}
                     raise CorruptResponseError(response)
+                throttled = throttled or getattr(_BOTOCORE_THROTTLED, "seen", False)
                 break
             except RETRIED_ERRORS as err:
                 if not _retryable(err):
                     raise
                 attempt += 1
                 inner += getattr(err, "response", {}).get("ResponseMetadata", {}).get("RetryAttempts", 0)  # botocore's
-                throttled = throttled or _error_code(err) in THROTTLE_CODES
+                throttled = throttled or _error_code(err) in THROTTLE_CODES or getattr(_BOTOCORE_THROTTLED, "seen", False)
                 elapsed = time.monotonic() - started
                 if attempt >= retry.max_attempts or elapsed >= retry.deadline:
                     raise ScanFailedError(table, segment, total_segments, attempt, key, err, elapsed) from err
@@ -333,26 +350,105 @@ def scan_client(settings: ClientSettings, retry: RetryPolicy = RetryPolicy()) ->
     ``retry`` (which reports each retry and has a deadline) takes over after them."""
     client = make_client(replace(settings, max_attempts=retry.botocore_attempts))
     keep_items_raw(client)
+    client.meta.events.register("needs-retry.dynamodb.Scan", _note_throttle, unique_id="ddb2bt-scan-throttled")
     return client
 
 
 T = TypeVar("T")
-_END = object()
+_END: Any = object()
 
 
-def read_ahead(pages: Iterator[T]) -> Iterator[T]:
-    """``pages``, with the next one always being fetched in a background thread.
+PAGES_AHEAD = 1
+"""Pages a segment's reader may fetch beyond what the caller has taken: its next page is requested as soon as the
+caller takes the last one, so the request overlaps that page's mapping and writing."""
+_POLL = 0.1
+"""Seconds between a blocked reader's looks at whether the caller has stopped."""
 
-    While the caller maps and writes one Scan page, the request for the next is in flight, so
-    the network's round trip and the server's time to build a 1 MB page overlap with the work
-    instead of adding to it. One page ahead at most: memory stays at two pages per segment.
-    The read budget is kept as before, since it is spent inside ``scan_pages`` (now in that thread).
+
+class _Stopped(Exception):
+    """Raised in a reader's waits (retry backoff, read budget) once the caller has stopped reading."""
+
+
+def _room(slots: threading.Semaphore, stop: threading.Event) -> bool:
+    """Wait for one of ``slots``; False when the caller stopped first."""
+    while not stop.is_set():
+        if slots.acquire(timeout=_POLL):
+            return True
+    return False
+
+
+def read_segments(open_pages: Callable[[int, Callable[[float], None]], Iterator[T]],
+                  segments: tuple[int, ...] | list[int], *,
+                  at_once: int = SEGMENTS_PER_CALL, ahead: int = PAGES_AHEAD,
+                  interleave: bool = True) -> Iterator[tuple[int, T | None]]:
+    """The pages of ``segments`` as ``(segment, page)``, each segment's in its order and followed by
+    ``(segment, None)`` once it has ended; ``open_pages(segment, sleep)`` gives a segment's pages, waiting (retry
+    backoff, read budget) only through ``sleep``, which raises once the caller has stopped.
+
+    Up to ``at_once`` segments are read at the same time, in background threads, each at most ``ahead`` pages
+    beyond what the caller took, fetched or fetching (memory: ``at_once × ahead`` pages besides the caller's). With
+    ``interleave`` the pages come in the order they arrived, segments mixed; without it segment after
+    segment in the order given, the next ones read ahead meanwhile (for a consumer that needs each
+    segment's pages together). A reader's error is raised here when its segment's turn comes. Leaving
+    early (``close()``, an error, one reader's included) stops every reader after the request it is making
+    (a reader retrying a failing page stops at its next wait): pages read but not taken are dropped, never
+    reported, so a resumed run reads them again.
     """
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-scan") as fetcher:
-        upcoming = fetcher.submit(next, pages, _END)
-        while (page := upcoming.result()) is not _END:
-            upcoming = fetcher.submit(next, pages, _END)
-            yield page  # type: ignore[misc]  # not _END, so a T
+    stop = threading.Event()
+    boxes: dict[int, queue.Queue] = {segment: queue.Queue() for segment in segments}  # held to ``ahead`` by slots
+    slots = {segment: threading.Semaphore(max(1, ahead)) for segment in segments}
+    arrivals: queue.Queue = queue.Queue()  # segment numbers, in the order their entries arrived (interleave)
+    arrived = arrivals.put if interleave else (lambda _segment: None)
+
+    def sleep(seconds: float) -> None:
+        if stop.wait(seconds):
+            raise _Stopped()
+
+    def fill(segment: int) -> None:
+        pages: Iterator[T] | None = None
+        try:
+            pages = open_pages(segment, sleep)
+            while _room(slots[segment], stop):  # a page is fetched only once the caller took the one before
+                page = next(pages, _END)
+                boxes[segment].put((page, None))
+                arrived(segment)
+                if page is _END:
+                    return
+        except Exception as err:  # noqa: BLE001 - handed to the caller, raised there
+            boxes[segment].put((_END, err))
+            arrived(segment)
+        finally:
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()
+
+    with ThreadPoolExecutor(max_workers=max(1, min(at_once, len(segments))),
+                            thread_name_prefix="ddb2bt-scan") as pool:
+        try:
+            for segment in segments:  # started in this order as threads free up
+                pool.submit(fill, segment)
+            open_segments = len(segments)
+            order = iter(segments)
+            current = None
+            while open_segments:
+                if interleave:
+                    segment = arrivals.get()
+                else:
+                    current = next(order) if current is None else current
+                    segment = current
+                page, err = boxes[segment].get()
+                slots[segment].release()  # its reader may fetch the next page while this one is worked on
+                if err is not None:
+                    raise err
+                if page is _END:
+                    open_segments -= 1
+                    current = None
+                    yield segment, None
+                else:
+                    yield segment, page
+        finally:
+            stop.set()  # readers stop after their request in flight; the pool waits for them
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def scan_segment(client: Any, table: str, segment: int = 0, total_segments: int = 1, **options: Any) -> Iterator[dict]:
@@ -405,13 +501,15 @@ class BudgetPlan:
 
 
 class _ScanSegmentFn(beam.DoFn):
-    """Scans the segment numbers it receives; client and read rate are set up per worker in ``setup``."""
+    """Scans the lanes of segment numbers it receives, up to :data:`SEGMENTS_PER_CALL` segments of a lane at once
+    (:func:`read_segments`); client and read rate are set up per worker in ``setup``."""
 
     def __init__(self, settings: ClientSettings, table: str, total_segments: int, consistent_read: bool,
                  budget: BudgetPlan, retry: RetryPolicy, page_limit: int | None, *,
                  start_keys: dict[int, dict[str, Any]] | None = None, savepoints: bool = False,
-                 progress_dir: str | None = None) -> None:
+                 progress_dir: str | None = None, interleave: bool = False) -> None:
         self._settings, self._table, self._total = settings, table, total_segments
+        self._interleave = interleave
         self._consistent, self._plan, self._retry, self._limit = consistent_read, budget, retry, page_limit
         self._start_keys, self._savepoints, self._progress_dir = dict(start_keys or {}), savepoints, progress_dir
         self._rate: float | None = None
@@ -429,15 +527,11 @@ class _ScanSegmentFn(beam.DoFn):
         log.info("scan %s: %s RCU/s per segment", self._table,
                  "unlimited" if self._rate is None else f"{self._rate:.1f}")
 
-    def process(self, segment: int) -> Iterable[Any]:
-        budget = ReadBudget(self._rate) if self._rate else None
+    def process(self, lane: tuple[int, ...]) -> Iterable[Any]:
         spent = 0.0  # counters are integers: carry the half units
-        start = self._start_keys.get(segment)
-        if start is not None:
-            log.info("scan %s segment %d: resumed at its savepoint", self._table, segment)
-        pages = scan_pages(self._client, self._table, segment, self._total, consistent_read=self._consistent,
-                           start_key=start, limit=self._limit, budget=budget, retry=self._retry)
-        for page in read_ahead(pages):
+        for segment, page in read_segments(self._pages_of, lane, interleave=self._interleave):
+            if page is None:  # its reader's end, which may come after other segments' pages: marked at its last page
+                continue
             self._pages.inc()
             if self._progress is not None:
                 self._progress.count({"pages_read": 1})
@@ -452,18 +546,30 @@ class _ScanSegmentFn(beam.DoFn):
                 spent -= int(spent)
             if page.items:
                 yield Batch(page.items, page.nbytes)  # the page is the batch
-            if self._savepoints and page.last_key is not None:
+            if page.last_key is None:  # the segment's last page (Scan gives no LastEvaluatedKey): done behind it
+                yield SegmentDone(segment)
+            elif self._savepoints:
                 yield SegmentAt(segment, page.last_key)  # the writer passes it on once the page is stored
         if spent > 0:
             self._rcu.inc(math.ceil(spent))
-        yield SegmentDone(segment)
+
+    def _pages_of(self, segment: int, sleep: Callable[[float], None]) -> Iterator[ScanPage]:
+        """One segment's pages (run in a reader thread: no Beam metrics here), paced by a budget of its own; every
+        wait through ``sleep`` (:func:`read_segments`)."""
+        start = self._start_keys.get(segment)
+        if start is not None:
+            log.info("scan %s segment %d: resumed at its savepoint", self._table, segment)
+        return scan_pages(self._client, self._table, segment, self._total, consistent_read=self._consistent,
+                          start_key=start, limit=self._limit,
+                          budget=ReadBudget(self._rate, sleep=sleep) if self._rate else None, retry=self._retry,
+                          sleep=sleep)
 
 
 class ScanDynamoDB(beam.PTransform):
     """Parallel Scan as a Beam source: a PCollection of item batches, each segment's followed by its ``SegmentDone``.
 
-    Segment numbers are created, reshuffled so the runner spreads them over workers, and each is
-    scanned to its end by one DoFn call. Items travel as a :class:`~.batches.Batch` per Scan page
+    Lanes of segment numbers are created, reshuffled so the runner spreads them over workers, and each
+    lane is scanned to its end by one DoFn call, several of its segments at once. Items travel as a :class:`~.batches.Batch` per Scan page
     (up to 1 MB). The done marker travels in the same PCollection, in band, so that steps fused
     with the scan see it after the segment's last batch; a second output merged back with a
     Flatten would cut the fusion, and the runner would then hold the whole scan in between
@@ -477,9 +583,17 @@ class ScanDynamoDB(beam.PTransform):
     ``source.read_budget × capacity / segments_in_flight`` (see :meth:`ReadBudget.per_segment_rate`),
     capacity coming from ``table_info`` or a DescribeTable call in each worker's ``setup`` (never at
     build time, so a Dataflow dry run stays offline).
-    ``segments_in_flight`` defaults to every segment, which never overspends but is slow when far
-    fewer run at once: pass the real concurrency (workers × threads) when it is known.
+    ``segments_in_flight`` is how many scan calls run at once (workers × threads); it defaults to every
+    segment, which never overspends but is slow when far fewer run at once: pass the real concurrency when it
+    is known. With fewer calls than segments, the segments are dealt into that many lanes (:func:`lanes`) and
+    each call reads up to :data:`SEGMENTS_PER_CALL` segments of its lane at once, so the budget is split
+    among the segments actually read at once (:func:`readers`), never among fewer.
     ``math.inf`` turns the budget off, leaving pacing to botocore's adaptive retry mode.
+
+    ``interleave``: a lane's segments' pages may come mixed, in the order they arrive (each segment's own in
+    order, its savepoints and done marker after its pages), for a consumer that judges barriers on everything
+    before them, as the migration's writer does; without it a lane gives segment after segment (validate's
+    compare step takes a segment's rows together), the next segments still read ahead.
     """
 
     def __init__(self, source_settings: Any, total_segments: int, consistent_read: bool | None = None,
@@ -487,7 +601,7 @@ class ScanDynamoDB(beam.PTransform):
                  segments_in_flight: int | None = None, table_info: SourceDescription | None = None,
                  retry: RetryPolicy = RetryPolicy(), page_limit: int | None = None,
                  client_settings: ClientSettings | None = None, start_keys: dict[int, dict[str, Any]] | None = None,
-                 savepoints: bool = False, progress_dir: str | None = None) -> None:
+                 savepoints: bool = False, progress_dir: str | None = None, interleave: bool = False) -> None:
         super().__init__()
         table = getattr(source_settings, "table", None)
         if not table:
@@ -496,18 +610,19 @@ class ScanDynamoDB(beam.PTransform):
         self._table, self._total = table, total_segments
         self._consistent = bool(source_settings.consistent_read if consistent_read is None else consistent_read)
         done = frozenset(completed_segments)
-        self._segments = [s for s in range(total_segments) if s not in done]
+        self._lanes = lanes([s for s in range(total_segments) if s not in done],
+                            min(segments_in_flight or total_segments, total_segments))
         self._settings = client_settings or ClientSettings.from_source(source_settings)
         self._budget = BudgetPlan(
             rcu_per_segment,
             getattr(source_settings, "read_budget", 0.5),
             getattr(source_settings, "on_demand_rcu", 4000),
-            min(segments_in_flight or total_segments, total_segments),
+            readers(self._lanes),
             table_info,
         )
         self._retry, self._limit = retry, page_limit
         self._start_keys = {s: key for s, key in (start_keys or {}).items() if s not in done}
-        self._savepoints, self._progress_dir = savepoints, progress_dir
+        self._savepoints, self._progress_dir, self._interleave = savepoints, progress_dir, interleave
 
     def rcu_per_segment(self) -> float | None:
         """The per-segment read rate the scan will hold (None: unlimited); may call DescribeTable once."""
@@ -516,10 +631,10 @@ class ScanDynamoDB(beam.PTransform):
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, self._budget, self._retry,
                             self._limit, start_keys=self._start_keys, savepoints=self._savepoints,
-                            progress_dir=self._progress_dir)
+                            progress_dir=self._progress_dir, interleave=self._interleave)
         outputs = (
             pbegin
-            | "Segments" >> beam.Create(self._segments)  # its own Reshuffle spreads the segments over the workers
+            | "Segments" >> beam.Create(self._lanes)  # its own Reshuffle spreads the lanes over the workers
             | "Scan" >> beam.ParDo(fn).with_output_types(Batch)
         )
         return outputs

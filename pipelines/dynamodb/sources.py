@@ -64,10 +64,13 @@ class ScanSource(Source):
              start_keys: dict[int, dict[str, Any]] | None = None, progress_dir: str | None = None,
              count_read: bool = True) -> SourceRead:
         # a scan's segments are always followed by their done markers (validate's checkpoint needs them too);
-        # mark_done says whether savepoints follow its pages
+        # mark_done says whether savepoints follow its pages. Its reader is the migration's writer, which passes a
+        # barrier on once everything before it is stored: the segments read at once may interleave their pages.
+        # Validate (no savepoints) compares a segment's rows together: segment after segment.
         return SourceRead(p | "Scan" >> ScanDynamoDB(self.spec, total_segments, completed_segments=completed,
                                                      segments_in_flight=segments_in_flight, start_keys=start_keys,
-                                                     savepoints=mark_done, progress_dir=progress_dir))
+                                                     savepoints=mark_done, progress_dir=progress_dir,
+                                                     interleave=mark_done))
 
     def items(self, limit: int | None = None) -> list[dict]:
         client = make_client(ClientSettings.from_source(self.spec))

@@ -11,6 +11,33 @@ import os
 from apache_beam.options.pipeline_options import PipelineOptions
 
 
+SEGMENTS_PER_CALL = 4
+"""Segments one scan call reads at once, each in a thread of its own (``pipelines/dynamodb/scan.py``
+``read_segments``): a Scan page's round trip (tens of ms in a region, plus the server's time to build a 1 MB page)
+overlaps the mapping and writing of the pages before it, and a runner that makes one call at a time (the
+DirectRunner in_memory) still has requests of several segments in flight. Each reader holds at most one page
+ahead, so memory stays at a few pages per call."""
+
+
+def lanes(segments: list[int], calls: int) -> list[tuple[int, ...]]:
+    """``segments`` dealt into ``calls`` lanes, each scanned by one call reading up to :data:`SEGMENTS_PER_CALL`
+    of its segments at once; one segment per lane when there are as many calls as segments (a runner that
+    spreads the segments over its workers itself, e.g. Dataflow)."""
+    if calls >= len(segments):
+        return [(segment,) for segment in segments]
+    return [tuple(segments[lane::calls]) for lane in range(max(1, calls))]
+
+
+def readers(segment_lanes: list[tuple[int, ...]]) -> int:
+    """Segments being read at once when every lane is scanned at the same time: how the read budget is split."""
+    return max(1, sum(min(SEGMENTS_PER_CALL, len(lane)) for lane in segment_lanes))
+
+
+def segments_at_once(calls: int, total_segments: int) -> int:
+    """Segments read at once by ``calls`` scan calls at a time over ``total_segments`` (see :func:`lanes`)."""
+    return readers(lanes(list(range(total_segments)), calls))
+
+
 def is_direct_runner(runner: object) -> bool:
     """Whether ``runner`` (a name or a runner) runs on this machine: the DirectRunner, or Beam's Prism runner."""
     name = str(runner or "DirectRunner")
@@ -18,7 +45,8 @@ def is_direct_runner(runner: object) -> bool:
 
 
 def concurrent_segments(options: PipelineOptions, total_segments: int) -> int:
-    """How many scan segments run at once, so the read budget is split among them and no more.
+    """How many scan calls run at once (each reads a lane of segments, :func:`lanes`; the segments read at once,
+    among which the read budget is split, are :func:`segments_at_once` of it).
 
     Known for the DirectRunner (one in memory, `direct_num_workers` in the multi-process and
     multi-thread modes). Elsewhere (Dataflow autoscales) every segment is assumed in flight:

@@ -88,7 +88,7 @@ def test_prompt_progress_ctrl_c_and_resume(slow_run, bigtable_emulator, tmp_path
     assert len(errors) == 1 and errors[0].startswith("error: interrupted: "), text
     stored = int(re.search(r"interrupted: (\d) of 6 scan segments stored", errors[0]).group(1))
     assert 1 <= stored < SEGMENTS
-    assert f"segments: {stored} of 6 stored" in text and re.search(r"read \d+ items so far", text)
+    assert f"segments: {stored} of 6 stored" in text and re.search(r"read [\d,]+ items so far", text)
 
     resume = shlex.split(errors[0].split("resume with: ", 1)[1])
     assert resume[:3] == ["ddb2bt", "migrate", str(spec)] and resume[-3:] == ["--resume", "--run-dir", str(run_dir)]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 import math
 import pickle
+import threading
+import time
 
 import apache_beam as beam
 import boto3
@@ -21,7 +23,7 @@ from tests.aws_mock import mock_aws
 
 from ddb2bt.mappers.spec import SourceSpec
 from ddb2bt.mappers.analysis.plan import SourceDescription
-from ddb2bt.pipelines.run.batches import Batch, SegmentDone
+from ddb2bt.pipelines.run.batches import Batch, SegmentAt, SegmentDone
 from ddb2bt.pipelines.dynamodb.client import ClientSettings, describe_source, make_client
 from ddb2bt.pipelines.run.local_runner import new_pipeline
 from ddb2bt.pipelines.dynamodb.scan import (
@@ -180,11 +182,30 @@ def test_no_page_costs_more_than_the_budget_allows_the_first_included(dynalite):
     assert clock.now == pytest.approx((spent - pages[-1].consumed_rcu - 10) / 10)  # held to 10 RCU/s throughout
 
 
+def test_segments_are_dealt_into_one_lane_per_call_and_counted_as_read_at_once():
+    from ddb2bt.pipelines.run.options import SEGMENTS_PER_CALL, lanes, segments_at_once
+
+    assert SEGMENTS_PER_CALL == 4
+    assert lanes(list(range(8)), 1) == [tuple(range(8))]  # in_memory: one call reads them all, 4 at a time
+    assert lanes([0, 2, 3, 5, 6], 2) == [(0, 3, 6), (2, 5)]  # completed segments left out before dealing
+    assert lanes(list(range(3)), 8) == [(0,), (1,), (2,)]  # a runner that spreads segments: one per lane
+    assert lanes([], 1) == []
+    # what the CLI reports as "N segments at once" and the budget is split by
+    assert [segments_at_once(1, n) for n in (1, 2, 4, 8, 100)] == [1, 2, 4, 4, 4]
+    assert segments_at_once(2, 8) == 8 and segments_at_once(2, 3) == 3 and segments_at_once(8, 8) == 8
+    assert segments_at_once(1, 0) == 1  # nothing left to read: never a division by zero
+
+
 def test_scan_budget_defaults_to_a_share_of_the_table_capacity(moto_client):
     create_table(moto_client, "t", ProvisionedThroughput={"ReadCapacityUnits": 300, "WriteCapacityUnits": 5})
     source = SourceSpec(table="t", region=REGION, read_budget=0.2)
     assert ScanDynamoDB(source, 4).rcu_per_segment() == pytest.approx(15)  # DescribeTable: 0.2 * 300 / 4
-    assert ScanDynamoDB(source, 4, segments_in_flight=2).rcu_per_segment() == pytest.approx(30)
+    # two calls at once, each reading both segments of its lane at once: still 4 segments read at once
+    assert ScanDynamoDB(source, 4, segments_in_flight=2).rcu_per_segment() == pytest.approx(15)
+    # one call at a time (in_memory) reads SEGMENTS_PER_CALL of its 8 segments at once: the budget is split 4 ways
+    assert ScanDynamoDB(source, 8, segments_in_flight=1).rcu_per_segment() == pytest.approx(0.2 * 300 / 4)
+    # a resumed run with one segment left reads one at once: it may have the whole budget
+    assert ScanDynamoDB(source, 8, completed_segments={0, 1, 2, 3, 4, 5, 6}, segments_in_flight=1).rcu_per_segment() == pytest.approx(60)
     on_demand = SourceDescription(table="t", partition_key="pk", sort_key="sk", billing_mode="PAY_PER_REQUEST")
     assert ScanDynamoDB(source, 8, table_info=on_demand).rcu_per_segment() == pytest.approx(0.2 * 4000 / 8)
     assert ScanDynamoDB(source, 4, rcu_per_segment=12.5).rcu_per_segment() == 12.5
@@ -345,11 +366,33 @@ def test_a_segment_is_its_pages_as_batches_then_its_done_marker():
         create_table(client, "t", items)
         fn = _ScanSegmentFn(ClientSettings(region=REGION), "t", 2, False, BudgetPlan(math.inf), RetryPolicy(), 25)
         fn.setup()
-        out = list(fn.process(1))
+        out = list(fn.process((1,)))
         expected = sorted(map(fingerprint, scan_segment(client, "t", 1, 2)))
     assert out[-1] == SegmentDone(1) and not any(isinstance(element, SegmentDone) for element in out[:-1])
     assert all(type(batch) is Batch and 0 < len(batch) <= 25 for batch in out[:-1])
     assert sorted(map(fingerprint, (i for batch in out[:-1] for i in batch))) == expected
+
+
+def test_interleaved_segments_each_have_their_done_marker_right_behind_their_last_page():
+    """Read at once and interleaved, a segment is still marked done as soon as its last page is out (the page with
+    no LastEvaluatedKey), not once its reader's end has queued behind the other segments' pages."""
+    from ddb2bt.pipelines.dynamodb.scan import BudgetPlan, _ScanSegmentFn
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        create_table(client, "t", make_items(120, padding=20))
+        fn = _ScanSegmentFn(ClientSettings(region=REGION), "t", 3, False, BudgetPlan(math.inf), RetryPolicy(), 10,
+                            savepoints=True, interleave=True)
+        fn.setup()
+        out = list(fn.process((0, 1, 2)))
+        expected = sorted(fingerprint(i) for s in range(3) for i in scan_segment(client, "t", s, 3))
+    assert sorted(fingerprint(i) for batch in out if type(batch) is Batch for i in batch) == expected
+    for segment in range(3):
+        assert out.count(SegmentDone(segment)) == 1
+        done = out.index(SegmentDone(segment))
+        before = out[done - 1]  # its last page's batch (or, an empty last page, the savepoint of the one before)
+        assert type(before) is Batch or (type(before) is SegmentAt and before.segment == segment), out
+        assert not any(type(e) is SegmentAt and e.segment == segment for e in out[done:])
 
 
 def test_transform_pickles_settings_not_clients_and_builds_offline():
@@ -378,42 +421,108 @@ def test_beam_scan_of_a_multi_megabyte_table_is_complete_and_exact(server, reque
         assert counters["scan_pages"] > 4
 
 
-def test_read_ahead_fetches_the_next_page_while_the_caller_works():
-    import threading
-
-    from ddb2bt.pipelines.dynamodb.scan import read_ahead
-
-    fetched = []
-    second_requested = threading.Event()
-
-    def pages():
-        for n in range(4):
-            if n == 1:
-                second_requested.set()
-            fetched.append(n)
-            yield n
-
-    seen = []
-    for page in read_ahead(pages()):
-        if page == 0:  # still working on the first page: the second is already on its way
-            assert second_requested.wait(5)
-        seen.append(page)
-        assert len(fetched) <= len(seen) + 1  # never more than one page ahead
-    assert seen == [0, 1, 2, 3]
+def _counted_pages(segment: int, pages: int, fetched: dict[int, int], gate: threading.Event | None = None):
+    for n in range(pages):
+        if gate is not None and segment != 0:
+            assert gate.wait(5)
+        fetched[segment] = fetched.get(segment, 0) + 1
+        yield f"{segment}.{n}"
 
 
-def test_read_ahead_raises_where_the_pages_fail_and_can_be_left_early():
-    from ddb2bt.pipelines.dynamodb.scan import read_ahead
+def test_read_segments_reads_several_segments_at_once_each_page_in_order():
+    from ddb2bt.pipelines.dynamodb.scan import read_segments
 
-    def failing():
-        yield 1
-        raise ScanFailedError("t", 0, 1, 3, None, RuntimeError("boom"))
+    fetched: dict[int, int] = {}
+    started = threading.Barrier(3, timeout=5)  # three segments' first requests in flight together
+
+    def open_pages(segment: int, _sleep):
+        started.wait()
+        return _counted_pages(segment, 3, fetched)
+
+    got = list(read_segments(open_pages, (0, 1, 2), at_once=3))
+    for segment in (0, 1, 2):
+        mine = [page for s, page in got if s == segment]
+        assert mine == [f"{segment}.0", f"{segment}.1", f"{segment}.2", None]  # in order, then its end
+    assert len(got) == 12
+
+
+def test_read_segments_holds_at_most_a_page_ahead_per_reader_and_at_once_readers():
+    from ddb2bt.pipelines.dynamodb.scan import read_segments
+
+    fetched: dict[int, int] = {}
+    segments = tuple(range(6))
+    reading = read_segments(lambda s, _: _counted_pages(s, 50, fetched), segments, at_once=2, ahead=1)
+    taken = 0
+    for segment, page in reading:
+        taken += page is not None
+        time.sleep(0.002)  # the caller works; readers would run far ahead if nothing held them
+        # at most 2 segments being read; each reader fetches its next page only once its last one was taken
+        in_flight = sum(fetched.values()) - taken
+        assert in_flight <= 2, (fetched, taken)
+        assert sum(1 for s, n in fetched.items() if 0 < n < 50) <= 2
+    assert taken == 300
+
+
+def test_read_segments_in_order_gives_segment_after_segment_while_the_next_are_read_ahead():
+    from ddb2bt.pipelines.dynamodb.scan import read_segments
+
+    fetched: dict[int, int] = {}
+    got = []
+    for segment, page in read_segments(lambda s, _: _counted_pages(s, 4, fetched), (3, 1, 2), at_once=2,
+                                       interleave=False):
+        if segment == 3 and page == "3.0":  # still on the first segment: the second is already being read
+            deadline = time.monotonic() + 5
+            while not fetched.get(1) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert fetched.get(1)
+        got.append((segment, page))
+    assert got == [(s, f"{s}.{n}" if n < 4 else None) for s in (3, 1, 2) for n in range(5)]
+
+
+def test_read_segments_raises_a_readers_error_and_stops_the_others_when_left_early():
+    from ddb2bt.pipelines.dynamodb.scan import read_segments
+
+    def failing(segment: int, _sleep):
+        yield f"{segment}.0"
+        if segment == 1:
+            raise ScanFailedError("t", 1, 2, 3, None, RuntimeError("boom"))
+        yield f"{segment}.1"
 
     got = []
     with pytest.raises(ScanFailedError):
-        for page in read_ahead(failing()):
-            got.append(page)
-    assert got == [1]
-    ahead = read_ahead(iter(range(1000)))
-    assert next(ahead) == 0
-    ahead.close()  # returns at once, the background fetch finished or abandoned
+        for entry in read_segments(failing, (0, 1), interleave=False):
+            got.append(entry)
+    assert got == [(0, "0.0"), (0, "0.1"), (0, None), (1, "1.0")]  # nothing of segment 1 past its last good page
+
+    fetched: dict[int, int] = {}
+    reading = read_segments(lambda s, _: _counted_pages(s, 10_000, fetched), (0, 1, 2, 3))
+    next(reading)
+    before = time.monotonic()
+    reading.close()  # every reader stops after the page it is handing over
+    assert time.monotonic() - before < 2
+    settled = dict(fetched)
+    time.sleep(0.3)
+    assert fetched == settled and sum(settled.values()) <= 4 + 1
+
+
+def test_one_segment_failing_stops_a_reader_retrying_another_at_its_next_wait():
+    """A segment's ScanFailedError ends the read at once: a reader in another segment's retry backoff (botocore
+    failing over and over) stops at its next wait instead of retrying until its own deadline."""
+    from ddb2bt.pipelines.dynamodb.scan import read_segments
+
+    waits: list[float] = []
+
+    def open_pages(segment: int, sleep):
+        if segment == 0:
+            time.sleep(0.3)  # segment 1 is retrying by now
+            raise ScanFailedError("t", 0, 2, 3, None, RuntimeError("gone"))
+        while True:  # a page failing for ever: backoff after backoff
+            waits.append(time.monotonic())
+            sleep(5.0)
+        yield  # a generator, as scan_pages is
+
+    started = time.monotonic()
+    with pytest.raises(ScanFailedError):
+        list(read_segments(open_pages, (0, 1)))
+    assert time.monotonic() - started < 3  # not the 5 s backoff, nor a retry deadline
+    assert len(waits) == 1

@@ -354,6 +354,21 @@ def test_throttled_pages_and_retries_reach_the_runs_reconciliation(bigtable_env,
     assert result.counters["rows_written"] == len(items) and result.counters["cells_overwritten"] == 0
 
 
+def test_a_throttle_botocore_retried_and_absorbed_still_marks_the_page_throttled(small_source):
+    """With several segments read at once, throttles spread over their requests and botocore's own attempts absorb
+    each: the page is still counted as throttled (throttled_pages), not only as retried."""
+    server, spec, items = small_source
+    proxy = HttpFaultProxy(server.host, server.port, throttle=1)
+    with serving(proxy) as port, local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
+        client = scan_client(ClientSettings(region="us-east-1", endpoint_url=f"http://127.0.0.1:{port}"))
+        pages = list(scan_pages(client, spec.source.table))
+        again = list(scan_pages(client, spec.source.table))  # no throttle left: nothing marked
+    assert proxy.throttled == 1
+    assert pages[0].throttled and pages[0].retries == 1  # botocore's one retry, no retry of ours
+    assert sum(len(page.items) for page in pages) == len(items)
+    assert not any(page.throttled or page.retries for page in again)
+
+
 def test_bigtable_admin_calls_end_within_their_deadline_when_bigtable_is_dead_or_hung(monkeypatch):
     from ddb2bt.pipelines.bigtable.sink import ADMIN_DEADLINE
     from ddb2bt.pipelines.run.service_errors import as_ddb2bt_error

@@ -3,17 +3,18 @@
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from ddb2bt.pipelines.run.options import concurrent_segments
+from ddb2bt.pipelines.run.options import concurrent_segments, segments_at_once
 
 
 @pytest.mark.parametrize(
-    "args, total, expected",
+    "args, total, calls, at_once",
     [
-        ([], 8, 1),  # DirectRunner in memory: one segment at a time gets the whole budget
-        (["--direct_running_mode=multi_processing", "--direct_num_workers=2"], 8, 2),
-        (["--direct_running_mode=multi_threading", "--direct_num_workers=16"], 4, 4),
-        (["--runner=DataflowRunner", "--num_workers=3"], 8, 8),  # unknown concurrency: never overspend
+        ([], 8, 1, 4),  # DirectRunner in memory: one scan call at a time, reading 4 of its segments at once
+        (["--direct_running_mode=multi_processing", "--direct_num_workers=2"], 8, 2, 8),  # 2 lanes of 4
+        (["--direct_running_mode=multi_threading", "--direct_num_workers=16"], 4, 4, 4),
+        (["--runner=DataflowRunner", "--num_workers=3"], 8, 8, 8),  # unknown concurrency: never overspend
     ],
 )
-def test_concurrent_segments(args, total, expected):
-    assert concurrent_segments(PipelineOptions(args), total) == expected
+def test_concurrent_segments(args, total, calls, at_once):
+    assert concurrent_segments(PipelineOptions(args), total) == calls
+    assert segments_at_once(calls, total) == at_once

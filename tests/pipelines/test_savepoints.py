@@ -18,6 +18,7 @@ import apache_beam as beam
 import boto3
 import pytest
 import yaml
+from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
 from ddb2bt.mappers.results import Cell, MappedRow
@@ -28,10 +29,12 @@ from ddb2bt.pipelines.run.batches import Batch, SegmentAt, SegmentDone
 from ddb2bt.pipelines.bigtable.sink import WriteToBigtable, ensure_table
 from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 from ddb2bt.pipelines.dynamodb.scan import scan_pages
+from ddb2bt.pipelines.pipeline import _PersistFn
 from ddb2bt.pipelines.run.local_runner import new_pipeline
 
 from .cells import expected_cells, read_cells
 from .tables import migrate, numbers
+from .torn_down import FAILS, WAITED, WRITES, NoteTeardown, StageThenWait
 
 ITEMS, PADDING = 4_000, 2_400
 """About 10 MB: ten 1 MB Scan pages in one segment."""
@@ -114,6 +117,50 @@ def test_kill_9_at_half_of_a_one_segment_table_then_resume_reads_again_at_most_t
     assert read_cells(spec.target) == expected_cells(spec, items, now_ms=now_ms)  # as one uninterrupted run writes
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("beam_args", [
+    ("--direct_running_mode=in_memory",),
+    ("--direct_running_mode=multi_processing", "--direct_num_workers=2"),
+], ids=["in_memory", "multi_processing"])
+def test_kill_9_while_four_segments_are_read_at_once_then_resume_loses_nothing(bigtable_env, paged_source, tmp_path,
+                                                                                beam_args):
+    """in_memory reads four segments at once, multi_processing two in each of its two worker processes, their pages
+    interleaved, each reader a page ahead: a kill of the whole process group with pages of several segments in
+    flight (read, not yet stored) loses none of them, since a savepoint follows a page only once it is stored; the
+    resume goes on from each segment's savepoint and the table ends cell for cell as one uninterrupted run writes
+    it."""
+    endpoint, table, items, _ = paged_source
+    spec, spec_file = one_segment_spec(tmp_path, endpoint, table)
+    run_dir = tmp_path / "run"
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    killed = migrate(spec_file, run_dir, "--total-segments", "4", "--", *beam_args, env=env)
+    deadline = time.monotonic() + 180
+    while len(ckpt.saved_positions(str(run_dir))) < 3:  # three segments part way at once: read side by side
+        assert killed.poll() is None, f"the run ended before three segments were part way:\n{killed.stdout.read()}"
+        assert time.monotonic() < deadline, "three segments were not part way in time"
+        time.sleep(0.02)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    done, saved = ckpt.completed_segments(str(run_dir)), ckpt.saved_positions(str(run_dir))
+    assert len(done) < 4
+    with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):  # what a resume has left to read
+        client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+        left = sum(len(page.items) for segment in set(range(4)) - done
+                   for page in scan_pages(client, table, segment, 4, start_key=saved.get(segment)))
+    stored_before = len(read_cells(spec.target))
+    assert len(items) - left <= stored_before < len(items), "a savepoint ran ahead of what Bigtable holds"
+
+    resumed = migrate(spec_file, run_dir, "--resume", "--", *beam_args, env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    (read,) = numbers(r"read (\d+) items", output)
+    assert read == left  # every segment went on from its savepoint (or its start), nothing skipped
+    assert ckpt.completed_segments(str(run_dir)) == {0, 1, 2, 3} and "run OK" in output
+    now_ms = json.loads((run_dir / ckpt.CHECKPOINT_FILE).read_text())["now_ms"]
+    assert read_cells(spec.target) == expected_cells(spec, items, now_ms=now_ms)  # as one uninterrupted run writes
+
+
 def test_a_binary_key_savepoint_round_trips_byte_for_byte_and_the_scan_goes_on_from_it(dynalite, tmp_path):
     """LastEvaluatedKey with B values (bytes, as botocore parses them) is stored as DynamoDB JSON with base64 and
     read back as the same bytes, which DynamoDB takes as ExclusiveStartKey: together the two halves are the table."""
@@ -177,3 +224,44 @@ def test_the_writer_passes_a_savepoint_on_only_once_the_pages_before_it_are_stor
         out = (p | beam.Create([stream]) | beam.FlatMap(lambda elements: elements)
                | WriteToBigtable(target) | beam.ParDo(_StoredWhenSeen(target, pages)))
         assert_that(out, equal_to([("at", n, True) for n in range(5)] + [("done", 0, 750)]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["multi_processing", "multi_threading"])
+def test_a_writer_torn_down_under_a_running_bundle_never_marks_rows_it_did_not_store(bigtable_env, tmp_path, mode):
+    """Worker processes (or threads), one bundle failing (as a stopped run's does) while another goes on: Beam's SDK
+    harness tears down the steps of the bundle still in flight, from its own thread, and that bundle then sends rows
+    and its segment's done marker to the writer. The writer used to close its Bigtable client there, so the rows failed
+    ("Channel closed"), were taken for refusals (dead letters) and the done marker went on over them: a resume
+    skipped the segment and said "run OK" with rows missing. Now no marker passes over a row not stored and no dead
+    letter is written, and a resume of what is not marked leaves the table cell for cell as one run writes it."""
+    target = TargetSpec.model_validate({"table": f"w{uuid.uuid4().hex[:12]}", "families": {"d": None}})
+    ensure_table(target)
+    rows = [(MappedRow(f"r{row:04d}".encode(), (Cell("d", b"q", 1000, b"v" * 50),), "e"), {"n": row})
+            for row in range(300)]
+    expected = {row.row_key: [(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells]
+                for row, _item in rows}
+    run_dir, signals, dead_letter = tmp_path / "run", tmp_path / "signals", tmp_path / "run" / "dead_letters.jsonl"
+    signals.mkdir()
+    options = PipelineOptions([f"--direct_running_mode={mode}", "--direct_num_workers=2"])
+    p = new_pipeline(options)
+    written = (p | beam.Create([FAILS, WRITES]) | beam.ParDo(StageThenWait(str(signals), rows, segment=1))
+               | WriteToBigtable(target))
+    _ = written | "Persist" >> beam.ParDo(_PersistFn(str(dead_letter), str(run_dir)))
+    _ = written | "Note" >> beam.ParDo(NoteTeardown(str(signals)))
+    with pytest.raises(Exception, match="stop requested"):
+        p.run().wait_until_finish()
+    assert (signals / WAITED).exists(), "the writer was not torn down under the running bundle: nothing was tested"
+
+    stored = read_cells(target)
+    done = ckpt.completed_segments(str(run_dir))
+    letters = [line for part in run_dir.glob("dead_letters.jsonl.parts/*") for line in part.read_text().splitlines()]
+    assert 1 not in done or len(stored) == len(rows), f"segment 1 marked done with {len(stored)} of {len(rows)} rows"
+    assert letters == [], f"rows taken for refused: {letters[:2]}"
+
+    if 1 not in done:  # what --resume does: the segment again, whole
+        with new_pipeline() as again:
+            _ = (again | beam.Create([Batch(rows), SegmentDone(1)]) | WriteToBigtable(target)
+                 | "Persist" >> beam.ParDo(_PersistFn(str(dead_letter), str(run_dir))))
+    assert ckpt.completed_segments(str(run_dir)) == {1}
+    assert read_cells(target) == expected
