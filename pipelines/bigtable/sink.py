@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, NoReturn
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
@@ -30,6 +29,7 @@ from apache_beam.transforms.window import GlobalWindows
 from ...mappers.results import IndexRow, MappedRow
 from ...mappers.gc import AGGREGATE_TEXT, combine, describe_gc
 from ..run.batches import Barrier, SegmentAt
+from ..run.in_flight import InFlight
 from ..run.metrics import NAMESPACE, ReasonCounters, letter_reason
 from .entries import entry_maker, to_mutation_entry
 from .mutate import batcher_class
@@ -64,11 +64,6 @@ UNBUILDABLE = "cannot build the Bigtable mutation"
 
 class BigtableWriteError(ServiceError):
     """Bigtable could not be reached or kept timing out; the bundle fails so the runner retries it."""
-
-
-class WriterTornDown(RuntimeError):
-    """The runner tore the writer down while one of its bundles still ran: that bundle stops at its next step and
-    passes nothing more on (see :meth:`_WriteFn.teardown`)."""
 
 
 # --------------------------------------------------------------------------- GC rules
@@ -472,20 +467,15 @@ class _WriteFn(beam.DoFn):
         """A batcher closing in the background, its entries, and the savepoint passed on once it is closed."""
         self._progress = reporter(self._progress_dir)
         self._entry = entry_maker(self._destination.counters)
-        self._torn_down = threading.Event()
-        """Set by :meth:`teardown`; a bundle that still runs then stops, passing nothing more on."""
-        self._bundle_thread: int | None = None
-        """The thread of the bundle in flight (from start_bundle to the end of finish_bundle), None between bundles."""
+        self._in_flight = InFlight()
+        """Torn down by :meth:`teardown`; a bundle that still runs then stops, passing nothing more on."""
 
     def start_bundle(self) -> None:
-        if self._torn_down.is_set():
-            self._abandon()
+        self._in_flight.started(self._let_go)
         self._pending = {}
-        self._bundle_thread = threading.get_ident()
 
     def process(self, element: Any) -> Iterator[Any]:
-        if self._torn_down.is_set():
-            self._abandon()
+        self._in_flight.check(self._let_go)
         if isinstance(element, (DeadLetter, ItemsMapped)):  # given up on upstream, or a tally: pass it on
             yield element
             return
@@ -537,11 +527,10 @@ class _WriteFn(beam.DoFn):
         return self._tables[name]
 
     def finish_bundle(self) -> Iterator[Any]:
-        if self._torn_down.is_set():
-            self._abandon()
+        self._in_flight.check(self._let_go)
         for element in [*self._settle_closing(), *self._close()]:
             yield GlobalWindows.windowed_value(element)
-        self._bundle_thread = None
+        self._in_flight.finished()
 
     def _close(self) -> Iterator[Any]:
         """Flush everything appended so far; count the successes, dead-letter the refusals."""
@@ -575,8 +564,7 @@ class _WriteFn(beam.DoFn):
 
     def _settle(self, errors: list[Any], pending: dict[int, tuple[Any, Any, dict]]) -> Iterator[Any]:
         """Count a closed batcher's successes and dead-letter its refusals (``errors``, from :func:`close_batcher`)."""
-        if self._torn_down.is_set():  # its client may have been closed under it: the errors are no refusals
-            self._abandon()
+        self._in_flight.check(self._let_go)  # its client may have been closed under it: the errors are no refusals
         letters = self._letters(errors, pending)
         cells = written_bytes = index_rows = 0
         main: list[MappedRow | IndexRow] = []  # the rows of the main table (an index table's keys are not its keys)
@@ -636,21 +624,20 @@ class _WriteFn(beam.DoFn):
         return list(letters.values())
 
     def teardown(self) -> None:
-        running = getattr(self, "_bundle_thread", None)
-        torn_down = getattr(self, "_torn_down", None)
-        if torn_down is None:  # setup did not get that far: only its client, if any, to close
+        in_flight = getattr(self, "_in_flight", None)
+        if in_flight is None:  # setup did not get that far: only its client, if any, to close
             client = getattr(self, "_client", None)
             if client is not None:
                 client.close()
             return
-        if running is not None and running != threading.get_ident():
+        if in_flight.running_elsewhere():
             # Beam's SDK harness, ending a run that failed or was stopped, tears down the steps of every bundle
-            # still in flight from its own thread while they go on (BundleProcessorCache.shutdown, multi_processing
-            # and multi_threading). Closing the client here failed that bundle's writes ("Channel closed"), which it
-            # took for Bigtable refusing the rows: dead letters, then its segment's done marker or savepoint passed
-            # on over rows never written, and a resume trusted them. So only mark the writer torn down: the bundle
-            # lets go of its batcher and client itself at its next step, and passes nothing more on.
-            torn_down.set()
+            # still in flight from its own thread while they go on (pipelines/run/in_flight.py). Closing the client
+            # here failed that bundle's writes ("Channel closed"), which it took for Bigtable refusing the rows: dead
+            # letters, then its segment's done marker or savepoint passed on over rows never written, and a resume
+            # trusted them. So only mark the writer torn down: the bundle lets go of its batcher and client itself at
+            # its next step, and passes nothing more on.
+            in_flight.tear_down()
             return
         closing = self._closing
         if closing is not None:  # a failed bundle: let the background close end (its savepoint is never passed on)
@@ -665,13 +652,13 @@ class _WriteFn(beam.DoFn):
                     pass
             except Exception:  # noqa: BLE001 - the run has already failed with its own error
                 log.debug("closing the batcher after a failed bundle", exc_info=True)
-        torn_down.set()  # before the client closes: a bundle started on this writer after all stops at once
+        in_flight.tear_down()  # before the client closes: a bundle started on this writer after all stops at once
         self._release()
 
-    def _abandon(self) -> NoReturn:
+    def _let_go(self) -> None:
         """In the bundle's own thread, once :meth:`teardown` marked the writer torn down: let go of the batchers and
         the client, counting and passing on nothing (the rows may be written; their segment is not marked, so
-        ``--resume`` writes them again), and stop the bundle."""
+        ``--resume`` writes them again); :meth:`InFlight.check` then stops the bundle."""
         batcher, self._batcher, self._pending = self._batcher, None, {}
         try:
             if self._closing is not None:
@@ -682,8 +669,6 @@ class _WriteFn(beam.DoFn):
             log.debug("closing a batcher of a torn-down writer", exc_info=True)
         self._closing = None
         self._release()
-        raise WriterTornDown("the runner tore the Bigtable writer down while this bundle ran: stopped, nothing "
-                             "passed on after it (resume writes its segments again)")
 
     def _release(self) -> None:
         """The background closer, the live totals and the client, let go of (after the batchers are closed)."""

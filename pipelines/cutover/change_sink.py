@@ -19,7 +19,6 @@ transient failure raises :class:`BigtableWriteError`, so nothing is checkpointed
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -29,9 +28,10 @@ import apache_beam as beam
 from ...mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
 from ...mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from ..bigtable.entries import mutations_entry_class, with_counters
-from ..bigtable.sink import BigtableWriteError, Destination, FlowControl, TableBatchers, WriterTornDown, refused_for_good
+from ..bigtable.sink import BigtableWriteError, Destination, FlowControl, TableBatchers, refused_for_good
 from ..bigtable.target import describe_target, probe_target
 from ..run.dead_letters import DeadLetter
+from ..run.in_flight import InFlight
 from ..sink import Sink
 
 CHANGE_COUNTERS = ("changes_read", "changes_applied", "changes_dead_lettered", "changes_skipped", "cells_set",
@@ -377,16 +377,14 @@ class ApplyChangesFn(beam.DoFn):
         compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
         self._applier = ChangeApplier(self._destination, compiled, self._flow)
         self._writes = OverlappedWrites(self._applier)
-        self._torn_down = threading.Event()
-        self._bundle_thread: int | None = None
+        self._in_flight = InFlight()
 
     def start_bundle(self) -> None:
-        self._check_torn_down()
+        self._in_flight.started(self._release)
         self._writes.discard()  # left over from a failed bundle, which the runner retries as a whole
-        self._bundle_thread = threading.get_ident()
 
     def process(self, batch: list[Change]) -> None:
-        self._check_torn_down()
+        self._in_flight.check(self._release)
         if self._tally is not None:
             self._tally(batch)
         self._writes.add([(change,) for change in batch])
@@ -395,36 +393,24 @@ class ApplyChangesFn(beam.DoFn):
 
     def finish_bundle(self) -> None:
         self._report(self._writes.drain())
-        self._bundle_thread = None
+        self._in_flight.finished()
 
     def _report(self, outcome: Outcome) -> None:
         from ..run.dead_letters import write_part
 
-        self._check_torn_down()  # the client may have been closed under the drain: its errors are no refusals
+        self._in_flight.check(self._release)  # torn down under the drain: no dead letter, the catch-up runs again
         if outcome.dead_letters:  # before the counters: a retried bundle repeats identical lines, joined once
             write_part(self._dead_letter, [letter.to_json() for letter in outcome.dead_letters])
         for name, value in outcome.counters().items():
             self._counters[name].inc(value)
 
-    def _check_torn_down(self) -> None:
-        """In the bundle's thread, once :meth:`teardown` came from another: let go of the batcher and the client and
-        stop the bundle, writing no dead letter (the run has failed; the catch-up run again applies every change)."""
-        if self._torn_down.is_set():
-            self._writes.discard()
-            self._applier.close()
-            raise WriterTornDown("the runner tore the change writer down while this bundle ran: stopped, no dead "
-                                 "letter written for it (run the catch-up again)")
-
     def teardown(self) -> None:
-        # As the backfill's writer (pipelines/bigtable/sink.py _WriteFn.teardown): Beam's SDK harness tears down the
-        # steps of bundles still in flight from its own thread when a run ends early; closing the client under such a
-        # bundle failed its writes, which it took for Bigtable refusing the changes (dead letters the catch-up run
-        # again would keep). So only mark it: the bundle lets go of its client itself at its next step.
-        torn_down, running = getattr(self, "_torn_down", None), getattr(self, "_bundle_thread", None)
-        if torn_down is not None:
-            torn_down.set()
-            if running is not None and running != threading.get_ident():
-                return
+        in_flight = getattr(self, "_in_flight", None)
+        if in_flight is not None and not in_flight.tear_down():
+            return  # a bundle still runs on another thread: it lets go of the client itself (pipelines/run/in_flight.py)
+        self._release()
+
+    def _release(self) -> None:
         writes = getattr(self, "_writes", None)
         if writes is not None:
             writes.discard()

@@ -42,6 +42,7 @@ from ..bigtable.sink import NAMESPACE, Destination, FlowControl
 from ..run.dead_letters import DeadLetter, write_part
 from ..pipeline import MapFn  # the migration's map step, reused
 from ..run.collector import relax_young_gc
+from ..run.in_flight import InFlight
 from .extra import apply_deletions, resolved
 from ..source import ItemsSource
 from ..sources import source_for
@@ -129,9 +130,11 @@ class _CompareFn(beam.DoFn):
         self._lookup = RowLookup(self._destination)
         self._tables: dict[str, RowLookup] = {}
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-lookup")
+        self._in_flight = InFlight()  # torn down under a running bundle: it stops before repairing or passing on
         relax_young_gc()
 
     def start_bundle(self) -> None:
+        self._in_flight.started(self._release)
         self._queue: deque[Any] = deque()
         """In stream order: batches whose rows are being read (groups, the lookup's future), the figures counted
         up to a segment's end, and segment markers. Held until the lookup behind them is compared, so that the
@@ -142,6 +145,7 @@ class _CompareFn(beam.DoFn):
         """Rows whose items were compared in parts (more than CARRY_LIMIT in a row): never whole rows."""
 
     def process(self, element: Any) -> Iterator[Any]:
+        self._in_flight.check(self._release)
         if isinstance(element, SegmentDone):
             self._end_stretch()
             self._queue.append(element)  # after everything the segment found
@@ -174,9 +178,11 @@ class _CompareFn(beam.DoFn):
             yield from self._drain(keep=1)
 
     def finish_bundle(self) -> Iterator[Any]:
+        self._in_flight.check(self._release)
         self._end_stretch()
         for output in self._drain(keep=0):
             yield GlobalWindows.windowed_value(output)
+        self._in_flight.finished()
 
     def _read(self, groups: dict[bytes, list]) -> None:
         if groups:
@@ -307,11 +313,18 @@ class _CompareFn(beam.DoFn):
                 yield Found(tuple(json_line(d.to_json()) for d in differences), stats=tuple(stats.items()))
             if deletion is not None:
                 deletions.append(deletion)
+        self._in_flight.check(self._release)
         deleted, refused = apply_deletions(self._tables[table].table, deletions)
         Metrics.counter(NAMESPACE, "cells_deleted").inc(deleted)
         Metrics.counter(NAMESPACE, "delete_failures").inc(refused)
 
     def teardown(self) -> None:
+        in_flight = getattr(self, "_in_flight", None)
+        if in_flight is not None and not in_flight.tear_down():
+            return  # a bundle still runs on another thread: it lets go of the clients itself (run/in_flight.py)
+        self._release()
+
+    def _release(self) -> None:
         if getattr(self, "_reader", None) is not None:
             self._reader.shutdown()
         for lookup in [getattr(self, "_lookup", None), *getattr(self, "_tables", {}).values()]:

@@ -34,6 +34,7 @@ from apache_beam.metrics import Metrics
 
 from ..bigtable.read import RowLookup, ScanRowKeys, key_ranges
 from ..bigtable.sink import NAMESPACE, Destination
+from ..run.in_flight import InFlight
 from .extra import Deletion, apply_deletions, resolved
 from .files import PartWriter, finished_parts, key_line, key_of_line, lines
 from .pipeline import Found, json_line, PersistFoundFn
@@ -145,19 +146,24 @@ class _DeleteFn(beam.DoFn):
 
     def setup(self) -> None:
         self._lookups = Lookups(self._destination)
+        self._in_flight = InFlight()  # torn down under a running bundle: no deletion refused for a closed client
 
     def start_bundle(self) -> None:
+        self._in_flight.started(self._release)
         self._pending: list[Deletion] = []
 
     def process(self, deletion: Deletion) -> None:
+        self._in_flight.check(self._release)
         self._pending.append(deletion)
         if len(self._pending) >= DELETES_PER_REQUEST:
             self._apply()
 
     def finish_bundle(self) -> None:
         self._apply()
+        self._in_flight.finished()
 
     def _apply(self) -> None:
+        self._in_flight.check(self._release)
         by_table: dict[str | None, list[Deletion]] = defaultdict(list)
         for deletion in self._pending:
             by_table[deletion.table].append(deletion)
@@ -168,6 +174,12 @@ class _DeleteFn(beam.DoFn):
             self._refused.inc(refused)
 
     def teardown(self) -> None:
+        in_flight = getattr(self, "_in_flight", None)
+        if in_flight is not None and not in_flight.tear_down():
+            return  # a bundle still runs on another thread: it lets go of the client itself (run/in_flight.py)
+        self._release()
+
+    def _release(self) -> None:
         if getattr(self, "_lookups", None) is not None:
             self._lookups.close()
 
