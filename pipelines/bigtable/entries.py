@@ -168,12 +168,18 @@ def _stamp(micros: int) -> bytes:
     """A SetCell's ``timestamp_micros`` (field 3, int64), left out when 0; as protobuf's setter, anything with an
     ``__index__`` and nothing else, except a bool: protobuf 6 takes one with a deprecation warning and 7.34 refuses
     it, so it is refused here under either."""
-    if micros.__class__ is bool:
-        raise TypeError("Expected an int for timestamp_micros, got a boolean")
-    micros = operator.index(micros)
+    micros = operator.index(_no_bool(micros))
     if micros >= 1 << 63:
         raise ValueError(f"Value out of range: {micros}")
     return b"\x18" + varint(micros) if micros else b""
+
+
+def _no_bool(micros: Any) -> Any:
+    """``micros``, unless it is a bool: protobuf 6 takes one for an int64 timestamp with a deprecation warning and
+    7.34 refuses it, so every path refuses it here under either (the bytes written directly and protobuf's setters)."""
+    if micros.__class__ is bool:
+        raise TypeError("Expected an int for timestamp_micros, got a boolean")
+    return micros
 
 
 def _int_stamp(micros: int) -> bytes:
@@ -191,20 +197,25 @@ qualifiers too)."""
 _column_heads: dict[Any, dict[Any, bytes]] = {}
 """Family -> qualifier -> :func:`_column_head` (a dict per family: no ``(family, qualifier)`` tuple made and
 hashed per cell)."""
+_heads_kept = 0
+"""How many heads :data:`_column_heads` holds, all families together."""
 _stamps: dict[int, bytes] = {}
 _ENTRY_HEADS = tuple(ENTRIES_TAG + varint(n) for n in range(SMALL))
 
 
 def _new_column_head(family: Any, qualifier: Any) -> bytes:
-    """:func:`_column_head`, kept in :data:`_column_heads` (each family's dict, and the families, start again past
-    :data:`HEADS_MAX`)."""
+    """:func:`_column_head`, kept in :data:`_column_heads` (every family's heads start again once they hold
+    :data:`HEADS_MAX` together)."""
+    global _heads_kept
     column = _column_head(family, qualifier)
+    if _heads_kept >= HEADS_MAX:
+        _column_heads.clear()
+        _heads_kept = 0
     heads = _column_heads.get(family)
-    if heads is None or len(heads) >= HEADS_MAX:
-        if len(_column_heads) >= HEADS_MAX:
-            _column_heads.clear()
+    if heads is None:
         heads = _column_heads[family] = {}
     heads[qualifier] = column
+    _heads_kept += 1
     return column
 
 
@@ -263,7 +274,7 @@ def _one_millisecond(micros: int) -> bytes:
     if len(_ranges) >= HEADS_MAX:
         _ranges.clear()
     body = (b"\x08" + varint(micros) if micros else b"") + (b"\x10" + varint(micros + 1000) if micros != -1000 else b"")
-    found = _ranges[micros] = b"\x1a" + bytes((len(body),)) + body  # at most 22 bytes: a one-byte length
+    _ranges[micros] = found = b"\x1a" + bytes((len(body),)) + body  # at most 22 bytes: a one-byte length
     return found
 
 
@@ -402,7 +413,7 @@ def _cells_entry_class() -> type:
                 cell = add().set_cell
                 cell.family_name = family
                 cell.column_qualifier = qualifier
-                cell.timestamp_micros = micros
+                cell.timestamp_micros = _no_bool(micros)
                 cell.value = value
 
     return CellsEntry
@@ -451,14 +462,14 @@ def mutations_entry_class() -> type:
                     cell = add().set_cell
                     cell.family_name = family
                     cell.column_qualifier = qualifier
-                    cell.timestamp_micros = micros
+                    cell.timestamp_micros = _no_bool(micros)
                     cell.value = value
                 elif size == 3:
                     family, qualifier, micros = mutation
                     delete = add().delete_from_column
                     delete.family_name = family
                     delete.column_qualifier = qualifier
-                    delete.time_range.start_timestamp_micros = micros
+                    delete.time_range.start_timestamp_micros = _no_bool(micros)
                     delete.time_range.end_timestamp_micros = micros + 1000
                 elif size == 2:
                     delete = add().delete_from_column
@@ -468,7 +479,7 @@ def mutations_entry_class() -> type:
                     counter = add().add_to_cell
                     counter.family_name = family
                     counter.column_qualifier.raw_value = qualifier
-                    counter.timestamp.raw_timestamp_micros = micros
+                    counter.timestamp.raw_timestamp_micros = _no_bool(micros)
                     counter.input.int_value = number
 
     return MutationsEntry

@@ -530,7 +530,7 @@ class _WriteFn(beam.DoFn):
         self._in_flight.check(self._let_go)
         for element in [*self._settle_closing(), *self._close()]:
             yield GlobalWindows.windowed_value(element)
-        self._in_flight.finished()
+        self._in_flight.finished(self._let_go)
 
     def _close(self) -> Iterator[Any]:
         """Flush everything appended so far; count the successes, dead-letter the refusals."""
@@ -630,14 +630,13 @@ class _WriteFn(beam.DoFn):
             if client is not None:
                 client.close()
             return
-        if in_flight.running_elsewhere():
+        if in_flight.defer():
             # Beam's SDK harness, ending a run that failed or was stopped, tears down the steps of every bundle
             # still in flight from its own thread while they go on (pipelines/run/in_flight.py). Closing the client
             # here failed that bundle's writes ("Channel closed"), which it took for Bigtable refusing the rows: dead
             # letters, then its segment's done marker or savepoint passed on over rows never written, and a resume
             # trusted them. So only mark the writer torn down: the bundle lets go of its batcher and client itself at
-            # its next step, and passes nothing more on.
-            in_flight.tear_down()
+            # its next step (or as it finishes), and passes nothing more on.
             return
         closing = self._closing
         if closing is not None:  # a failed bundle: let the background close end (its savepoint is never passed on)

@@ -393,7 +393,7 @@ class ApplyChangesFn(beam.DoFn):
 
     def finish_bundle(self) -> None:
         self._report(self._writes.drain())
-        self._in_flight.finished()
+        self._in_flight.finished(self._release)
 
     def _report(self, outcome: Outcome) -> None:
         from ..run.dead_letters import write_part

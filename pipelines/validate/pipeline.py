@@ -182,7 +182,7 @@ class _CompareFn(beam.DoFn):
         self._end_stretch()
         for output in self._drain(keep=0):
             yield GlobalWindows.windowed_value(output)
-        self._in_flight.finished()
+        self._in_flight.finished(self._release)
 
     def _read(self, groups: dict[bytes, list]) -> None:
         if groups:

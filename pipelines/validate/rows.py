@@ -160,7 +160,7 @@ class _DeleteFn(beam.DoFn):
 
     def finish_bundle(self) -> None:
         self._apply()
-        self._in_flight.finished()
+        self._in_flight.finished(self._release)
 
     def _apply(self) -> None:
         self._in_flight.check(self._release)

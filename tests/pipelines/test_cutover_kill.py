@@ -95,8 +95,10 @@ def test_catch_up_killed_and_run_again_converges(bigtable_env, unique_name, tmp_
     with serving(proxy) as proxy_port:
         stalled_env = {**env, **local_servers.emulator_env(f"127.0.0.1:{proxy_port}")}
         process = subprocess.Popen(command, env=stalled_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
         while not proxy.stalled.wait(0.05):
             assert process.poll() is None, process.stdout.read().decode()
+            assert time.monotonic() < deadline, "the catch-up did not send 100 kB to Bigtable in 2 minutes"
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
     assert not (run_dir / "cutover.json").exists(), "killed before the end: the timeline did not advance"
