@@ -467,15 +467,15 @@ class _WriteFn(beam.DoFn):
         """A batcher closing in the background, its entries, and the savepoint passed on once it is closed."""
         self._progress = reporter(self._progress_dir)
         self._entry = entry_maker(self._destination.counters)
-        self._in_flight = InFlight()
+        self._in_flight = InFlight(self._let_go)
         """Torn down by :meth:`teardown`; a bundle that still runs then stops, passing nothing more on."""
 
     def start_bundle(self) -> None:
-        self._in_flight.started(self._let_go)
+        self._in_flight.started()
         self._pending = {}
 
     def process(self, element: Any) -> Iterator[Any]:
-        self._in_flight.check(self._let_go)
+        self._in_flight.check()
         if isinstance(element, (DeadLetter, ItemsMapped)):  # given up on upstream, or a tally: pass it on
             yield element
             return
@@ -527,10 +527,10 @@ class _WriteFn(beam.DoFn):
         return self._tables[name]
 
     def finish_bundle(self) -> Iterator[Any]:
-        self._in_flight.check(self._let_go)
+        self._in_flight.check()
         for element in [*self._settle_closing(), *self._close()]:
             yield GlobalWindows.windowed_value(element)
-        self._in_flight.finished(self._let_go)
+        self._in_flight.finished()
 
     def _close(self) -> Iterator[Any]:
         """Flush everything appended so far; count the successes, dead-letter the refusals."""
@@ -564,7 +564,7 @@ class _WriteFn(beam.DoFn):
 
     def _settle(self, errors: list[Any], pending: dict[int, tuple[Any, Any, dict]]) -> Iterator[Any]:
         """Count a closed batcher's successes and dead-letter its refusals (``errors``, from :func:`close_batcher`)."""
-        self._in_flight.check(self._let_go)  # its client may have been closed under it: the errors are no refusals
+        self._in_flight.check()  # its client may have been closed under it: the errors are no refusals
         letters = self._letters(errors, pending)
         cells = written_bytes = index_rows = 0
         main: list[MappedRow | IndexRow] = []  # the rows of the main table (an index table's keys are not its keys)
@@ -651,13 +651,13 @@ class _WriteFn(beam.DoFn):
                     pass
             except Exception:  # noqa: BLE001 - the run has already failed with its own error
                 log.debug("closing the batcher after a failed bundle", exc_info=True)
-        in_flight.tear_down()  # before the client closes: a bundle started on this writer after all stops at once
-        self._release()
+        in_flight.teardown()  # a bundle started on this writer after all stops at once
 
     def _let_go(self) -> None:
-        """In the bundle's own thread, once :meth:`teardown` marked the writer torn down: let go of the batchers and
-        the client, counting and passing on nothing (the rows may be written; their segment is not marked, so
-        ``--resume`` writes them again); :meth:`InFlight.check` then stops the bundle."""
+        """Let go of the batchers and the client, counting and passing on nothing: in the bundle's own thread once
+        :meth:`teardown` marked the writer torn down (the rows may be written; their segment is not marked, so
+        ``--resume`` writes them again; :meth:`InFlight.check` then stops the bundle), or by :meth:`teardown`
+        itself after its flush."""
         batcher, self._batcher, self._pending = self._batcher, None, {}
         try:
             if self._closing is not None:

@@ -373,18 +373,18 @@ class ApplyChangesFn(beam.DoFn):
 
         from ..run.collector import relax_young_gc
 
+        self._in_flight = InFlight(self._release)  # first: a teardown lets go of whatever setup got to
         relax_young_gc()  # as the backfill's map step does: a change holds two images' worth of young objects
         compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
         self._applier = ChangeApplier(self._destination, compiled, self._flow)
         self._writes = OverlappedWrites(self._applier)
-        self._in_flight = InFlight()
 
     def start_bundle(self) -> None:
-        self._in_flight.started(self._release)
+        self._in_flight.started()
         self._writes.discard()  # left over from a failed bundle, which the runner retries as a whole
 
     def process(self, batch: list[Change]) -> None:
-        self._in_flight.check(self._release)
+        self._in_flight.check()
         if self._tally is not None:
             self._tally(batch)
         self._writes.add([(change,) for change in batch])
@@ -393,22 +393,20 @@ class ApplyChangesFn(beam.DoFn):
 
     def finish_bundle(self) -> None:
         self._report(self._writes.drain())
-        self._in_flight.finished(self._release)
+        self._in_flight.finished()
 
     def _report(self, outcome: Outcome) -> None:
         from ..run.dead_letters import write_part
 
-        self._in_flight.check(self._release)  # torn down under the drain: no dead letter, the catch-up runs again
+        self._in_flight.check()  # torn down under the drain: no dead letter, the catch-up runs again
         if outcome.dead_letters:  # before the counters: a retried bundle repeats identical lines, joined once
             write_part(self._dead_letter, [letter.to_json() for letter in outcome.dead_letters])
         for name, value in outcome.counters().items():
             self._counters[name].inc(value)
 
     def teardown(self) -> None:
-        in_flight = getattr(self, "_in_flight", None)
-        if in_flight is not None and not in_flight.tear_down():
-            return  # a bundle still runs on another thread: it lets go of the client itself (pipelines/run/in_flight.py)
-        self._release()
+        if hasattr(self, "_in_flight"):  # setup ran: let go now, or leave it to a bundle still running elsewhere
+            self._in_flight.teardown()
 
     def _release(self) -> None:
         writes = getattr(self, "_writes", None)

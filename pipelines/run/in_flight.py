@@ -22,54 +22,58 @@ class StepTornDown(RuntimeError):
 
 class InFlight:
     """Which thread runs the step's bundle (from ``start_bundle`` to the end of ``finish_bundle``), whether the step
-    was torn down, and whether the bundle owes the letting go of the step's clients."""
+    was torn down, and whether the bundle owes the letting go of the step's clients (``release``: the step's own
+    method, tolerant of what its ``setup`` did not get to)."""
 
-    def __init__(self) -> None:
+    def __init__(self, release: Callable[[], None]) -> None:
+        self._release = release
         self._lock = threading.Lock()
         self._thread: int | None = None
         self._torn_down = False
         self._owed = False
 
-    def started(self, release: Callable[[], None]) -> None:
+    def started(self) -> None:
         """At ``start_bundle``: the bundle's thread noted, then :meth:`check` (a step already torn down stops it)."""
         with self._lock:
             self._thread = threading.get_ident()
-        self.check(release)
+        self.check()
 
-    def check(self, release: Callable[[], None]) -> None:
+    def check(self) -> None:
         """In the bundle's thread, before it writes or passes anything on: once the step is torn down, stop the
-        bundle (:class:`StepTornDown`), after calling ``release`` if the teardown left that to the bundle."""
+        bundle (:class:`StepTornDown`), after letting go of the clients if the teardown left that to the bundle."""
         with self._lock:
             if not self._torn_down:
                 return
             owed, self._owed = self._owed, False
         if owed:
-            release()
+            self._release()
         raise StepTornDown("the runner tore this step down while its bundle ran: stopped, nothing passed on "
                            "after it (run the command again, or resume)")
 
-    def finished(self, release: Callable[[], None]) -> None:
-        """At the end of ``finish_bundle``: ``release``, if a teardown came after the bundle's last check."""
+    def finished(self) -> None:
+        """At the end of ``finish_bundle``: let go of the clients, if a teardown came after the bundle's last
+        check."""
         with self._lock:
             self._thread = None
             owed, self._owed = self._owed, False
         if owed:
-            release()
+            self._release()
 
     def defer(self) -> bool:
         """At ``teardown``: when a bundle of the step runs on another thread, mark the step torn down, leave the
-        letting go to that bundle and say True; otherwise change nothing and say False."""
+        letting go to that bundle and say True; otherwise change nothing and say False (a step with more to do
+        before it lets go, such as a writer's flush, does it then and calls :meth:`teardown`)."""
         with self._lock:
             if self._thread is None or self._thread == threading.get_ident():
                 return False
             self._torn_down = self._owed = True
             return True
 
-    def tear_down(self) -> bool:
-        """At ``teardown``: mark the step torn down; True when the caller lets go of its clients now, False when a
-        bundle of it runs on another thread (which lets go of them itself: :meth:`defer`)."""
+    def teardown(self) -> None:
+        """At ``teardown``: mark the step torn down and let go of its clients now, or, when a bundle of it runs on
+        another thread, leave that to the bundle (:meth:`defer`)."""
         if self.defer():
-            return False
+            return
         with self._lock:
             self._torn_down = True
-        return True
+        self._release()

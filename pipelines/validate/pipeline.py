@@ -122,6 +122,8 @@ class _CompareFn(beam.DoFn):
         from ...mappers.spec import MappingSpec
         from ...mappers.validate.compare import Comparer
 
+        self._in_flight = InFlight(self._release)  # first; torn down under a running bundle: it stops before
+        # repairing or passing anything on
         spec = MappingSpec.model_validate(self._spec)
         self._indexes = bool(spec.indexes)
         keys = tuple(name for name in (spec.source.partition_key, spec.source.sort_key) if name)
@@ -130,11 +132,10 @@ class _CompareFn(beam.DoFn):
         self._lookup = RowLookup(self._destination)
         self._tables: dict[str, RowLookup] = {}
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-lookup")
-        self._in_flight = InFlight()  # torn down under a running bundle: it stops before repairing or passing on
         relax_young_gc()
 
     def start_bundle(self) -> None:
-        self._in_flight.started(self._release)
+        self._in_flight.started()
         self._queue: deque[Any] = deque()
         """In stream order: batches whose rows are being read (groups, the lookup's future), the figures counted
         up to a segment's end, and segment markers. Held until the lookup behind them is compared, so that the
@@ -145,7 +146,7 @@ class _CompareFn(beam.DoFn):
         """Rows whose items were compared in parts (more than CARRY_LIMIT in a row): never whole rows."""
 
     def process(self, element: Any) -> Iterator[Any]:
-        self._in_flight.check(self._release)
+        self._in_flight.check()
         if isinstance(element, SegmentDone):
             self._end_stretch()
             self._queue.append(element)  # after everything the segment found
@@ -178,11 +179,11 @@ class _CompareFn(beam.DoFn):
             yield from self._drain(keep=1)
 
     def finish_bundle(self) -> Iterator[Any]:
-        self._in_flight.check(self._release)
+        self._in_flight.check()
         self._end_stretch()
         for output in self._drain(keep=0):
             yield GlobalWindows.windowed_value(output)
-        self._in_flight.finished(self._release)
+        self._in_flight.finished()
 
     def _read(self, groups: dict[bytes, list]) -> None:
         if groups:
@@ -313,16 +314,14 @@ class _CompareFn(beam.DoFn):
                 yield Found(tuple(json_line(d.to_json()) for d in differences), stats=tuple(stats.items()))
             if deletion is not None:
                 deletions.append(deletion)
-        self._in_flight.check(self._release)
+        self._in_flight.check()
         deleted, refused = apply_deletions(self._tables[table].table, deletions)
         Metrics.counter(NAMESPACE, "cells_deleted").inc(deleted)
         Metrics.counter(NAMESPACE, "delete_failures").inc(refused)
 
     def teardown(self) -> None:
-        in_flight = getattr(self, "_in_flight", None)
-        if in_flight is not None and not in_flight.tear_down():
-            return  # a bundle still runs on another thread: it lets go of the clients itself (run/in_flight.py)
-        self._release()
+        if hasattr(self, "_in_flight"):  # setup ran: let go now, or leave it to a bundle still running elsewhere
+            self._in_flight.teardown()
 
     def _release(self) -> None:
         if getattr(self, "_reader", None) is not None:

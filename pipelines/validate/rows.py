@@ -145,25 +145,25 @@ class _DeleteFn(beam.DoFn):
         self._refused = Metrics.counter(NAMESPACE, "delete_failures")
 
     def setup(self) -> None:
+        self._in_flight = InFlight(self._release)  # torn down under a running bundle: no deletion refused for a closed client
         self._lookups = Lookups(self._destination)
-        self._in_flight = InFlight()  # torn down under a running bundle: no deletion refused for a closed client
 
     def start_bundle(self) -> None:
-        self._in_flight.started(self._release)
+        self._in_flight.started()
         self._pending: list[Deletion] = []
 
     def process(self, deletion: Deletion) -> None:
-        self._in_flight.check(self._release)
+        self._in_flight.check()
         self._pending.append(deletion)
         if len(self._pending) >= DELETES_PER_REQUEST:
             self._apply()
 
     def finish_bundle(self) -> None:
         self._apply()
-        self._in_flight.finished(self._release)
+        self._in_flight.finished()
 
     def _apply(self) -> None:
-        self._in_flight.check(self._release)
+        self._in_flight.check()
         by_table: dict[str | None, list[Deletion]] = defaultdict(list)
         for deletion in self._pending:
             by_table[deletion.table].append(deletion)
@@ -174,10 +174,8 @@ class _DeleteFn(beam.DoFn):
             self._refused.inc(refused)
 
     def teardown(self) -> None:
-        in_flight = getattr(self, "_in_flight", None)
-        if in_flight is not None and not in_flight.tear_down():
-            return  # a bundle still runs on another thread: it lets go of the client itself (run/in_flight.py)
-        self._release()
+        if hasattr(self, "_in_flight"):  # setup ran: let go now, or leave it to a bundle still running elsewhere
+            self._in_flight.teardown()
 
     def _release(self) -> None:
         if getattr(self, "_lookups", None) is not None:

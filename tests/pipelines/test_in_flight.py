@@ -4,6 +4,7 @@ harness's thread) and its running bundle comes last, and a torn-down step's bund
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -11,6 +12,8 @@ from ddb2bt.pipelines.run.in_flight import InFlight, StepTornDown
 
 
 class Releases:
+    """A step's release: which threads let go of its clients."""
+
     def __init__(self) -> None:
         self.calls: list[str] = []
 
@@ -18,7 +21,13 @@ class Releases:
         self.calls.append(threading.current_thread().name)
 
 
-def on_a_thread(work) -> list[BaseException]:
+def a_step() -> tuple[InFlight, Releases]:
+    release = Releases()
+    return InFlight(release), release
+
+
+def on_a_thread(work: Callable[[], None]) -> list[BaseException]:
+    """Run ``work`` on a thread named "bundle"; what ended it (nothing, or the error)."""
     ended: list[BaseException] = []
 
     def run() -> None:
@@ -33,80 +42,77 @@ def on_a_thread(work) -> list[BaseException]:
     return ended
 
 
-def teardown(in_flight: InFlight, release: Releases) -> None:
-    """What each step's teardown does with it."""
-    if in_flight.tear_down():
-        release()
+def torn_down_while(bundle: Callable[[], None], ready: threading.Event | threading.Barrier,
+                    in_flight: InFlight, resume: threading.Event | None = None) -> list[BaseException]:
+    """The harness's teardown (this thread) once the bundle (another thread) is ``ready``, then ``resume`` it;
+    what ended the bundle."""
+    ended: list[BaseException] = []
+    thread = threading.Thread(target=lambda: ended.extend(on_a_thread(bundle)))
+    thread.start()
+    if isinstance(ready, threading.Barrier):
+        ready.wait(30)
+    else:
+        assert ready.wait(30)
+    in_flight.teardown()
+    if resume is not None:
+        resume.set()
+    thread.join(30)
+    return ended
 
 
 def test_a_teardown_between_bundles_lets_go_at_once_and_a_later_bundle_stops_without_letting_go_again():
-    in_flight, release = InFlight(), Releases()
-    assert on_a_thread(lambda: (in_flight.started(release), in_flight.finished(release))) == []
-    teardown(in_flight, release)
+    in_flight, release = a_step()
+    assert on_a_thread(lambda: (in_flight.started(), in_flight.finished())) == []
+    in_flight.teardown()
     assert release.calls == ["MainThread"]
-    ended = on_a_thread(lambda: in_flight.started(release))
+    ended = on_a_thread(in_flight.started)
     assert [type(error) for error in ended] == [StepTornDown] and release.calls == ["MainThread"]
 
 
 def test_a_teardown_under_a_running_bundle_leaves_the_letting_go_to_its_next_check():
-    in_flight, release = InFlight(), Releases()
+    in_flight, release = a_step()
     started, torn = threading.Event(), threading.Event()
+    closed_under_it: list[list[str]] = []
 
     def bundle() -> None:
-        in_flight.started(release)
+        in_flight.started()
         started.set()
         torn.wait(30)
-        in_flight.check(release)  # its next step
+        closed_under_it.append(list(release.calls))
+        in_flight.check()  # its next step
 
-    thread_errors: list[BaseException] = []
-    thread = threading.Thread(target=lambda: thread_errors.extend(on_a_thread(bundle)))
-    thread.start()
-    assert started.wait(30)
-    teardown(in_flight, release)
-    assert release.calls == []  # nothing closed under the running bundle
-    torn.set()
-    thread.join(30)
-    assert [type(error) for error in thread_errors] == [StepTornDown] and release.calls == ["bundle"]
+    ended = torn_down_while(bundle, started, in_flight, resume=torn)
+    assert closed_under_it == [[]]  # nothing let go of under the running bundle
+    assert [type(error) for error in ended] == [StepTornDown] and release.calls == ["bundle"]
 
 
 def test_a_teardown_after_the_bundles_last_check_lets_go_as_the_bundle_finishes():
-    in_flight, release = InFlight(), Releases()
+    in_flight, release = a_step()
     checked, torn = threading.Event(), threading.Event()
 
     def bundle() -> None:
-        in_flight.started(release)
-        in_flight.check(release)  # its last check
+        in_flight.started()
+        in_flight.check()  # its last check
         checked.set()
         torn.wait(30)
-        in_flight.finished(release)
+        in_flight.finished()
 
-    thread_errors: list[BaseException] = []
-    thread = threading.Thread(target=lambda: thread_errors.extend(on_a_thread(bundle)))
-    thread.start()
-    assert checked.wait(30)
-    teardown(in_flight, release)
-    torn.set()
-    thread.join(30)
-    assert thread_errors == [] and release.calls == ["bundle"]  # not leaked, not twice
+    ended = torn_down_while(bundle, checked, in_flight, resume=torn)
+    assert ended == [] and release.calls == ["bundle"]  # not leaked, not twice
 
 
 @pytest.mark.parametrize("round_", range(200))
 def test_whatever_the_interleaving_the_clients_are_let_go_of_exactly_once(round_):
-    in_flight, release = InFlight(), Releases()
+    in_flight, release = a_step()
     go = threading.Barrier(2)
 
     def bundle() -> None:
-        in_flight.started(release)
-        go.wait()
+        in_flight.started()
+        go.wait(30)
         for _ in range(round_ % 7):
-            in_flight.check(release)
-        in_flight.finished(release)
+            in_flight.check()
+        in_flight.finished()
 
-    thread_errors: list[BaseException] = []
-    thread = threading.Thread(target=lambda: thread_errors.extend(on_a_thread(bundle)))
-    thread.start()
-    go.wait()
-    teardown(in_flight, release)
-    thread.join(30)
+    ended = torn_down_while(bundle, go, in_flight)
     assert len(release.calls) == 1, release.calls
-    assert all(type(error) is StepTornDown for error in thread_errors)
+    assert all(type(error) is StepTornDown for error in ended)
