@@ -201,9 +201,13 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
         lines.append(f"{'segments' if p.scanning else 'export data files'}: {result.segments_done} of "
                      f"{p.total_segments} stored")
     unwritten = c["dead_lettered"] - result.dead_letter_lines if early else 0
+    # A resumed run's file covers every attempt (the earlier ones' segments are not read again), its counters this one
+    earlier = result.dead_letter_lines - c["dead_lettered"] if p.options.resume and not early else 0
     lines.append(f"dead letters: {p.dead_letter} ({result.dead_letter_lines} lines; "
                  + (f"{unwritten} more dead-lettered items were not written before the run stopped: running it "
-                    "again reads them again; " if unwritten > 0 else "") + "holds user data)")
+                    "again reads them again; " if unwritten > 0 else "")
+                 + (f"{earlier} of them dead-lettered by earlier attempts of this run; " if earlier > 0 else "")
+                 + "holds user data)")
     if early:  # the CLI ends with the one line that says why, and how to go on
         return lines
     if result.dead_letter_lines:

@@ -135,6 +135,25 @@ def test_resume_alone_continues_the_latest_run_of_this_spec(invoke, source, tmp_
     assert refused.exit_code == 2 and "no run of this spec under runs/" in refused.stderr
 
 
+def test_a_resumed_run_says_which_of_its_dead_letters_earlier_attempts_wrote(invoke, source, tmp_path):
+    """The dead-letter file of a resumed run covers every attempt; its counters only this one. The summary says
+    how many lines the earlier attempts wrote, so that "0 dead-lettered" and a file of 3 lines do not disagree."""
+    spec = load_spec(source)
+    client = make_client(ClientSettings(endpoint_url=spec.source.endpoint_url))
+    put_items(client, spec.source.table, [{"pk": {"S": f"bad#{i}"}, "v": {"S": "x"}} for i in range(3)])
+    keyed = tmp_path / "keyed.yaml"
+    keyed.write_text(source.read_text().replace('"{pk}"', '"{pk}#{v}"'))  # a '#' in a key part: unmappable
+    run_dir = tmp_path / "run"
+    first = invoke("migrate", keyed, "--yes", "--run-dir", run_dir)
+    assert first.exit_code == 0, first.output
+    assert "3 dead-lettered" in first.stdout and "(3 lines; holds user data)" in first.stdout, first.stdout
+    resumed = invoke("migrate", keyed, "--yes", "--resume", "--run-dir", run_dir)
+    assert resumed.exit_code == 0, resumed.output
+    assert "0 dead-lettered" in resumed.stdout, resumed.stdout
+    assert "(3 lines; 3 of them dead-lettered by earlier attempts of this run; holds user data)" in resumed.stdout
+    assert len((run_dir / "dead_letters.jsonl").read_text().splitlines()) == 3
+
+
 def test_infer_json_has_the_whole_draft(invoke, seeded_moto):
     result = invoke("infer", "--table", "Videos", "--format", "json")
     assert result.exit_code == 0, result.output
