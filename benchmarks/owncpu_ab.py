@@ -7,7 +7,8 @@ and reads the job's own CPU split (``measure.own_cpu_split``: the slope of its C
 90 % of them, start-up apart), the figure of issue 24's "own CPU per item". The other commit's tree is taken with
 ``git archive`` and put first on ``PYTHONPATH`` (:func:`benchmarks.io_paths.tree_of`), both byte-compiled first.
 ``--profile PATH`` first runs one job of this tree under ``py-spy record --gil`` and writes the summary of the
-samples of its steady part (the stacks through the runner's bundles and the writer's threads) there.
+samples of its steady part (the stacks through the runner's bundles and the writer's threads) there, headed by
+where those samples go (:func:`where_it_goes`: mapper, scan pages, writer, entries, batcher, requests, Beam).
 Docs: docs/PERFORMANCE.md ("Own CPU round 6").
 """
 
@@ -25,6 +26,48 @@ from .common import ROOT, log
 from .io_paths import tree_of, tree_state
 from .measure import own_cpu_split, summarize_py_spy
 from .startup_ab import alternating, child_result, compiled, job_env
+
+
+# Where a sample's CPU goes: the first of these parts one of whose marks is in one of its stack's frames (an encoder's
+# or the JSON encoder's frames under the mapper count as the mapper's, the batcher's under the writer as the batcher's).
+# The runner's bundles' other samples are Beam's work around the steps; a thread of ddb2bt's own (the scan's readers,
+# the batcher's closes and requests) is counted by its frames too.
+_PARTS = (
+    ("steps' set-up and teardown (once per run)", ("BundleProcessor.__init__", ".setup (", ".teardown (")),
+    ("MutateRows requests (grpc, answers)", ("bigtable/mutate.py", "grpc/", "raw_answers.py", "api_core/")),
+    ("client batcher (append, flow control)", ("mutations_batcher.py",)),
+    ("entries (objects; heads and stamps not yet cached)", ("bigtable/entries.py",)),
+    ("mapper", ("<specialised", "mappers/")),
+    ("writer per row and tallies", ("bigtable/sink.py",)),
+    ("scan pages (requests, JSON)", ("dynamodb/scan.py", "wire_json.py", "botocore/", "urllib3/")),
+    ("map step's batch work", ("MapFn.process",)),
+    ("dead letters, savepoints (Persist)", ("_PersistFn", "checkpoint.py", "dead_letters.py")),
+)
+
+
+def where_it_goes(raw: str, focus: str = "FnApiRunner._run_bundle") -> str:
+    """The samples of the run's work (through ``focus``, or on a thread of ddb2bt's own: the scan's readers, the
+    batcher's closes and requests), split into :data:`_PARTS` and Beam's work around the steps."""
+    parts: dict[str, int] = {name: 0 for name, _ in _PARTS}
+    beam_work = total = 0
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = stack.split(";")
+        ours = any(name in frames[0] for name in ("ddb2bt-", "ThreadPoolExecutor", "Thread-"))
+        if not ours and not any(frame.startswith(focus + " (") for frame in frames):
+            continue
+        total += int(count)
+        found = next((name for name, marks in _PARTS if any(mark in frame for frame in frames for mark in marks)), None)
+        if found:
+            parts[found] += int(count)
+        else:
+            beam_work += int(count)
+    lines = [f"-- where it goes ({total} samples: the bundles' stacks and ddb2bt's own threads)"]
+    lines += [f"{n / max(total, 1):6.1%}  {name}" for name, n in sorted(parts.items(), key=lambda p: -p[1])]
+    lines.append(f"{beam_work / max(total, 1):6.1%}  Beam's work around the steps (per element, per bundle)")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -75,7 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
                 summary = summarize_py_spy(raw.read_text(), title=f"this tree, {args.items} items, {args.source}, "
                                            f"steady {split['steady_us_per_item']:.1f} us/item", top=60,
                                            focus="FnApiRunner._run_bundle")
-                args.profile.write_text(summary)
+                args.profile.write_text(where_it_goes(raw.read_text()) + "\n" + summary)
                 args.profile.with_suffix(".raw").write_text(raw.read_text())
                 log(f"profile: {args.profile}")
                 continue
