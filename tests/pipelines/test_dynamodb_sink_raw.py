@@ -4,6 +4,7 @@ written by orjson (compact, non-ASCII as UTF-8), and where orjson refuses the te
 
 from __future__ import annotations
 
+import binascii
 import json
 from typing import Any
 
@@ -97,7 +98,7 @@ def test_sets_tuples_and_byte_likes_become_wire_json():
 class _Scripted:
     """A loopback HTTP server answering each POST with the next scripted (status, JSON) answer, keeping the requests."""
 
-    def __init__(self, answers: list[tuple[int, dict]]) -> None:
+    def __init__(self, answers: list[tuple]) -> None:
         import http.server
         import threading
 
@@ -108,10 +109,12 @@ class _Scripted:
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 scripted.requests.append((self.path, dict(self.headers), body))
-                status, answer = scripted.answers.pop(0) if scripted.answers else (200, {"UnprocessedItems": {}})
+                status, answer, *more = scripted.answers.pop(0) if scripted.answers else (200, {"UnprocessedItems": {}})
                 data = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/x-amz-json-1.0")
+                for name, value in (more[0] if more else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -132,7 +135,7 @@ class _Scripted:
 def scripted():
     made: list[_Scripted] = []
 
-    def make(answers: list[tuple[int, dict]] = ()) -> _Scripted:
+    def make(answers: list[tuple] = ()) -> _Scripted:
         made.append(_Scripted(list(answers)))
         return made[-1]
 
@@ -141,12 +144,13 @@ def scripted():
         server.close()
 
 
-def _loopback_client(endpoint: str, raw: bool, attempts: int = 3) -> Any:
+def _loopback_client(endpoint: str, raw: bool, attempts: int = 3, token: str | None = None) -> Any:
     from botocore.config import Config
 
     client = botocore.session.get_session().create_client(
         "dynamodb", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="testing",
-        aws_secret_access_key="testing", config=Config(retries={"mode": "standard", "total_max_attempts": attempts}))
+        aws_secret_access_key="testing", aws_session_token=token,
+        config=Config(retries={"mode": "standard", "total_max_attempts": attempts}))
     if raw:
         send_requests_raw(client)
     return client
@@ -265,3 +269,89 @@ def test_a_stubbed_client_is_never_bypassed():
             assert writer.write(items) == []
         stub.assert_no_pending_responses()
     assert batch_writer_of(client).prepared is None
+
+
+def _through_endpoint(client: Any) -> list[str]:
+    """Records each request that goes botocore's whole way (its endpoint's ``make_request``)."""
+    calls: list[str] = []
+    make_request = client._endpoint.make_request
+
+    def counted(model: Any, request: dict) -> Any:
+        calls.append(model.name)
+        return make_request(model, request)
+
+    client._endpoint.make_request = counted
+    return calls
+
+
+@pytest.mark.parametrize("token", [None, "a-session-token"])
+def test_later_calls_are_signed_here_as_botocore_signs_them(scripted, token):
+    """After the first call (botocore's whole way), each BatchWriteItem is signed here and sent by the endpoint's HTTP
+    session, not through ``make_request``: botocore's own SigV4 signer, given the same request, time and credentials
+    (a session token included), makes the same Authorization; every other header is the first request's."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from ddb2bt.pipelines.dynamodb.sink import batch_writer
+
+    server = scripted()
+    client = _loopback_client(server.endpoint, True, token=token)
+    send, endpoint_calls = batch_writer(client), _through_endpoint(client)
+    requests = {"T": [{"PutRequest": {"Item": {"pk": {"S": "p"}, "b": {"B": b"\x00\xff"}}}}]}
+    for _ in range(3):
+        assert send(RequestItems=requests)["UnprocessedItems"] == {}
+    assert send.sent is not None and send.direct
+    assert len(endpoint_calls) == 1  # the first call only
+    (_, first, _), *later = server.requests
+    for _, headers, body in later:
+        assert json.loads(body) == {"RequestItems": {"T": [{"PutRequest": {"Item": {"pk": {"S": "p"}, "b": {"B": "AP8="}}}}]}}
+        assert {k.lower(): v for k, v in headers.items() if k.lower() not in VOLATILE} == \
+            {k.lower(): v for k, v in first.items() if k.lower() not in VOLATILE}
+        assert headers.get("X-Amz-Security-Token") == token
+        signed = headers["Authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
+        assert signed == first["Authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
+        check = AWSRequest("POST", server.endpoint + "/", data=body,
+                           headers={k: v for k, v in headers.items() if k.lower() in signed and k.lower() != "host"
+                                    and k.lower() != "x-amz-security-token"})
+        check.context["timestamp"] = headers["X-Amz-Date"]
+        SigV4Auth(Credentials("testing", "testing", token), "dynamodb", "us-east-1").add_auth(check)
+        assert check.headers["Authorization"] == headers["Authorization"]
+    assert len({headers["amz-sdk-invocation-id"] for _, headers, _ in server.requests}) == 3
+
+
+def test_a_damaged_or_unknown_answer_sends_the_request_botocores_whole_way(scripted):
+    """An answer whose CRC32 is not its body's, or an error DynamoDB's writer does not expect, is not taken from the
+    direct way: the same request goes through botocore's endpoint (whose answer counts), and so does every later one."""
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    body = json.dumps({"UnprocessedItems": {}}).encode()
+    crc = str(binascii.crc32(body) & 0xFFFFFFFF)
+    for damaged in [(200, {"UnprocessedItems": {}}, {"x-amz-crc32": str(int(crc) ^ 1)}),
+                    (400, {"__type": "com.amazon.coral.service#UnrecognizedClientException", "message": "?"})]:
+        server = scripted([(200, {"UnprocessedItems": {}}, {"x-amz-crc32": crc}), damaged])
+        client = _loopback_client(server.endpoint, True)
+        writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+        assert writer.write(items) == [] and writer.write(items) == [] and writer.write(items) == []
+        assert len(server.requests) == 4  # the first call, the damaged answer's request, then botocore's way twice
+        assert [json.loads(body) for _, _, body in server.requests[1:3]] == [
+            {"RequestItems": {"T": [{"PutRequest": {"Item": items[0]}}]}}] * 2
+        assert endpoint_calls == ["BatchWriteItem"] * 3 and not batch_writer(client).direct
+
+
+def test_throttling_on_the_direct_way_is_raised_once_and_ends_it(scripted):
+    """A throttled direct request is raised to the writer (its backoff sends it again), and from then on every
+    request goes through botocore's endpoint (its retry mode's attempts, the adaptive mode's rate limiter)."""
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    throttled = (400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "message": "slow down"})
+    server = scripted([(200, {"UnprocessedItems": {}}), throttled, throttled])
+    client = _loopback_client(server.endpoint, True, attempts=2)
+    writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+    assert writer.write(items) == []
+    assert writer.write(items) == []  # direct: throttled; botocore's way: throttled, then answered
+    assert writer.retries == 1 and len(server.requests) == 4
+    assert endpoint_calls == ["BatchWriteItem", "BatchWriteItem"] and not batch_writer(client).direct
+    assert writer.write(items) == [] and endpoint_calls[-1] == "BatchWriteItem" and len(endpoint_calls) == 3
