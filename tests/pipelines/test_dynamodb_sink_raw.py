@@ -106,6 +106,8 @@ class _Scripted:
         scripted = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as DynamoDB answers
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 scripted.requests.append((self.path, dict(self.headers), body))
@@ -355,3 +357,59 @@ def test_throttling_on_the_direct_way_is_raised_once_and_ends_it(scripted):
     assert writer.retries == 1 and len(server.requests) == 4
     assert endpoint_calls == ["BatchWriteItem", "BatchWriteItem"] and not batch_writer(client).direct
     assert writer.write(items) == [] and endpoint_calls[-1] == "BatchWriteItem" and len(endpoint_calls) == 3
+
+
+def _client_with(endpoint: str, **config: Any) -> Any:
+    from botocore.config import Config
+
+    return botocore.session.get_session().create_client(
+        "dynamodb", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="testing",
+        aws_secret_access_key="testing", **({"config": Config(**config)} if config else {}))
+
+
+def test_own_connections_only_where_the_session_would_connect_directly_and_verify(tmp_path):
+    """The direct way keeps its own connections for an endpoint the client's HTTP session reaches without a proxy or
+    a client certificate, and over TLS only verified (hostname and chain, against the session's CA bundle, with its
+    timeouts); otherwise it sends through the session itself."""
+    import ssl
+
+    from botocore.httpsession import get_cert_path
+
+    from ddb2bt.pipelines.dynamodb.sink import _Connections
+
+    plain = _Connections.of(_client_with("http://127.0.0.1:9", connect_timeout=3, read_timeout=7),
+                            "http://127.0.0.1:9/")
+    assert plain is not None and plain.context is None and (plain.connect_timeout, plain.read_timeout) == (3, 7)
+    secure = _Connections.of(_client_with("https://dynamodb.us-east-1.amazonaws.com"),
+                             "https://dynamodb.us-east-1.amazonaws.com/")
+    assert secure is not None and secure.context.verify_mode == ssl.CERT_REQUIRED and secure.context.check_hostname
+    assert secure.context.cert_store_stats()["x509_ca"] > 0 and get_cert_path(True)
+    unverified = botocore.session.get_session().create_client(
+        "dynamodb", region_name="us-east-1", endpoint_url="https://localhost:8443", verify=False,
+        aws_access_key_id="testing", aws_secret_access_key="testing")
+    assert _Connections.of(unverified, "https://localhost:8443/") is None
+    proxied = _client_with("http://10.1.2.3:8000", proxies={"http": "http://127.0.0.1:9"})
+    assert _Connections.of(proxied, "http://10.1.2.3:8000/") is None
+    (tmp_path / "cert.pem").write_text("")
+    certified = _client_with("https://localhost:8443", client_cert=str(tmp_path / "cert.pem"))
+    assert _Connections.of(certified, "https://localhost:8443/") is None
+
+
+def test_a_cut_connection_sends_that_request_botocores_whole_way_and_the_next_one_directly(scripted):
+    """A connection closed under a request (the server answers nothing) is dropped; that request goes through
+    botocore's endpoint (its retries), and the next one directly again, on a new connection."""
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    server = scripted()
+    client = _loopback_client(server.endpoint, True)
+    writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+    assert writer.write(items) == []
+    send = batch_writer(client)
+    assert send.connections is not None
+    assert writer.write(items) == []
+    send.connections._local.connection.sock.close()  # cut under the direct way
+    assert writer.write(items) == []  # sent again by botocore
+    assert writer.write(items) == []  # directly again
+    assert endpoint_calls == ["BatchWriteItem", "BatchWriteItem"] and send.direct
+    assert len(server.requests) == 4 and writer.retries == 0
