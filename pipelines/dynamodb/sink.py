@@ -15,8 +15,9 @@ second shared by the writer threads: each put costs its item's units (1 per star
 `send_requests_raw` lets a client's BatchWriteItem requests skip botocore's per-value validation and
 serialisation: the body is one JSON encoding (orjson) of the items as they are (the wire format), and every
 call after the first is the request botocore sent first, with its own body, signed anew here (SigV4, botocore's
-credentials) and sent by the endpoint's HTTP session (`_RawBatchWrite`, `_Sent`); an answer other than a 200 or a
-DynamoDB error the writer handles sends that request, and every later one, botocore's whole way.
+credentials) and sent on the writer's own keep-alive connections where botocore's HTTP session would connect
+directly, else by that session (`_RawBatchWrite`, `_Sent`, `_Connections`); an answer other than a 200 or a DynamoDB
+error the writer handles sends that request botocore's whole way (and every later one, but after a failed connection).
 """
 
 from __future__ import annotations
@@ -332,6 +333,8 @@ class _Connections:
             if verify is False:
                 return None  # never less checked than the session; unverified TLS stays the session's
             where = get_cert_path(verify)
+            if not where:
+                return None
             context = ssl.create_default_context(**({"capath": where} if os.path.isdir(where) else {"cafile": where}))
         config = client.meta.config
         return cls(url, context, config.connect_timeout, config.read_timeout, list(session._socket_options or []))
