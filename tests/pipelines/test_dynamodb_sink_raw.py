@@ -98,7 +98,7 @@ def test_sets_tuples_and_byte_likes_become_wire_json():
 class _Scripted:
     """A loopback HTTP server answering each POST with the next scripted (status, JSON) answer, keeping the requests."""
 
-    def __init__(self, answers: list[tuple]) -> None:
+    def __init__(self, answers: list[tuple], tls: tuple[str, str] | None = None) -> None:
         import http.server
         import threading
 
@@ -125,7 +125,15 @@ class _Scripted:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "http"
+        if tls is not None:  # (certificate file, key file): answered over TLS
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.endpoint = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -137,8 +145,8 @@ class _Scripted:
 def scripted():
     made: list[_Scripted] = []
 
-    def make(answers: list[tuple] = ()) -> _Scripted:
-        made.append(_Scripted(list(answers)))
+    def make(answers: list[tuple] = (), tls: tuple[str, str] | None = None) -> _Scripted:
+        made.append(_Scripted(list(answers), tls))
         return made[-1]
 
     yield make
@@ -413,3 +421,65 @@ def test_a_cut_connection_sends_that_request_botocores_whole_way_and_the_next_on
     assert writer.write(items) == []  # directly again
     assert endpoint_calls == ["BatchWriteItem", "BatchWriteItem"] and send.direct
     assert len(server.requests) == 4 and writer.retries == 0
+
+
+def _self_signed(folder: Any) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 (its own CA) and its key, as files in ``folder``."""
+    import datetime
+    import ipaddress
+
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+                   .not_valid_after(now + datetime.timedelta(hours=1))
+                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                  critical=False)
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                   .sign(key, hashes.SHA256()))
+    cert, key_file = folder / "cert.pem", folder / "key.pem"
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert), str(key_file)
+
+
+def test_own_connections_over_tls_verify_as_the_session_does(scripted, tmp_path):
+    """Over TLS the writer's own connections trust what the client's session trusts (``verify``: a CA bundle):
+    later calls go directly, verified; a server they do not trust is refused, and the request goes botocore's way."""
+    import ssl
+
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    cert, key = _self_signed(tmp_path)
+    server = scripted(tls=(cert, key))
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+
+    def client_trusting(bundle: str) -> Any:
+        client = botocore.session.get_session().create_client(
+            "dynamodb", region_name="us-east-1", endpoint_url=server.endpoint, verify=bundle,
+            aws_access_key_id="testing", aws_secret_access_key="testing")
+        send_requests_raw(client)
+        return client
+
+    client = client_trusting(cert)
+    writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+    for _ in range(3):
+        assert writer.write(items) == []
+    send = batch_writer(client)
+    assert send.connections is not None and send.connections.context is not None and send.direct
+    assert endpoint_calls == ["BatchWriteItem"] and len(server.requests) == 3
+    # the server's certificate is no longer what the direct way trusts: it refuses the server (nothing is sent
+    # unverified), and that request goes botocore's whole way, which still trusts it
+    (tmp_path / "other").mkdir()
+    other_cert, _ = _self_signed(tmp_path / "other")
+    send.connections.context = ssl.create_default_context(cafile=other_cert)
+    send.connections._drop(send.connections._local.connection)
+    assert writer.write(items) == []
+    assert endpoint_calls == ["BatchWriteItem"] * 2 and len(server.requests) == 4
