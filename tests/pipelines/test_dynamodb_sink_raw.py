@@ -4,6 +4,7 @@ written by orjson (compact, non-ASCII as UTF-8), and where orjson refuses the te
 
 from __future__ import annotations
 
+import binascii
 import json
 from typing import Any
 
@@ -97,7 +98,7 @@ def test_sets_tuples_and_byte_likes_become_wire_json():
 class _Scripted:
     """A loopback HTTP server answering each POST with the next scripted (status, JSON) answer, keeping the requests."""
 
-    def __init__(self, answers: list[tuple[int, dict]]) -> None:
+    def __init__(self, answers: list[tuple], tls: tuple[str, str] | None = None) -> None:
         import http.server
         import threading
 
@@ -105,13 +106,17 @@ class _Scripted:
         scripted = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as DynamoDB answers
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 scripted.requests.append((self.path, dict(self.headers), body))
-                status, answer = scripted.answers.pop(0) if scripted.answers else (200, {"UnprocessedItems": {}})
+                status, answer, *more = scripted.answers.pop(0) if scripted.answers else (200, {"UnprocessedItems": {}})
                 data = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/x-amz-json-1.0")
+                for name, value in (more[0] if more else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -120,7 +125,15 @@ class _Scripted:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "http"
+        if tls is not None:  # (certificate file, key file): answered over TLS
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.endpoint = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -132,8 +145,8 @@ class _Scripted:
 def scripted():
     made: list[_Scripted] = []
 
-    def make(answers: list[tuple[int, dict]] = ()) -> _Scripted:
-        made.append(_Scripted(list(answers)))
+    def make(answers: list[tuple] = (), tls: tuple[str, str] | None = None) -> _Scripted:
+        made.append(_Scripted(list(answers), tls))
         return made[-1]
 
     yield make
@@ -141,12 +154,13 @@ def scripted():
         server.close()
 
 
-def _loopback_client(endpoint: str, raw: bool, attempts: int = 3) -> Any:
+def _loopback_client(endpoint: str, raw: bool, attempts: int = 3, token: str | None = None) -> Any:
     from botocore.config import Config
 
     client = botocore.session.get_session().create_client(
         "dynamodb", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="testing",
-        aws_secret_access_key="testing", config=Config(retries={"mode": "standard", "total_max_attempts": attempts}))
+        aws_secret_access_key="testing", aws_session_token=token,
+        config=Config(retries={"mode": "standard", "total_max_attempts": attempts}))
     if raw:
         send_requests_raw(client)
     return client
@@ -265,3 +279,207 @@ def test_a_stubbed_client_is_never_bypassed():
             assert writer.write(items) == []
         stub.assert_no_pending_responses()
     assert batch_writer_of(client).prepared is None
+
+
+def _through_endpoint(client: Any) -> list[str]:
+    """Records each request that goes botocore's whole way (its endpoint's ``make_request``)."""
+    calls: list[str] = []
+    make_request = client._endpoint.make_request
+
+    def counted(model: Any, request: dict) -> Any:
+        calls.append(model.name)
+        return make_request(model, request)
+
+    client._endpoint.make_request = counted
+    return calls
+
+
+@pytest.mark.parametrize("token", [None, "a-session-token"])
+def test_later_calls_are_signed_here_as_botocore_signs_them(scripted, token):
+    """After the first call (botocore's whole way), each BatchWriteItem is signed here and sent by the endpoint's HTTP
+    session, not through ``make_request``: botocore's own SigV4 signer, given the same request, time and credentials
+    (a session token included), makes the same Authorization; every other header is the first request's."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from ddb2bt.pipelines.dynamodb.sink import batch_writer
+
+    server = scripted()
+    client = _loopback_client(server.endpoint, True, token=token)
+    send, endpoint_calls = batch_writer(client), _through_endpoint(client)
+    requests = {"T": [{"PutRequest": {"Item": {"pk": {"S": "p"}, "b": {"B": b"\x00\xff"}}}}]}
+    for _ in range(3):
+        assert send(RequestItems=requests)["UnprocessedItems"] == {}
+    assert send.sent is not None and send.direct
+    assert len(endpoint_calls) == 1  # the first call only
+    (_, first, _), *later = server.requests
+    for _, headers, body in later:
+        assert json.loads(body) == {"RequestItems": {"T": [{"PutRequest": {"Item": {"pk": {"S": "p"}, "b": {"B": "AP8="}}}}]}}
+        assert {k.lower(): v for k, v in headers.items() if k.lower() not in VOLATILE} == \
+            {k.lower(): v for k, v in first.items() if k.lower() not in VOLATILE}
+        assert headers.get("X-Amz-Security-Token") == token
+        signed = headers["Authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
+        assert signed == first["Authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
+        check = AWSRequest("POST", server.endpoint + "/", data=body,
+                           headers={k: v for k, v in headers.items() if k.lower() in signed and k.lower() != "host"
+                                    and k.lower() != "x-amz-security-token"})
+        check.context["timestamp"] = headers["X-Amz-Date"]
+        SigV4Auth(Credentials("testing", "testing", token), "dynamodb", "us-east-1").add_auth(check)
+        assert check.headers["Authorization"] == headers["Authorization"]
+    assert len({headers["amz-sdk-invocation-id"] for _, headers, _ in server.requests}) == 3
+
+
+def test_a_damaged_or_unknown_answer_sends_the_request_botocores_whole_way(scripted):
+    """An answer whose CRC32 is not its body's, or an error DynamoDB's writer does not expect, is not taken from the
+    direct way: the same request goes through botocore's endpoint (whose answer counts), and so does every later one."""
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    body = json.dumps({"UnprocessedItems": {}}).encode()
+    crc = str(binascii.crc32(body) & 0xFFFFFFFF)
+    for damaged in [(200, {"UnprocessedItems": {}}, {"x-amz-crc32": str(int(crc) ^ 1)}),
+                    (400, {"__type": "com.amazon.coral.service#UnrecognizedClientException", "message": "?"})]:
+        server = scripted([(200, {"UnprocessedItems": {}}, {"x-amz-crc32": crc}), damaged])
+        client = _loopback_client(server.endpoint, True)
+        writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+        assert writer.write(items) == [] and writer.write(items) == [] and writer.write(items) == []
+        assert len(server.requests) == 4  # the first call, the damaged answer's request, then botocore's way twice
+        assert [json.loads(body) for _, _, body in server.requests[1:3]] == [
+            {"RequestItems": {"T": [{"PutRequest": {"Item": items[0]}}]}}] * 2
+        assert endpoint_calls == ["BatchWriteItem"] * 3 and not batch_writer(client).direct
+
+
+def test_throttling_on_the_direct_way_is_raised_once_and_ends_it(scripted):
+    """A throttled direct request is raised to the writer (its backoff sends it again), and from then on every
+    request goes through botocore's endpoint (its retry mode's attempts, the adaptive mode's rate limiter)."""
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    throttled = (400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "message": "slow down"})
+    server = scripted([(200, {"UnprocessedItems": {}}), throttled, throttled])
+    client = _loopback_client(server.endpoint, True, attempts=2)
+    writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+    assert writer.write(items) == []
+    assert writer.write(items) == []  # direct: throttled; botocore's way: throttled, then answered
+    assert writer.retries == 1 and len(server.requests) == 4
+    assert endpoint_calls == ["BatchWriteItem", "BatchWriteItem"] and not batch_writer(client).direct
+    assert writer.write(items) == [] and endpoint_calls[-1] == "BatchWriteItem" and len(endpoint_calls) == 3
+
+
+def _client_with(endpoint: str, **config: Any) -> Any:
+    from botocore.config import Config
+
+    return botocore.session.get_session().create_client(
+        "dynamodb", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="testing",
+        aws_secret_access_key="testing", **({"config": Config(**config)} if config else {}))
+
+
+def test_own_connections_only_where_the_session_would_connect_directly_and_verify(tmp_path):
+    """The direct way keeps its own connections for an endpoint the client's HTTP session reaches without a proxy or
+    a client certificate, and over TLS only verified (hostname and chain, against the session's CA bundle, with its
+    timeouts); otherwise it sends through the session itself."""
+    import ssl
+
+    from botocore.httpsession import get_cert_path
+
+    from ddb2bt.pipelines.dynamodb.sink import _Connections
+
+    plain = _Connections.of(_client_with("http://127.0.0.1:9", connect_timeout=3, read_timeout=7),
+                            "http://127.0.0.1:9/")
+    assert plain is not None and plain.context is None and (plain.connect_timeout, plain.read_timeout) == (3, 7)
+    secure = _Connections.of(_client_with("https://dynamodb.us-east-1.amazonaws.com"),
+                             "https://dynamodb.us-east-1.amazonaws.com/")
+    assert secure is not None and secure.context.verify_mode == ssl.CERT_REQUIRED and secure.context.check_hostname
+    assert secure.context.cert_store_stats()["x509_ca"] > 0 and get_cert_path(True)
+    unverified = botocore.session.get_session().create_client(
+        "dynamodb", region_name="us-east-1", endpoint_url="https://localhost:8443", verify=False,
+        aws_access_key_id="testing", aws_secret_access_key="testing")
+    assert _Connections.of(unverified, "https://localhost:8443/") is None
+    proxied = _client_with("http://10.1.2.3:8000", proxies={"http": "http://127.0.0.1:9"})
+    assert _Connections.of(proxied, "http://10.1.2.3:8000/") is None
+    (tmp_path / "cert.pem").write_text("")
+    certified = _client_with("https://localhost:8443", client_cert=str(tmp_path / "cert.pem"))
+    assert _Connections.of(certified, "https://localhost:8443/") is None
+
+
+def test_a_cut_connection_sends_that_request_botocores_whole_way_and_the_next_one_directly(scripted):
+    """A connection closed under a request (the server answers nothing) is dropped; that request goes through
+    botocore's endpoint (its retries), and the next one directly again, on a new connection."""
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    server = scripted()
+    client = _loopback_client(server.endpoint, True)
+    writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+    assert writer.write(items) == []
+    send = batch_writer(client)
+    assert send.connections is not None
+    assert writer.write(items) == []
+    send.connections._local.connection.sock.close()  # cut under the direct way
+    assert writer.write(items) == []  # sent again by botocore
+    assert writer.write(items) == []  # directly again
+    assert endpoint_calls == ["BatchWriteItem", "BatchWriteItem"] and send.direct
+    assert len(server.requests) == 4 and writer.retries == 0
+
+
+def _self_signed(folder: Any) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 (its own CA) and its key, as files in ``folder``."""
+    import datetime
+    import ipaddress
+
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+                   .not_valid_after(now + datetime.timedelta(hours=1))
+                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                  critical=False)
+                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                   .sign(key, hashes.SHA256()))
+    cert, key_file = folder / "cert.pem", folder / "key.pem"
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert), str(key_file)
+
+
+def test_own_connections_over_tls_verify_as_the_session_does(scripted, tmp_path):
+    """Over TLS the writer's own connections trust what the client's session trusts (``verify``: a CA bundle):
+    later calls go directly, verified; a server they do not trust is refused, and the request goes botocore's way."""
+    import ssl
+
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    cert, key = _self_signed(tmp_path)
+    server = scripted(tls=(cert, key))
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+
+    def client_trusting(bundle: str) -> Any:
+        client = botocore.session.get_session().create_client(
+            "dynamodb", region_name="us-east-1", endpoint_url=server.endpoint, verify=bundle,
+            aws_access_key_id="testing", aws_secret_access_key="testing")
+        send_requests_raw(client)
+        return client
+
+    client = client_trusting(cert)
+    writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+    for _ in range(3):
+        assert writer.write(items) == []
+    send = batch_writer(client)
+    assert send.connections is not None and send.connections.context is not None and send.direct
+    assert endpoint_calls == ["BatchWriteItem"] and len(server.requests) == 3
+    # the server's certificate is no longer what the direct way trusts: it refuses the server (nothing is sent
+    # unverified), and that request goes botocore's whole way, which still trusts it
+    (tmp_path / "other").mkdir()
+    other_cert, _ = _self_signed(tmp_path / "other")
+    send.connections.context = ssl.create_default_context(cafile=other_cert)
+    send.connections._drop(send.connections._local.connection)
+    assert writer.write(items) == []
+    assert endpoint_calls == ["BatchWriteItem"] * 2 and len(server.requests) == 4
