@@ -102,7 +102,10 @@ class _RawBatchWrite:
         self.direct = True
         """Later calls are sent by :meth:`_direct` until an answer sends them botocore's whole way."""
         self.sent: _Sent | None = None
-        """The first request botocore really sent (signed, its final headers), which :meth:`_direct` sends again."""
+        """The first request botocore really sent (signed, its final headers) and the network answered, which
+        :meth:`_direct` sends again."""
+        self._candidate: _Sent | None = None
+        """A request botocore is about to send (``before-send``), kept once the network answers it (:meth:`_answered`)."""
         self.connections: _Connections | None = None
         """Where :meth:`_direct` sends (None: the endpoint's HTTP session)."""
         client.meta.events.register("before-call.dynamodb.BatchWriteItem", self._offer,
@@ -111,6 +114,8 @@ class _RawBatchWrite:
                                     unique_id="ddb2bt-raw-batch-write-keep")
         client.meta.events.register_last("before-send.dynamodb.BatchWriteItem", self._seen,
                                          unique_id="ddb2bt-raw-batch-write-seen")
+        client.meta.events.register("needs-retry.dynamodb.BatchWriteItem", self._answered,
+                                    unique_id="ddb2bt-raw-batch-write-answered")
 
     def __call__(self, **params: Any) -> dict:
         prepared = self.prepared
@@ -175,7 +180,7 @@ class _RawBatchWrite:
             return None
         checksum = headers.get("x-amz-crc32")
         if not isinstance(answer, dict) or (checksum is not None and
-                                            binascii.crc32(content) & 0xFFFFFFFF != int(checksum)):
+                                            str(binascii.crc32(content) & 0xFFFFFFFF) != checksum.strip()):
             self.direct = False
             return None
         metadata = {"RequestId": headers.get("x-amzn-requestid", ""), "HTTPStatusCode": status,
@@ -194,12 +199,28 @@ class _RawBatchWrite:
 
     def _seen(self, request: Any, **_: Any) -> None:
         if self.sent is None and self.direct:
-            sent = _Sent.of(request)
-            if sent is None:
-                self.direct = False
-                return
-            self.connections = _Connections.of(self.client, sent.url)
-            self.sent = sent
+            self._candidate = _Sent.of(request)
+
+    def _answered(self, response: Any = None, **_: Any) -> None:
+        """After a BatchWriteItem's attempt: its request is kept for :meth:`_direct` only when the network answered
+        it (urllib3's response under botocore's). A ``before-send`` hook that answered instead (moto's in-process
+        mock, a stub) keeps the direct way off, so that nothing it would have answered goes to the network; an
+        attempt that got no answer (a connection error) leaves the choice to the next one."""
+        candidate, self._candidate = self._candidate, None
+        if self.sent is not None or not self.direct or not response:
+            return None
+        from urllib3.response import HTTPResponse
+
+        if candidate is None or not isinstance(getattr(response[0], "raw", None), HTTPResponse):
+            self.direct = False
+            return None
+        try:
+            self.connections = _Connections.of(self.client, candidate.url)
+        except Exception:  # noqa: BLE001 - e.g. a CA bundle the TLS context cannot load: botocore's way, which says why
+            self.direct = False
+            return None
+        self.sent = candidate
+        return None
 
     def _offer(self, params: dict, model: Any, context: dict, **_: Any) -> None:
         if self.prepared is None and "body" in params:
@@ -310,7 +331,8 @@ class _Connections:
         from urllib.parse import urlsplit
 
         parts = urlsplit(url)
-        self.host, self.port, self.context = parts.hostname or "", parts.port, context
+        # the port given, as http.client would otherwise read an IPv6 literal's last group as one
+        self.host, self.port, self.context = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80), context
         self.connect_timeout, self.read_timeout, self.socket_options = connect_timeout, read_timeout, socket_options
         self._local = threading.local()
 

@@ -175,7 +175,6 @@ def test_later_calls_send_the_request_botocore_sends_signed_anew(scripted):
     """The first call goes through the whole client; later ones through its endpoint with what the first prepared.
     Each later request has the general path's URL and headers (botocore's own client, same call) and a valid
     signature of its own body, made anew."""
-    from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
@@ -203,12 +202,25 @@ def test_later_calls_send_the_request_botocore_sends_signed_anew(scripted):
         signed = ours["Authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
         check = AWSRequest("POST", server.endpoint + "/", data=body,
                            headers={k: v for k, v in ours.items() if k.lower() in signed and k.lower() != "host"})
-        check.context["timestamp"] = ours["X-Amz-Date"]
-        SigV4Auth(Credentials("testing", "testing"), "dynamodb", "us-east-1").add_auth(check)
-        assert check.headers["Authorization"] == ours["Authorization"]
+        assert botocores_authorization(check, ours["X-Amz-Date"], Credentials("testing", "testing")) == \
+            ours["Authorization"]
     assert through_client == ["call"]  # the later calls skipped the client's layer
     invocations = [headers["amz-sdk-invocation-id"] for _, headers, _ in server.requests]
     assert len(set(invocations)) == len(invocations)  # a fresh context per call
+
+
+def botocores_authorization(request: Any, stamp: str, credentials: Any) -> str:
+    """botocore's own SigV4 Authorization of ``request`` at the time ``stamp`` (X-Amz-Date): its signer reads the
+    clock itself, so the clock is set to the stamp the writer signed with."""
+    from datetime import datetime
+    from unittest import mock
+
+    from botocore.auth import SigV4Auth
+
+    with mock.patch("botocore.auth.get_current_datetime", return_value=datetime.strptime(stamp, "%Y%m%dT%H%M%SZ")):
+        SigV4Auth(credentials, "dynamodb", "us-east-1").add_auth(request)
+    assert request.headers["X-Amz-Date"] == stamp
+    return request.headers["Authorization"]
 
 
 class _Anything(dict):
@@ -299,7 +311,6 @@ def test_later_calls_are_signed_here_as_botocore_signs_them(scripted, token):
     """After the first call (botocore's whole way), each BatchWriteItem is signed here and sent by the endpoint's HTTP
     session, not through ``make_request``: botocore's own SigV4 signer, given the same request, time and credentials
     (a session token included), makes the same Authorization; every other header is the first request's."""
-    from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
@@ -324,9 +335,8 @@ def test_later_calls_are_signed_here_as_botocore_signs_them(scripted, token):
         check = AWSRequest("POST", server.endpoint + "/", data=body,
                            headers={k: v for k, v in headers.items() if k.lower() in signed and k.lower() != "host"
                                     and k.lower() != "x-amz-security-token"})
-        check.context["timestamp"] = headers["X-Amz-Date"]
-        SigV4Auth(Credentials("testing", "testing", token), "dynamodb", "us-east-1").add_auth(check)
-        assert check.headers["Authorization"] == headers["Authorization"]
+        assert botocores_authorization(check, headers["X-Amz-Date"], Credentials("testing", "testing", token)) == \
+            headers["Authorization"]
     assert len({headers["amz-sdk-invocation-id"] for _, headers, _ in server.requests}) == 3
 
 
@@ -483,3 +493,71 @@ def test_own_connections_over_tls_verify_as_the_session_does(scripted, tmp_path)
     send.connections._drop(send.connections._local.connection)
     assert writer.write(items) == []
     assert endpoint_calls == ["BatchWriteItem"] * 2 and len(server.requests) == 4
+
+
+def test_a_client_answered_by_an_in_process_mock_never_takes_the_direct_way(monkeypatch):
+    """moto's in-process mock answers in ``before-send``, where botocore would have sent: the request botocore was
+    about to send is never kept, so no later BatchWriteItem goes to the network (here: the real AWS endpoint the
+    client names) instead of the mock."""
+    from moto import mock_aws
+
+    from ddb2bt.pipelines.dynamodb.client import create_table
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        client = botocore.session.get_session().create_client(
+            "dynamodb", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+        send_requests_raw(client)
+        create_table(client, "T", "pk", "sk")
+        writer = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None))
+        for number in range(3):
+            assert writer.write([{"pk": {"S": f"p{number}"}, "sk": {"S": "s"}}]) == []
+        send = batch_writer(client)
+        assert send.sent is None and not send.direct and send.connections is None
+        assert client.scan(TableName="T")["Count"] == 3  # every write reached the mock
+
+
+@pytest.mark.parametrize("url, host, port", [("http://[::1]:8000/", "::1", 8000),
+                                             ("https://[2600:1f18::1]/", "2600:1f18::1", 443),
+                                             ("http://localhost/", "localhost", 80)])
+def test_own_connections_take_the_urls_port_or_the_schemes(url, host, port):
+    """http.client reads a bare IPv6 literal's last group as a port: the connections always give one."""
+    from ddb2bt.pipelines.dynamodb.sink import _Connections
+
+    connections = _Connections(url, None, 1, 1, [])
+    assert (connections.host, connections.port) == (host, port)
+
+
+def test_signatures_follow_rotated_credentials_and_the_day(scripted, monkeypatch):
+    """The signing key is cached per secret and day: new credentials (botocore refreshes temporary ones) and a new
+    UTC day each sign as botocore's own signer does."""
+    import time as clock
+
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from ddb2bt.pipelines.dynamodb.sink import batch_writer
+
+    server = scripted()
+    client = _loopback_client(server.endpoint, True)
+    send = batch_writer(client)
+    requests = {"T": [{"PutRequest": {"Item": {"pk": {"S": "p"}}}}]}
+    send(RequestItems=requests)  # botocore's whole way; then the direct one
+    credentials = client._request_signer._credentials
+    real_gmtime = clock.gmtime
+    for secret, day_shift in [("testing", 0), ("rotated", 0), ("rotated", 86_400), ("testing", 86_400)]:
+        credentials.secret_key = secret
+        monkeypatch.setattr(clock, "gmtime", lambda *_: real_gmtime(clock.time() + day_shift))
+        send(RequestItems=requests)
+        monkeypatch.setattr(clock, "gmtime", real_gmtime)
+        _, headers, body = server.requests[-1]
+        signed = headers["Authorization"].split("SignedHeaders=")[1].split(",")[0].split(";")
+        check = AWSRequest("POST", server.endpoint + "/", data=body,
+                           headers={k: v for k, v in headers.items() if k.lower() in signed and k.lower() != "host"})
+        assert botocores_authorization(check, headers["X-Amz-Date"], Credentials("testing", secret)) == \
+            headers["Authorization"]
+    assert send.direct and len(server.requests) == 5
+    days = {headers["X-Amz-Date"][:8] for _, headers, _ in server.requests[1:]}
+    assert len(days) == 2
