@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import apache_beam as beam
+import orjson
 
 from ...mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
 from ...mappers.limits import MUTATIONS_PER_ENTRY_MAX
@@ -64,6 +65,19 @@ def row_entries(row: RowChange, counters: frozenset[str] = frozenset()) -> list[
         entries.append(entry(row.row_key, mutations[start:end]))
         start = end
     return entries
+
+
+def in_flight_key(keys: dict[str, Any]) -> Any:
+    """An item's identity among the changes in flight: for the keys of one table (the same attribute names), equal
+    exactly where :func:`item_key` of the keys is equal (DynamoDB's key attributes are S, N or B: text, or B as bytes),
+    at a tenth of its cost. Keys all of
+    whose payloads are text are their JSON with every object's names sorted; any other (a ``B`` as bytes, which JSON
+    cannot hold) is :func:`item_key`'s tuple, which such a JSON text never equals, as item_key never makes bytes
+    and text equal (tests/pipelines/test_change_apply_fast_path.py)."""
+    try:
+        return orjson.dumps(keys, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return item_key(keys, ())
 
 
 def counter_changes(row: RowChange, counters: frozenset[str]) -> tuple:
@@ -214,6 +228,44 @@ class ChangeApplier:
         outcome.skipped += skipped
         return prepared
 
+    def prepare_each(self, changes: Sequence[Change]) -> Prepared:
+        """:meth:`prepare` of ``[(change,) for change in changes]`` (one change per item: a catch-up's batch), the same
+        Prepared, without a group made per change or a call of :func:`row_entries` per row where the spec has no
+        counters (tests/pipelines/test_change_apply_fast_path.py)."""
+        if self._counters:
+            return self.prepare([(change,) for change in changes])
+        prepared = Prepared(Outcome())
+        outcome, entries, owners, pending = prepared.outcome, prepared.entries, prepared.owners, prepared.groups
+        compiled, tables, entry = self._compiled, prepared.tables, mutations_entry_class()
+        ttl_deletes = skipped = 0
+        for change in changes:
+            if change.ttl:
+                ttl_deletes += 1
+            result = diff_many(compiled, (change,))
+            if result.__class__ is not ChangeSet:
+                skipped += 1
+                continue
+            owner, cells_set, cells_deleted, rows = len(pending), 0, 0, result.rows
+            for row in rows:
+                deletes, sets = row.deletes, row.sets
+                cells_set += len(sets)
+                cells_deleted += len(deletes)
+                if row.table is None and 0 < len(deletes) + len(sets) <= MUTATIONS_PER_ENTRY_MAX:
+                    entries.append(entry(row.row_key, deletes + sets if deletes else sets))
+                    owners.append(owner)
+                    continue
+                for made in row_entries(row):
+                    if row.table is not None:
+                        tables[len(entries)] = row.table
+                    entries.append(made)
+                    owners.append(owner)
+            pending.append(Mapped((change,), result.entity, rows[0].row_key if rows else None, result.failures,
+                                  cells_set, cells_deleted))
+        outcome.read += len(changes)
+        outcome.ttl_deletes += ttl_deletes
+        outcome.skipped += skipped
+        return prepared
+
     @staticmethod
     def settle(prepared: Prepared, refused: dict[int, str]) -> Outcome:
         """The outcome once the entries are written, ``refused`` ({entry index: reason}) for good."""
@@ -299,7 +351,7 @@ class OverlappedWrites:
         for changes in groups:
             if not changes:
                 continue
-            key = item_key(changes[0].keys, ())
+            key = in_flight_key(changes[0].keys)
             if key in self._items:  # an earlier change of this item may still be in flight
                 self._append(run)
                 run = []
@@ -307,6 +359,20 @@ class OverlappedWrites:
             self._items.add(key)
             run.append(changes)
         self._append(run)
+
+    def add_each(self, changes: Sequence[Change]) -> None:
+        """:meth:`add` of ``[(change,) for change in changes]`` (one change per item, as an export holds them), each
+        mapped by :meth:`ChangeApplier.prepare_each`."""
+        items, start = self._items, 0
+        for number, change in enumerate(changes):
+            key = in_flight_key(change.keys)
+            if key in items:  # an earlier change of this item may still be in flight
+                self._append_each(changes[start:number])
+                start = number
+                self._flush()
+                items = self._items
+            items.add(key)
+        self._append_each(changes[start:] if start else changes)
 
     def drain(self) -> Outcome:
         """Wait until Bigtable holds everything added; what it all did since the last drain."""
@@ -325,9 +391,14 @@ class OverlappedWrites:
                 pass
 
     def _append(self, run: list[Sequence[Change]]) -> None:
-        if not run:
-            return
-        prepared = self._applier.prepare(run)
+        if run:
+            self._send(self._applier.prepare(run))
+
+    def _append_each(self, changes: Sequence[Change]) -> None:
+        if changes:
+            self._send(self._applier.prepare_each(changes))
+
+    def _send(self, prepared: Prepared) -> None:
         number = len(self._prepared)
         self._prepared.append(prepared)
         if not prepared.entries:
@@ -387,7 +458,7 @@ class ApplyChangesFn(beam.DoFn):
         self._in_flight.check(self._release)
         if self._tally is not None:
             self._tally(batch)
-        self._writes.add([(change,) for change in batch])
+        self._writes.add_each(batch)
         if self._writes.pending_entries >= self._applier.flow.max_pending_entries:  # bounds the changes held
             self._report(self._writes.drain())
 
