@@ -276,6 +276,11 @@ class ChangeApplier:
                 outcome.dead_letters += [change_letter(change, "write", failed_groups[number], mapped.entity, None,
                                                        mapped.row_key) for change in mapped.changes]
                 continue
+            outcome.cells_set += mapped.cells_set
+            outcome.cells_deleted += mapped.cells_deleted
+            if not mapped.failures:  # every change of the item mapped (the usual case): all applied
+                outcome.applied += len(mapped.changes)
+                continue
             failed = {id(change): error for change, error in mapped.failures}
             for change in mapped.changes:
                 error = failed.get(id(change))
@@ -284,8 +289,6 @@ class ChangeApplier:
                 else:
                     outcome.dead_letters.append(change_letter(change, error.stage, error.reason,
                                                               error.entity, error.attribute))
-            outcome.cells_set += mapped.cells_set
-            outcome.cells_deleted += mapped.cells_deleted
         return outcome
 
     def _write(self, entries: list[Any], tables: dict[int, str]) -> dict[int, str]:
