@@ -68,12 +68,11 @@ def row_entries(row: RowChange, counters: frozenset[str] = frozenset()) -> list[
 
 
 def in_flight_key(keys: dict[str, Any]) -> Any:
-    """An item's identity among the changes in flight: for the keys of one table (the same attribute names), equal
-    exactly where :func:`item_key` of the keys is equal (DynamoDB's key attributes are S, N or B: text, or B as bytes),
-    at a tenth of its cost. Keys all of
-    whose payloads are text are their JSON with every object's names sorted; any other (a ``B`` as bytes, which JSON
-    cannot hold) is :func:`item_key`'s tuple, which such a JSON text never equals, as item_key never makes bytes
-    and text equal (tests/pipelines/test_change_apply_fast_path.py)."""
+    """An item's identity among the changes in flight, cheaper to make than :func:`item_key`'s tuples: for the keys of
+    one table (the same attribute names), equal exactly where item_key of the keys is equal (DynamoDB's key attributes
+    are S, N or B: text, or B as bytes). Keys whose payloads are all text are their JSON with every object's names
+    sorted; any other (a ``B`` as bytes, which JSON cannot hold) is item_key's tuple, which such a JSON text never
+    equals, as item_key never makes bytes and text equal (tests/pipelines/test_change_apply_fast_path.py)."""
     try:
         return orjson.dumps(keys, option=orjson.OPT_SORT_KEYS)
     except TypeError:
