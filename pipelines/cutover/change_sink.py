@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import apache_beam as beam
-import orjson
 
 from ...mappers.changes import Change, ChangeSet, RowChange, diff_many, item_key
 from ...mappers.limits import MUTATIONS_PER_ENTRY_MAX
@@ -65,18 +64,6 @@ def row_entries(row: RowChange, counters: frozenset[str] = frozenset()) -> list[
         entries.append(entry(row.row_key, mutations[start:end]))
         start = end
     return entries
-
-
-def in_flight_key(keys: dict[str, Any]) -> Any:
-    """An item's identity among the changes in flight, cheaper to make than :func:`item_key`'s tuples: for the keys of
-    one table (the same attribute names), equal exactly where item_key of the keys is equal (DynamoDB's key attributes
-    are S, N or B: text, or B as bytes). Keys whose payloads are all text are their JSON with every object's names
-    sorted; any other (a ``B`` as bytes, which JSON cannot hold) is item_key's tuple, which such a JSON text never
-    equals, as item_key never makes bytes and text equal (tests/pipelines/test_change_apply_fast_path.py)."""
-    try:
-        return orjson.dumps(keys, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        return item_key(keys, ())
 
 
 def counter_changes(row: RowChange, counters: frozenset[str]) -> tuple:
@@ -240,7 +227,8 @@ class ChangeApplier:
         for change in changes:
             if change.ttl:
                 ttl_deletes += 1
-            result = diff_many(compiled, (change,))
+            group = (change,)
+            result = diff_many(compiled, group)
             if result.__class__ is not ChangeSet:
                 skipped += 1
                 continue
@@ -258,7 +246,7 @@ class ChangeApplier:
                         tables[len(entries)] = row.table
                     entries.append(made)
                     owners.append(owner)
-            pending.append(Mapped((change,), result.entity, rows[0].row_key if rows else None, result.failures,
+            pending.append(Mapped(group, result.entity, rows[0].row_key if rows else None, result.failures,
                                   cells_set, cells_deleted))
         outcome.read += len(changes)
         outcome.ttl_deletes += ttl_deletes
@@ -353,7 +341,7 @@ class OverlappedWrites:
         for changes in groups:
             if not changes:
                 continue
-            key = in_flight_key(changes[0].keys)
+            key = item_key(changes[0].keys, ())
             if key in self._items:  # an earlier change of this item may still be in flight
                 self._append(run)
                 run = []
@@ -367,7 +355,7 @@ class OverlappedWrites:
         mapped by :meth:`ChangeApplier.prepare_each`."""
         items, start = self._items, 0
         for number, change in enumerate(changes):
-            key = in_flight_key(change.keys)
+            key = item_key(change.keys, ())
             if key in items:  # an earlier change of this item may still be in flight
                 self._append_each(changes[start:number])
                 start = number

@@ -1,7 +1,6 @@
 """The catch-up's apply step takes a batch of one change per item (``OverlappedWrites.add_each``,
-``ChangeApplier.prepare_each``) and keys the items in flight by ``in_flight_key``: the same entries, bytes, owners,
-groups and counts as the general path (``prepare`` of one group per change), and the same items told apart as
-``item_key`` tells them, over generated changes (inserts, modifies that switch entity, move timestamps or lose a
+``ChangeApplier.prepare_each``): the same entries, bytes, owners, groups and counts as the
+general path (``prepare`` of one group per change), over generated changes (inserts, modifies that switch entity, move timestamps or lose a
 required attribute, removes, TTL deletes, skipped images), with and without index rows in a table of their own and
 with an aggregate (counter) family."""
 
@@ -11,11 +10,11 @@ import random
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ddb2bt.mappers.changes import Change, item_key, kind_of_change
+from ddb2bt.mappers.changes import Change, kind_of_change
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.bigtable.sink import Destination, ensure_table
-from ddb2bt.pipelines.cutover.change_sink import ChangeApplier, OverlappedWrites, in_flight_key
+from ddb2bt.pipelines.cutover.change_sink import ChangeApplier, OverlappedWrites
 from ddb2bt.pipelines.cutover.workload import make_spec, random_item
 
 from .cells import expected_cells, read_cells
@@ -101,25 +100,6 @@ def test_the_generated_changes_reach_every_branch(bigtable_env):
     finally:
         applier.close()
     assert any(len(mutation) == 5 for entry in prepared.entries for mutation in entry.tuples)  # an AddToCell
-
-
-PAYLOADS = st.one_of(st.text(max_size=6), st.binary(max_size=6), st.binary(max_size=6).map(bytearray))
-KEYS = st.dictionaries(st.sampled_from(["pk", "sk", "id"]),
-                       st.tuples(st.sampled_from(["S", "N", "B"]), PAYLOADS).map(lambda pair: {pair[0]: pair[1]}),
-                       min_size=1, max_size=3)
-
-
-@settings(max_examples=400, deadline=None)
-@given(first=KEYS, other=KEYS, same=st.booleans())
-def test_in_flight_key_tells_items_apart_as_item_key_does(first, other, same):
-    """Keys of one table (the same attribute names; item_key compares the values alone)."""
-    values = list(other.values())
-    second = {name: values[number % len(values)] for number, name in enumerate(first)}
-    if same:  # the same key, its attributes in another order and B's bytes as a bytearray or bytes
-        second = {name: {tag: bytes(payload) if isinstance(payload, bytearray) else payload
-                         for tag, payload in first[name].items()} for name in reversed(list(first))}
-    assert (in_flight_key(first) == in_flight_key(second)) == (item_key(first, ()) == item_key(second, ()))
-    hash(in_flight_key(first))
 
 
 def test_add_each_drains_before_an_item_already_in_flight(bigtable_env, unique_name):
