@@ -8,10 +8,9 @@ byte-compiled first. ``--alone``: ``benchmarks.cutover --alone --rounds 1`` inst
 change). ``--parts``: instead, in each process the CPU of two parts alone, best of 5 in one process: the export's
 check (``check_export`` of N changes, nothing kept) per change, the change entries' bytes (a ``MutationsEntry``
 made and sized for the rows of N changes' diffs) per entry, and the apply step's own work per change without I/O
-(each change's in-flight key, then the apply's prepare of the batch and every entry's size, as the step hands them to
-the batcher: ``prepare_each`` where the tree has it, else one group per change; ``item_key`` for the keys in flight).
-``item_key``). Per process: the catch-up / migrate ratio of items/s and of process CPU, the CPU per change and per item, the
-load before and after. Docs: docs/PERFORMANCE.md ("h/catchup7").
+(each change's in-flight key, ``item_key``, then the apply's prepare of the batch, one group per change, and every
+entry's size, as the step hands them to the batcher). Per process: the catch-up / migrate ratio of items/s and of process CPU, the CPU per change and per item, the
+load before and after. Docs: docs/PERFORMANCE.md ("h/catchup7", "h/catchup8").
 """
 
 from __future__ import annotations
@@ -42,15 +41,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--alone", action="store_true", help="the catch-up by itself (no migrate beside it)")
     parser.add_argument("--parts", action="store_true", help="the check and the entries alone, CPU per change / entry")
-    parser.add_argument("--paths", action="store_true",
-                        help="in this process: the apply's general path against its one-change-per-item path")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
     args = parser.parse_args(argv)
     if args.child:
         return _parts(args.child, args.items)
-    if args.paths:
-        return _paths(args.items, args.rounds, args.json)
 
     runs: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="ddb2bt-catchup-ab-") as tmp:
@@ -129,11 +124,10 @@ def _parts(output: str, n: int) -> dict:
         relax_young_gc()
         gc.collect()
         gc.freeze()
-        fast = hasattr(applier, "prepare_each")
 
         def apply() -> None:
             {item_key(change.keys, ()) for change in kept}
-            prepared = applier.prepare_each(kept) if fast else applier.prepare([(change,) for change in kept])
+            prepared = applier.prepare([(change,) for change in kept])
             for entry in prepared.entries:
                 entry.size()
 
@@ -157,64 +151,6 @@ def _parts(output: str, n: int) -> dict:
                "load_1min": os.getloadavg()[0]}
     Path(output).write_text(json.dumps({"rounds": [figures]}))
     return figures
-
-
-def _paths(n: int, rounds: int, output: Path | None) -> dict:
-    """``--paths``: this tree's two ways of preparing a batch of one change per item, alternating in one process (no
-    process-to-process noise): the general one (``item_key`` of each change's keys, ``prepare`` of one group per change)
-    against the catch-up's (``item_key``, ``prepare_each``), every entry sized, the collector as the job has it (the
-    changes frozen, the young generation relaxed); CPU µs per change of each, per round and their ratio."""
-    import gc
-    import time
-    import warnings
-
-    warnings.simplefilter("ignore")
-    from ddb2bt.mappers.attrvalue import to_export_json
-    from ddb2bt.mappers.changes import item_key
-    from ddb2bt.mappers.compiler import compile_spec
-    from ddb2bt.pipelines.cutover.change_sink import ChangeApplier
-    from ddb2bt.pipelines.dynamodb.incremental_export import check_record
-    from ddb2bt.pipelines.dynamodb.wire_json import loads
-    from ddb2bt.pipelines.run.collector import relax_young_gc
-
-    from .cutover import T0_US, _spec, workload
-
-    _items, records = workload(n)
-    lines = [json.dumps(to_export_json(record), separators=(",", ":")).encode() for record in records]
-    changes = [check_record(loads(line), ("pk", "sk"), line) for line in lines]
-    applier = object.__new__(ChangeApplier)  # prepare needs the compiled spec alone, no client
-    applier._compiled, applier._counters = compile_spec(_spec("paths", "/unused", None), now_ms=T0_US // 1000), frozenset()
-
-    def general() -> None:
-        {item_key(change.keys, ()) for change in changes}
-        for entry in applier.prepare([(change,) for change in changes]).entries:
-            entry.size()
-
-    def each() -> None:
-        {item_key(change.keys, ()) for change in changes}
-        for entry in applier.prepare_each(changes).entries:
-            entry.size()
-
-    relax_young_gc()
-    gc.collect()
-    gc.freeze()
-    figures: dict[str, list[float]] = {"general": [], "each": []}
-    for number in range(rounds):
-        for name, run in (("general", general), ("each", each)) if number % 2 == 0 else (("each", each),
-                                                                                          ("general", general)):
-            started = time.process_time()
-            run()
-            figures[name].append((time.process_time() - started) / n * 1e6)
-    gc.unfreeze()
-    ratios = [slow / fast for slow, fast in zip(figures["general"], figures["each"])]
-    out = {"items": n, "rounds": rounds, "load": _load(), "cpu_us_per_change": figures, "general_over_each": ratios,
-           "median": {"general": statistics.median(figures["general"]), "each": statistics.median(figures["each"]),
-                      "general_over_each": statistics.median(ratios),
-                      "each_lower_in": sum(ratio > 1 for ratio in ratios)}}
-    print(json.dumps(out["median"], indent=2))
-    if output:
-        output.write_text(json.dumps(out, indent=2) + "\n")
-    return out
 
 
 if __name__ == "__main__":

@@ -214,45 +214,6 @@ class ChangeApplier:
         outcome.skipped += skipped
         return prepared
 
-    def prepare_each(self, changes: Sequence[Change]) -> Prepared:
-        """:meth:`prepare` of ``[(change,) for change in changes]`` (one change per item: a catch-up's batch), the same
-        Prepared, without a group made per change or a call of :func:`row_entries` per row where the spec has no
-        counters (tests/pipelines/test_change_apply_fast_path.py)."""
-        if self._counters:
-            return self.prepare([(change,) for change in changes])
-        prepared = Prepared(Outcome())
-        outcome, entries, owners, pending = prepared.outcome, prepared.entries, prepared.owners, prepared.groups
-        compiled, tables, entry = self._compiled, prepared.tables, mutations_entry_class()
-        ttl_deletes = skipped = 0
-        for change in changes:
-            if change.ttl:
-                ttl_deletes += 1
-            group = (change,)
-            result = diff_many(compiled, group)
-            if result.__class__ is not ChangeSet:
-                skipped += 1
-                continue
-            owner, cells_set, cells_deleted, rows = len(pending), 0, 0, result.rows
-            for row in rows:
-                deletes, sets = row.deletes, row.sets
-                cells_set += len(sets)
-                cells_deleted += len(deletes)
-                if row.table is None and 0 < len(deletes) + len(sets) <= MUTATIONS_PER_ENTRY_MAX:
-                    entries.append(entry(row.row_key, deletes + sets if deletes else sets))
-                    owners.append(owner)
-                    continue
-                for made in row_entries(row):
-                    if row.table is not None:
-                        tables[len(entries)] = row.table
-                    entries.append(made)
-                    owners.append(owner)
-            pending.append(Mapped(group, result.entity, rows[0].row_key if rows else None, result.failures,
-                                  cells_set, cells_deleted))
-        outcome.read += len(changes)
-        outcome.ttl_deletes += ttl_deletes
-        outcome.skipped += skipped
-        return prepared
-
     @staticmethod
     def settle(prepared: Prepared, refused: dict[int, str]) -> Outcome:
         """The outcome once the entries are written, ``refused`` ({entry index: reason}) for good."""
@@ -263,11 +224,6 @@ class ChangeApplier:
                 outcome.dead_letters += [change_letter(change, "write", failed_groups[number], mapped.entity, None,
                                                        mapped.row_key) for change in mapped.changes]
                 continue
-            outcome.cells_set += mapped.cells_set
-            outcome.cells_deleted += mapped.cells_deleted
-            if not mapped.failures:  # every change of the item mapped (the usual case): all applied
-                outcome.applied += len(mapped.changes)
-                continue
             failed = {id(change): error for change, error in mapped.failures}
             for change in mapped.changes:
                 error = failed.get(id(change))
@@ -276,6 +232,8 @@ class ChangeApplier:
                 else:
                     outcome.dead_letters.append(change_letter(change, error.stage, error.reason,
                                                               error.entity, error.attribute))
+            outcome.cells_set += mapped.cells_set
+            outcome.cells_deleted += mapped.cells_deleted
         return outcome
 
     def _write(self, entries: list[Any], tables: dict[int, str]) -> dict[int, str]:
@@ -350,20 +308,6 @@ class OverlappedWrites:
             run.append(changes)
         self._append(run)
 
-    def add_each(self, changes: Sequence[Change]) -> None:
-        """:meth:`add` of ``[(change,) for change in changes]`` (one change per item, as an export holds them), each
-        mapped by :meth:`ChangeApplier.prepare_each`."""
-        items, start = self._items, 0
-        for number, change in enumerate(changes):
-            key = item_key(change.keys, ())
-            if key in items:  # an earlier change of this item may still be in flight
-                self._append_each(changes[start:number])
-                start = number
-                self._flush()
-                items = self._items
-            items.add(key)
-        self._append_each(changes[start:] if start else changes)
-
     def drain(self) -> Outcome:
         """Wait until Bigtable holds everything added; what it all did since the last drain."""
         self._flush()
@@ -381,14 +325,9 @@ class OverlappedWrites:
                 pass
 
     def _append(self, run: list[Sequence[Change]]) -> None:
-        if run:
-            self._send(self._applier.prepare(run))
-
-    def _append_each(self, changes: Sequence[Change]) -> None:
-        if changes:
-            self._send(self._applier.prepare_each(changes))
-
-    def _send(self, prepared: Prepared) -> None:
+        if not run:
+            return
+        prepared = self._applier.prepare(run)
         number = len(self._prepared)
         self._prepared.append(prepared)
         if not prepared.entries:
@@ -448,7 +387,7 @@ class ApplyChangesFn(beam.DoFn):
         self._in_flight.check(self._release)
         if self._tally is not None:
             self._tally(batch)
-        self._writes.add_each(batch)
+        self._writes.add([(change,) for change in batch])
         if self._writes.pending_entries >= self._applier.flow.max_pending_entries:  # bounds the changes held
             self._report(self._writes.drain())
 
