@@ -5,12 +5,14 @@ Each round runs ``python -m benchmarks.cutover --items N --rounds 1 --no-tail`` 
 data in one process, after an untimed warm-up of both) once per tree, the order reversed every other round, the other
 commit's tree taken with ``git archive`` and put first on ``PYTHONPATH`` (:func:`benchmarks.io_paths.tree_of`), both
 byte-compiled first. ``--alone``: ``benchmarks.cutover --alone --rounds 1`` instead (the catch-up by itself, its CPU per
-change). ``--parts``: instead, in each process the CPU of two parts alone, best of 5 in one process: the export's
+change). ``--parts``: instead, in each process the CPU of three parts alone, best of 5 in one process: the export's
 check (``check_export`` of N changes, nothing kept) per change, the change entries' bytes (a ``MutationsEntry``
 made and sized for the rows of N changes' diffs) per entry, and the apply step's own work per change without I/O
 (each change's in-flight key, ``item_key``, then the apply's prepare of the batch, one group per change, and every
-entry's size, as the step hands them to the batcher). Per process: the catch-up / migrate ratio of items/s and of process CPU, the CPU per change and per item, the
-load before and after. Docs: docs/PERFORMANCE.md ("h/catchup7", "h/catchup8").
+entry's size, as the step hands them to the batcher; the collector as the job has it). Per process: the catch-up /
+migrate ratio of items/s and of process CPU, the CPU per change and per item, the load before and after. Between
+processes the same code moves ±15 % at any load: compare a change of a few per cent alternating in one process.
+Docs: docs/PERFORMANCE.md ("h/catchup7", "h/catchup8").
 """
 
 from __future__ import annotations
