@@ -17,7 +17,8 @@ serialisation: the body is one JSON encoding (orjson) of the items as they are (
 call after the first is the request botocore sent first, with its own body, signed anew here (SigV4, botocore's
 credentials) and sent on the writer's own keep-alive connections where botocore's HTTP session would connect
 directly, else by that session (`_RawBatchWrite`, `_Sent`, `_Connections`); an answer other than a 200 or a DynamoDB
-error the writer handles sends that request botocore's whole way (and every later one, but after a failed connection).
+error the writer handles sends that request botocore's whole way (and every later one, but after a failed connection);
+throttling pauses the direct way for ``DIRECT_PAUSE_S``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ from .client import ClientSettings, keep_field_raw, make_client
 RETRYABLE = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
              "InternalServerError", "ServiceUnavailable", "LimitExceededException"}
 GET_LIMIT = 100
+DIRECT_PAUSE_S = 60.0
+"""After a direct BatchWriteItem is throttled (or answered 5xx), how long every request goes botocore's whole way (its
+retry mode, the adaptive mode's rate limiter) before the direct way is tried again (:class:`_RawBatchWrite`)."""
 
 
 _RAW_BODY = "ddb2bt_raw_body"
@@ -101,6 +105,8 @@ class _RawBatchWrite:
         self.prepared: tuple[dict, dict, Any, frozenset[str]] | None = None
         self.direct = True
         """Later calls are sent by :meth:`_direct` until an answer sends them botocore's whole way."""
+        self.direct_again_at: float | None = None
+        """When a throttled direct way is tried again (``time.monotonic``); None: not paused, or ended for good."""
         self.sent: _Sent | None = None
         """The first request botocore really sent (signed, its final headers) and the network answered, which
         :meth:`_direct` sends again."""
@@ -123,6 +129,9 @@ class _RawBatchWrite:
             return self.client.batch_write_item(**params)
         request, context, model, features = prepared
         body = request_body(params)
+        again = self.direct_again_at
+        if again is not None and time.monotonic() >= again:
+            self.direct, self.direct_again_at = True, None
         if self.direct:
             answer = self._direct(body)
             if answer is not None:
@@ -149,8 +158,8 @@ class _RawBatchWrite:
         the credentials (refreshed by botocore's provider): the rest is the first call's request as botocore sent it
         (:class:`_Sent`). It goes on connections of its own where the endpoint's HTTP session would connect directly
         (:class:`_Connections`), else through that session (TLS, proxies and timeouts as configured). Any error
-        answer but a ValidationException (which names an item of this request) ends the direct way, so that what
-        follows goes through botocore's retry mode (and the adaptive mode's rate limiter) as before: throttling and
+        answer but a ValidationException (which names an item of this request) ends the direct way (throttling and
+        5xx for ``DIRECT_PAUSE_S``), so that what follows goes through botocore's retry mode (and the adaptive mode's rate limiter) as before: throttling and
         5xx answers are raised, as botocore raises them once its attempts are spent, for the writer's own backoff;
         any other error answer sends the request botocore's whole way, whose answer counts."""
         sent = self.sent
@@ -193,6 +202,7 @@ class _RawBatchWrite:
             self.direct = False
             if code not in RETRYABLE:  # botocore's own answer to this request is the one that counts
                 return None
+            self.direct_again_at = time.monotonic() + DIRECT_PAUSE_S  # while the target is busy, botocore's limiter
         error = {"Error": {"Code": code, "Message": answer.get("message", answer.get("Message", ""))},
                  "ResponseMetadata": metadata}
         raise self.client.exceptions.from_code(code)(error, "BatchWriteItem")

@@ -360,8 +360,8 @@ def test_a_damaged_or_unknown_answer_sends_the_request_botocores_whole_way(scrip
         assert endpoint_calls == ["BatchWriteItem"] * 3 and not batch_writer(client).direct
 
 
-def test_throttling_on_the_direct_way_is_raised_once_and_ends_it(scripted):
-    """A throttled direct request is raised to the writer (its backoff sends it again), and from then on every
+def test_throttling_on_the_direct_way_is_raised_once_and_pauses_it(scripted):
+    """A throttled direct request is raised to the writer (its backoff sends it again), and for DIRECT_PAUSE_S every
     request goes through botocore's endpoint (its retry mode's attempts, the adaptive mode's rate limiter)."""
     from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
 
@@ -375,6 +375,29 @@ def test_throttling_on_the_direct_way_is_raised_once_and_ends_it(scripted):
     assert writer.retries == 1 and len(server.requests) == 4
     assert endpoint_calls == ["BatchWriteItem", "BatchWriteItem"] and not batch_writer(client).direct
     assert writer.write(items) == [] and endpoint_calls[-1] == "BatchWriteItem" and len(endpoint_calls) == 3
+
+
+def test_the_direct_way_is_tried_again_once_a_throttle_has_passed(scripted, monkeypatch):
+    """Throttling pauses the direct way (botocore's retry mode and rate limiter meanwhile) for DIRECT_PAUSE_S, not for
+    the rest of the run: after it, requests go directly again. A damaged answer still ends it for good."""
+    from ddb2bt.pipelines.dynamodb import sink
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    monkeypatch.setattr(sink, "DIRECT_PAUSE_S", 0.0)
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    throttled = (400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "message": "slow down"})
+    server = scripted([(200, {"UnprocessedItems": {}}), throttled, (200, {"UnprocessedItems": {}}),
+                       (200, {"UnprocessedItems": {}}, {"x-amz-crc32": "1"})])
+    client = _loopback_client(server.endpoint, True, attempts=2)
+    writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+    assert writer.write(items) == []  # botocore's whole way, the first
+    assert writer.write(items) == []  # direct: throttled; the pause over, the writer's retry goes direct again
+    send = batch_writer(client)
+    assert writer.retries == 1 and len(server.requests) == 3 and endpoint_calls == ["BatchWriteItem"]
+    assert send.direct and send.direct_again_at is None
+    assert writer.write(items) == []  # a damaged answer (its CRC32 is not its body's): botocore's way, for good
+    assert endpoint_calls == ["BatchWriteItem"] * 2 and not send.direct and send.direct_again_at is None
+    assert writer.write(items) == [] and endpoint_calls == ["BatchWriteItem"] * 3
 
 
 def _client_with(endpoint: str, **config: Any) -> Any:
