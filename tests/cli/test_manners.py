@@ -92,7 +92,7 @@ def test_a_closed_pipe_ends_quietly_with_exit_0(moto_server, tmp_path):
 def test_after_dead_letters_the_exact_redrive_line():
     c = {"items_read": 1, "rows_written": 0, "cells_written": 0, "bytes_written": 0, "dead_lettered": 1, "skipped": 0}
     prepared = SimpleNamespace(dead_letter="runs/my run/dead_letters.jsonl", scanning=False, total_segments=1,
-                               resumable=True, run_dir="runs/my run")
+                               resumable=True, run_dir="runs/my run", options=SimpleNamespace(resume=False))
     result = SimpleNamespace(prepared=prepared, state="DONE", job_id=None, finished=True, counters=c, ended_early=False,
                              cells_exact=True, reasons={}, segments_done=None, dead_letter_lines=1, problems=[], ok=True,
                              resume_command=lambda *args, **kwargs: "ddb2bt migrate …")
