@@ -201,6 +201,7 @@ def summarize_rounds(pairs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "rounds": len(pairs), "round_ratios": ratios,
         "ratio": statistics.median(ratios) if ratios else None,
+        "by_order": by_order(pairs, ratios),
         "spread": [min(ratios), max(ratios)] if ratios else None,
         "items_per_s": {side: statistics.median(pair[side]["items_per_s"] for pair in pairs) if pairs else None
                         for side in ("baseline", "ddb2bt")},
@@ -208,6 +209,16 @@ def summarize_rounds(pairs: list[dict[str, Any]]) -> dict[str, Any]:
                                        "per_round": steady},
         "own_cpu_startup_s": {"median": statistics.median(startup) if startup else None, "per_round": startup},
     }
+
+
+def by_order(pairs: list[dict[str, Any]], ratios: list[float]) -> dict[str, float | None]:
+    """The median ratio of the rounds where ddb2bt ran first and of those where the baseline did: the order moves a
+    round's ratio on this machine (docs/PERFORMANCE.md), so a run of record has as many rounds of each."""
+    def median_where(first: str) -> float | None:
+        found = [ratio for pair, ratio in zip(pairs, ratios) if pair["order"][0] == first]
+        return statistics.median(found) if found else None
+
+    return {"ddb2bt_first": median_where("ddb2bt"), "baseline_first": median_where("baseline")}
 
 
 def loadavg() -> list[float]:
@@ -240,7 +251,7 @@ def alternate(jobs: dict[str, dict[str, dict[str, Any]]], rounds: int,
     return pairs, load, failed
 
 
-def e2e_section(bench: Bench, quick: bool, proxy_endpoint: str | None, rounds: int = 3) -> dict[str, Any]:
+def e2e_section(bench: Bench, quick: bool, proxy_endpoint: str | None, rounds: int = 4) -> dict[str, Any]:
     """Baseline and ddb2bt in alternating rounds per scenario (live scan on loopback, export, +20 ms); then, unless
     ``quick``, the other local configurations once each, for reference."""
     def run(job: dict[str, Any]) -> dict[str, Any]:
@@ -397,6 +408,10 @@ def _scenario_rows(lines: list[str], row: str, title: str, section: dict[str, An
                                 _fmt_rate(pair["baseline"]["items_per_s"]), _fmt_rate(pair["ddb2bt"]["items_per_s"]),
                                 f"{pair['ddb2bt']['items_per_s'] / pair['baseline']['items_per_s']:.2f}",
                                 pair["ddb2bt"]["label"]))
+    order = section.get("by_order") or {}
+    if order.get("ddb2bt_first") is not None and order.get("baseline_first") is not None:
+        lines.append(row.format("  median by order", "", "", "", f"ddb2bt first {order['ddb2bt_first']:.2f}, "
+                                f"baseline first {order['baseline_first']:.2f}"))
     own_cpu_rows(lines, row, [pair["ddb2bt"] for pair in section["pairs"]])
 
 
@@ -490,13 +505,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         "changes/s from an incremental export and from the stream vs migrate's items/s)")
     parser.add_argument("--validate", action="store_true", help="also the validate section (benchmarks/"
                         "validate_section.py: validate's items/s vs migrate's on the same data, its peak RSS)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="alternating rounds of the end-to-end, validate and cutover sections")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="alternating rounds of the end-to-end, validate and cutover sections (even: each side "
+                             "runs first in as many rounds as the other)")
     parser.add_argument("--cutover-items", type=int, default=None, help="items of the cutover section (default min(N, 20,000))")
     parser.add_argument("--no-validate-memory", action="store_true",
                         help="the validate section without its run on the memory section's big export")
     parser.add_argument("--output", default=str(RESULTS / "latest.json"))
     args = parser.parse_args(argv)
+    if args.rounds % 2:
+        log(f"--rounds {args.rounds} is odd: ddb2bt runs first in {args.rounds // 2} rounds, the baseline in "
+            f"{args.rounds - args.rounds // 2}, and the order moves a round's ratio")
 
     n = args.items or (5_000 if args.quick else 100_000)
     mapper_n = args.mapper_items or min(n, 50_000)

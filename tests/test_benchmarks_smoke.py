@@ -186,6 +186,11 @@ def test_end_to_end_rounds_alternate_the_order_and_report_the_median_ratio_and_i
     loop = run.summarize_rounds(pairs["loopback"])
     assert loop["round_ratios"] == [3.0, 2.0, 3.5] and loop["ratio"] == 3.0 and loop["spread"] == [2.0, 3.5]
     assert loop["items_per_s"] == {"baseline": 1000, "ddb2bt": 3000}
+    assert loop["by_order"] == {"baseline_first": 3.25, "ddb2bt_first": 2.0}  # rounds 0 and 2, round 1
+    shown: list[str] = []
+    no_own_cpu = [pair | {"ddb2bt": pair["ddb2bt"] | {"own_cpu": None}} for pair in pairs["loopback"]]
+    run._scenario_rows(shown, "{} {} {} {} {}", "loopback", loop | {"pairs": no_own_cpu})
+    assert any("ddb2bt first 2.00, baseline first 3.25" in line for line in shown), shown
     assert loop["own_cpu_steady_us_per_item"] == {"median": 40.0, "per_round": [40.0, 30.0, 50.0]}
     export = run.summarize_rounds(pairs["export"])
     assert export["ratio"] == 3.0 and export["spread"] == [2.0, 4.0]
@@ -219,6 +224,7 @@ def test_a_failed_run_drops_only_its_rounds_pair_and_the_verdicts_read_the_media
     assert verdicts["e2e_latency_ratio"]["value"] == 4.0 and verdicts["e2e_latency_ratio"]["met"]
     assert verdicts["own_cpu_us_per_item"]["value"] == 36.0 and not verdicts["own_cpu_us_per_item"]["met"]
     empty = bench_run.summarize_rounds([])
+    assert empty["by_order"] == {"ddb2bt_first": None, "baseline_first": None}
     assert empty["ratio"] is None and empty["spread"] is None and empty["own_cpu_steady_us_per_item"]["median"] is None
 
 
