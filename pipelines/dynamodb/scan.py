@@ -32,7 +32,7 @@ from ..run.batches import Batch, SegmentAt, SegmentDone
 from ..run.options import SEGMENTS_PER_CALL, lanes, readers
 from ..run import progress
 from ..run.metrics import NAMESPACE
-from .client import ClientSettings, describe_source, keep_field_raw, make_client
+from .client import ClientSettings, keep_field_raw, make_client
 from ...mappers.errors import ServiceError
 from ...mappers.analysis.estimates import READ_UNIT_BYTES, read_units
 from ...mappers.limits import SCAN_SEGMENTS_MAX
@@ -494,7 +494,9 @@ class BudgetPlan:
         """RCU/s per segment, None when unlimited; calls DescribeTable when neither rate nor table_info is given."""
         rate = self.rcu_per_segment
         if rate is None:
-            info = self.table_info or describe_source(client, table)
+            # the capacity is all the rate needs: DescribeTable alone, not the TTL's call as well (a round trip
+            # per worker's setup, before its first page)
+            info = self.table_info or SourceDescription.from_describe_table(client.describe_table(TableName=table))
             rate = ReadBudget.per_segment_rate(info.capacity_rcu(self.on_demand_rcu), self.read_budget,
                                                self.segments_in_flight)
         return None if math.isinf(rate) else rate

@@ -526,3 +526,15 @@ def test_one_segment_failing_stops_a_reader_retrying_another_at_its_next_wait():
         list(read_segments(open_pages, (0, 1)))
     assert time.monotonic() - started < 3  # not the 5 s backoff, nor a retry deadline
     assert len(waits) == 1
+
+
+def test_the_read_rate_asks_describe_table_alone(moto_client):
+    """A worker's setup resolves its read rate from the table's capacity: one DescribeTable, no DescribeTimeToLive
+    (a round trip before the first page that the rate does not need)."""
+    from ddb2bt.pipelines.dynamodb.scan import BudgetPlan
+
+    create_table(moto_client, "t", ProvisionedThroughput={"ReadCapacityUnits": 300, "WriteCapacityUnits": 5})
+    calls: list[str] = []
+    moto_client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+    assert BudgetPlan(None, 0.5, 4000, 3).resolve(moto_client, "t") == 300 * 0.5 / 3
+    assert calls == ["DescribeTable"]
