@@ -253,9 +253,9 @@ class _Sent:
     with SigV4 over the same signed headers and credential scope (read off its Authorization header), a fresh
     invocation id. Only a request signed with plain SigV4 (``AWS4-HMAC-SHA256``) to a path without a query is kept."""
 
-    def __init__(self, url: str, headers: dict[str, str], signed: tuple[str, ...], scope: tuple[str, str], host: str,
-                 path: str) -> None:
-        self.url, self.headers, self.signed, self.host, self.path = url, headers, signed, host, path
+    def __init__(self, url: str, headers: dict[str, str], signed: tuple[str, ...], scope: tuple[str, str],
+                 host: str) -> None:
+        self.url, self.headers, self.signed, self.host = url, headers, signed, host
         self.region, self.service = scope
         self._keys: tuple[tuple[str, str], bytes] | None = None
 
@@ -281,7 +281,7 @@ class _Sent:
         if not all(name in lowered or name in _VOLATILE or name == "host" for name in signed) \
                 or ("host" in signed and "host" in lowered):
             return None
-        return cls(request.url, kept, signed, (scope[2], scope[3]), _host_from_url(request.url), "/")
+        return cls(request.url, kept, signed, (scope[2], scope[3]), _host_from_url(request.url))
 
     def _signing_key(self, secret: str, day: str) -> bytes:
         keys = self._keys
@@ -312,7 +312,8 @@ class _Sent:
         if not all(name in values for name in self.signed) or ("x-amz-security-token" in values) != \
                 ("x-amz-security-token" in self.signed):
             raise BotoCoreError()  # what was signed then cannot be signed now: botocore's whole way
-        canonical = "\n".join(("POST", self.path, "", *(f"{name}:{values[name]}" for name in self.signed), "",
+        # the path is "/": of() keeps only requests to the root
+        canonical = "\n".join(("POST", "/", "", *(f"{name}:{values[name]}" for name in self.signed), "",
                                ";".join(self.signed), hashlib.sha256(body).hexdigest()))
         day = stamp[:8]
         scope = f"{day}/{self.region}/{self.service}/aws4_request"
