@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from botocore.exceptions import BotoCoreError
+from botocore.exceptions import BotoCoreError, ConnectionError as BotoConnectionError, HTTPClientError
 
 from ...mappers.attrvalue import with_bytes
 from ...mappers.errors import ServiceError, UsageError
@@ -149,7 +149,7 @@ class _RawBatchWrite:
         endpoint's HTTP session), without botocore's request and retry machinery: the answer (a 200 whose CRC32 is
         DynamoDB's), or the client's ``ClientError`` raised for a DynamoDB error answer; None where botocore's whole
         way must send it (a damaged or unreadable answer, and then every later request too; a failed connection, for
-        this request only).
+        this request only, on our own connections or through the HTTP session).
 
         Profiled: botocore's endpoint spends about three quarters of a writer's CPU around the request it sends (the
         request built and prepared anew, the events of each step, SigV4 through its general header maps, the retry
@@ -177,8 +177,8 @@ class _RawBatchWrite:
             else:
                 http = self.client._endpoint.http_session.send(sent.request(body, frozen))  # noqa: SLF001 - pinned, tested
                 status, headers, content = http.status_code, http.headers, http.content
-        except _Unsent:  # a connection cut or refused: this request botocore's whole way, with its retries
-            return None
+        except (_Unsent, BotoConnectionError, HTTPClientError):  # a connection cut, refused or timed out, on
+            return None  # either way: this request botocore's whole way, with its retries; the next one directly
         except BotoCoreError:
             self.direct = False
             return None

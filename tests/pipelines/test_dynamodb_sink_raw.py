@@ -584,3 +584,33 @@ def test_signatures_follow_rotated_credentials_and_the_day(scripted, monkeypatch
     assert send.direct and len(server.requests) == 5
     days = {headers["X-Amz-Date"][:8] for _, headers, _ in server.requests[1:]}
     assert len(days) == 2
+
+
+def test_a_failed_connection_through_the_http_session_sends_that_request_botocores_way_only(scripted, monkeypatch):
+    """Where the direct way sends through the client's HTTP session (a proxy, a client certificate), a connection
+    that fails sends that request botocore's whole way, as on our own connections; the next one goes directly."""
+    from botocore.exceptions import EndpointConnectionError
+
+    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
+
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    server = scripted()
+    client = _loopback_client(server.endpoint, True)
+    writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
+    assert writer.write(items) == []
+    send = batch_writer(client)
+    send.connections = None  # as with a proxy: through the session
+    session = client._endpoint.http_session
+    real, failures = session.send, []
+
+    def fail_once(request):
+        if not failures:
+            failures.append(request)
+            raise EndpointConnectionError(endpoint_url=request.url)
+        return real(request)
+
+    monkeypatch.setattr(session, "send", fail_once)
+    assert writer.write(items) == []  # failed directly, then sent by botocore
+    assert writer.write(items) == []  # directly again
+    assert len(failures) == 1 and endpoint_calls == ["BatchWriteItem", "BatchWriteItem"] and send.direct
+    assert len(server.requests) == 3 and writer.retries == 0
