@@ -436,17 +436,23 @@ def test_own_connections_only_where_the_session_would_connect_directly_and_verif
     assert _Connections.of(certified, "https://localhost:8443/") is None
 
 
-def test_a_cut_connection_sends_that_request_botocores_whole_way_and_the_next_one_directly(scripted):
-    """A connection closed under a request (the server answers nothing) is dropped; that request goes through
-    botocore's endpoint (its retries), and the next one directly again, on a new connection."""
+def _written_once(scripted: Any, items: list[dict]) -> tuple[Any, Any, Any, list[str], Any]:
+    """A writer to a scripted server that has written ``items`` once (botocore's way, its request kept): the server,
+    the client, the writer, the calls through botocore's endpoint, and the client's direct way."""
     from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
 
-    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
     server = scripted()
     client = _loopback_client(server.endpoint, True)
     writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
     assert writer.write(items) == []
-    send = batch_writer(client)
+    return server, client, writer, endpoint_calls, batch_writer(client)
+
+
+def test_a_cut_connection_sends_that_request_botocores_whole_way_and_the_next_one_directly(scripted):
+    """A connection closed under a request (the server answers nothing) is dropped; that request goes through
+    botocore's endpoint (its retries), and the next one directly again, on a new connection."""
+    items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
+    server, client, writer, endpoint_calls, send = _written_once(scripted, items)
     assert send.connections is not None
     assert writer.write(items) == []
     send.connections._local.connection.sock.close()  # cut under the direct way
@@ -591,14 +597,8 @@ def test_a_failed_connection_through_the_http_session_sends_that_request_botocor
     that fails sends that request botocore's whole way, as on our own connections; the next one goes directly."""
     from botocore.exceptions import EndpointConnectionError
 
-    from ddb2bt.pipelines.dynamodb.sink import DynamoWriter, WriteBudget, batch_writer
-
     items = [{"pk": {"S": "p"}, "sk": {"S": "s"}}]
-    server = scripted()
-    client = _loopback_client(server.endpoint, True)
-    writer, endpoint_calls = DynamoWriter(client, "T", ("pk", "sk"), WriteBudget(None)), _through_endpoint(client)
-    assert writer.write(items) == []
-    send = batch_writer(client)
+    server, client, writer, endpoint_calls, send = _written_once(scripted, items)
     send.connections = None  # as with a proxy: through the session
     session = client._endpoint.http_session
     real, failures = session.send, []
