@@ -219,8 +219,11 @@ def _new_column_head(family: Any, qualifier: Any) -> bytes:
     return column
 
 
-def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes, int]:
-    """The serialized size of the ``MutateRowsRequest.Entry`` that sets ``cells`` (``(family, qualifier, micros,
+def _set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes, int]:
+    """:func:`set_cells_record` in Python: the whole of it where the compiled module (``_wire``) is not built, and
+    what it leaves to Python (whatever protobuf's setters refuse, raised here with their errors) where it is.
+
+    The serialized size of the ``MutateRowsRequest.Entry`` that sets ``cells`` (``(family, qualifier, micros,
     value)`` tuples, each a ``SetCell`` mutation) in ``row_key``, the entry as a request's field 2 (tag, length,
     message): byte for byte what protobuf serialises for the same message, written without a message object
     (tests/pipelines/test_bigtable_entries.py); and the bytes of the cells' qualifiers and values (the sink's
@@ -263,6 +266,23 @@ def set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes
         extend((head, column, stamp, value_head, value))
     parts[0] = _ENTRY_HEADS[size] if size < SMALL else request_entry_prefix(size)
     return size, b"".join(parts), data
+
+
+try:
+    from ._wire import set_cells_record as _compiled_record
+except ImportError:  # not built (no C compiler where the package was installed): the Python function, same bytes
+    _compiled_record = None
+
+
+def _with_compiled_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, bytes, int]:
+    return _compiled_record(row_key, cells) or _set_cells_record(row_key, cells)  # type: ignore[misc]
+
+
+set_cells_record = _set_cells_record if _compiled_record is None else _with_compiled_record
+"""The ``MutateRowsRequest.Entry`` that sets ``cells`` in ``row_key``, its size and data bytes
+(:func:`_set_cells_record`): written by the compiled module ``_wire.c`` where it is built, which gives the same bytes
+(tests/pipelines/test_bigtable_wire.py) and leaves to Python what it does not take (an entry's bytes were about a
+quarter of a migrate's own CPU per item in Python, docs/PERFORMANCE.md "Entries compiled")."""
 
 
 _INT64 = 1 << 63

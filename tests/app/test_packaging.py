@@ -51,6 +51,8 @@ def test_the_sdist_holds_every_package_and_the_flex_files(sdist):
     for folder in ("mappers", "pipelines", "app", "cli", "cli/commands", "templates"):
         assert f"{folder}/__init__.py" in names, folder
     assert {"templates/flex/main.py", "templates/flex/metadata.json", "templates/seeds/videos.jsonl"} <= names
+    assert "pipelines/bigtable/_wire.c" in names  # compiled where the package is installed
+    assert not [name for name in names if name.endswith(".so")]  # never this machine's build
 
 
 def test_the_sdist_installs_offline_and_a_worker_can_import_it(sdist, tmp_path):
@@ -61,9 +63,12 @@ def test_the_sdist_installs_offline_and_a_worker_can_import_it(sdist, tmp_path):
         check=True, env={**os.environ, **OFFLINE}, capture_output=True, text=True, timeout=300,
     )
     probe = ("import ddb2bt.pipelines.pipeline, ddb2bt.mappers.compiler, ddb2bt.app.migrate, ddb2bt.templates as t;"
-             "import pathlib; print(pathlib.Path(t.__file__).parent)")
+             "import pathlib; print(pathlib.Path(t.__file__).parent);"
+             "from ddb2bt.pipelines.bigtable import _wire; print(_wire.__file__)")
     found = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(site)}, cwd=tmp_path,
                            check=True, capture_output=True, text=True, timeout=120)
-    assert Path(found.stdout.strip()) == site / "ddb2bt" / "templates"  # the installed copy, not the checkout
+    templates, wire = found.stdout.split()
+    assert Path(templates) == site / "ddb2bt" / "templates"  # the installed copy, not the checkout
+    assert Path(wire).parent == site / "ddb2bt" / "pipelines" / "bigtable"  # compiled by the install (gcc here)
     assert (site / "ddb2bt" / "mappers" / "spec.schema.json").is_file()
     assert (site / "ddb2bt" / "templates" / "flex" / "metadata.json").is_file()

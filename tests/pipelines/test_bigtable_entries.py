@@ -124,21 +124,47 @@ cells = st.tuples(st.one_of(st.sampled_from(["c", "o", "x", ""]), st.text(max_si
                   st.one_of(st.sampled_from([0, 1000, 1_704_067_200_000_000]), INT64), binaries)
 
 
+def both_ways():
+    """set_cells_record as the writer calls it (the compiled module where built) and the Python function alone."""
+    from ddb2bt.pipelines.bigtable import entries
+
+    return [pytest.param(entries.set_cells_record, id="as-called"), pytest.param(entries._set_cells_record, id="python")]
+
+
+def test_the_compiled_module_is_built_wherever_a_c_compiler_is():
+    """pyproject.toml builds pipelines/bigtable/_wire.c (optional: without a compiler the Python function serves);
+    with a compiler here, a missing module would leave every test of the entries' bytes on the Python function."""
+    import shutil
+    import sysconfig
+
+    from ddb2bt.pipelines.bigtable import entries
+
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}): the Python function serves")
+    assert entries._compiled_record is not None, "pipelines/bigtable/_wire.c not built: pip install -e . again"
+    assert entries.set_cells_record is entries._with_compiled_record
+
+
+@pytest.mark.parametrize("record", both_ways())
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(row_key=st.one_of(st.binary(max_size=200), LENGTHS.map(lambda n: b"k" * n)),
        cells=st.lists(cells, max_size=12).map(lambda found: [Cell(*cell) for cell in found]),
        shared=st.booleans())
-def test_an_entrys_bytes_are_protobufs_own_serialisation(row_key, cells, shared):
+def test_an_entrys_bytes_are_protobufs_own_serialisation(record, row_key, cells, shared):
     """set_cells_record writes the entry as protobuf does, byte for byte: fields in order, defaults (an empty key,
     family, qualifier or value, a 0 timestamp) left out, negative timestamps as ten-byte varints, lengths at every
-    varint size; the record is field 2 of a request, and the size is the message's."""
-    from ddb2bt.pipelines.bigtable.entries import request_entry_prefix, set_cells_record
+    varint size; the record is field 2 of a request, and the size is the message's. The compiled module takes every
+    such row itself (it leaves only what protobuf refuses to Python)."""
+    from ddb2bt.pipelines.bigtable.entries import _compiled_record, request_entry_prefix
 
+    if _compiled_record is not None:
+        assert _compiled_record(row_key, cells) is not None
     if shared and cells:  # a row's cells share one timestamp object, as the mapper's do
         cells = [cell._replace(timestamp_micros=cells[0].timestamp_micros) for cell in cells]
     expected = protobuf_entry(row_key, cells)
-    size, record, data = set_cells_record(row_key, cells)
-    assert record == request_entry_prefix(len(expected)) + expected
+    size, wire, data = record(row_key, cells)
+    assert wire == request_entry_prefix(len(expected)) + expected
     assert size == len(expected) == raw_entry.FromString(expected).ByteSize()
     assert data == sum(len(cell.qualifier) + len(cell.value) for cell in cells)
 
@@ -147,13 +173,12 @@ ODD = [True, 1.5, "1000", 2**63, -(2**63) - 1, 2**63 - 1, -(2**63), -1, bytearra
        1, None, (b"q",)]
 
 
+@pytest.mark.parametrize("set_cells_record", both_ways())
 @pytest.mark.parametrize("field", range(4))
 @pytest.mark.parametrize("odd", ODD, ids=repr)
-def test_what_protobuf_refuses_is_refused_alike(field, odd):
+def test_what_protobuf_refuses_is_refused_alike(set_cells_record, field, odd):
     """A family, qualifier, timestamp or value of a type or range protobuf's setters refuse: the same error, type and
     words; one they take (UTF-8 bytes as a family), the same bytes; a bool timestamp refused under every protobuf."""
-    from ddb2bt.pipelines.bigtable.entries import set_cells_record
-
     cell = ["f", b"q", 1000, b"v"]
     cell[field] = odd
     if field == 2 and odd is True:  # protobuf 6 takes a bool timestamp with a deprecation warning, 7.34 refuses it
@@ -175,6 +200,6 @@ def test_the_caches_start_again_when_full(monkeypatch):
     rows = [(b"k%d" % n, [("fghij"[(n + m) % 5], b"q%d" % m, 1000 * (n + m), b"v") for m in range(n % 5)])
             for n in range(40)]
     for row_key, found in rows:
-        assert entries.set_cells_record(row_key, found)[1][2:] == protobuf_entry(row_key, found)
+        assert entries._set_cells_record(row_key, found)[1][2:] == protobuf_entry(row_key, found)
         assert len(entries._column_heads) <= 3 and len(entries._stamps) <= 3
         assert sum(map(len, entries._column_heads.values())) <= 3  # every family's qualifiers together

@@ -1,0 +1,170 @@
+/* The MutateRows entry of a mapped row, written as protobuf's bytes in one pass: the compiled twin of
+ * entries.set_cells_record's common case (docs/PERFORMANCE.md, "Entries compiled").
+ *
+ * set_cells_record(row_key, cells) -> (size, wire, data) | None
+ *
+ * row_key is bytes; cells a sequence of (family: str, qualifier: bytes, micros: int, value: bytes) tuples, each a
+ * SetCell of the entry. Returns the entry's serialized size, the entry as field 2 of a MutateRowsRequest (tag,
+ * length, message), and the bytes of the qualifiers and values -- byte for byte what entries.set_cells_record
+ * returns (tests/pipelines/test_bigtable_wire.py). Anything else (a family that is no str or not UTF-8, a qualifier
+ * or value that is no bytes, a timestamp that is no int or leaves int64, a cell that is no 4-tuple) gives None, and
+ * the Python function answers: it raises protobuf's own errors, which are kept in one place.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static size_t varint_size(uint64_t n) {
+    size_t size = 1;
+    while (n >= 0x80) {
+        n >>= 7;
+        size++;
+    }
+    return size;
+}
+
+static char *put_varint(char *out, uint64_t n) {
+    while (n >= 0x80) {
+        *out++ = (char)((n & 0x7F) | 0x80);
+        n >>= 7;
+    }
+    *out++ = (char)n;
+    return out;
+}
+
+static char *put_field(char *out, char tag, const char *data, Py_ssize_t length) {
+    *out++ = tag;
+    out = put_varint(out, (uint64_t)length);
+    memcpy(out, data, (size_t)length);
+    return out + length;
+}
+
+typedef struct {
+    const char *family, *qualifier, *value;
+    Py_ssize_t family_len, qualifier_len, value_len;
+    uint64_t micros; /* an int64 as protobuf writes it: a negative one as its two's complement */
+    size_t set_cell;  /* the SetCell message's size */
+} Cell;
+
+/* The cell's fields, or 0 where the Python function must answer (no exception left set). */
+static int read_cell(PyObject *item, Cell *cell) {
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4)
+        return 0;
+    PyObject *family = PyTuple_GET_ITEM(item, 0), *qualifier = PyTuple_GET_ITEM(item, 1);
+    PyObject *micros = PyTuple_GET_ITEM(item, 2), *value = PyTuple_GET_ITEM(item, 3);
+    if (!PyUnicode_CheckExact(family) || !PyBytes_CheckExact(qualifier) || !PyLong_CheckExact(micros)
+            || !PyBytes_CheckExact(value))
+        return 0;
+    cell->family = PyUnicode_AsUTF8AndSize(family, &cell->family_len);
+    if (cell->family == NULL) { /* e.g. a lone surrogate: str.encode's error, raised by the Python function */
+        PyErr_Clear();
+        return 0;
+    }
+    int overflow = 0;
+    long long stamp = PyLong_AsLongLongAndOverflow(micros, &overflow);
+    if (overflow || (stamp == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    cell->micros = (uint64_t)stamp;
+    cell->qualifier = PyBytes_AS_STRING(qualifier);
+    cell->qualifier_len = PyBytes_GET_SIZE(qualifier);
+    cell->value = PyBytes_AS_STRING(value);
+    cell->value_len = PyBytes_GET_SIZE(value);
+    /* each field left out when empty (0), as protobuf does */
+    size_t size = 0;
+    if (cell->family_len)
+        size += 1 + varint_size((uint64_t)cell->family_len) + (size_t)cell->family_len;
+    if (cell->qualifier_len)
+        size += 1 + varint_size((uint64_t)cell->qualifier_len) + (size_t)cell->qualifier_len;
+    if (cell->micros)
+        size += 1 + varint_size(cell->micros);
+    if (cell->value_len)
+        size += 1 + varint_size((uint64_t)cell->value_len) + (size_t)cell->value_len;
+    cell->set_cell = size;
+    return 1;
+}
+
+/* The Mutation's size: its set_cell field (tag, length, SetCell). */
+static size_t mutation_size(const Cell *cell) {
+    return 1 + varint_size(cell->set_cell) + cell->set_cell;
+}
+
+static PyObject *set_cells_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "set_cells_record(row_key, cells)");
+        return NULL;
+    }
+    PyObject *row_key = args[0];
+    if (!PyBytes_CheckExact(row_key))
+        Py_RETURN_NONE;
+    PyObject *cells = PySequence_Fast(args[1], "cells must be a sequence");
+    if (cells == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(cells);
+    PyObject **items = PySequence_Fast_ITEMS(cells);
+    Cell small[32];
+    Cell *found = count <= 32 ? small : PyMem_New(Cell, (size_t)count);
+    PyObject *result = NULL;
+    if (found == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t key_len = PyBytes_GET_SIZE(row_key);
+    size_t size = key_len ? 1 + varint_size((uint64_t)key_len) + (size_t)key_len : 0;
+    long long data = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (!read_cell(items[i], &found[i])) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        size_t mutation = mutation_size(&found[i]);
+        size += 1 + varint_size(mutation) + mutation;
+        data += found[i].qualifier_len + found[i].value_len;
+    }
+    PyObject *wire = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(1 + varint_size(size) + size));
+    if (wire == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(wire);
+    *out++ = 0x12; /* MutateRowsRequest.entries */
+    out = put_varint(out, size);
+    if (key_len)
+        out = put_field(out, 0x0a, PyBytes_AS_STRING(row_key), key_len); /* Entry.row_key */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const Cell *cell = &found[i];
+        *out++ = 0x12; /* Entry.mutations */
+        out = put_varint(out, mutation_size(cell));
+        *out++ = 0x0a; /* Mutation.set_cell */
+        out = put_varint(out, cell->set_cell);
+        if (cell->family_len)
+            out = put_field(out, 0x0a, cell->family, cell->family_len);
+        if (cell->qualifier_len)
+            out = put_field(out, 0x12, cell->qualifier, cell->qualifier_len);
+        if (cell->micros) {
+            *out++ = 0x18;
+            out = put_varint(out, cell->micros);
+        }
+        if (cell->value_len)
+            out = put_field(out, 0x22, cell->value, cell->value_len);
+    }
+    result = Py_BuildValue("(nNL)", (Py_ssize_t)size, wire, data);
+done:
+    if (found != NULL && found != small)
+        PyMem_Free(found);
+    Py_DECREF(cells);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"set_cells_record", (PyCFunction)(void (*)(void))set_cells_record, METH_FASTCALL,
+     "set_cells_record(row_key, cells) -> (size, wire, data) | None: see entries.set_cells_record."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_wire", NULL, 0, methods};
+
+PyMODINIT_FUNC PyInit__wire(void) { return PyModule_Create(&module); }
