@@ -268,6 +268,7 @@ def _set_cells_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, byte
     return size, b"".join(parts), data
 
 
+_compiled_record: Callable[[bytes, Sequence[tuple]], tuple[int, bytes, int] | None] | None
 try:
     from ._wire import set_cells_record as _compiled_record
 except ImportError:  # not built (no C compiler where the package was installed): the Python function, same bytes

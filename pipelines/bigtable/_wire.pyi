@@ -1,0 +1,3 @@
+from collections.abc import Sequence
+
+def set_cells_record(row_key: bytes, cells: Sequence[tuple], /) -> tuple[int, bytes, int] | None: ...
