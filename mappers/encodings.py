@@ -221,7 +221,21 @@ def _fast_json(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
         except Exception:  # noqa: BLE001 - B, sets or anything odd: the checked path says what
             return checked(value)
 
-    return encode
+    if _compiled_json is None:
+        return encode
+    compiled = _compiled_json
+
+    def encode_compiled(value: dict) -> bytes:
+        return compiled(value) or encode(value)  # None: a value it leaves to Python (odd ones, refusals)
+
+    return encode_compiled
+
+
+_compiled_json: Callable[[dict], bytes | None] | None
+try:
+    from ._json import json_bytes as _compiled_json
+except ImportError:  # not built (no C compiler where the package was installed): the Python function, same bytes
+    _compiled_json = None
 
 
 def _json_text(value: dict) -> str:

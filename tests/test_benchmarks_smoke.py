@@ -237,3 +237,16 @@ def test_ab_jobs_alternate_the_trees_order_each_round_and_profile_this_tree_firs
     assert alternating(trees, 3, False) == [(0, "this"), (0, "main"), (1, "main"), (1, "this"), (2, "this"),
                                             (2, "main")]
     assert alternating(trees, 1, True) == [(-1, "this"), (0, "this"), (0, "main")]
+
+
+def test_compiled_ab_maps_the_same_rows_both_ways_and_times_each():
+    import pytest
+
+    from benchmarks import compiled_ab
+    from ddb2bt.mappers import encodings
+
+    if encodings._compiled_json is None:
+        pytest.skip("mappers/_json.c not built here")
+    found = compiled_ab.main(["--items", "200", "--rounds", "2"])
+    assert len(found["compiled"]["rounds"]) == len(found["python"]["rounds"]) == 2
+    assert encodings._compiled_json is not None  # put back after the spec compiled without it

@@ -134,15 +134,10 @@ def both_ways():
 def test_the_compiled_module_is_built_wherever_a_c_compiler_is():
     """pyproject.toml builds pipelines/bigtable/_wire.c (optional: without a compiler the Python function serves);
     with a compiler here, a missing module would leave every test of the entries' bytes on the Python function."""
-    import shutil
-    import sysconfig
-
     from ddb2bt.pipelines.bigtable import entries
+    from tests.compiled import require_built
 
-    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    if shutil.which(compiler) is None:
-        pytest.skip(f"no C compiler ({compiler}): the Python function serves")
-    assert entries._compiled_record is not None, "pipelines/bigtable/_wire.c not built: pip install -e . again"
+    require_built(entries._compiled_record, "pipelines/bigtable/_wire.c")
     assert entries.set_cells_record is entries._with_compiled_record
 
 

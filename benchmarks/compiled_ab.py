@@ -1,0 +1,61 @@
+"""The compiled JSON of a value (mappers/_json.c) against the Python function, in the mapper:
+``python -m benchmarks.compiled_ab [--items N] [--rounds R]``. The benchmark spec is compiled twice, with the module
+and without it, the same rows asserted, then ``map_item`` runs over the items in alternating rounds (thread CPU, the
+data set gc-frozen; docs/PERFORMANCE.md "JSON cells compiled")."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compiled_ab", description=__doc__.split("\n")[0])
+    parser.add_argument("--items", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=8)
+    args = parser.parse_args(argv)
+
+    from ddb2bt.mappers import encodings
+    from ddb2bt.mappers.compiler import compile_spec
+    from ddb2bt.mappers.loader import load_spec
+
+    from . import dataset
+
+    if encodings._compiled_json is None:
+        raise SystemExit("mappers/_json.c is not built here: nothing to compare")
+    specs = {"compiled": compile_spec(load_spec(HERE / "spec.yaml"))}
+    saved, encodings._compiled_json = encodings._compiled_json, None
+    try:
+        specs["python"] = compile_spec(load_spec(HERE / "spec.yaml"))
+    finally:
+        encodings._compiled_json = saved
+    items = list(dataset.generate(args.items))
+    assert [specs["compiled"].map_item(item) for item in items] == [specs["python"].map_item(item) for item in items]
+    gc.collect()
+    gc.freeze()
+    us: dict[str, list[float]] = {name: [] for name in specs}
+    load_before = os.getloadavg()
+    for number in range(args.rounds):
+        for name in (("compiled", "python") if number % 2 == 0 else ("python", "compiled")):
+            map_item = specs[name].map_item
+            started = time.thread_time()
+            for item in items:
+                map_item(item)
+            us[name].append((time.thread_time() - started) / len(items) * 1e6)
+    gc.unfreeze()
+    found = {"items": args.items, "load_before": load_before, "load_after": os.getloadavg(),
+             **{name: {"median_us_per_item": statistics.median(values), "rounds": values} for name, values in us.items()}}
+    print(f"map_item: python {found['python']['median_us_per_item']:.1f}, compiled "
+          f"{found['compiled']['median_us_per_item']:.1f} us per item (median of {args.rounds} alternating rounds; "
+          f"load {load_before[0]:.1f})")
+    return found
+
+
+if __name__ == "__main__":
+    main()
