@@ -7,7 +7,8 @@ benchmarks/spec.yaml, in_memory, 4 segments, live scan) against that same table,
 wall time (items/s, as the section counts it), its process's CPU (whole, and inside the ``validate`` call) and the
 servers' CPU during it, per item. The other commit's tree is taken with ``git archive`` and put first on
 ``PYTHONPATH`` (:func:`benchmarks.io_paths.tree_of`). ``--profile PATH`` first runs one job of this tree under
-pyinstrument (its text output there). Docs: docs/PERFORMANCE.md ("Validate round 8").
+pyinstrument (its text output there), ``--profile-migrate PATH`` one migrate job so. Docs: docs/PERFORMANCE.md
+("Validate round 8", "Validate round 9").
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
     parser.add_argument("--profile", type=Path, default=None, help="first one job of this tree under pyinstrument")
+    parser.add_argument("--profile-migrate", type=Path, default=None, dest="profile_migrate",
+                        help="first one migrate job of this tree under pyinstrument (its text output there): where "
+                             "its main thread waits, beside --profile's validate")
     parser.add_argument("--py-spy", type=Path, default=None, dest="py_spy",
                         help="first one job of this tree under py-spy record --gil (every thread): its summary there")
     parser.add_argument("--migrate", action="store_true",
@@ -74,6 +78,11 @@ def main(argv: list[str] | None = None) -> dict:
                         env, str(ROOT))
         if migrated["rows_written"] != args.items or not migrated["ok"]:
             raise SystemExit(f"migrate: {migrated['problems']}")
+        if args.profile_migrate:
+            _job([sys.executable, "-m", "benchmarks.child", json.dumps({
+                "kind": "ddb2bt", **where, "target": "profiled", "run_dir": os.path.join(tmp, "migrate-profiled"),
+                "profile": str(args.profile_migrate)})], env, str(ROOT))
+            log(f"profile: {args.profile_migrate}")
         servers = {"dynalite": dynamo.pid, "emulator": emulator.pid}
         for number, (round_, name) in enumerate(alternating(trees, args.rounds, bool(args.profile or args.py_spy))):
             job = {"kind": "validate", **where, "run_dir": os.path.join(tmp, f"validate{number}")}

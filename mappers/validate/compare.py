@@ -30,6 +30,7 @@ from ..attrvalue import AttributeValueError, key_text, to_export_json
 from ..decode import Decoder, DecodeError
 from ..results import Cell, MappedRow
 from ..spec import GcPolicy, MappingSpec
+from ..templates import Placeholder
 from ..timestamps import parse_timestamp
 from .decode import DecoderCache
 from .records import (CELL_KINDS, KINDS, Candidate, CellKey, Difference, bytes_from_json, bytes_json,
@@ -137,6 +138,8 @@ class Comparer:
         self._revealing = {entity.name for entity in entities if partition in entity.key.attributes
                            and partition not in entity.key.lossy and not entity.key.problem}
         """Entities whose row keys give the partition key back exactly (templates are injective)."""
+        self._never_whole = _never_whole(entities, partition)
+        """Entities whose rows are never whole rows, settled once per pair of templates (see `_never_whole`)."""
 
     def whole_row(self, row_key: bytes, members: list[Member]) -> bool:
         """Whether no item outside one partition can map to this row, so a scan gives all its items together.
@@ -146,6 +149,9 @@ class Comparer:
         """
         if not self.key_names:
             return False
+        never_whole = self._never_whole
+        if never_whole and any(row.entity in never_whole for row, _item in members):
+            return False  # what the loop below finds for this row key, settled from the templates alone
         partition = self.key_names[0]
         try:
             texts = {key_text(item[partition]) for _row, item in members}
@@ -426,3 +432,39 @@ def _literal_prefix(entity: Any) -> bytes:
     """What every row key of the entity starts with: the template's leading text (nothing when salted)."""
     first = entity.key.pieces[0] if entity.key.pieces else ""
     return b"" if entity.spec.row_key.salt_buckets or not isinstance(first, str) else first.encode()
+
+
+TOTAL_INVERSES = frozenset({"strip_prefix", "strip_suffix"})
+"""Transforms whose inverse reads any text, never raises, and gives back a value the transform renders as that very
+text (``strip_prefix('P')`` is undone by prepending P): a reader of such a placeholder reads any text after its
+literal."""
+
+
+def _never_whole(entities: list[Any], partition: str | None) -> frozenset[str]:
+    """Entities M whose every row key another entity's template R also reads, giving back a partition value other
+    than the item's: for those rows `whole_row`'s loop always ends in False, so the pair is settled here once.
+
+    The pattern (the benchmark's customer and order keys, ``cust#{pk|strip_prefix('CUST#')}`` and
+    ``cust#{pk|strip_prefix('CUST#')}#order#…``): R's template is a literal L and the partition key's placeholder
+    with transforms T whose inverses never raise (`TOTAL_INVERSES`), nothing after it; M's template starts with
+    the same L and the same placeholder, followed by non-empty literal text. R then reads any row key of M: it
+    starts with L, and the rest, M's rendering of the value followed by that text, is undone by T's inverses
+    without fail. The value v it gives back renders under T as that whole rest; v equal to the item's value would
+    render as M's rendering alone, which is shorter. So R reads a different value and the row is not whole.
+    Salted keys are left to the loop (the salt comes before the literal).
+    """
+    if partition is None:
+        return frozenset()
+    settled = set()
+    for reader in entities:
+        pieces = reader.key.pieces
+        if (len(pieces) != 2 or not isinstance(pieces[0], str) or not pieces[0] or reader.spec.row_key.salt_buckets
+                or not isinstance(pieces[1], Placeholder) or pieces[1].attribute != partition
+                or not all(call.name in TOTAL_INVERSES for call in pieces[1].transforms)):
+            continue
+        for maker in entities:
+            theirs = maker.key.pieces
+            if (maker.name != reader.name and not maker.spec.row_key.salt_buckets and len(theirs) > 2
+                    and theirs[:2] == pieces and isinstance(theirs[2], str) and theirs[2]):
+                settled.add(maker.name)
+    return frozenset(settled)
