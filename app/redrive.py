@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from apache_beam.io.filesystems import FileSystems
 
+from ..mappers.errors import UsageError
 from ..pipelines.cutover.letters import holds_changes
 from ..pipelines.run.dead_letter_source import DeadLetterSource
 from ..pipelines.run.dead_letters import check_dead_letter_destination
@@ -32,7 +33,8 @@ from ..pipelines.run.local_runner import new_pipeline
 from .assembly import runner_for
 from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
-from .redrive_folder import DEAD_LETTER_FILE, dead_letter_file, default_redrive_dir, record, recorded_now, recorded_spec
+from .redrive_folder import (DEAD_LETTER_FILE, dead_letter_file, default_redrive_dir, record, recorded_now, recorded_spec,
+                             recorded_table)
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
@@ -90,6 +92,12 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     found = source.found
     assert found is not None
     loaded = load_spec(spec if spec is not None else recorded_spec(folder), options)
+    ran = recorded_table(folder)
+    export = loaded.source.export.path if loaded.source.export else None
+    if ran is not None and ran not in (loaded.source.table, export):  # the dead letters are another table's items
+        named = f"{spec} reads" if isinstance(spec, (str, Path)) else "the spec reads"
+        raise UsageError(f"{letters} holds dead letters of {ran}, but {named} {loaded.source.table or export}",
+                         f"redrive them through the (fixed) spec of {ran}: ddb2bt redrive RUN_DIR SPEC")
     new_dir = options.run_dir or default_redrive_dir(loaded.target.table)
     run = runner_for(loaded, options, source=source, run_dir=new_dir)
     dead_letter = options.dead_letter or FileSystems.join(new_dir, DEAD_LETTER_FILE)
@@ -100,7 +108,7 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     sink.check()  # a dead Bigtable fails here, in seconds
     check_dead_letter_destination(dead_letter)  # never the file being read: that one exists
     sink.prepare(create=True)  # a fixed spec may add a family
-    record(new_dir, letters, Path(spec) if isinstance(spec, (str, Path)) else None, now)
+    record(new_dir, letters, Path(spec) if isinstance(spec, (str, Path)) else None, now, ran or loaded.source.table or export)
 
     pipeline = new_pipeline(run.pipeline_options)
     build_pipeline(pipeline, loaded, dead_letter=dead_letter, flow=options.flow_control(), now_ms=now, source=source)

@@ -71,10 +71,24 @@ def recorded_now(folder: str) -> int | None:
     return None
 
 
-def record(folder: str, letters: str, spec_path: Path | None, now_ms: int) -> None:
+def recorded_table(folder: str) -> str | None:
+    """The source the run in ``folder`` read (a table name, or an export's path), if its folder says."""
+
+    for name in (CHECKPOINT_FILE, RECORD_FILE):
+        text = read_text(FileSystems.join(folder, name))
+        if text:
+            table = json.loads(text).get("table")
+            if isinstance(table, str) and table:
+                return table
+    return None
+
+
+def record(folder: str, letters: str, spec_path: Path | None, now_ms: int, table: str | None = None) -> None:
     """What this redrive read and with which "now" (redrive.json), and a copy of the spec file it was given."""
 
     record = {"redrive_of": letters, "now_ms": now_ms, "spec": str(spec_path) if spec_path else None}
+    if table:  # so that a redrive of this redrive can check its spec reads the same source
+        record["table"] = table
     files = [(RECORD_FILE, (json.dumps(record, indent=2) + "\n").encode("utf-8"))]
     if spec_path is not None:
         files.append((SPEC_FILE + spec_path.suffix.lower(), spec_path.read_bytes()))

@@ -31,8 +31,9 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-def check_output(path: Path | None, flag: str) -> None:
-    """Before any work, without creating anything: ``path`` can be written; a UsageError naming ``flag`` if not."""
+def check_output(path: Path | None, flag: str, shown: str | None = None) -> None:
+    """Before any work, without creating anything: ``path`` can be written; a UsageError naming ``flag`` (and
+    ``shown``, the value given, when ``path`` is a file inside it) if not."""
     from ..pipelines.run.dead_letters import check_writable
 
     if path is None:
@@ -40,8 +41,15 @@ def check_output(path: Path | None, flag: str) -> None:
     try:
         check_writable(str(path))
     except OSError as err:
-        raise UsageError(f"{flag} {path} cannot be written ({err.strerror or err})",
+        raise UsageError(f"{flag} {shown or path} cannot be written ({err.strerror or err})",
                          f"choose a {flag} path this user can write") from None
+
+
+def check_run_dir(run_dir: str | None) -> None:
+    """A local --run-dir that cannot become a folder (it is a file, or lies under one, or may not be written) is
+    refused naming --run-dir before the command starts (as migrate does), not as a bare OSError mid-way."""
+    if run_dir:
+        check_output(Path(run_dir) / "checkpoint.json", "--run-dir", run_dir)
 
 
 SPELLINGS: dict[str, str] = {"--" + option.name: option.flags[0] for option in RUN_OPTIONS if "_" in option.name}

@@ -33,6 +33,26 @@ from ..mappers.units import human_size
 PLAIN_SECONDS_ENV = "DDB2BT_PROGRESS_SECONDS"
 PLAIN_SECONDS = 10.0
 POLL_SECONDS = 0.25
+
+
+def plain_seconds() -> float:
+    """``DDB2BT_PROGRESS_SECONDS`` (PLAIN_SECONDS when unset or empty); a UsageError (exit 2) for a value that is not
+    a positive number of seconds, read before the watched work starts."""
+    import math
+
+    from ..mappers.errors import UsageError
+
+    text = os.environ.get(PLAIN_SECONDS_ENV) or ""
+    if not text.strip():
+        return PLAIN_SECONDS
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"{PLAIN_SECONDS_ENV}={text!r} is not a number of seconds between progress lines",
+                         f"set a positive number such as {PLAIN_SECONDS:g}, or unset it")
+    return seconds
 RATE_WINDOW_SECONDS = 30.0
 WORKER_NOISE = ("No semi_persistent_directory found", "Discarding unparseable args", "Connecting to Bigtable emulator")
 """What every worker process of a multi-process DirectRunner says at start, to no one's benefit."""
@@ -57,7 +77,7 @@ def watching(label: str, figures: Callable[[], str]) -> Iterator[None]:
     plain `progress: label: figures · elapsed` line every ``DDB2BT_PROGRESS_SECONDS`` (as `migrate` has), from a
     thread that polls ``figures`` (it must be cheap and must not raise)."""
     console, start, done = _console(), time.monotonic(), threading.Event()
-    every = POLL_SECONDS * 4 if console.is_terminal else float(os.environ.get(PLAIN_SECONDS_ENV) or PLAIN_SECONDS)
+    every = POLL_SECONDS * 4 if console.is_terminal else plain_seconds()
     with (console.status(label) if console.is_terminal else _nothing()) as status:
 
         def tick() -> None:
@@ -384,7 +404,7 @@ def _display(console: Any, label: str) -> Iterator[Callable[[Snapshot, bool], No
 
             yield show
         return
-    every = float(os.environ.get(PLAIN_SECONDS_ENV) or PLAIN_SECONDS)
+    every = plain_seconds()
     last = {"at": time.monotonic(), "stopping": False}
 
     def plain(snap: Snapshot, stopping: bool) -> None:

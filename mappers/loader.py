@@ -246,6 +246,8 @@ def _message(error: Any, path: Path_) -> str:
         return f"unknown key (check the spelling; {listed})"
     if kind == "missing":
         return "required key is missing"
+    if kind in _EXPECTED:  # a value of the wrong type: say what was given, in YAML's words (true, not True)
+        return f"expected {_EXPECTED[kind]}, got {_shown(error.get('input'))}"
     if kind in ("enum", "literal_error"):  # "Input should be 'a', 'b' or 'c'"
         guess = did_you_mean(error.get("input"), re.findall(r"'([^']*)'", error.get("ctx", {}).get("expected", "")))
         return f"{message}; {guess}" if guess else message
@@ -279,6 +281,10 @@ def _shown(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Decimal):  # the loader reads YAML's numbers as Decimal: show them as written
+        return str(value)
     return "nothing" if value is None else repr(value)
 
 

@@ -151,11 +151,11 @@ class SourceSpec(StrictModel):
     """Read a DynamoDB export instead of scanning the table (costs no read capacity)."""
     consistent_read: bool = False
     """Strongly consistent scan reads (twice the read capacity)."""
-    total_segments: Annotated[int, Field(ge=1, le=SCAN_SEGMENTS_MAX)] | None = None
+    total_segments: Annotated[int, Field(ge=1, le=SCAN_SEGMENTS_MAX, strict=True)] | None = None
     """Parallel scan segments; chosen from the table size (about one per GiB) when omitted."""
     read_budget: Annotated[float, Field(gt=0, le=1)] = 0.5
     """Fraction of the table's read capacity the scan may consume."""
-    on_demand_rcu: Annotated[int, Field(ge=1, le=INT32_MAX)] = 4000
+    on_demand_rcu: Annotated[int, Field(ge=1, le=INT32_MAX, strict=True)] = 4000
     """Read capacity units assumed for on-demand tables, which publish none."""
 
     @model_validator(mode="after")
@@ -171,7 +171,7 @@ class SourceSpec(StrictModel):
 class GcPolicy(StrictModel):
     """A column family's garbage-collection policy; nothing set means keep every version."""
 
-    max_versions: Annotated[int, Field(ge=1, le=INT32_MAX)] | None = None
+    max_versions: Annotated[int, Field(ge=1, le=INT32_MAX, strict=True)] | None = None
     """Keep at most this many cells per column."""
     max_age: Duration | None = None
     """Drop cells whose timestamp is older than this ('30d', '12h', ...)."""
@@ -369,7 +369,7 @@ class Template(StrictModel):
 
 
 class RowKeySpec(Template):
-    salt_buckets: Annotated[int, Field(ge=2, le=10_000)] | None = None
+    salt_buckets: Annotated[int, Field(ge=2, le=10_000, strict=True)] | None = None
     """Prefix the key with a deterministic bucket (crc32 of the key modulo this) to spread hot ranges."""
 
 
@@ -696,7 +696,7 @@ class AccessPattern(StrictModel):
     """The sort-key condition of a query; none: the whole partition."""
     scan_index_forward: bool = True
     """Ascending sort-key order (true, DynamoDB's default) or descending (false)."""
-    limit: Annotated[int, Field(ge=1)] | None = None
+    limit: Annotated[int, Field(ge=1, strict=True)] | None = None
     """At most this many items (DynamoDB's Limit counts items evaluated; without a filter, items returned)."""
     projection: list[str] = []
     """Attributes the application reads (ProjectionExpression); empty: the whole item."""

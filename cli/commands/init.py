@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ...templates import catalog
+from ..options import check_output
 
 
 def _names() -> str:
@@ -32,6 +33,7 @@ def command(
     if template is None:
         raise typer.BadParameter(f"choose a template with --template ({_names()}), or see --list", param_hint="--template")
     text = catalog.starter_spec(template)
+    check_output(output, "--output")  # a folder, or a path under a file: one line naming the flag, nothing made
     if output.exists() and not force:
         raise FileExistsError(f"{output} already exists; pass --force to overwrite it or -o to write elsewhere")
     output.parent.mkdir(parents=True, exist_ok=True)

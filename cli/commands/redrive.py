@@ -11,7 +11,7 @@ import typer
 
 from ...app.options import RunOptions
 from ...mappers.units import plural
-from ..options import OutputFormat, run_options
+from ..options import OutputFormat, check_run_dir, run_options
 from .migrate import reason_lines
 
 
@@ -45,6 +45,7 @@ def command(
     """
     from ...app.redrive import redrive
 
+    check_run_dir(new_run_dir)
     options = replace(options, run_dir=new_run_dir, dead_letter=dead_letter)
     typer.echo(f"redrive {run_dir} → Bigtable (DirectRunner)", err=True)
     result = redrive(run_dir, spec, options)

@@ -14,7 +14,7 @@ import typer
 from ...app.options import RunOptions
 from ...mappers.errors import UsageError
 from ...mappers.units import plural
-from ..options import OutputFormat, SpecArg, run_options
+from ..options import OutputFormat, SpecArg, check_run_dir, run_options
 
 TYPES = ("S", "N", "B", "BOOL")
 
@@ -72,6 +72,7 @@ def command(
     from ...app.rollback import RollbackRequest, rollback
     from ..progress import say, watching
 
+    check_run_dir(options.run_dir)
     request = RollbackRequest(to_table=to_table, start=(start or "").encode(), end=(end or "").encode(),
                               since_us=parse_since(since) if since else None, wcu=wcu, writers=writers,
                               processes=processes,

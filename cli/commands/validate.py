@@ -14,7 +14,7 @@ import typer
 
 from ...app.options import RunOptions
 from ...mappers.units import plural
-from ..options import OutputFormat, SpecArg, run_options
+from ..options import OutputFormat, SpecArg, check_run_dir, run_options
 
 
 NOT_FOR_VALIDATE = {
@@ -71,6 +71,7 @@ def command(
     from ...app import validate as use_case
     from ..progress import watching
 
+    check_run_dir(options.run_dir)
     prepared = use_case.prepare(spec, options, repair=repair, target_scan=target_scan or full, decode_all=decode_all,
                                 as_of=as_of, where=_stderr)
     _stderr(f"runner {prepared.runner}; run folder {prepared.run_dir}"

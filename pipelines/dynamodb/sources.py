@@ -16,7 +16,7 @@ from ..source import Snapshot, Source, SourceRead
 from .sample import export_sample, scan_sample
 from .aws import s3_beam_args
 from .client import ClientSettings, describe_source, make_client
-from .export import ReadDynamoDBExport, iter_export_items, read_manifest, verify_export
+from .export import ExportError, ExportManifest, ReadDynamoDBExport, iter_export_items, read_manifest, verify_export
 from .scan import ScanDynamoDB, choose_total_segments, sample_items, scan_segment
 
 if TYPE_CHECKING:
@@ -101,7 +101,21 @@ class ExportSource(Source):
         return self.spec.table or self.path
 
     def check(self, pipeline_options: Any = None) -> int:
-        return len(verify_export(self.path, pipeline_options).files)  # damaged files: refused before writing
+        manifest = verify_export(self.path, pipeline_options)  # damaged files: refused before writing
+        self._of_the_table(manifest)
+        return len(manifest.files)
+
+    def _of_the_table(self, manifest: ExportManifest) -> None:
+        """ExportError when the spec names a table and the export's summary names another: its items would be
+        written as the named table's (a wrong path, or a folder of another table's exports)."""
+        named = self.spec.table
+        if not named or manifest.table is None:
+            return
+        wanted = named.rpartition("table/")[2].partition("/")[0] if named.startswith("arn:") else named
+        if manifest.table.name != wanted:
+            raise ExportError(f"the export in {manifest.export_dir} is of table {manifest.table.name} "
+                              f"({manifest.table.arn}), but source.table is {named}",
+                              f"point source.export.path at an export of {named}, or fix source.table")
 
     def locations(self) -> dict[str, str | None]:
         return {"source.export.path": self.path}
@@ -130,7 +144,9 @@ class ExportSource(Source):
         return SourceRead(read["batches"], read["count_mismatch"])
 
     def items(self, limit: int | None = None) -> list[dict]:
+        self._of_the_table(read_manifest(self.path, self._options()))  # the plan's sample: it says so too
         return list(iter_export_items(self.path, limit=limit, options=self._options()))
 
     def random_sample(self, n: int, *, item_count: int = 0, seed: int | None = None) -> list[dict]:
+        self._of_the_table(read_manifest(self.path, self._options()))
         return export_sample(self.path, n, random.Random(seed))

@@ -114,3 +114,16 @@ def test_every_starter_plans_clean_on_its_documented_data(name):
     plan = build_plan(spec, DOCUMENTED[name], now_ms=1_700_000_000_000)
     assert not plan.has_errors, [lint.message for lint in plan.lints]
     assert plan.dead_letters.total == 0
+
+
+@pytest.mark.parametrize("where, reason", [("folder", "is a folder"), ("file/spec.yaml", "Not a directory")])
+def test_an_output_that_cannot_be_a_file_is_one_line_naming_the_flag(invoke, tmp_path, where, reason):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("mine")
+    out = tmp_path / where
+    for extra in ((), ("--force",)):
+        result = invoke("init", "-t", "key-value", "-o", out, *extra)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"error: --output {out} cannot be written ("), result.stderr
+        assert reason in result.stderr and result.stderr.count("\n") == 1
+    assert (tmp_path / "file").read_text() == "mine" and not any((tmp_path / "folder").iterdir())

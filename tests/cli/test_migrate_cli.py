@@ -247,3 +247,15 @@ def test_a_failed_export_run_says_one_thing_to_do(tmp_path, sample):
         assert line.endswith(f"; resume with: {resume}") and "run it again" not in line, line
     else:
         assert line.endswith("; run it again (a --sample run keeps no checkpoint)"), line
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "nan"])
+def test_a_progress_interval_that_is_no_positive_number_is_bad_input(invoke, source, tmp_path, monkeypatch, value):
+    """Was a ValueError shown as a bug (exit 1) for 'abc', and a progress line in a busy loop for 0 or less."""
+    monkeypatch.setenv("DDB2BT_PROGRESS_SECONDS", value)
+    result = invoke("migrate", source, "-y", "--run-dir", tmp_path / "run")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == (f"error: DDB2BT_PROGRESS_SECONDS={value!r} is not a number of seconds "
+                                              "between progress lines; set a positive number such as 10, or unset it")
+    assert "progress:" not in result.stderr and not (tmp_path / "run").exists()
+    assert existing_families(admin_table(load_spec(source).target)) is None  # no table created either

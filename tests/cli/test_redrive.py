@@ -165,3 +165,24 @@ def test_a_migration_folder_keeps_no_spec(invoke, tmp_path):
     result = invoke("redrive", tmp_path / "run")
     assert result.exit_code == 2
     assert "keeps no spec" in result.stderr and "ddb2bt redrive RUN_DIR SPEC" in result.stderr
+
+
+def test_a_run_of_another_table_is_refused(failed_run, invoke, tmp_path):
+    """The dead letters are the run's table's items: a spec of another table would write them into its own target."""
+    _, run_dir, v1, v2 = failed_run
+    before = read_cells(load_spec(v1).target)
+    other = write_spec(tmp_path / "other.json", {**json.loads(v2.read_text()),
+                                                 "source": {**json.loads(v2.read_text())["source"], "table": "Other"}})
+    result = invoke("redrive", run_dir, other, "--run-dir", tmp_path / "new")
+    assert result.exit_code == 2, result.output
+    table = json.loads(v1.read_text())["source"]["table"]
+    assert result.stderr.splitlines()[-1] == (
+        f"error: {run_dir}/dead_letters.jsonl holds dead letters of {table}, but {other} reads Other; redrive them "
+        f"through the (fixed) spec of {table}: ddb2bt redrive RUN_DIR SPEC")
+    assert not (tmp_path / "new").exists() and read_cells(load_spec(v1).target) == before
+
+    # the fixed spec of the same table goes on, and its folder remembers the table for a redrive of the redrive
+    assert invoke("redrive", run_dir, v2, "--run-dir", tmp_path / "fixed").exit_code == 0
+    assert json.loads((tmp_path / "fixed" / "redrive.json").read_text())["table"] == table
+    again = invoke("redrive", tmp_path / "fixed", other, "--run-dir", tmp_path / "again")
+    assert again.exit_code == 2 and f"holds dead letters of {table}, but" in again.stderr

@@ -52,6 +52,15 @@ CASES = [
      "entities[1].name: entity name 'a' is already used by entities[0]"),
     ("neither table nor export", BASE.replace("  table: T\n", ""),
      ":1: source: give source.table (a live table) or source.export"),
+    # a value of the wrong type is refused, not read as another (YAML's true is no count of versions)
+    ("true as a count", BASE.replace("max_versions: 1", "max_versions: true"),
+     ":8: target.families.f.max_versions: expected an integer, got true"),
+    ("a fraction as a count", BASE.replace("max_versions: 1", "max_versions: 2.5"),
+     ":8: target.families.f.max_versions: expected an integer, got 2.5"),
+    ("a quoted count", BASE.replace("max_versions: 1", "max_versions: '3'"),
+     ":8: target.families.f.max_versions: expected an integer, got '3'"),
+    ("true as scan segments", BASE.replace("  sort_key: sk\n", "  sort_key: sk\n  total_segments: yes\n"),
+     ":5: source.total_segments: expected an integer, got true"),
     *COUNTER_CASES,
 ]
 

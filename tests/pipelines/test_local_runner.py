@@ -59,7 +59,7 @@ def test_migrate_never_offers_its_pipeline_to_prism(bigtable_env, unique_name, t
     items = [{"pk": {"S": f"p{i % 3}"}, "sk": {"N": str(i)}, "v": {"S": f"value {i}"}} for i in range(20)]
     spec = MappingSpec.model_validate({
         "source": {"table": unique_name, "region": "us-east-1", "partition_key": "pk", "sort_key": "sk",
-                   "export": {"path": write_export(tmp_path / "export", items, files=2)}},
+                   "export": {"path": write_export(tmp_path / "export", items, files=2, table=unique_name)}},
         "target": {"table": unique_name, "families": {"d": {"max_versions": 1}}},
         "migration_time": "2024-01-01T00:00:00Z",
         "entities": [{"name": "item", "row_key": "{pk}#{sk}", "rest": {"family": "d"}}],

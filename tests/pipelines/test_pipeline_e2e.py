@@ -173,7 +173,7 @@ def test_export_source_and_sample(bigtable_env, unique_name, tmp_path):
     from .export_fixtures import write_export
 
     items = make_items()
-    export_dir = write_export(tmp_path / "export", items, files=3)
+    export_dir = write_export(tmp_path / "export", items, files=3, table=unique_name)
     data = make_spec(unique_name, "http://unused", partition_key="pk", sort_key="sk").model_dump(by_alias=True)
     data["source"]["export"] = {"path": export_dir}
     spec = MappingSpec.model_validate(data)
@@ -192,7 +192,7 @@ def test_export_source_and_sample(bigtable_env, unique_name, tmp_path):
 def test_export_count_mismatch_fails_the_run(bigtable_env, unique_name, tmp_path):
     from .export_fixtures import write_export
 
-    export_dir = write_export(tmp_path / "export", make_items()[:10], files=1)
+    export_dir = write_export(tmp_path / "export", make_items()[:10], files=1, table=unique_name)
     summary = next((tmp_path / "export").rglob("manifest-summary.json"))
     data = json.loads(summary.read_text())
     data["itemCount"] += 1  # the export says one item more than its files hold
@@ -208,7 +208,7 @@ def test_export_count_mismatch_fails_the_run(bigtable_env, unique_name, tmp_path
 def test_damaged_export_is_refused_before_writing(bigtable_env, unique_name, tmp_path):
     from .export_fixtures import write_export
 
-    export_dir = write_export(tmp_path / "export", make_items()[:10], files=1)
+    export_dir = write_export(tmp_path / "export", make_items()[:10], files=1, table=unique_name)
     data_file = next((tmp_path / "export").rglob("*.json.gz"))
     lines = gzip.decompress(data_file.read_bytes()).splitlines(keepends=True)
     data_file.write_bytes(gzip.compress(b"".join(lines[:-1])))  # one item lost in transit
