@@ -308,9 +308,11 @@ class _Checkpoint:
 
 
 def _replace(path: str, data: dict) -> None:
+    from ..pipelines.run.dead_letters import create_private
+
     temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(data))  # json.dump with indent would encode in Python, after every batch
+    with create_private(temporary) as handle:  # row keys are user data: 0600, as dead letters are
+        handle.write(json.dumps(data).encode("utf-8"))  # json.dump with indent would encode in Python, per batch
     os.replace(temporary, path)
 
 

@@ -36,6 +36,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 from ...mappers.errors import UsageError
+from .dead_letters import create_private
 
 CHECKPOINT_FILE = "checkpoint.json"
 SEGMENTS_DIR = "segments"
@@ -197,9 +198,8 @@ def save_position(run_dir: str, segment: int, key: dict[str, Any]) -> None:
     if "://" in run_dir:
         _write(path, data)
         return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
     partial = f"{path}.{os.getpid()}.tmp"
-    with open(partial, "wb") as handle:
+    with create_private(partial) as handle:  # a key's values are user data: 0600, as dead letters are
         handle.write(data)
     os.replace(partial, path)  # a kill leaves the old savepoint or the new one, never half of one
 

@@ -132,6 +132,8 @@ def test_migrate_then_rollback_gives_the_table_back_type_for_type(bigtable_env, 
     assert seen and seen[-1][0] == "compare" and any(p == "write" and n["items_written"] == 60 for p, n in seen)
     assert stat.S_IMODE(os.stat(result.dead_letter).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(result.differences_file).st_mode) == 0o600
+    checkpoint = tmp_path / "rb" / "checkpoint.json"  # the ranges' and batches' row keys: user data too
+    assert "after" in json.loads(checkpoint.read_text()) and stat.S_IMODE(checkpoint.stat().st_mode) == 0o600
 
 
 def test_undecodable_rows_are_dead_letters_and_reconciled(bigtable_env, moto_server, unique_name, tmp_path):

@@ -194,6 +194,17 @@ def test_an_unreadable_savepoint_counts_as_none(tmp_path):
         5: {"pk": {"S": "a"}, "n": {"N": "12345678901234567890123456789012345678"}}}
 
 
+def test_a_savepoint_is_private_like_the_dead_letters(tmp_path):
+    """A savepoint holds the values of a key (user data): mode 0600, also when it replaces an older one."""
+    import stat
+
+    ckpt.save_position(str(tmp_path), 1, {"pk": {"S": "someone@example.com"}})
+    ckpt.save_position(str(tmp_path), 1, {"pk": {"S": "someone-else@example.com"}})
+    saved = tmp_path / ckpt.SEGMENTS_DIR / "1.at"
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+    assert ckpt.saved_positions(str(tmp_path)) == {1: {"pk": {"S": "someone-else@example.com"}}}
+
+
 class _StoredWhenSeen(beam.DoFn):
     """Downstream of the writer: for each savepoint, whether every row of the pages before it is in Bigtable now."""
 
