@@ -211,7 +211,8 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
     if early:  # the CLI ends with the one line that says why, and how to go on
         return lines
     if result.dead_letter_lines:
-        lines.append(f"fix the spec, then re-drive them: {redrive_command(p.dead_letter, spec_path)}")
+        lines.append(f"fix the spec or the data (the reasons above say which), then re-drive them: "
+                     f"{redrive_command(p.dead_letter, spec_path)}")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append("run OK" if result.ok else "run FAILED")
     if p.resumable:  # a finished run needs no resume command: only the folder (redrive, validate, cutover use it)

@@ -98,7 +98,8 @@ def test_after_dead_letters_the_exact_redrive_line():
                              resume_command=lambda *args, **kwargs: "ddb2bt migrate …")
     lines = render(result, "specs/videos.yaml")  # type: ignore[arg-type]
     assert "read 1 item: 0 written (0 cells, 0 bytes), 1 dead-lettered, 0 skipped" in lines
-    assert "fix the spec, then re-drive them: ddb2bt redrive 'runs/my run' specs/videos.yaml" in lines
+    assert "fix the spec or the data (the reasons above say which), then re-drive them: ddb2bt redrive 'runs/my run' "\
+           "specs/videos.yaml" in lines
     assert redrive_command("out/letters.jsonl", "s.yaml") == "ddb2bt redrive out/letters.jsonl s.yaml"
     clean = render(SimpleNamespace(**{**vars(result), "dead_letter_lines": 0}), "s.yaml")  # type: ignore[arg-type]
     assert not any("redrive" in line for line in clean)
