@@ -124,7 +124,11 @@ static int put_value(Buffer *out, PyObject *value, int depth) {
     if (PyUnicode_CompareWithASCIIString(tag, "S") == 0)
         return put_string(out, payload);
     if (PyUnicode_CompareWithASCIIString(tag, "N") == 0) {
-        if (!PyUnicode_CheckExact(payload) || !PyUnicode_IS_ASCII(payload))
+        if (!PyUnicode_CheckExact(payload) || PyUnicode_READY(payload) < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (!PyUnicode_IS_ASCII(payload))
             return 0;
         Py_ssize_t length = PyUnicode_GET_LENGTH(payload);
         const char *text = (const char *)PyUnicode_DATA(payload);
