@@ -199,7 +199,7 @@ def _one_change(compiled: Any, change: Change) -> ChangeSet | NothingToDo | None
     row = compiled.map_item(new)
     if row.__class__ is not MappedRow or row.index_rows:
         return None
-    stale = compiled.stale_coordinates(old, new)
+    stale = compiled.stale_coordinates(old, new, row.entity)
     if stale is None:
         return None
     sets = row.cells
