@@ -693,7 +693,7 @@ class CompiledSpec:
         ``later_entity``: the name of the entity `later` mapped with (its MappedRow's), which spares finding it again.
         """
         try:
-            entity = self._named.get(later_entity) if later_entity is not None else None  # type: ignore[arg-type]
+            entity = self._named.get(later_entity) if later_entity is not None else None
             if entity is None:
                 entity = self.entity_for(later)
             if entity is None or entity.skip or entity.context is None or self.entity_for(earlier) is not entity:
