@@ -301,13 +301,9 @@ def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, byte
         return None
     count = len(lengths) - len(cells)
     _bytes_only(row_key)
-    size = len(row_key)
-    if size:
-        key_head = _ROW_KEY_HEADS[size] if size < SMALL else b"\x0a" + varint(size)
-        parts = [b"", key_head, row_key]
-        size += len(key_head)
-    else:  # an empty field is left out
-        parts = [b""]
+    key = len(row_key)  # the row key's field, left out when empty; then the deletes, then the sets
+    parts = [b"", _ROW_KEY_HEADS[key] if key < SMALL else b"\x0a" + varint(key), row_key] if key else [b""]
+    size = len(parts[1]) + key if key else 0
     if count:
         heads, ranges, append = _column_heads, _ranges, parts.append
         for family, qualifier, micros in mutations[:count]:
