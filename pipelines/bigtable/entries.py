@@ -300,10 +300,8 @@ def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, byte
     if cells.lstrip(b"\x04"):
         return None
     count = len(lengths) - len(cells)
-    _bytes_only(row_key)
-    key = len(row_key)  # the row key's field, left out when empty; then the deletes, then the sets
-    parts = [b"", _ROW_KEY_HEADS[key] if key < SMALL else b"\x0a" + varint(key), row_key] if key else [b""]
-    size = len(parts[1]) + key if key else 0
+    parts = [b"", b""]  # the entry's head and its row key's field, written once the deletes are known to be ours
+    size = 0
     if count:
         heads, ranges, append = _column_heads, _ranges, parts.append
         for family, qualifier, micros in mutations[:count]:
@@ -322,6 +320,10 @@ def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, byte
             append(column)
             append(time_range)
         mutations = mutations[count:]
+    _bytes_only(row_key)
+    if row_key:  # an empty field is left out
+        parts[1] = (_ROW_KEY_HEADS[len(row_key)] if len(row_key) < SMALL else b"\x0a" + varint(len(row_key))) + row_key
+        size += len(parts[1])
     if mutations:
         cells_size, cells_wire, _data = set_cells_record(b"", mutations)
         parts.append(cells_wire[len(cells_wire) - cells_size:])  # without its own entry head
