@@ -199,14 +199,23 @@ def _one_change(compiled: Any, change: Change) -> ChangeSet | NothingToDo | None
     row = compiled.map_item(new)
     if row.__class__ is not MappedRow or row.index_rows:
         return None
-    stale = compiled.stale_coordinates(old, new)
+    stale = compiled.stale_coordinates(old, new, row.entity)
     if stale is None:
         return None
     sets = row.cells
     deletes: tuple[CellDelete, ...] = ()
-    if stale:
-        kept = set(map(_coordinates, sets))
-        deletes = tuple([_new(CellDelete, c) for c in dict.fromkeys(stale) if c not in kept])
+    if stale:  # the stale coordinates the new cells do not set again; most name a qualifier no new cell has
+        qualifiers = {cell[1] for cell in sets}
+        kept: set | None = None
+        found = []
+        for coordinate in dict.fromkeys(stale):
+            if coordinate[1] in qualifiers:
+                if kept is None:
+                    kept = set(map(_coordinates, sets))
+                if coordinate in kept:
+                    continue
+            found.append(_new(CellDelete, coordinate))
+        deletes = tuple(found)
     if not deletes and not sets:
         return NothingToDo("neither image produces cells")
     return _new(ChangeSet, ((_new(RowChange, (row.row_key, deletes, sets, None)),), row.entity, ()))

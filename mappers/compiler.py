@@ -199,7 +199,7 @@ class _Entity:
         "name", "conditions", "skip", "row_key", "salt", "delimiter", "columns", "rest", "consumed",
         "timestamp", "ttl_attribute", "ttl_missing_skip", "family_age_us", "versioning", "now_us", "default_us",
         "spans", "rest_taken", "rest_prefixes", "rest_encoding", "context", "key_attributes", "timestamp_texts",
-        "specialised",
+        "specialised", "same_row",
     )  # fmt: skip
 
     def __init__(self, spec: EntitySpec, mapping: MappingSpec, now_ms: int, migration_ms: int):
@@ -255,6 +255,8 @@ class _Entity:
         # (versioning rewrites the item, TTL rewrites every timestamp once all cells are known).
         self.context = None if self.versioning or self.ttl_attribute else frozenset(context_attributes(spec))
         self.key_attributes = frozenset(parse_template(spec.key.template).attributes)
+        # What two images must agree on for stale_coordinates' shortcut: the row key's attributes and the context.
+        self.same_row = tuple(self.key_attributes | self.context) if self.context is not None else ()
         self.timestamp_texts = _timestamp_texts(spec)
         self.specialised = specialise(self, spec)
 
@@ -604,6 +606,9 @@ class CompiledSpec:
         self._index_problem = (f"index {spec.indexes[0].name!r} needs the table's key schema (source.partition_key)"
                                if spec.indexes and not self.indexes else None)  # fmt: skip
         self._index_prefixes = tuple(index.prefix for index in self.indexes if index.table is None)
+        names = [entity.name for entity in self.entities]
+        self._named = dict(zip(names, self.entities)) if len(set(names)) == len(names) else {}
+        """Entity by name, where names are unique: a MappedRow's entity is the one entity_for found for its item."""
 
     def entity_for(self, item: Item) -> _Entity | None:
         if self._dispatch is not None:
@@ -667,7 +672,8 @@ class CompiledSpec:
         rows = self.index_rows(item)
         return _new_cell(MappedRow, (row[0], row[1], row[2], row[3], rows)) if rows else row
 
-    def stale_coordinates(self, earlier: Item, later: Item) -> list[tuple[str, bytes, int]] | None:
+    def stale_coordinates(self, earlier: Item, later: Item,
+                          later_entity: str | None = None) -> list[tuple[str, bytes, int]] | None:
         """The coordinates (family, qualifier, timestamp) of the cells `earlier` maps to that may not be `later`'s.
 
         For a change (earlier: the old image, later: the new one, which maps): the cells to delete are
@@ -683,17 +689,18 @@ class CompiledSpec:
         name cells that were never written; deleting one is a no-op. None: no shortcut (another entity,
         row or context; versioning and TTL entities, which rewrite the item or every timestamp): map
         `earlier` with map_item.
+
+        ``later_entity``: the name of the entity `later` mapped with (its MappedRow's), which spares finding it again.
         """
         try:
-            entity = self.entity_for(later)
+            entity = self._named.get(later_entity) if later_entity is not None else None
+            if entity is None:
+                entity = self.entity_for(later)
             if entity is None or entity.skip or entity.context is None or self.entity_for(earlier) is not entity:
                 return None
         except Exception:  # noqa: BLE001 - an odd value: map_item words it
             return None
-        for name in entity.key_attributes:
-            if earlier.get(name) != later.get(name):
-                return None
-        for name in entity.context:
+        for name in entity.same_row:
             if earlier.get(name) != later.get(name):
                 return None
         return entity.stale(earlier, later)

@@ -299,6 +299,17 @@ def _one_millisecond(micros: int) -> bytes:
     return found
 
 
+def _delete_head(length: int) -> bytes:
+    """For a one-millisecond delete whose column and time range take ``length`` bytes: the entry's ``mutations``
+    (field 2) head of its Mutation, and the Mutation's ``delete_from_column`` (field 2) head."""
+    inner = b"\x12" + varint(length)
+    return b"\x12" + varint(len(inner) + length) + inner
+
+
+_DELETE_HEADS = tuple(_delete_head(n) for n in range(SMALL))
+""":func:`_delete_head` of each length below :data:`SMALL`."""
+
+
 def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, bytes, None] | None:
     """:meth:`MutationsEntry._record <mutations_entry_class>` for a change's entry, without a message object: one-
     millisecond deletes (``(family, qualifier, micros)``, a ``DeleteFromColumn`` each) then ``SetCell``s (the cells
@@ -310,11 +321,11 @@ def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, byte
     if cells.lstrip(b"\x04"):
         return None
     count = len(lengths) - len(cells)
-    parts = [b"", b""]
+    parts = [b"", b""]  # the entry's head and its row key's field, written once the deletes are known to be ours
+    size = 0
     if count:
-        heads, ranges = _column_heads, _ranges
-        for mutation in mutations[:count]:
-            family, qualifier, micros = mutation
+        heads, ranges, append = _column_heads, _ranges, parts.append
+        for family, qualifier, micros in mutations[:count]:
             if family.__class__ is not str or qualifier.__class__ is not bytes or micros.__class__ is not int \
                     or not -_INT64 <= micros < _INT64 - 1000:
                 return None
@@ -322,16 +333,22 @@ def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, byte
                 column = heads[family][qualifier]
             except KeyError:
                 column = _new_column_head(family, qualifier)
-            body = column + (ranges.get(micros) or _one_millisecond(micros))
-            inner = b"\x12" + varint(len(body))  # the Mutation's delete_from_column (field 2)
-            parts.append(b"\x12" + varint(len(inner) + len(body)) + inner + body)  # the entry's mutations (field 2)
+            time_range = ranges.get(micros) or _one_millisecond(micros)
+            length = len(column) + len(time_range)
+            head = _DELETE_HEADS[length] if length < SMALL else _delete_head(length)
+            size += len(head) + length
+            append(head)
+            append(column)
+            append(time_range)
         mutations = mutations[count:]
     _bytes_only(row_key)
-    if row_key:
+    if row_key:  # an empty field is left out
         parts[1] = (_ROW_KEY_HEADS[len(row_key)] if len(row_key) < SMALL else b"\x0a" + varint(len(row_key))) + row_key
-    cells_size, cells_wire, _data = set_cells_record(b"", mutations)
-    parts.append(cells_wire[len(cells_wire) - cells_size:])
-    size = sum(map(len, parts))
+        size += len(parts[1])
+    if mutations:
+        cells_size, cells_wire, _data = set_cells_record(b"", mutations)
+        parts.append(cells_wire[len(cells_wire) - cells_size:])  # without its own entry head
+        size += cells_size
     parts[0] = _ENTRY_HEADS[size] if size < SMALL else request_entry_prefix(size)
     return size, b"".join(parts), None
 

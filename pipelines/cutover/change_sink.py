@@ -132,6 +132,9 @@ class Mapped(NamedTuple):
     cells_deleted: int
 
 
+_new = tuple.__new__  # a Mapped from a tuple of all its fields, without NamedTuple's Python __new__
+
+
 @dataclass
 class Prepared:
     """Changes mapped and their entries built, not yet known to be in Bigtable."""
@@ -207,8 +210,8 @@ class ChangeApplier:
                         tables[len(entries)] = row.table
                     entries.append(entry)
                     owners.append(owner)
-            pending.append(Mapped(changes, result.entity, rows[0].row_key if rows else None, result.failures,
-                                  cells_set, cells_deleted))
+            pending.append(_new(Mapped, (changes, result.entity, rows[0].row_key if rows else None, result.failures,
+                                         cells_set, cells_deleted)))
         outcome.read += read
         outcome.ttl_deletes += ttl_deletes
         outcome.skipped += skipped

@@ -127,8 +127,8 @@ def check_record(record: Any, key_names: tuple[str, ...] = (), line: bytes | Non
     """
     if not isinstance(record, dict):
         raise RecordError("the line is no JSON object")
-    micros = (record.get("Metadata") or {}).get("WriteTimestampMicros") if isinstance(record.get("Metadata"), dict) \
-        else None
+    metadata = record.get("Metadata")
+    micros = metadata.get("WriteTimestampMicros") if isinstance(metadata, dict) else None
     text = micros.get("N") if isinstance(micros, dict) else micros  # documented {"N": "..."}; a bare one read too
     text = str(text) if isinstance(text, int) and not isinstance(text, bool) else text
     if not isinstance(text, str) or not (text.isascii() and text.isdigit()):
@@ -143,10 +143,12 @@ def check_record(record: Any, key_names: tuple[str, ...] = (), line: bytes | Non
     problem = _first_problem(keys, "Keys") if visit else None
     if problem:
         raise RecordError(problem)
-    images = [(part, record[part]) for part in ("OldImage", "NewImage") if record.get(part) is not None]
-    if not images:
+    old, new = record.get("OldImage"), record.get("NewImage")
+    if old is None and new is None:
         raise RecordError("neither OldImage nor NewImage is present")
-    for part, image in images:
+    for part, image in (("OldImage", old), ("NewImage", new)):
+        if image is None:
+            continue
         if type(image) is not dict:
             raise RecordError(f"{part} is no object")
         problem = _first_problem(image, part) if visit else None
@@ -155,8 +157,7 @@ def check_record(record: Any, key_names: tuple[str, ...] = (), line: bytes | Non
         for name, value in keys.items():
             if image.get(name) != value:
                 raise RecordError(f"{part}.{name} differs from Keys.{name}")
-    old, new = record.get("OldImage"), record.get("NewImage")  # parse_record's change, from the fields checked
-    return _new(Change, (keys, old, new, kind_of_change(old, new), int(text), "", False))
+    return _new(Change, (keys, old, new, kind_of_change(old, new), int(text), "", False))  # parse_record's change
 
 
 _new = tuple.__new__  # a Change from a tuple of all its fields, without NamedTuple's Python __new__

@@ -7,6 +7,7 @@ import pytest
 from ddb2bt.mappers.changes import Change, CellDelete, ChangeSet, NothingToDo, diff, diff_many, kind_of_change
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.pipelines.cutover.workload import make_spec
+from ddb2bt.mappers.results import Cell, MappedRow
 
 NOW_MS = 1_700_000_000_000
 
@@ -232,3 +233,35 @@ def test_index_rows_follow_their_item_moved_removed_and_deleted(old_attributes, 
     after = _index_rows_after(compiled, [change(old, new)], before)
     expected = {} if new is None else {k: v for k, v in _written(compiled, new).items() if _indexed(k)}
     assert after == expected  # exactly the new image's index rows: none left behind where the old key was
+
+
+COORDINATES = st.tuples(st.sampled_from(["d", "m"]), st.sampled_from([b"a", b"b", b"c"]), st.sampled_from([1000, 2000]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(sets=st.lists(st.builds(lambda c, v: (*c, v), COORDINATES, st.sampled_from([b"", b"v"])), max_size=6),
+       stale=st.lists(COORDINATES, max_size=6))
+def test_one_changes_deletes_are_the_stale_coordinates_the_new_cells_do_not_set(sets, stale):
+    """_one_change's deletes, whatever the new cells and stale coordinates share (a qualifier in another family or
+    at another time, the same coordinate, a coordinate named twice): each stale coordinate no new cell sets, once,
+    in order."""
+    from ddb2bt.mappers.changes import _one_change
+
+    class Compiled:  # the new image's row and the old image's stale coordinates, as given
+        @staticmethod
+        def map_item(_image):
+            return MappedRow(b"row", tuple(Cell(*cell) for cell in sets), "e", (), ())
+
+        @staticmethod
+        def stale_coordinates(_old, _new, _entity=None):
+            return list(stale)
+
+    image = {"pk": {"S": "x"}, "sk": {"S": "y"}}
+    result = _one_change(Compiled, change(image, dict(image)))
+    set_coordinates = {cell[:3] for cell in sets}
+    want = [c for c in dict.fromkeys(stale) if c not in set_coordinates]
+    if not want and not sets:
+        assert result == NothingToDo("neither image produces cells")
+        return
+    (row,) = result.rows
+    assert [tuple(d) for d in row.deletes] == want and row.sets == tuple(Cell(*cell) for cell in sets)

@@ -37,6 +37,8 @@ def check_stale(compiled, earlier: dict, later: dict) -> bool:
     """Whether the shortcut applied; asserts what it gives when it does."""
     later_row = compiled.map_item(later)
     stale = compiled.stale_coordinates(earlier, later)
+    if isinstance(later_row, MappedRow):  # told the entity later mapped with (as diff does), the same answer
+        assert compiled.stale_coordinates(earlier, later, later_row.entity) == stale
     if stale is None or not isinstance(later_row, MappedRow):
         return False
     assert len(stale) == len(set(stale)), stale  # each cell once
@@ -133,3 +135,21 @@ def test_a_changed_timestamp_or_key_takes_the_whole_image():
                                    {"pk": {"S": "PROD#1"}, "sk": {"S": "PRODUCT"}, "type": {"S": "product"}}])
 def test_another_entity_or_no_entity_takes_no_shortcut(other):
     assert BENCH.stale_coordinates(_review(), other) is None
+
+
+def test_two_entities_of_one_name_are_found_by_the_item_not_by_the_name():
+    """Entity names are not required to be unique: where two share one, the name says nothing and the entity is
+    found from the image, as without the hint."""
+    import copy
+
+    from ddb2bt.mappers.spec import MappingSpec
+
+    data = copy.deepcopy(BENCH.spec.model_dump(by_alias=True))
+    for entity in data["entities"]:
+        entity["name"] = "same"
+    compiled = compile_spec(MappingSpec.model_validate(data), now_ms=NOW_MS)
+    old = _review()
+    new = dict(old, stars={"N": "1" if old["stars"]["N"] != "1" else "2"})
+    del new["body"]
+    assert compiled.stale_coordinates(old, new, "same") == compiled.stale_coordinates(old, new) is not None
+    assert check_stale(compiled, old, new)

@@ -66,3 +66,15 @@ def test_any_other_entry_goes_through_protobufs_path_with_its_answer_or_error(mu
     except (TypeError, ValueError) as err:
         found = type(err)
     assert found == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([b"", b"k"]), st.lists(st.tuples(FAMILIES, st.binary(min_size=4000, max_size=9000), MICROS),
+                                            min_size=1, max_size=2),
+       st.lists(CELLS, max_size=2))
+def test_long_deletes_and_an_empty_row_key_are_protobufs_own_bytes_too(row_key, deletes, cells):
+    """A delete whose column and time range take more than the precomputed heads cover (qualifiers of 4,000+
+    bytes), and an entry without a row key (protobuf leaves the field out), byte for byte as protobuf writes them."""
+    mutations = tuple(deletes) + tuple(cells)
+    record = change_record(row_key, mutations)
+    assert record is not None and record[1] == protobufs(row_key, mutations)
