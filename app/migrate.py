@@ -193,6 +193,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         run_dir = runs.latest_run(ckpt.spec_hash(spec))
     dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
     if not dry_run:  # a flag's mistake is found before anything (a run folder, a checkpoint) is created
+        ckpt.refuse_validation_folder(run_dir)
         if options.sample is None and not options.resume:
             ckpt.Checkpoint.refuse_taken(run_dir)  # said first: the dead letters there are that run's
         _check_run_dir(run_dir)

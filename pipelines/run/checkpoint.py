@@ -46,6 +46,20 @@ class ResumeError(UsageError):
     """The run directory cannot be resumed with this spec or segment count."""
 
 
+VALIDATION_MARKER = "validate.json"
+"""What a validation's run folder holds (pipelines/validate/files.py) and a migration's never does."""
+
+
+def refuse_validation_folder(run_dir: str) -> None:
+    """UsageError when ``run_dir`` is a validation's run folder (its checkpoint is no migration's): for a migration,
+    before :meth:`Checkpoint.refuse_taken` or a resume would misname it (validate keeps a checkpoint of its own)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if FileSystems.exists(_join(run_dir, VALIDATION_MARKER)):
+        raise UsageError(f"{run_dir} is the run folder of a validation, not of a migration",
+                         "give migrate a --run-dir of its own (or resume the validation with `ddb2bt validate`)")
+
+
 NOT_COMPARED = {"source": {"endpoint_url", "region", "profile", "role_arn", "read_budget", "on_demand_rcu", "total_segments"},
                 "target": {"app_profile"}}
 """Settings that say how to reach or pace a service, not what is migrated: a resumed run may change

@@ -28,12 +28,12 @@ from typing import Any, NamedTuple
 from apache_beam.io.filesystems import FileSystems
 
 from ...mappers.errors import UsageError
+from ..run.checkpoint import VALIDATION_MARKER
 from ..run.dead_letters import create_private, parts_dir, write_part  # the one 0600 writer of run files
 
 FOLDERS = ("differences", "candidates", "owners", "row_keys", "stats")
 """``row_keys`` lines are the row keys the source maps to (for the target scan): base64, and for a row of an index
 in a table of its own, that table's name and a space before it (a table id holds no space, base64 none either)."""
-MARKER = "validate.json"
 FLUSH_LINES = 5000
 
 
@@ -147,7 +147,7 @@ def start_marker(run_dir: str, settings: dict[str, Any], resume: bool) -> None:
     """Record what this validation compares; a resumed one must compare the same. ResumeError-like UsageErrors."""
     from ..run.checkpoint import CHECKPOINT_FILE, ResumeError
 
-    path = FileSystems.join(run_dir, MARKER)
+    path = FileSystems.join(run_dir, VALIDATION_MARKER)
     if FileSystems.exists(path):
         with FileSystems.open(path) as handle:
             saved = json.loads(handle.read())

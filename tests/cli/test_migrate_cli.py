@@ -259,3 +259,19 @@ def test_a_progress_interval_that_is_no_positive_number_is_bad_input(invoke, sou
                                               "between progress lines; set a positive number such as 10, or unset it")
     assert "progress:" not in result.stderr and not (tmp_path / "run").exists()
     assert existing_families(admin_table(load_spec(source).target)) is None  # no table created either
+
+
+@pytest.mark.parametrize("resume", [[], ["--resume"]])
+def test_a_validations_run_folder_is_refused_as_one(invoke, source, tmp_path, resume):
+    """migrate given a validation's run folder (new, or --resume) says so in one line: before, a new run said the
+    folder "already holds a migration run" and a resumed one that "the spec changed" (validate's checkpoint hash)."""
+    assert invoke("migrate", source, "-y", "--run-dir", tmp_path / "run").exit_code == 0
+    validation = tmp_path / "validation"
+    assert invoke("validate", source, "--run-dir", validation).exit_code == 0
+    before = sorted(path.name for path in validation.iterdir())
+    result = invoke("migrate", source, "-y", "--run-dir", validation, *resume)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == (f"error: {validation} is the run folder of a validation, not of a "
+                                              "migration; give migrate a --run-dir of its own (or resume the "
+                                              "validation with `ddb2bt validate`)")
+    assert sorted(path.name for path in validation.iterdir()) == before and rows(source) == ITEMS
