@@ -40,6 +40,10 @@ def entry_record(entry: Any) -> bytes:
     return request_entry_prefix(len(data)) + data
 
 
+STAGING = ("_closed", "_staged_entries", "_staged_count", "_staged_bytes", "_flush_limit_count",
+           "_flush_limit_bytes", "_schedule_flush")
+"""What the client's ``MutationsBatcher.append`` reads and sets, which the batcher's own append for our entries
+does too (the client's own append where an instance lacks one of them)."""
 BATCH_STEP = ["self", "batch", "metric"]
 OPERATION = ["self", "gapic_client", "target", "mutation_entries", "operation_timeout", "attempt_timeout", "metric",
              "retryable_exceptions"]
@@ -80,10 +84,34 @@ def batcher_class() -> type:
     operation = operation_class()
     answer = types_pb.MutateRowsResponse.pb().FromString
 
+    ours = prebuilt_entry_class()
+    client_append = MutationsBatcher.append
+
     class Batcher(MutationsBatcher):
         def __init__(self, table: Any, **limits: Any) -> None:
             super().__init__(table, **limits)
             self._mutate_rows = ChannelCall(table.client, "MutateRows", None, answer)
+            if not all(hasattr(self, name) for name in STAGING):  # another layout: the client's own append
+                self.append = functools.partial(client_append, self)  # type: ignore[method-assign]
+
+        def append(self, mutation_entry: Any) -> None:
+            """The client's append (stage the entry, flush at its count or byte limit), for an entry of ours
+            without its per-entry work that cannot apply: the ABC check that it is no ``Mutation`` (it is a
+            ``RowMutationEntry``), ``len`` and ``size()`` through calls (its count is its tuples', its size kept
+            as it was sized). Another entry goes through the client's own."""
+            if not isinstance(mutation_entry, ours):
+                client_append(self, mutation_entry)
+                return
+            if self._closed.is_set():
+                raise RuntimeError("Cannot append to closed MutationsBatcher")
+            size = mutation_entry._size
+            if size < 0:
+                size = mutation_entry.size()
+            self._staged_entries.append(mutation_entry)
+            self._staged_count += len(mutation_entry.tuples)
+            self._staged_bytes += size
+            if self._staged_count >= self._flush_limit_count or self._staged_bytes >= self._flush_limit_bytes:
+                self._schedule_flush()
 
         def _execute_mutate_rows(self, batch: list[Any], metric: Any) -> list[Any]:
             """The client's own, less the per-entry statuses it builds for a completion callback (none is set)."""
