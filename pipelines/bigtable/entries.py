@@ -1,7 +1,8 @@
 """``RowMutationEntry`` objects for mapped rows, cheap enough for the hot path.
 
 The data client's ``MutationsBatcher`` takes ``RowMutationEntry`` objects and asks each one for
-``len(entry.mutations)`` and ``entry.size()`` (three times per entry); the client's own MutateRows
+``len(entry.mutations)`` and ``entry.size()`` (three times per entry; our batcher's ``append``, :mod:`.mutate`, reads
+an entry of ours' count and kept size directly); the client's own MutateRows
 (``bulk_mutate_rows``) asks for ``entry._to_pb()``, ours (:mod:`.mutate`) for the entry's bytes.
 The client's own classes cost more per item than mapping the item does (docs/PERFORMANCE.md): a
 ``SetCell`` per cell with its argument checks; ``size()``, which builds a dict of every mutation
@@ -9,9 +10,10 @@ each time and returns ``sys.getsizeof`` of the outer dict, the same ~180 bytes w
 holds, so the batcher's byte limits (``flush_limit_bytes``, ``flow_control_max_bytes``) never bite;
 and ``_to_pb()`` through proto-plus per cell.
 
-:class:`CellsEntry` keeps the mapper's cell tuples instead. ``SetCell`` objects are made only
-if something reads ``mutations`` item by item (the error path does); the entry's protobuf bytes are
-written once, when the batcher first asks for the size, by :func:`set_cells_record` (no message
+:class:`CellsEntry` keeps the mapper's cell tuples instead (``mutations`` is a tuple of them, :class:`LazyMutations`).
+``SetCell`` objects are made only if something reads ``mutations`` item by item (the error path does); the entry's
+protobuf bytes are written once, as the writer's entry is made (:func:`entry_maker`) or when the batcher first asks
+for the size, by :func:`set_cells_record` (no message
 object: filling a upb message cell by cell and serialising it cost more than the mapper's whole
 row, docs/PERFORMANCE.md), and kept only as those bytes (``wire``: the entry as a request's field 2,
 which our MutateRows call joins into the request); ``size()`` is its serialized size. What goes on

@@ -8,7 +8,8 @@ row (docs/PERFORMANCE.md). Here each entry is serialised once, when the batcher 
 joined after the table's fields (repeated fields concatenate), sent on the client's own channel
 (:class:`.calls.ChannelCall`: its client info, routing header and error mapping), its answers parsed raw.
 
-Everything else is the client's, unchanged: the batcher (flush limits, flow control, the background requests),
+Everything else is the client's, unchanged: the batcher (flush limits, flow control, the background requests; its
+``append`` for our own entries only reads their count and kept size directly, staging and flushing as the client's),
 and the operation's rules — which entries are retried (those failing with a retryable error that say
 ``is_idempotent()``), its backoff, operation and attempt deadlines, and the errors of the entries that failed
 for good (``MutationsExceptionGroup`` of ``FailedMutationEntryError``, each cause the exception the client's own
@@ -17,7 +18,8 @@ call makes of the entry's status). Only the two steps that build and read messag
 we do not use) and the operation's ``_run_attempt``. Touches ``MutationsBatcher._execute_mutate_rows`` and its
 ``_target``, ``_operation_timeout``, ``_attempt_timeout``, ``_retryable_errors``, ``_flow_control``;
 ``_MutateRowsOperation``'s constructor, ``mutations``, ``remaining_indices``, ``errors``, ``timeout_generator``,
-``_operation_metric``, ``_handle_entry_error``: pinned in pyproject.toml, tested in
+``_operation_metric``, ``_handle_entry_error``; and what ``MutationsBatcher.append`` reads and sets (:data:`STAGING`,
+checked per batcher: the client's own append where one is missing): pinned in pyproject.toml, tested in
 tests/pipelines/test_bigtable_mutate.py.
 """
 
