@@ -100,7 +100,7 @@ class LazyMutations(tuple):
             made = self._made = tuple(map(self._make, tuple.__iter__(self)))
         return made
 
-    def __getitem__(self, index: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, index: Any) -> Any:
         return self._objects()[index]
 
     def __iter__(self) -> Any:
@@ -112,7 +112,7 @@ class LazyMutations(tuple):
     def __contains__(self, mutation: object) -> bool:
         return mutation in self._objects()
 
-    def index(self, mutation: Any, *bounds: Any) -> int:  # type: ignore[override]
+    def index(self, mutation: Any, *bounds: Any) -> int:
         return self._objects().index(mutation, *bounds)
 
     def count(self, mutation: Any) -> int:
@@ -370,20 +370,24 @@ def prebuilt_entry_class() -> type:
     entry_field = request_entry_prefix
 
     class PrebuiltEntry(RowMutationEntry):
+        wire: bytes
+        """The entry as field 2 of a MutateRowsRequest (tag, length, message), once sized (:meth:`size`)."""
+        data_bytes: int | None
+        """The bytes of its SetCells' qualifiers and values, where sizing counted them."""
+        _size: int
+
         def __init__(self, row_key: bytes, tuples: tuple, sized: bool = False) -> None:
             # not super().__init__: it checks each object
             if not 0 < len(tuples) <= MUTATIONS_PER_ENTRY_MAX:  # the client's own limits
                 raise ValueError(f"a row entry needs 1 to {MUTATIONS_PER_ENTRY_MAX} mutations, not {len(tuples)}")
             self.row_key = row_key
             self.tuples = tuples
-            self.mutations = self._mutations(tuples)  # type: ignore[assignment]
+            self.mutations = self._mutations(tuples)
             if sized:  # as size() would: the bytes written now, what Bigtable cannot hold raised now
                 self._size, self.wire, self.data_bytes = self._record()
                 return
             self.wire = b""
-            """The entry as field 2 of a MutateRowsRequest (tag, length, message), once :meth:`size` was asked."""
-            self.data_bytes: int | None = None
-            """The bytes of its SetCells' qualifiers and values, where :meth:`size` counted them."""
+            self.data_bytes = None
             self._size = -1
 
         @staticmethod

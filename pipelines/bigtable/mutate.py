@@ -26,7 +26,7 @@ tests/pipelines/test_bigtable_mutate.py.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 from .calls import ChannelCall, routing_metadata
 from .entries import prebuilt_entry_class, request_entry_prefix
@@ -104,6 +104,7 @@ def batcher_class() -> type:
             if not isinstance(mutation_entry, ours):
                 client_append(self, mutation_entry)
                 return
+            mutation_entry = cast(Any, mutation_entry)
             if self._closed.is_set():
                 raise RuntimeError("Cannot append to closed MutationsBatcher")
             size = mutation_entry._size

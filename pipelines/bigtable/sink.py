@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
-from ...mappers.results import IndexRow, MappedRow
+from ...mappers.results import MappedRow
 from ...mappers.gc import AGGREGATE_TEXT, combine, describe_gc
 from ..run.batches import Barrier, SegmentAt
 from ..run.in_flight import InFlight
@@ -668,8 +668,9 @@ RECENT_ROWS = 64
 """Rows whose cell coordinates a writer remembers from one write batch to the next (see :func:`_tallies`)."""
 
 
-def _tallies(pending: Iterable[tuple[Any, MappedRow | IndexRow, Any]], recent: dict[bytes, set]) -> tuple[int, ...]:
-    """A closed batcher's written entries (``(entry, row, item)``) counted in one pass: their cells, their bytes (row
+def _tallies(pending: Iterable[tuple[Any, Any, Any]], recent: dict[bytes, set]) -> tuple[int, ...]:
+    """A closed batcher's written entries (``(entry, row, item)``, each row a MappedRow or an IndexRow) counted in one
+    pass: their cells, their bytes (row
     keys, qualifiers and values), how many are index rows, and how many cells are overwritten: written again by
     another of these rows, or by one of the ``recent`` rows, at the same coordinate (row, family, qualifier and
     timestamp). Bigtable keeps one cell per coordinate, so these are not counted as written. Only the main table's
