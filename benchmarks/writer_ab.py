@@ -3,7 +3,8 @@
 
 What ``_WriteFn.process`` and ``_settle`` do per row, without Beam, servers or requests: make each mapped row's
 entry with its bytes (``entry_maker``, then ``size()`` where that tree's writer still asks it), append it to the
-batcher (limits high enough that nothing is flushed, no timer), the ``pending`` bookkeeping, and the tallies of a
+batcher (limits high enough that nothing is flushed, no timer), the client's flow control over them as a flush
+runs it (in the batcher's thread: ``len(entry.mutations)`` and ``size()`` of each entry), the ``pending`` bookkeeping, and the tallies of a
 closed batcher (cells, bytes, index rows, overwrites: ``_tallies``, or the loop and ``_overwritten`` before it).
 Each round runs one child process per tree (the other commit's tree from ``git archive`` with this tree's built C
 extension, :func:`benchmarks.owncpu_ab.built_modules`), thread CPU per row of each part, median of 9 passes, the collector's
@@ -26,7 +27,7 @@ from .common import ROOT, log
 from .io_paths import tree_of, tree_state
 from .owncpu_ab import built_modules
 
-PARTS = ("entry", "append", "pending", "tallies")
+PARTS = ("entry", "append", "flow", "pending", "tallies")
 
 
 def child(items: int) -> dict[str, float]:
@@ -76,6 +77,13 @@ def child(items: int) -> dict[str, float]:
         batcher._staged_entries = []
         batcher.close()
 
+    def flow() -> None:  # the client's flow control as a flush runs it (in the batcher's thread), limits not reached
+        from google.cloud.bigtable.data._sync_autogen.mutations_batcher import _FlowControl
+
+        control = _FlowControl(10**12, 10**15)
+        for batch in control.add_to_flow(entries):
+            control.remove_from_flow(batch)
+
     pending: dict = {}
 
     def bookkeeping() -> None:
@@ -108,7 +116,7 @@ def child(items: int) -> dict[str, float]:
         sink._overwritten(main, {})
 
     found = {}
-    for name, run in zip(PARTS, (entry, append, bookkeeping, tallies)):
+    for name, run in zip(PARTS, (entry, append, flow, bookkeeping, tallies)):
         times = []
         for _ in range(9):
             gc.collect()
