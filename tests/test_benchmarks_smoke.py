@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import baseline, dataset, run
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.loader import load_spec
@@ -237,3 +239,23 @@ def test_ab_jobs_alternate_the_trees_order_each_round_and_profile_this_tree_firs
     assert alternating(trees, 3, False) == [(0, "this"), (0, "main"), (1, "main"), (1, "this"), (2, "this"),
                                             (2, "main")]
     assert alternating(trees, 1, True) == [(-1, "this"), (0, "this"), (0, "main")]
+
+
+def test_an_archived_tree_gets_this_trees_built_extension_only_for_the_same_c_source(tmp_path):
+    """owncpu_ab's other tree comes from ``git archive`` (no build): the built module of the same C source is copied
+    in, so both trees run the compiled entry writer; a tree whose C source differs, or this tree itself, gets none."""
+    from benchmarks.common import ROOT
+    from benchmarks.io_paths import tree_of
+    from benchmarks.owncpu_ab import built_modules
+
+    built = sorted((ROOT / "pipelines" / "bigtable").glob("_wire.*.so"))
+    if not built:
+        pytest.skip("the C extension is not built in this tree")
+    tree = tree_of("HEAD", tmp_path / "same")
+    copied = built_modules(tree)
+    assert [path.name for path in copied] == [path.name for path in built]
+    assert all(path.read_bytes() == module.read_bytes() for path, module in zip(copied, built))
+    other = tree_of("HEAD", tmp_path / "other")
+    (other / "ddb2bt" / "pipelines" / "bigtable" / "_wire.c").write_text("/* another source */\n")
+    assert built_modules(other) == [] and not list((other / "ddb2bt" / "pipelines" / "bigtable").glob("*.so"))
+    assert built_modules(ROOT) == []
