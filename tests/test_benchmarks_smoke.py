@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import baseline, dataset, run
 from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.loader import load_spec
@@ -240,8 +242,6 @@ def test_ab_jobs_alternate_the_trees_order_each_round_and_profile_this_tree_firs
 
 
 def test_compiled_ab_maps_the_same_rows_both_ways_and_times_each():
-    import pytest
-
     from benchmarks import compiled_ab
     from ddb2bt.mappers import encodings
 
@@ -250,3 +250,24 @@ def test_compiled_ab_maps_the_same_rows_both_ways_and_times_each():
     found = compiled_ab.main(["--items", "200", "--rounds", "2"])
     assert len(found["compiled"]["rounds"]) == len(found["python"]["rounds"]) == 2
     assert encodings._compiled_json is not None  # put back after the spec compiled without it
+
+
+def test_an_archived_tree_gets_this_trees_built_extensions_only_for_the_same_c_source(tmp_path):
+    """The *_ab benchmarks' other tree comes from ``git archive`` (no build): ``tree_of`` copies in the built modules
+    of the same C source, so both trees run the compiled functions; a tree whose C source differs, or this tree
+    itself, gets none."""
+    from benchmarks.common import ROOT
+    from benchmarks.io_paths import built_modules, tree_of
+
+    built = sorted([*(ROOT / "pipelines" / "bigtable").glob("_wire.*.so"), *(ROOT / "mappers").glob("_json.*.so")])
+    if len(built) < 2:
+        pytest.skip("the C extensions are not built in this tree")
+    tree = tree_of("HEAD", tmp_path / "same")
+    found = sorted([*(tree / "ddb2bt" / "pipelines" / "bigtable").glob("*.so"), *(tree / "ddb2bt" / "mappers").glob("*.so")])
+    assert [path.name for path in found] == [path.name for path in built]
+    assert all(path.read_bytes() == module.read_bytes() for path, module in zip(found, built))
+    other = tmp_path / "other" / "ddb2bt" / "mappers"
+    other.mkdir(parents=True)
+    (other / "_json.c").write_text("/* another source */\n")
+    assert built_modules(tmp_path / "other") == [] and not list(other.glob("*.so"))
+    assert built_modules(ROOT) == []

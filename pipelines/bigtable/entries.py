@@ -1,7 +1,8 @@
 """``RowMutationEntry`` objects for mapped rows, cheap enough for the hot path.
 
 The data client's ``MutationsBatcher`` takes ``RowMutationEntry`` objects and asks each one for
-``len(entry.mutations)`` and ``entry.size()`` (three times per entry); the client's own MutateRows
+``len(entry.mutations)`` and ``entry.size()`` (three times per entry; our batcher's ``append``, :mod:`.mutate`, reads
+an entry of ours' count and kept size directly); the client's own MutateRows
 (``bulk_mutate_rows``) asks for ``entry._to_pb()``, ours (:mod:`.mutate`) for the entry's bytes.
 The client's own classes cost more per item than mapping the item does (docs/PERFORMANCE.md): a
 ``SetCell`` per cell with its argument checks; ``size()``, which builds a dict of every mutation
@@ -9,9 +10,10 @@ each time and returns ``sys.getsizeof`` of the outer dict, the same ~180 bytes w
 holds, so the batcher's byte limits (``flush_limit_bytes``, ``flow_control_max_bytes``) never bite;
 and ``_to_pb()`` through proto-plus per cell.
 
-:class:`CellsEntry` keeps the mapper's cell tuples instead. ``SetCell`` objects are made only
-if something reads ``mutations`` item by item (the error path does); the entry's protobuf bytes are
-written once, when the batcher first asks for the size, by :func:`set_cells_record` (no message
+:class:`CellsEntry` keeps the mapper's cell tuples instead (``mutations`` is a tuple of them, :class:`LazyMutations`).
+``SetCell`` objects are made only if something reads ``mutations`` item by item (the error path does); the entry's
+protobuf bytes are written once, as the writer's entry is made (:func:`entry_maker`) or when the batcher first asks
+for the size, by :func:`set_cells_record` (no message
 object: filling a upb message cell by cell and serialising it cost more than the mapper's whole
 row, docs/PERFORMANCE.md), and kept only as those bytes (``wire``: the entry as a request's field 2,
 which our MutateRows call joins into the request); ``size()`` is its serialized size. What goes on
@@ -48,12 +50,17 @@ def to_mutation_entry(row: MappedRow | IndexRow, counters: frozenset[str] = froz
 
 
 def entry_maker(counters: frozenset[str] = frozenset()) -> Callable[[MappedRow | IndexRow], Any]:
-    """:func:`to_mutation_entry` for ``counters``, as fast as it can be had: without aggregate families, the
-    entry class called directly (the writer makes one entry per row)."""
+    """:func:`to_mutation_entry` for ``counters``, its entries sized (their bytes written: what Bigtable cannot hold
+    raises here), as fast as it can be had: without aggregate families, the entry class called directly (the writer
+    makes one entry per row)."""
     if counters:
-        return functools.partial(to_mutation_entry, counters=counters)
+        def sized(row: MappedRow | IndexRow) -> Any:
+            entry = to_mutation_entry(row, counters)
+            entry.size()
+            return entry
+        return sized
     cells_entry = _cells_entry_class()
-    return lambda row: cells_entry(row[0], row[1])
+    return lambda row: cells_entry(row[0], row[1], True)
 
 
 ADD = "add"
@@ -78,24 +85,38 @@ def with_counters(cells: tuple, counters: frozenset[str]) -> tuple:
     return tuple(found)
 
 
-class LazyMutations(Sequence):
-    """Mutations held as tuples: ``len`` is free (the batcher counts them), the client's objects (``make`` of each
-    tuple) are made only when something reads them item by item (the error path does)."""
+class LazyMutations(tuple):
+    """Mutations held as tuples, read as the client's objects: ``len`` is the tuple's own (the batcher's flow control
+    counts them, a Python ``__len__`` per count cost more than the entry's other work), the client's objects
+    (``_make`` of each tuple, set per entry class) are made only when something reads them item by item (the error
+    path does). A tuple of the mapper's tuples underneath: equality and hashing are the tuples'."""
 
-    __slots__ = ("_tuples", "_make", "_made")
+    _make: Callable[[tuple], Any]
+    _made: tuple | None = None
 
-    def __init__(self, tuples: tuple, make: Callable[[tuple], Any]) -> None:
-        self._tuples = tuples
-        self._make = make
-        self._made: tuple | None = None
-
-    def __len__(self) -> int:
-        return len(self._tuples)
+    def _objects(self) -> tuple:
+        made = self._made
+        if made is None:
+            made = self._made = tuple(map(self._make, tuple.__iter__(self)))
+        return made
 
     def __getitem__(self, index: Any) -> Any:
-        if self._made is None:
-            self._made = tuple(self._make(mutation) for mutation in self._tuples)
-        return self._made[index]
+        return self._objects()[index]
+
+    def __iter__(self) -> Any:
+        return iter(self._objects())
+
+    def __reversed__(self) -> Any:
+        return reversed(self._objects())
+
+    def __contains__(self, mutation: object) -> bool:
+        return mutation in self._objects()
+
+    def index(self, mutation: Any, *bounds: Any) -> int:
+        return self._objects().index(mutation, *bounds)
+
+    def count(self, mutation: Any) -> int:
+        return self._objects().count(mutation)
 
 
 ENTRIES_TAG = b"\x12"
@@ -366,21 +387,37 @@ def prebuilt_entry_class() -> type:
     entry_field = request_entry_prefix
 
     class PrebuiltEntry(RowMutationEntry):
-        def __init__(self, row_key: bytes, tuples: tuple) -> None:  # not super().__init__: it checks each object
+        wire: bytes
+        """The entry as field 2 of a MutateRowsRequest (tag, length, message), once sized (:meth:`size`)."""
+        data_bytes: int | None
+        """The bytes of its SetCells' qualifiers and values, where sizing counted them."""
+        _size: int
+
+        def __init__(self, row_key: bytes, tuples: tuple, sized: bool = False) -> None:
+            # not super().__init__: it checks each object
             if not 0 < len(tuples) <= MUTATIONS_PER_ENTRY_MAX:  # the client's own limits
                 raise ValueError(f"a row entry needs 1 to {MUTATIONS_PER_ENTRY_MAX} mutations, not {len(tuples)}")
             self.row_key = row_key
             self.tuples = tuples
-            self.mutations = LazyMutations(tuples, self._client_mutation)  # type: ignore[assignment]
+            self.mutations = self._mutations(tuples)
+            if sized:  # as size() would: the bytes written now, what Bigtable cannot hold raised now
+                self._size, self.wire, self.data_bytes = self._record()
+                return
             self.wire = b""
-            """The entry as field 2 of a MutateRowsRequest (tag, length, message), once :meth:`size` was asked."""
-            self.data_bytes: int | None = None
-            """The bytes of its SetCells' qualifiers and values, where :meth:`size` counted them."""
+            self.data_bytes = None
             self._size = -1
 
         @staticmethod
         def _client_mutation(mutation: tuple) -> Any:
             raise NotImplementedError
+
+        _mutations: type[LazyMutations]
+        """:class:`LazyMutations` making ``_client_mutation`` of each tuple (set for each subclass)."""
+
+        def __init_subclass__(cls, **kwargs: Any) -> None:
+            super().__init_subclass__(**kwargs)
+            cls._mutations = type(f"{cls.__name__}Mutations", (LazyMutations,),
+                                  {"_make": staticmethod(cls._client_mutation), "__slots__": ()})
 
         def _fill(self, add: Callable[[], Any]) -> None:
             raise NotImplementedError
@@ -425,6 +462,8 @@ def prebuilt_entry_class() -> type:
 def _cells_entry_class() -> type:
     from google.cloud.bigtable.data import SetCell
 
+    compiled = _compiled_record
+
     class CellsEntry(prebuilt_entry_class()):  # type: ignore[misc]
         """``SetCell`` mutations held as the mapper's ``(family, qualifier, micros, value)`` tuples."""
 
@@ -437,14 +476,13 @@ def _cells_entry_class() -> type:
             return all(cell[2] >= 0 for cell in self.tuples)  # -1 would be a server-side timestamp
 
         def _record(self) -> tuple[int, bytes, int | None]:
-            return set_cells_record(self.row_key, self.tuples)
+            # set_cells_record, without its wrapper's call where the compiled module is built
+            if compiled is None:
+                return _set_cells_record(self.row_key, self.tuples)
+            return compiled(self.row_key, self.tuples) or _set_cells_record(self.row_key, self.tuples)
 
         _size: int
 
-        def size(self) -> int:  # PrebuiltEntry's, without its call of _record: the writer asks it of every row
-            if self._size < 0:
-                self._size, self.wire, self.data_bytes = set_cells_record(self.row_key, self.tuples)
-            return self._size
 
         def _fill(self, add: Callable[[], Any]) -> None:
             for family, qualifier, micros, value in self.tuples:

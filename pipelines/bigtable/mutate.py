@@ -8,7 +8,8 @@ row (docs/PERFORMANCE.md). Here each entry is serialised once, when the batcher 
 joined after the table's fields (repeated fields concatenate), sent on the client's own channel
 (:class:`.calls.ChannelCall`: its client info, routing header and error mapping), its answers parsed raw.
 
-Everything else is the client's, unchanged: the batcher (flush limits, flow control, the background requests),
+Everything else is the client's, unchanged: the batcher (flush limits, flow control, the background requests; its
+``append`` for our own entries only reads their count and kept size directly, staging and flushing as the client's),
 and the operation's rules — which entries are retried (those failing with a retryable error that say
 ``is_idempotent()``), its backoff, operation and attempt deadlines, and the errors of the entries that failed
 for good (``MutationsExceptionGroup`` of ``FailedMutationEntryError``, each cause the exception the client's own
@@ -17,14 +18,15 @@ call makes of the entry's status). Only the two steps that build and read messag
 we do not use) and the operation's ``_run_attempt``. Touches ``MutationsBatcher._execute_mutate_rows`` and its
 ``_target``, ``_operation_timeout``, ``_attempt_timeout``, ``_retryable_errors``, ``_flow_control``;
 ``_MutateRowsOperation``'s constructor, ``mutations``, ``remaining_indices``, ``errors``, ``timeout_generator``,
-``_operation_metric``, ``_handle_entry_error``: pinned in pyproject.toml, tested in
+``_operation_metric``, ``_handle_entry_error``; and what ``MutationsBatcher.append`` reads and sets (:data:`STAGING`,
+checked per batcher: the client's own append where one is missing): pinned in pyproject.toml, tested in
 tests/pipelines/test_bigtable_mutate.py.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 from .calls import ChannelCall, routing_metadata
 from .entries import prebuilt_entry_class, request_entry_prefix
@@ -40,6 +42,10 @@ def entry_record(entry: Any) -> bytes:
     return request_entry_prefix(len(data)) + data
 
 
+STAGING = ("_closed", "_staged_entries", "_staged_count", "_staged_bytes", "_flush_limit_count",
+           "_flush_limit_bytes", "_schedule_flush")
+"""What the client's ``MutationsBatcher.append`` reads and sets, which the batcher's own append for our entries
+does too (the client's own append where an instance lacks one of them)."""
 BATCH_STEP = ["self", "batch", "metric"]
 OPERATION = ["self", "gapic_client", "target", "mutation_entries", "operation_timeout", "attempt_timeout", "metric",
              "retryable_exceptions"]
@@ -80,10 +86,35 @@ def batcher_class() -> type:
     operation = operation_class()
     answer = types_pb.MutateRowsResponse.pb().FromString
 
+    ours = prebuilt_entry_class()
+    client_append = MutationsBatcher.append
+
     class Batcher(MutationsBatcher):
         def __init__(self, table: Any, **limits: Any) -> None:
             super().__init__(table, **limits)
             self._mutate_rows = ChannelCall(table.client, "MutateRows", None, answer)
+            if not all(hasattr(self, name) for name in STAGING):  # another layout: the client's own append
+                self.append = functools.partial(client_append, self)  # type: ignore[method-assign]
+
+        def append(self, mutation_entry: Any) -> None:
+            """The client's append (stage the entry, flush at its count or byte limit), for an entry of ours
+            without its per-entry work that cannot apply: the ABC check that it is no ``Mutation`` (it is a
+            ``RowMutationEntry``), ``len`` and ``size()`` through calls (its count is its tuples', its size kept
+            as it was sized). Another entry goes through the client's own."""
+            if not isinstance(mutation_entry, ours):
+                client_append(self, mutation_entry)
+                return
+            mutation_entry = cast(Any, mutation_entry)
+            if self._closed.is_set():
+                raise RuntimeError("Cannot append to closed MutationsBatcher")
+            size = mutation_entry._size
+            if size < 0:
+                size = mutation_entry.size()
+            self._staged_entries.append(mutation_entry)
+            self._staged_count += len(mutation_entry.tuples)
+            self._staged_bytes += size
+            if self._staged_count >= self._flush_limit_count or self._staged_bytes >= self._flush_limit_bytes:
+                self._schedule_flush()
 
         def _execute_mutate_rows(self, batch: list[Any], metric: Any) -> list[Any]:
             """The client's own, less the per-entry statuses it builds for a completion callback (none is set)."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
-from ...mappers.results import IndexRow, MappedRow
+from ...mappers.results import MappedRow
 from ...mappers.gc import AGGREGATE_TEXT, combine, describe_gc
 from ..run.batches import Barrier, SegmentAt
 from ..run.in_flight import InFlight
@@ -499,8 +499,7 @@ class _WriteFn(beam.DoFn):
         append, pending, make = batchers.append, self._pending, self._entry
         for row, item in pairs:
             try:
-                entry = make(row)
-                entry.size()  # builds the message: a value Bigtable cannot hold fails here, not inside append
+                entry = make(row)  # sized: a value Bigtable cannot hold fails here, not inside append
             except Exception as err:  # noqa: BLE001 - whatever one row's entry does, it is that row's dead letter
                 self._count_letters(Counter({letter_reason("write", row.entity, what=UNBUILDABLE): 1}))
                 yield DeadLetter(item, "write", f"{UNBUILDABLE}: {type(err).__name__}: {err}",
@@ -566,23 +565,7 @@ class _WriteFn(beam.DoFn):
         """Count a closed batcher's successes and dead-letter its refusals (``errors``, from :func:`close_batcher`)."""
         self._in_flight.check()  # its client may have been closed under it: the errors are no refusals
         letters = self._letters(errors, pending)
-        cells = written_bytes = index_rows = 0
-        main: list[MappedRow | IndexRow] = []  # the rows of the main table (an index table's keys are not its keys)
-        for entry, row, _item in pending.values():
-            cells += len(row.cells)
-            data = entry.data_bytes  # the cells' qualifiers and values, counted as the entry was built
-            if data is None:  # an entry of counters: its mutations are not its row's cells
-                data = 0
-                for _family, qualifier, _micros, value in row.cells:
-                    data += len(qualifier) + len(value)
-            written_bytes += len(row.row_key) + data
-            if row.__class__ is MappedRow:
-                main.append(row)
-            else:
-                index_rows += 1
-                if row.table is None:
-                    main.append(row)
-        overwritten = _overwritten(main, self._recent)
+        cells, written_bytes, index_rows, overwritten = _tallies(pending.values(), self._recent)
         self._rows.inc(len(pending) - index_rows)
         self._index_rows.inc(index_rows)
         self._cells.inc(cells - overwritten)
@@ -682,12 +665,16 @@ class _WriteFn(beam.DoFn):
 
 
 RECENT_ROWS = 64
-"""Rows whose cell coordinates a writer remembers from one write batch to the next (see :func:`_overwritten`)."""
+"""Rows whose cell coordinates a writer remembers from one write batch to the next (see :func:`_tallies`)."""
 
 
-def _overwritten(rows: Iterable[MappedRow | IndexRow], recent: dict[bytes, set]) -> int:
-    """Cells of these rows that another of them, or one of the ``recent`` rows, writes again (same row, family,
-    qualifier and timestamp): Bigtable keeps one cell per coordinate, so these are not counted as written.
+def _tallies(pending: Iterable[tuple[Any, Any, Any]], recent: dict[bytes, set]) -> tuple[int, ...]:
+    """A closed batcher's written entries (``(entry, row, item)``, each row a MappedRow or an IndexRow) counted in one
+    pass: their cells, their bytes (row
+    keys, qualifiers and values), how many are index rows, and how many cells are overwritten: written again by
+    another of these rows, or by one of the ``recent`` rows, at the same coordinate (row, family, qualifier and
+    timestamp). Bigtable keeps one cell per coordinate, so these are not counted as written. Only the main table's
+    rows are compared (an index table's keys are not its keys).
 
     ``recent`` holds the cell coordinates of the last :data:`RECENT_ROWS` rows of the write batches
     before, and is updated to this one's. Items folded onto one row from one partition come together
@@ -698,20 +685,45 @@ def _overwritten(rows: Iterable[MappedRow | IndexRow], recent: dict[bytes, set])
     (a set intersection) and RECENT_ROWS rows' coordinates kept (no values).
     """
     seen: dict[bytes, Any] = {}
-    again = 0
-    for row in rows:
-        known = seen.get(row.row_key)
+    cells = written = index_rows = again = 0
+    for entry, row, _item in pending:
+        row_cells, key = row.cells, row.row_key
+        cells += len(row_cells)
+        data = entry.data_bytes  # the cells' qualifiers and values, counted as the entry was built
+        if data is None:  # an entry of counters: its mutations are not its row's cells
+            data = 0
+            for _family, qualifier, _micros, value in row_cells:
+                data += len(qualifier) + len(value)
+        written += len(key) + data
+        if row.__class__ is not MappedRow:
+            index_rows += 1
+            if row.table is not None:
+                continue
+        known = seen.get(key)
         if known is None:
-            seen[row.row_key] = row
+            seen[key] = row
             continue
-        if known.__class__ is not set:
-            known = seen[row.row_key] = {cell[:3] for cell in known.cells}
-        for cell in row.cells:
-            coordinate = cell[:3]
-            if coordinate in known:
-                again += 1
-            else:
-                known.add(coordinate)
+        again += _again(seen, key, known, row_cells)
+    return cells, written, index_rows, again + _across_batches(seen, recent)
+
+
+def _again(seen: dict[bytes, Any], key: bytes, known: Any, cells: Iterable[tuple]) -> int:
+    """Cells of a row key seen before in this batch that it already wrote; ``seen[key]`` becomes its coordinates."""
+    if known.__class__ is not set:
+        known = seen[key] = {cell[:3] for cell in known.cells}
+    again = 0
+    for cell in cells:
+        coordinate = cell[:3]
+        if coordinate in known:
+            again += 1
+        else:
+            known.add(coordinate)
+    return again
+
+
+def _across_batches(seen: dict[bytes, Any], recent: dict[bytes, set]) -> int:
+    """Cells of this batch's rows (``seen``) that the ``recent`` rows wrote; ``recent`` becomes the last rows'."""
+    again = 0
     for key in recent.keys() & seen.keys():  # rows this batch goes on writing
         coordinates = _coordinates(seen[key])
         again += len(coordinates & recent[key])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from google.cloud.bigtable.data import RowMutationEntry, SetCell
 from google.cloud.bigtable_v2.types import bigtable as types_pb
@@ -12,7 +14,7 @@ from ddb2bt.mappers.compiler import compile_spec
 from ddb2bt.mappers.limits import MUTATIONS_PER_ENTRY_MAX
 from ddb2bt.mappers.loader import load_spec
 from ddb2bt.mappers.results import Cell, MappedRow
-from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
+from ddb2bt.pipelines.bigtable.entries import request_entry_prefix, to_mutation_entry
 
 serialize = types_pb.MutateRowsRequest.Entry.serialize
 
@@ -198,3 +200,43 @@ def test_the_caches_start_again_when_full(monkeypatch):
         assert entries._set_cells_record(row_key, found)[1][2:] == protobuf_entry(row_key, found)
         assert len(entries._column_heads) <= 3 and len(entries._stamps) <= 3
         assert sum(map(len, entries._column_heads.values())) <= 3  # every family's qualifiers together
+
+
+def test_mutations_read_as_the_clients_objects_every_way_a_sequence_is_read():
+    """LazyMutations is a tuple of the mapper's tuples (its len is the tuple's, no objects made), read item by item
+    as the client's objects: indexing, slices, iteration, reversed, ``in``, index and count, tuple() and list()."""
+    from ddb2bt.pipelines.bigtable.entries import mutations_entry_class
+
+    row = mapped_rows()[0]
+    mutations = to_mutation_entry(row).mutations
+    assert len(mutations) == len(row.cells) and mutations._made is None
+    expected = [m._to_dict() for m in reference_entry(row).mutations]
+    dicts = lambda found: [m._to_dict() for m in found]  # noqa: E731
+    assert dicts([mutations[i] for i in range(len(mutations))]) == expected == dicts(list(mutations))
+    assert dicts(mutations[1:3]) == expected[1:3] and dicts(mutations[-1:]) == expected[-1:]
+    assert dicts(reversed(mutations)) == expected[::-1] and dicts(tuple(mutations)) == expected
+    assert mutations[0] in mutations and row.cells[0] not in mutations
+    assert mutations.index(mutations[1]) == 1 and mutations.count(mutations[0]) == 1
+    assert all(type(m) is SetCell for m in mutations) and isinstance(mutations, Sequence)
+    changes = mutations_entry_class()(b"k", (("f", b"q"), ("f", b"q", 1000), ("f", b"q", 1000, b"v")))
+    assert [type(m).__name__ for m in changes.mutations] == ["DeleteRangeFromColumn", "DeleteRangeFromColumn",
+                                                             "SetCell"]
+
+
+def test_the_writers_entries_are_sized_as_they_are_made():
+    """entry_maker's entries (the writer's) have their bytes written when made, the same as size() later writes;
+    what Bigtable cannot hold raises as they are made, the count limit before any cell is looked at."""
+    from ddb2bt.pipelines.bigtable.entries import entry_maker
+
+    counted = MappedRow(b"k", (Cell("f", b"q", 1000, b"v"), Cell("stats", b"n", 1000, (7).to_bytes(8, "big"))), "e")
+    for counters in (frozenset(), frozenset({"stats"})):
+        make = entry_maker(counters)
+        for row in [*mapped_rows()[:30], counted]:
+            made, later = make(row), to_mutation_entry(row, counters)
+            assert made.wire and made._size == len(made.wire) - len(request_entry_prefix(made._size))
+            assert (made.size(), made.wire, made.data_bytes) == (later.size(), later.wire, later.data_bytes)
+        with pytest.raises(TypeError, match="expected bytes, str found"):
+            make(MappedRow(b"k", (Cell("f", b"q", 1000, "text"),), "e"))
+        too_many = tuple(Cell("f", b"q%d" % i, 1000, "text") for i in range(MUTATIONS_PER_ENTRY_MAX + 1))
+        with pytest.raises(ValueError, match="mutations"):
+            make(MappedRow(b"k", too_many, "e"))

@@ -318,3 +318,63 @@ def test_a_client_of_another_layout_writes_through_its_own_batcher(bigtable_env,
     finally:
         mutate.batcher_class.cache_clear()
     assert len(read_cells(target)) == 30
+
+
+def test_our_append_stages_and_flushes_as_the_clients_own(bigtable_env, unique_name, monkeypatch):
+    """The batcher's own append for our entries (no ABC check, the entry's count and kept size read directly):
+    after every entry the same staged count and bytes as the client's append, a flush at the same entries (count
+    limit, byte limit), an entry not yet sized sized, another entry (the client's RowMutationEntry) through the
+    client's own path, a closed batcher refusing as the client's does; and, where an instance lacks what the client's
+    append reads and sets, the client's own append."""
+    from google.cloud.bigtable.data import BigtableDataClient, MutationsBatcher, RowMutationEntry, SetCell
+
+    from ddb2bt.pipelines.bigtable import mutate
+    from ddb2bt.pipelines.bigtable.entries import entry_maker
+
+    sized = entry_maker()
+    rows = [MappedRow(b"r%d" % i, tuple(Cell("f", b"q%d" % j, 1000, b"v" * (40 * i % 300)) for j in range(1 + i % 7)),
+                      "e") for i in range(60)]
+    entries = [sized(row) if i % 3 else to_mutation_entry(row) for i, row in enumerate(rows)]  # a third unsized
+    entries[5] = RowMutationEntry(b"theirs", [SetCell("f", b"q", b"v", 1000)])
+
+    def staged(batcher) -> list:
+        flushes: list = []
+
+        def flush():
+            flushes.append(len(batcher._staged_entries))
+            batcher._staged_entries, batcher._staged_count, batcher._staged_bytes = [], 0, 0
+
+        batcher._schedule_flush = flush
+        after = []
+        for entry in entries:
+            batcher.append(entry)
+            after.append((batcher._staged_count, batcher._staged_bytes, len(flushes)))
+        return [after, flushes]
+
+    with BigtableDataClient(project="p") as client:
+        table = client.get_table("i", unique_name)
+        for limits in ({"flush_limit_mutation_count": 23}, {"flush_limit_bytes": 2000}):
+            ours = batcher_class_for_test()(table, flush_interval=None, **limits)
+            theirs = MutationsBatcher(table, flush_interval=None, **limits)
+            assert type(ours).append is not MutationsBatcher.append
+            assert staged(ours) == staged(theirs) and staged(ours)[1]  # it flushed, at the same entries
+            for batcher in (ours, theirs):
+                batcher._staged_entries = []
+                batcher.close()
+                with pytest.raises(RuntimeError, match="closed"):
+                    batcher.append(entries[1])
+        assert all(entry._size >= 0 for entry in entries if entry is not entries[5])
+
+        monkeypatch.setattr(mutate, "STAGING", (*mutate.STAGING, "_staged_other"))  # a client keeping other state
+        older = batcher_class_for_test()(table, flush_interval=None)
+        assert older.append.func is MutationsBatcher.append
+        older.append(entries[1])
+        assert older._staged_entries == [entries[1]]
+        older._staged_entries = []
+        older.close()
+
+
+def batcher_class_for_test():
+    from ddb2bt.pipelines.bigtable.mutate import batcher_class
+
+    return batcher_class()

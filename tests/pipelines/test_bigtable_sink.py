@@ -146,3 +146,59 @@ def test_the_writers_tallies_count_every_rows_key_qualifiers_and_values(bigtable
     assert counted("bytes_written") == sum(len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells)
                                            for row in written)
     assert ("c", b"views") in [cell[:2] for cell in read_cells(target)[b"counted"]]
+
+
+def _tally_batches():
+    from hypothesis import strategies as st
+
+    from ddb2bt.mappers.results import IndexRow
+
+    cell = st.builds(lambda family, qualifier, micros, value: Cell(family, qualifier, micros, value),
+                     st.sampled_from(["f", "c"]), st.sampled_from([b"x", b"y", b""]), st.sampled_from([1000, 2000]),
+                     st.binary(min_size=8, max_size=8) | st.binary(max_size=3))
+    cells = st.lists(cell, min_size=1, max_size=4, unique_by=lambda c: c[:3]).map(tuple)  # as the mapper's rows
+    keys = st.sampled_from([b"a", b"b", b"c", b"dd"])
+    row = st.one_of(st.builds(lambda key, found: MappedRow(key, found, "e"), keys, cells),
+                    st.builds(lambda key, found, table: IndexRow(key, found, "by_x", table), keys, cells,
+                              st.sampled_from([None, "other"])))
+    return st.lists(st.lists(row, max_size=8), min_size=1, max_size=4)
+
+
+def test_the_writers_one_pass_tallies_are_every_batchs_counts_and_overwrites():
+    """_tallies (the writer's count of a closed batcher's entries, in one pass) against the plain sums and an
+    exact model of overwrites: over fewer distinct rows than RECENT_ROWS, every cell of a main-table row (a MappedRow,
+    or an index row under the main table's prefix) whose coordinate any row before it wrote, in its batch or an
+    earlier one, is overwritten; an index table's rows are counted as written but never compared. Counter entries
+    (aggregate family "c": no data bytes of their own) count their row's qualifiers and values."""
+    from hypothesis import given, settings
+
+    from ddb2bt.mappers.results import IndexRow
+    from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
+    from ddb2bt.pipelines.bigtable.sink import _tallies
+
+    @settings(max_examples=300, deadline=None)
+    @given(_tally_batches())
+    def check(batches):
+        recent: dict = {}
+        written: set = set()
+        for batch in batches:
+            pending = {}
+            for row in batch:
+                entry = to_mutation_entry(row, frozenset({"c"}))
+                entry.size()
+                pending[id(entry)] = (entry, row, {"pk": row.row_key})
+            overwritten = 0
+            for row in batch:
+                if row.__class__ is IndexRow and row.table is not None:
+                    continue
+                for cell in row.cells:
+                    coordinate = (row.row_key, *cell[:3])
+                    overwritten += coordinate in written
+                    written.add(coordinate)
+            expected = (sum(len(row.cells) for row in batch),
+                        sum(len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells)
+                            for row in batch),
+                        sum(row.__class__ is IndexRow for row in batch), overwritten)
+            assert _tallies(pending.values(), recent) == expected
+
+    check()
