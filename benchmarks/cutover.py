@@ -30,6 +30,7 @@ import copy
 import gc
 import json
 import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -117,6 +118,13 @@ class CollectorClock:
         self.full += info["generation"] == 2
 
 
+def median_round(rounds: list[dict[str, Any]]) -> tuple[float, dict[str, Any], float]:
+    """The median of the rounds' catch-up/migrate ratios (with an even count, the mean of the middle two, not the
+    upper one), the round nearest to it (whose rates are shown), and the median of their process CPU ratios."""
+    ratio = statistics.median(r["ratio"] for r in rounds)
+    return ratio, min(rounds, key=lambda r: abs(r["ratio"] - ratio)), statistics.median(r["cpu_ratio"] for r in rounds)
+
+
 def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
     import boto3
 
@@ -166,12 +174,10 @@ def run(n: int, rounds: int = 3, tail: bool = True) -> dict[str, Any]:
                                   "catch_up_cpu_us_per_change": catch_up_cpu / n * 1e6,
                                   "migrate_gc_s": migrate_gc.seconds, "migrate_gc_full": migrate_gc.full,
                                   "catch_up_gc_s": catch_up_gc.seconds, "catch_up_gc_full": catch_up_gc.full})
-        rates = sorted(out["rounds"], key=lambda r: r["ratio"])
-        middle = rates[len(rates) // 2]
+        ratio, middle, cpu_ratio = median_round(out["rounds"])
         out["migrate"] = {"items_per_s": middle["migrate_items_per_s"]}
-        cpu_ratios = sorted(r["cpu_ratio"] for r in out["rounds"])
-        out["catch_up"] = {"changes_per_s": middle["catch_up_changes_per_s"], "ratio_vs_migrate": middle["ratio"],
-                           "cpu_ratio_vs_migrate": cpu_ratios[len(cpu_ratios) // 2],
+        out["catch_up"] = {"changes_per_s": middle["catch_up_changes_per_s"], "ratio_vs_migrate": ratio,
+                           "cpu_ratio_vs_migrate": cpu_ratio,
                            "cells_set": caught.counters["cells_set"], "cells_deleted": caught.counters["cells_deleted"]}
         if not tail:
             out["catch_up"]["meets_goal"] = out["catch_up"]["ratio_vs_migrate"] >= GOAL
@@ -270,7 +276,7 @@ def render(out: dict[str, Any]) -> str:
           f"({r.get('migrate_gc_full', 0)} / {r.get('catch_up_gc_full', 0)} full) "
           f"(load {r['load_1min'][0]:.1f}-{r['load_1min'][1]:.1f})"
           for number, r in enumerate(out["rounds"])),
-        "  median round:",
+        "  the median of the rounds (rates: the round nearest it):",
         f"  migrate (full export)  {out['migrate']['items_per_s']:>9,.0f} items/s",
         f"  catch-up (incremental) {out['catch_up']['changes_per_s']:>9,.0f} changes/s  "
         f"{out['catch_up']['ratio_vs_migrate']:.2f}x migrate (goal ≥ {GOAL}); process CPU per change "

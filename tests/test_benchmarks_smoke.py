@@ -271,3 +271,14 @@ def test_an_archived_tree_gets_this_trees_built_extensions_only_for_the_same_c_s
     (other / "_json.c").write_text("/* another source */\n")
     assert built_modules(tmp_path / "other") == [] and not list(other.glob("*.so"))
     assert built_modules(ROOT) == []
+
+
+def test_the_catch_ups_ratio_is_the_median_of_its_rounds_even_when_they_are_even():
+    """Four rounds 0.81, 0.98, 0.90, 1.33: the median is 0.94 (the mean of the middle two), not the upper 0.98."""
+    from benchmarks.cutover import median_round
+
+    rounds = [{"ratio": ratio, "cpu_ratio": cpu} for ratio, cpu in ((0.81, 0.75), (0.98, 0.96), (0.90, 0.87),
+                                                                   (1.33, 1.16))]
+    ratio, middle, cpu = median_round(rounds)
+    assert round(ratio, 3) == 0.94 and middle["ratio"] in (0.90, 0.98) and round(cpu, 3) == 0.915
+    assert median_round(rounds[:3])[:2] == (0.90, rounds[2])
