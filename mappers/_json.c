@@ -5,7 +5,7 @@
  *
  * S (a str, escaped as json.encoder.encode_basestring escapes it), N (a str already canonical decimal text, as
  * attrvalue.is_canonical_number says), BOOL (True or False), NULL, L (a list) and M (a dict of str keys, in sorted
- * order), nested to at most 64 levels. Anything else gives None and the Python function answers: a number that is
+ * order), nested to at most 65 levels (64 L or M around a scalar). Anything else gives None and the Python function answers: a number that is
  * not canonical text, B and sets, a payload of another type, a string that is not UTF-8 (a lone surrogate), keys that
  * are not str. So every value's bytes are the Python function's (tests/mappers/test_json_compiled.py), and every
  * refusal is said in one place.
@@ -112,7 +112,11 @@ static int canonical_number(const char *text, Py_ssize_t length) {
     return !(length == 2 && text[0] == '-' && text[1] == '0');
 }
 
-/* 1: written; 0: not taken (the Python function answers); -1: an error (out of memory). */
+static int put_value_held(Buffer *out, PyObject *tag, PyObject *payload, int depth);
+
+/* 1: written; 0: not taken (the Python function answers); -1: an error (out of memory).
+ * The value's tag and payload are held while they are written: a list made on the way (a map's keys) may start a
+ * garbage collection, whose finalizers could change the value under borrowed references (Python 3.10, 3.11). */
 static int put_value(Buffer *out, PyObject *value, int depth) {
     if (depth > 64 || !PyDict_CheckExact(value) || PyDict_GET_SIZE(value) != 1)
         return 0;
@@ -121,6 +125,15 @@ static int put_value(Buffer *out, PyObject *value, int depth) {
     PyDict_Next(value, &position, &tag, &payload);
     if (!PyUnicode_CheckExact(tag))
         return 0;
+    Py_INCREF(tag);
+    Py_INCREF(payload);
+    int done = put_value_held(out, tag, payload, depth);
+    Py_DECREF(payload);
+    Py_DECREF(tag);
+    return done;
+}
+
+static int put_value_held(Buffer *out, PyObject *tag, PyObject *payload, int depth) {
     if (PyUnicode_CompareWithASCIIString(tag, "S") == 0)
         return put_string(out, payload);
     if (PyUnicode_CompareWithASCIIString(tag, "N") == 0) {
@@ -153,7 +166,7 @@ static int put_value(Buffer *out, PyObject *value, int depth) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(payload); i++) {
             if (i && !put(out, ",", 1))
                 return -1;
-            int done = put_value(out, PyList_GET_ITEM(payload, i), depth + 1);
+            int done = put_value(out, PyList_GET_ITEM(payload, i), depth + 1); /* held by put_value before any allocation */
             if (done != 1)
                 return done;
         }

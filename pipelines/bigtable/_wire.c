@@ -6,7 +6,7 @@
  * row_key is bytes; cells a sequence of (family: str, qualifier: bytes, micros: int, value: bytes) tuples, each a
  * SetCell of the entry. Returns the entry's serialized size, the entry as field 2 of a MutateRowsRequest (tag,
  * length, message), and the bytes of the qualifiers and values -- byte for byte what entries.set_cells_record
- * returns (tests/pipelines/test_bigtable_wire.py). Anything else (a family that is no str or not UTF-8, a qualifier
+ * returns (tests/pipelines/test_bigtable_entries.py). Anything else (a family that is no str or not UTF-8, a qualifier
  * or value that is no bytes, a timestamp that is no int or leaves int64, a cell that is no 4-tuple) gives None, and
  * the Python function answers: it raises protobuf's own errors, which are kept in one place.
  */
@@ -49,7 +49,7 @@ typedef struct {
 
 /* The cell's fields, or 0 where the Python function must answer (no exception left set). */
 static int read_cell(PyObject *item, Cell *cell) {
-    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4)
+    if (!PyTuple_Check(item) || Py_TYPE(item)->tp_iter != PyTuple_Type.tp_iter || PyTuple_GET_SIZE(item) != 4)
         return 0;
     PyObject *family = PyTuple_GET_ITEM(item, 0), *qualifier = PyTuple_GET_ITEM(item, 1);
     PyObject *micros = PyTuple_GET_ITEM(item, 2), *value = PyTuple_GET_ITEM(item, 3);
@@ -100,11 +100,9 @@ static PyObject *set_cells_record(PyObject *module, PyObject *const *args, Py_ss
     PyObject *row_key = args[0];
     if (!PyBytes_CheckExact(row_key))
         Py_RETURN_NONE;
-    PyObject *cells = PySequence_Fast(args[1], "cells must be a sequence");
-    if (cells == NULL) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
+    if (!PyList_CheckExact(args[1]) && !PyTuple_CheckExact(args[1]))
+        Py_RETURN_NONE; /* no iteration of anything else: the Python function must see it untouched */
+    PyObject *cells = Py_NewRef(args[1]);
     Py_ssize_t count = PySequence_Fast_GET_SIZE(cells);
     PyObject **items = PySequence_Fast_ITEMS(cells);
     Cell small[32];

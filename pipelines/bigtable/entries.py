@@ -169,10 +169,10 @@ _CELL_HEADS = tuple(_cell_head(n) for n in range(SMALL))
 def _column_head(family: str, qualifier: bytes) -> bytes:
     """A SetCell's ``family_name`` (field 1) and ``column_qualifier`` (field 2), each left out when empty; what
     protobuf's setters refuse raises as they do."""
-    if family.__class__ is str:
-        name = family.encode()
-    elif family.__class__ is bytes:  # protobuf takes UTF-8 bytes for a string field
-        name = family.decode().encode()
+    if isinstance(family, str):  # a subclass too, as protobuf's setter takes it (and the head cache would)
+        name = str.encode(family)
+    elif isinstance(family, bytes):  # protobuf takes UTF-8 bytes for a string field
+        name = bytes.decode(family).encode()
     else:
         raise TypeError("bad argument type for built-in operation")
     _bytes_only(qualifier)
@@ -181,7 +181,7 @@ def _column_head(family: str, qualifier: bytes) -> bytes:
 
 
 def _bytes_only(value: Any) -> None:
-    if value.__class__ is not bytes:  # as protobuf's setter of a bytes field words it
+    if not isinstance(value, bytes):  # as protobuf's setter of a bytes field words it (it takes a subclass)
         raise TypeError(f"expected bytes, {type(value).__name__} found")
 
 
@@ -303,7 +303,7 @@ def _with_compiled_record(row_key: bytes, cells: Sequence[tuple]) -> tuple[int, 
 set_cells_record = _set_cells_record if _compiled_record is None else _with_compiled_record
 """The ``MutateRowsRequest.Entry`` that sets ``cells`` in ``row_key``, its size and data bytes
 (:func:`_set_cells_record`): written by the compiled module ``_wire.c`` where it is built, which gives the same bytes
-(tests/pipelines/test_bigtable_wire.py) and leaves to Python what it does not take (an entry's bytes were about a
+(tests/pipelines/test_bigtable_entries.py) and leaves to Python what it does not take (an entry's bytes were about a
 quarter of a migrate's own CPU per item in Python, docs/PERFORMANCE.md "Entries compiled")."""
 
 

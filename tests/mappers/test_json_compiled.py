@@ -91,3 +91,47 @@ def test_odd_values_give_the_python_outcome(value, monkeypatch):
     assert (found is not None) == takes(value) or value is NESTED
     with_module, without = both_encoders(monkeypatch)
     assert outcome(with_module, value) == outcome(without, value)
+
+
+GC_DURING_THE_CALL = '''
+import gc
+from ddb2bt.mappers import encodings
+from ddb2bt.mappers._json import json_bytes
+
+outer = {"L": [{"M": {"k" + str(i): {"S": "v" * 50 + str(i)} for i in range(20)}}]}
+expected = encodings._json_text(outer).encode()
+
+
+class Finalized:
+    def __del__(self):
+        outer["L"].clear()  # drops the very value json_bytes is writing
+
+
+def garbage():
+    found = Finalized()
+    found.cycle = found
+
+
+gc.disable()
+garbage()
+hold = [[] for _ in range(200)]  # the list free list emptied: the map's keys list is a new allocation, and may collect
+gc.set_threshold(1)
+gc.enable()
+got = json_bytes(outer)
+assert outer == {"L": []}, "the finalizer did not run inside the call"
+assert got == expected, (got, expected)
+'''
+
+
+@needs_module
+def test_a_collection_inside_the_call_changes_nothing_it_writes():
+    """A list made on the way (a map's keys) may start a garbage collection inside the call (Python 3.10, 3.11), whose
+    finalizer here empties the list being written: the value is written as it was, from references held, where
+    borrowed ones read freed memory (a crash, under PYTHONMALLOC=debug every time)."""
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", GC_DURING_THE_CALL], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONMALLOC": "debug"})
+    assert run.returncode == 0, run.stderr[-2000:]

@@ -187,6 +187,48 @@ def test_what_protobuf_refuses_is_refused_alike(set_cells_record, field, odd):
         outcome(lambda: protobuf_entry(odd, [("f", b"q", 1000, b"v")]))
 
 
+class _Family(str):
+    pass
+
+
+class _Bytes(bytes):
+    pass
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold caches", "warm caches"])
+def test_subclasses_are_taken_as_protobuf_takes_them_whatever_the_caches_hold(warm, monkeypatch):
+    """A str-subclass family and bytes-subclass key, qualifier and value: protobuf's setters take them, and so does
+    every way here, whether a plain row of the same column was written before (the head caches hit) or not."""
+    from ddb2bt.pipelines.bigtable import entries
+
+    monkeypatch.setattr(entries, "_column_heads", {})
+    monkeypatch.setattr(entries, "_heads_kept", 0)
+    if warm:
+        entries._set_cells_record(b"k", [("cf", b"q", 1, b"v")])
+    odd = [(_Family("cf"), _Bytes(b"q"), 1, _Bytes(b"v"))]
+    expected = protobuf_entry(_Bytes(b"k"), odd)
+    for record in (entries.set_cells_record, entries._set_cells_record):
+        assert record(_Bytes(b"k"), odd)[1][2:] == expected
+
+
+def test_the_compiled_module_reads_only_what_python_would_read_the_same_way():
+    """What the compiled function leaves to Python reaches it untouched: an iterator of cells (not walked first), a
+    tuple subclass whose own iteration says otherwise (Python unpacks cells by iterating them)."""
+    from ddb2bt.pipelines.bigtable import entries
+
+    cells = [("cf", b"q", 1, "not bytes")]
+    assert outcome(lambda: entries.set_cells_record(b"k", iter(cells))) == \
+        outcome(lambda: entries._set_cells_record(b"k", iter(cells))) == "TypeError: expected bytes, str found"
+
+    class Swapped(tuple):
+        def __iter__(self):
+            return iter(("cf", b"q", 1, b"from __iter__"))
+
+    swapped = [Swapped(("cf", b"q", 1, b"stored"))]
+    assert entries.set_cells_record(b"k", swapped) == entries._set_cells_record(b"k", swapped)
+    assert entries.set_cells_record(b"k", swapped)[1].endswith(b"from __iter__")
+
+
 def test_the_caches_start_again_when_full(monkeypatch):
     from ddb2bt.pipelines.bigtable import entries
 
