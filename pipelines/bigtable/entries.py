@@ -481,9 +481,6 @@ def _cells_entry_class() -> type:
                 return _set_cells_record(self.row_key, self.tuples)
             return compiled(self.row_key, self.tuples) or _set_cells_record(self.row_key, self.tuples)
 
-        _size: int
-
-
         def _fill(self, add: Callable[[], Any]) -> None:
             for family, qualifier, micros, value in self.tuples:
                 cell = add().set_cell
