@@ -7,6 +7,7 @@ what the ceiling on this machine is.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +131,10 @@ def run_child(job: dict, env: dict[str, str], timeout: float = 1800,
 
 
 OWN_CPU_HOW = ("CPU (user + system) of the job's own process and its descendants (the SDK workers of "
-               "multi_processing; not the servers), sampled every 0.2 s by a thread of the job (~1 ms of its CPU "
-               "per sample) against the run's live item count (<run dir>/progress, summed over processes, rewritten every 0.5 s); a sample is kept "
-               "when the count changes. steady_us_per_item: least-squares slope of CPU over items between 10% and "
+               "multi_processing; not the servers), sampled every 0.05 s by a thread of the job against the run's "
+               "live item count (<run dir>/progress, summed over processes, rewritten every 0.1 s in a measured job); "
+               "each new count is placed when its file was written, with the CPU up to then interpolated between "
+               "samples. steady_us_per_item: least-squares slope of CPU over items between 10% and "
                "90% of the items (fallback: the first and last changed counts). start-up = the steady line at "
                "item 0 (interpreter, imports, spec, checks, pipeline construction, first element), split into "
                "before the run call and inside it; end = CPU after the last item beyond the line (drain, teardown). "
@@ -145,10 +148,11 @@ def own_cpu_split(trace: dict[str, Any], items: int, low: float = 0.1, high: flo
     ddb2bt's imports and the spec), ``cpu_after_run_s`` and ``samples``: (time, CPU seconds, items read so far).
     Process CPU is counted from the process's start, so every figure is in seconds since then.
     """
+    samples = trace["samples"]
     changed: list[tuple[float, float, int]] = []
-    for sample in trace["samples"]:
+    for sample in samples:
         if sample[2] > 0 and (not changed or sample[2] != changed[-1][2]):
-            changed.append(tuple(sample))  # type: ignore[arg-type]
+            changed.append(_at_write(sample, samples) if len(sample) > 3 else tuple(sample[:3]))  # type: ignore[arg-type]
     window = [s for s in changed if low * items <= s[2] <= high * items]
     method = f"least-squares slope over {len(window)} samples between {low:.0%} and {high:.0%} of the items"
     if len(window) < 3:
@@ -186,6 +190,19 @@ def own_cpu_split(trace: dict[str, Any], items: int, low: float = 0.1, high: flo
     return out
 
 
+
+
+def _at_write(sample: Sequence[float], samples: Sequence[Sequence[float]]) -> tuple[float, float, int]:
+    """A sample's count placed when it was written (its fourth field), with the CPU spent up to then interpolated
+    between the samples around that moment (the count can be up to one sampling interval older than the sample)."""
+    written, items = sample[3], int(sample[2])
+    times = [s[0] for s in samples]
+    after = bisect.bisect_left(times, written)
+    if after == 0 or after == len(samples):
+        return written, sample[1], items
+    (t0, cpu0), (t1, cpu1) = samples[after - 1][:2], samples[after][:2]
+    share = (written - t0) / (t1 - t0) if t1 > t0 else 1.0
+    return written, cpu0 + (cpu1 - cpu0) * share, items
 
 
 _LINE = re.compile(r":\d+\)$")  # "f (file.py:12)" -> "f (file.py)": one line per function

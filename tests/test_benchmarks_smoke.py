@@ -123,6 +123,29 @@ def test_own_cpu_split_separates_start_up_steady_state_and_end():
     assert "least-squares" in split["method"] and split["how"]
 
 
+def test_own_cpu_split_places_each_count_when_it_was_written():
+    """A 3-second run at 10,000 items/s and 30 us per item whose counts are written every 0.5 s and sampled at
+    irregular moments: placed beside the sample's CPU, the counts' lags bend the slope; placed when they were written,
+    with the CPU interpolated there, the slope is exact."""
+    import random
+
+    from benchmarks.measure import own_cpu_split
+
+    def cpu(t):  # the process's CPU: 2.5 s before the first item, then 30 us per item
+        return 2.5 + 30e-6 * 10_000 * (t - 1.0)
+
+    rng, samples, t = random.Random(7), [], 1.0
+    while t < 4.0:
+        written = round((t - 1.0) // 0.5 * 0.5 + 1.0, 9)  # the newest count's write time
+        samples.append((t, cpu(t), round(10_000 * (written - 1.0)), written))
+        t += rng.uniform(0.05, 0.35)
+    n = samples[-1][2]
+    split = own_cpu_split(_trace(samples), n)
+    assert abs(split["steady_us_per_item"] - 30.0) < 1e-6
+    beside_the_sample = own_cpu_split(_trace([sample[:3] for sample in samples]), n)
+    assert abs(beside_the_sample["steady_us_per_item"] - 30.0) > 1.0  # what the placement corrects
+
+
 def test_own_cpu_split_falls_back_to_the_ends_then_says_there_is_no_steady_state():
     from benchmarks.measure import own_cpu_split
 
