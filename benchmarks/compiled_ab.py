@@ -1,4 +1,4 @@
-"""The compiled JSON of a value (mappers/_json.c) against the Python function, in the mapper:
+"""The compiled encoders (mappers/_json.c) against the Python functions, in the mapper:
 ``python -m benchmarks.compiled_ab [--items N] [--rounds R]``. The benchmark spec is compiled twice, with the module
 and without it, the same rows asserted, then ``map_item`` runs over the items in alternating rounds (thread CPU, the
 data set gc-frozen; docs/PERFORMANCE.md "JSON cells compiled")."""
@@ -30,11 +30,12 @@ def main(argv: list[str] | None = None) -> dict:
     if encodings._compiled_json is None:
         raise SystemExit("mappers/_json.c is not built here: nothing to compare")
     specs = {"compiled": compile_spec(load_spec(HERE / "spec.yaml"))}
-    saved, encodings._compiled_json = encodings._compiled_json, None
+    saved = encodings._compiled, encodings._compiled_json
+    encodings._compiled = encodings._compiled_json = None
     try:
         specs["python"] = compile_spec(load_spec(HERE / "spec.yaml"))
     finally:
-        encodings._compiled_json = saved
+        encodings._compiled, encodings._compiled_json = saved
     items = list(dataset.generate(args.items))
     assert [specs["compiled"].map_item(item) for item in items] == [specs["python"].map_item(item) for item in items]
     gc.collect()

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import limits
+from . import encodings, limits
 from .attrvalue import CANONICAL_NUMBER, binary, key_text
 from .encodings import encoder_for
 from .render import escape_delimiter, salt_prefix
@@ -82,6 +82,7 @@ class _Source:
             "Cell": Cell, "MappedRow": MappedRow, "new": _new, "check_cells": limits.check_cells,
             "canonical": CANONICAL_NUMBER.fullmatch, "key_text": key_text, "salt_prefix": salt_prefix,
             "escape_delimiter": escape_delimiter, "reads_back": reads_back, "entity": entity, "binary": binary,
+            "cells_run": None if encodings._compiled is None else encodings._compiled.cells,
         }
         self.lines: list[str] = []
 
@@ -109,8 +110,15 @@ def specialise(entity: Any, spec: EntitySpec) -> Callable[[dict], MappedRow | No
     else:
         source.add(f"ts = {entity.default_us!r}")
     source.add("cells = []", "append = cells.append", "size = 0")
+    run: list[Any] = []
     for column in entity.columns:
+        if _cell_kind(column) is not None:
+            run.append(column)
+            continue
+        _run(source, run)
+        run = []
         _column(source, column)
+    _run(source, run)
     _rest(source, entity)
     # limits.check_cells, specialised: every timestamp here is known to be a whole millisecond from 1970 to 9999
     # (parsed, checked inline, or the migration time), qualifiers and sizes were counted as the cells were made.
@@ -223,6 +231,37 @@ def _column(source: _Source, column: Any) -> None:
         _emitted(source, column, at, indent=1)
     if column.required:
         source.add("else:", "    return None")
+
+
+# The compiled module's kind of each encoding whose bytes it writes (mappers/_json.c `cells`): utf8, decimal, int64 and
+# bool as _INLINE's lines, float64, json, auto and ddb_json as their encoders (encodings.py) for the values it takes.
+_CELL_KINDS = {Encoding.utf8: 0, Encoding.decimal: 1, Encoding.int64: 2, Encoding.bool: 3, Encoding.float64: 4,
+               Encoding.json: 5, Encoding.auto: 6, Encoding.ddb_json: 7}
+
+
+def _cell_kind(column: Any) -> int | None:
+    """The compiled kind of a one-cell column at a literal qualifier with the entity's timestamp, or None."""
+    if encodings._compiled is None or column.timestamp is not None or not column.one_cell \
+            or len(column.qualifier) > limits.QUALIFIER_MAX_BYTES:
+        return None
+    return _CELL_KINDS[Encoding.json] if column.layout is Layout.json else _CELL_KINDS.get(column.spec.encoding)
+
+
+def _run(source: _Source, columns: list[Any]) -> None:
+    """A run of one-cell columns: their cells made by the compiled module in one call (no frame, no bytecode per
+    column); where it answers None (a required attribute missing, a value it does not take: cells as they were), the
+    columns' own lines, which give the same cells or return None."""
+    if not columns:
+        return
+    program = source.name("run", (Cell, *((column.attribute, _cell_kind(column), column.family, column.qualifier,
+                                           bool(column.required)) for column in columns)))
+    source.add(f"made = cells_run(item, {program}, ts, cells)",
+               "if made is None:")
+    start = len(source.lines)
+    for column in columns:
+        _column(source, column)
+    source.lines[start:] = ["    " + line for line in source.lines[start:]]
+    source.add("else:", "    size += made")
 
 
 def _emitted(source: _Source, column: Any, at: str, indent: int) -> None:

@@ -1,0 +1,231 @@
+"""mappers/_json.c's encoders beyond plain JSON (typed JSON, auto, float64) and its run of one-cell columns, against
+the Python functions they stand in for: the same bytes for every value they take, None for every value they leave to
+Python, a model of what each must take (so a compiled function that took nothing would fail), and the encoders' and the
+specialised map functions' outcomes the same with the module and without it."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from ddb2bt.mappers import encodings
+from ddb2bt.mappers.compiler import compile_spec
+from ddb2bt.mappers.results import Cell
+from ddb2bt.mappers.spec import Encoding
+from tests.compiled import require_built
+from tests.mappers.compiled_values import ODD_NUMBERS, ODD_STRINGS, ODD_VALUES, outcome, takes as json_takes
+from tests.pipelines.roundtrip_cases import ANY, JSON_LEAF, any_value
+
+compiled = encodings._compiled
+needs_module = pytest.mark.skipif(compiled is None, reason="mappers/_json.c not built (no C compiler)")
+SPEC = Path(__file__).parents[2] / "benchmarks" / "spec.yaml"
+
+
+def typed_takes(value) -> bool:
+    """What typed_json_bytes must take: json_bytes's values, NULL only with its payload True."""
+    if not json_takes(value):
+        return False
+    ((tag, payload),) = value.items()
+    if tag == "NULL":
+        return payload is True
+    if tag == "L":
+        return all(typed_takes(element) for element in payload)
+    if tag == "M":
+        return all(typed_takes(inner) for inner in payload.values())
+    return True
+
+
+def no_surrogate(text: str) -> bool:
+    return not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+def auto_takes(value) -> bool:
+    if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("S"), str):
+        text = value["S"]
+        return no_surrogate(text) if text and text[0] != "{" else typed_takes(value)
+    return typed_takes(value)
+
+
+def float64_takes(value) -> bool:
+    """A text of ASCII digits, '-' and '.' that is its float's repr (or repr without ".0"), not starting with -0."""
+    if not isinstance(value, dict) or len(value) != 1 or not isinstance(value.get("N"), str):
+        return False
+    text = value["N"]
+    if not text or not set(text) <= set("0123456789-.") or text.startswith("-0") or len(text) > 64:
+        return False
+    try:
+        shortest = repr(float(text))
+    except ValueError:
+        return False
+    return (shortest == text or shortest == text + ".0") and "e" not in shortest and "n" not in shortest
+
+
+def python_encoder(encoding: Encoding, monkeypatch):
+    with_module = encodings.encoder_for(encoding)
+    monkeypatch.setattr(encodings, "_compiled", None)
+    monkeypatch.setattr(encodings, "_compiled_json", None)
+    return with_module, encodings.encoder_for(encoding)
+
+
+def python_ddb_json(value):
+    return outcome(encodings.encode_ddb_json, value)
+
+
+def python_auto(value):
+    return outcome(encodings.encode_auto, value)
+
+
+def python_float64(value):
+    return outcome(encodings.encode_float64, value)
+
+
+def test_the_compiled_module_is_built_wherever_a_c_compiler_is():
+    require_built(compiled, "mappers/_json.c")
+
+
+FLOAT_TEXTS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda number: repr(number).removesuffix(".0")),
+    st.from_regex(r"-?[0-9]{1,20}(\.[0-9]{0,20})?", fullmatch=True),
+    st.text(alphabet="0123456789-.eE+ _", max_size=12),
+)
+
+
+@needs_module
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.one_of(any_value(JSON_LEAF), ANY))
+def test_typed_json_and_auto_the_same_bytes_as_python_or_none(value):
+    found = compiled.typed_json_bytes(value)
+    if typed_takes(value):
+        assert found == python_ddb_json(value)
+    else:
+        assert found is None
+    found = compiled.auto_bytes(value)
+    if auto_takes(value):
+        assert found == python_auto(value)
+    else:
+        assert found is None
+
+
+@needs_module
+@settings(max_examples=1000, deadline=None)
+@given(text=FLOAT_TEXTS)
+def test_float64_the_same_bytes_as_python_or_none(text):
+    value = {"N": text}
+    found = compiled.float64_bytes(value)
+    if float64_takes(value):
+        assert found == python_float64(value) == struct.pack(">d", float(text))
+    else:
+        assert found is None
+
+
+@needs_module
+@pytest.mark.parametrize("encoding", [Encoding.auto, Encoding.ddb_json, Encoding.float64])
+@pytest.mark.parametrize("value", [*({"S": text} for text in [*ODD_STRINGS, "{", "{}", "a{"]),
+                                   *({"N": text} for text in [*ODD_NUMBERS, "1.0", "0.1", "-0.0", "1e400", "5.", "-",
+                                                              ".", "--1", "1.2.3", "1" * 70, "0.30000000000000004"]),
+                                   *ODD_VALUES, {"NULL": 1}], ids=repr)
+def test_odd_values_give_the_python_outcome(encoding, value, monkeypatch):
+    with_module, without = python_encoder(encoding, monkeypatch)
+    assert outcome(with_module, value) == outcome(without, value)
+
+
+PROGRAM = (Cell, ("a", 0, "f", b"a", False), ("b", 2, "f", b"bb", True), ("c", 4, "g", b"", False))
+
+
+@needs_module
+def test_a_run_makes_the_cells_and_counts_their_bytes():
+    cells = [Cell("x", b"q", 1, b"v")]
+    made = compiled.cells({"a": {"S": "é"}, "b": {"N": "7"}, "c": {"N": "2.5"}}, PROGRAM, 5, cells)
+    assert cells == [Cell("x", b"q", 1, b"v"), Cell("f", b"a", 5, "é".encode()),
+                     Cell("f", b"bb", 5, (7).to_bytes(8, "big")), Cell("g", b"", 5, struct.pack(">d", 2.5))]
+    assert all(type(cell) is Cell for cell in cells)
+    assert made == 2 + 1 + 8 + 2 + 8
+
+
+@needs_module
+@pytest.mark.parametrize("item", [
+    {"a": {"S": "x"}},  # b is required
+    {"a": {"S": "x"}, "b": {"N": "-7"}},  # int64 leaves negatives to Python
+    {"a": {"S": "\ud800"}, "b": {"N": "7"}},
+    {"a": {"S": "x"}, "b": {"N": "7"}, "c": {"N": "0.10"}},
+    {"a": {"S": "x"}, "b": {"N": "7"}, "c": {"N": "1", "S": "1"}},
+], ids=repr)
+def test_a_run_it_does_not_take_leaves_the_cells_as_they_were(item):
+    cells = [Cell("x", b"q", 1, b"v")]
+    assert compiled.cells(item, PROGRAM, 5, cells) is None
+    assert cells == [Cell("x", b"q", 1, b"v")]
+
+
+@needs_module
+def test_a_program_of_another_shape_is_an_error():
+    with pytest.raises(TypeError):
+        compiled.cells({}, (Cell, ("a", 0, "f", "a", False)), 5, [])
+    with pytest.raises(TypeError):
+        compiled.cells({}, (dict,), 5, [])
+    with pytest.raises(ValueError, match="kind"):
+        compiled.cells({"a": {"S": "x"}}, (Cell, ("a", 99, "f", b"a", False)), 5, [])
+
+
+KINDS = {"utf8": st.text(max_size=4).map(lambda text: {"S": text}),
+         "decimal": st.sampled_from(["1", "2.5", "-0.25", "0.50", "-0", "1e3", "٣"]).map(lambda text: {"N": text}),
+         "int64": st.sampled_from(["0", "7", "007", "-7", "999999999999999999", "1" * 19, "1.0", ""]).map(
+             lambda text: {"N": text}),
+         "bool": st.sampled_from([{"BOOL": True}, {"BOOL": False}, {"BOOL": 1}]),
+         "float64": FLOAT_TEXTS.map(lambda text: {"N": text})}
+
+
+@st.composite
+def runs(draw):
+    """The benchmark-like spec of one entity whose one-cell columns make runs, and items for it, some odd."""
+    encodings_ = draw(st.lists(st.sampled_from([*KINDS, "json", "auto", "ddb_json"]), min_size=1, max_size=5))
+    columns = [{"attribute": f"a{index}", "family": "f", "encoding": encoding,
+                "required": draw(st.integers(0, 3)) == 0} for index, encoding in enumerate(encodings_)]
+    values = {**KINDS, "json": any_value(JSON_LEAF), "auto": st.one_of(any_value(JSON_LEAF), ANY),
+              "ddb_json": st.one_of(any_value(JSON_LEAF), ANY)}
+    items = []
+    for _ in range(draw(st.integers(1, 4))):
+        item = {"pk": {"S": "k"}}
+        for column in columns:
+            if column["required"] or draw(st.integers(0, 5)):
+                item[column["attribute"]] = draw(values[column["encoding"]])
+        items.append(item)
+    return columns, items
+
+
+@needs_module
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=runs())
+def test_a_specialised_function_with_runs_maps_as_the_one_without(case):
+    from ddb2bt.mappers.loader import validate_data
+
+    columns, items = case
+    spec = validate_data({"source": {"table": "T", "partition_key": "pk"}, "target": {"table": "t", "families": {"f": {}}},
+                          "migration_time": "2024-01-01T00:00:00Z",
+                          "entities": [{"name": "e", "row_key": "{pk}", "columns": columns, "lossy": ["pk"]}]})
+    with_module = compile_spec(spec)
+    assert "cells_run(item" in with_module.entities[0].specialised.source
+    with pytest.MonkeyPatch.context() as patch:  # undone after each example (a fixture would be once per test)
+        patch.setattr(encodings, "_compiled", None)
+        patch.setattr(encodings, "_compiled_json", None)
+        without = compile_spec(spec)
+    assert "cells_run" not in without.entities[0].specialised.source
+    for item in items:
+        assert with_module.map_item(item) == without.map_item(item), item
+
+
+@needs_module
+def test_the_benchmark_maps_as_without_the_module(monkeypatch):
+    from benchmarks import dataset
+    from ddb2bt.mappers.loader import load_spec
+
+    with_module = compile_spec(load_spec(SPEC))
+    monkeypatch.setattr(encodings, "_compiled", None)
+    monkeypatch.setattr(encodings, "_compiled_json", None)
+    without = compile_spec(load_spec(SPEC))
+    for item in dataset.generate(2000):
+        assert with_module.map_item(item) == without.map_item(item)
+
