@@ -5,7 +5,7 @@
  * typed_json_bytes(value) -> bytes | None: encodings.encode_ddb_json(value) (the `ddb_json` encoding).
  * auto_bytes(value) -> bytes | None: encodings.encode_auto(value) (the `auto` encoding).
  * float64_bytes(value) -> bytes | None: encodings._fast_float64's bytes (the `float64` encoding's shortest texts).
- * cells(item, program, ts, cells) -> int | None: a run of a specialised map function's one-cell columns (see there).
+ * cells(item, program, ts, cells) -> int | None: a run of a specialised map function's columns (see there).
  *
  * json_bytes takes S (a str, escaped as json.encoder.encode_basestring escapes it), N (a str already canonical decimal
  * text, as attrvalue.is_canonical_number says), BOOL (True or False), NULL, L (a list) and M (a dict of str keys, in
@@ -438,71 +438,249 @@ static PyObject *float64_bytes(PyObject *module, PyObject *value) {
     return or_none(float64_encoded(value));
 }
 
-/* cells(item, program, ts, cells): a run of one-cell columns at literal qualifiers with the entity's timestamp, as a
- * specialised map function's lines make them. `program` is (Cell, column, ...), each column (attribute, kind, family,
- * qualifier, required): for each column whose attribute the item has, Cell(family, qualifier, ts, the value's bytes)
- * is appended to `cells`; the answer is the cells' bytes (qualifiers and values). None, with `cells` as it was: a
- * required attribute missing or a value the column's kind does not take here; the function's own lines answer. */
+/* One cell appended to `out`: Cell(family, qualifier, stamp, data), the three first held here, `data` taken. */
+static int append_cell(PyObject *out, PyTypeObject *cell_type, PyObject *family, PyObject *qualifier, PyObject *stamp,
+                       PyObject *data) {
+    PyObject *cell = cell_type->tp_alloc(cell_type, 4);
+    if (cell == NULL) {
+        Py_DECREF(data);
+        return -1;
+    }
+    PyTuple_SET_ITEM(cell, 0, Py_NewRef(family));
+    PyTuple_SET_ITEM(cell, 1, Py_NewRef(qualifier));
+    PyTuple_SET_ITEM(cell, 2, Py_NewRef(stamp));
+    PyTuple_SET_ITEM(cell, 3, data);
+    int done = PyList_Append(out, cell) < 0 ? -1 : 1;
+    Py_DECREF(cell);
+    return done;
+}
+
+/* prefix + text's UTF-8 (an exact str), NULL (no error set) for anything else. */
+static PyObject *prefixed(PyObject *prefix, PyObject *text) {
+    if (!PyUnicode_CheckExact(text))
+        return NULL;
+    Py_ssize_t length;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &length);
+    if (utf8 == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            PyErr_Clear();
+        return NULL;
+    }
+    PyObject *joined = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(prefix) + length);
+    if (joined == NULL)
+        return NULL;
+    memcpy(PyBytes_AS_STRING(joined), PyBytes_AS_STRING(prefix), (size_t)PyBytes_GET_SIZE(prefix));
+    memcpy(PyBytes_AS_STRING(joined) + PyBytes_GET_SIZE(prefix), utf8, (size_t)length);
+    return joined;
+}
+
+typedef struct {
+    PyObject *out, *family, *qualifier, *ts;
+    PyTypeObject *cell_type;
+    long kind;
+    Py_ssize_t qualifier_max;
+    long long timestamp_max;
+    Py_ssize_t size;
+} Column;
+
+/* specialise._sets's SS and NS lines: a member per cell at prefix + member (a str's UTF-8, a canonical number's
+ * text), value b"\x00"; kind 0 takes SS and NS, 1 SS only, 2 NS only. Duplicate members: not taken (the lines
+ * return None). */
+static int set_cells(Column *column, PyObject *tag, PyObject *payload) {
+    int number = PyUnicode_CompareWithASCIIString(tag, "NS") == 0;
+    if (!number && PyUnicode_CompareWithASCIIString(tag, "SS") != 0)
+        return 0;
+    if ((number && column->kind == 1) || (!number && column->kind == 2))
+        return 0;
+    if (!PyList_CheckExact(payload) || PyList_GET_SIZE(payload) == 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(payload); i++) {
+        PyObject *member = PyList_GET_ITEM(payload, i); /* the list is held (its value is); nothing here runs Python */
+        if (number) {
+            Py_ssize_t length;
+            const char *text = ascii_of(member, &length);
+            if (text == NULL || !canonical_number(text, length))
+                return 0;
+        }
+        PyObject *q = prefixed(column->qualifier, member);
+        if (q == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        if (PyBytes_GET_SIZE(q) > column->qualifier_max) {
+            Py_DECREF(q);
+            return 0;
+        }
+        column->size += PyBytes_GET_SIZE(q) + 1;
+        PyObject *zero = PyBytes_FromStringAndSize("\x00", 1);
+        int done = zero == NULL ? -1 : append_cell(column->out, column->cell_type, column->family, q, column->ts, zero);
+        Py_DECREF(q);
+        if (done != 1)
+            return done;
+    }
+    PyObject *distinct = PySet_New(payload); /* exact str members: hashing and comparing them runs no Python code */
+    if (distinct == NULL)
+        return -1;
+    int unique = PySet_GET_SIZE(distinct) == PyList_GET_SIZE(payload);
+    Py_DECREF(distinct);
+    return unique;
+}
+
+/* specialise._collection's map lines: a cell per entry at prefix + name, the element encoded as the column's kind, in
+ * the dict's order; a name "" whose value encodes to no bytes, or a long qualifier: not taken. */
+static int map_cells(Column *column, PyObject *tag, PyObject *payload) {
+    if (PyUnicode_CompareWithASCIIString(tag, "M") != 0 || !PyDict_CheckExact(payload) || PyDict_GET_SIZE(payload) == 0)
+        return 0;
+    PyObject *entries = PyDict_Items(payload); /* held: encoding may collect, and a finalizer could change the dict */
+    if (entries == NULL)
+        return -1;
+    int done = 1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries) && done == 1; i++) {
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        PyObject *name = PyTuple_GET_ITEM(entry, 0), *element = PyTuple_GET_ITEM(entry, 1);
+        PyObject *data = encoded(element, column->kind);
+        if (data == NULL) {
+            done = PyErr_Occurred() ? -1 : 0;
+            break;
+        }
+        PyObject *q = prefixed(column->qualifier, name);
+        if (q == NULL || PyBytes_GET_SIZE(q) > column->qualifier_max ||
+            (PyBytes_GET_SIZE(data) == 0 && PyUnicode_GET_LENGTH(name) == 0)) {
+            done = q == NULL && PyErr_Occurred() ? -1 : 0;
+            Py_XDECREF(q);
+            Py_DECREF(data);
+            break;
+        }
+        column->size += PyBytes_GET_SIZE(q) + PyBytes_GET_SIZE(data);
+        done = append_cell(column->out, column->cell_type, column->family, q, column->ts, data);
+        Py_DECREF(q);
+    }
+    Py_DECREF(entries);
+    return done;
+}
+
+/* specialise._collection's list lines: a cell per element at the qualifier, a millisecond apart from ts. */
+static int list_cells(Column *column, PyObject *tag, PyObject *payload) {
+    if (PyUnicode_CompareWithASCIIString(tag, "L") != 0 || !PyList_CheckExact(payload) || PyList_GET_SIZE(payload) == 0)
+        return 0;
+    int overflow = 0;
+    long long at = PyLong_CheckExact(column->ts) ? PyLong_AsLongLongAndOverflow(column->ts, &overflow) : -1;
+    if (at == -1 && PyErr_Occurred())
+        return -1;
+    Py_ssize_t count = PyList_GET_SIZE(payload);
+    if (overflow || at < 0 || at > column->timestamp_max || count > 1000000 ||
+        at + (long long)(count - 1) * 1000 > column->timestamp_max)
+        return 0;
+    PyObject *elements = PyList_GetSlice(payload, 0, count); /* held: encoding may collect and change the list */
+    if (elements == NULL)
+        return -1;
+    int done = 1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elements) && done == 1; i++) {
+        PyObject *data = encoded(PyList_GET_ITEM(elements, i), column->kind);
+        if (data == NULL) {
+            done = PyErr_Occurred() ? -1 : 0;
+            break;
+        }
+        PyObject *stamp = PyLong_FromLongLong(at + (long long)i * 1000);
+        if (stamp == NULL) {
+            Py_DECREF(data);
+            done = -1;
+            break;
+        }
+        column->size += PyBytes_GET_SIZE(data) + PyBytes_GET_SIZE(column->qualifier);
+        done = append_cell(column->out, column->cell_type, column->family, column->qualifier, stamp, data);
+        Py_DECREF(stamp);
+    }
+    Py_DECREF(elements);
+    return done;
+}
+
+/* cells(item, program, ts, cells): a run of a specialised map function's columns at literal qualifiers with the
+ * entity's timestamp, as its lines make them. `program` is (Cell, qualifier_max, timestamp_max, column, ...), each
+ * column (attribute, kind, family, qualifier, required, layout): layout 0 one cell (kind: utf8 0, decimal 1, int64 2,
+ * bool 3, float64 4, json 5, auto 6, ddb_json 7), 1 a set (kind 0 SS or NS, 1 SS, 2 NS), 2 a map and 3 a list (kind:
+ * the elements'). For each column whose attribute the item has, its cells are appended to `cells`; the answer is
+ * their bytes (qualifiers and values). None, with `cells` as it was: a required attribute missing or a value the
+ * run does not take here (another type, an odd payload, a duplicate, a limit); the function's own lines answer. */
 static PyObject *cells(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "cells(item, program, ts, cells)");
         return NULL;
     }
-    PyObject *item = args[0], *program = args[1], *ts = args[2], *out = args[3];
-    if (!PyTuple_CheckExact(program) || PyTuple_GET_SIZE(program) < 1 || !PyType_Check(PyTuple_GET_ITEM(program, 0)) ||
-        !PyType_IsSubtype((PyTypeObject *)PyTuple_GET_ITEM(program, 0), &PyTuple_Type) || !PyList_CheckExact(out)) {
-        PyErr_SetString(PyExc_TypeError, "cells: program is (Cell, column, ...) and cells a list");
+    PyObject *item = args[0], *program = args[1];
+    if (!PyTuple_CheckExact(program) || PyTuple_GET_SIZE(program) < 3 || !PyType_Check(PyTuple_GET_ITEM(program, 0)) ||
+        !PyType_IsSubtype((PyTypeObject *)PyTuple_GET_ITEM(program, 0), &PyTuple_Type) ||
+        !PyLong_CheckExact(PyTuple_GET_ITEM(program, 1)) || !PyLong_CheckExact(PyTuple_GET_ITEM(program, 2)) ||
+        !PyList_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "cells: program is (Cell, qualifier_max, timestamp_max, column, ...), cells a list");
         return NULL;
     }
+    Column column = {args[3], NULL, NULL, args[2], (PyTypeObject *)PyTuple_GET_ITEM(program, 0), 0,
+                     PyLong_AsSsize_t(PyTuple_GET_ITEM(program, 1)), PyLong_AsLongLong(PyTuple_GET_ITEM(program, 2)), 0};
+    if (PyErr_Occurred())
+        return NULL;
     if (!PyDict_CheckExact(item))
         return Py_NewRef(Py_None);
-    PyTypeObject *cell_type = (PyTypeObject *)PyTuple_GET_ITEM(program, 0);
-    Py_ssize_t start = PyList_GET_SIZE(out), size = 0;
+    Py_ssize_t start = PyList_GET_SIZE(column.out);
     int done = 1;
-    for (Py_ssize_t i = 1; i < PyTuple_GET_SIZE(program) && done == 1; i++) {
-        PyObject *column = PyTuple_GET_ITEM(program, i);
-        if (!PyTuple_CheckExact(column) || PyTuple_GET_SIZE(column) != 5 ||
-            !PyBytes_CheckExact(PyTuple_GET_ITEM(column, 3)) || !PyLong_CheckExact(PyTuple_GET_ITEM(column, 1))) {
-            PyErr_SetString(PyExc_TypeError, "cells: a column is (attribute, kind, family, qualifier, required)");
+    for (Py_ssize_t i = 3; i < PyTuple_GET_SIZE(program) && done == 1; i++) {
+        PyObject *spec = PyTuple_GET_ITEM(program, i);
+        if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 6 || !PyBytes_CheckExact(PyTuple_GET_ITEM(spec, 3)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(spec, 1)) || !PyLong_CheckExact(PyTuple_GET_ITEM(spec, 5))) {
+            PyErr_SetString(PyExc_TypeError, "cells: a column is (attribute, kind, family, qualifier, required, layout)");
             done = -1;
             break;
         }
-        PyObject *value = PyDict_GetItemWithError(item, PyTuple_GET_ITEM(column, 0));
+        long layout = PyLong_AsLong(PyTuple_GET_ITEM(spec, 5));
+        column.kind = PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
+        column.family = PyTuple_GET_ITEM(spec, 2);
+        column.qualifier = PyTuple_GET_ITEM(spec, 3);
+        if (PyErr_Occurred()) {
+            done = -1;
+            break;
+        }
+        PyObject *value = PyDict_GetItemWithError(item, PyTuple_GET_ITEM(spec, 0));
         if (value == NULL) {
             if (PyErr_Occurred())
                 done = -1;
-            else if (PyObject_IsTrue(PyTuple_GET_ITEM(column, 4)))
+            else if (PyObject_IsTrue(PyTuple_GET_ITEM(spec, 4)))
                 done = 0;
             continue;
         }
         Py_INCREF(value); /* held: a key's comparison may have run Python code, and encoding may collect */
-        long kind = PyLong_AsLong(PyTuple_GET_ITEM(column, 1));
-        PyObject *data = kind == -1 && PyErr_Occurred() ? NULL : encoded(value, kind);
+        if (layout == 0) {
+            PyObject *data = encoded(value, column.kind);
+            if (data == NULL)
+                done = PyErr_Occurred() ? -1 : 0;
+            else {
+                column.size += PyBytes_GET_SIZE(data) + PyBytes_GET_SIZE(column.qualifier);
+                done = append_cell(column.out, column.cell_type, column.family, column.qualifier, column.ts, data);
+            }
+        } else {
+            PyObject *tag, *payload;
+            if (!tag_of(value, &tag, &payload))
+                done = 0;
+            else {
+                Py_INCREF(tag);
+                Py_INCREF(payload);
+                if (layout == 1)
+                    done = set_cells(&column, tag, payload);
+                else if (layout == 2)
+                    done = map_cells(&column, tag, payload);
+                else if (layout == 3)
+                    done = list_cells(&column, tag, payload);
+                else {
+                    PyErr_Format(PyExc_ValueError, "cells: unknown layout %ld", layout);
+                    done = -1;
+                }
+                Py_DECREF(payload);
+                Py_DECREF(tag);
+            }
+        }
         Py_DECREF(value);
-        if (data == NULL) {
-            done = PyErr_Occurred() ? -1 : 0;
-            break;
-        }
-        PyObject *cell = cell_type->tp_alloc(cell_type, 4);
-        if (cell == NULL) {
-            Py_DECREF(data);
-            done = -1;
-            break;
-        }
-        PyObject *qualifier = PyTuple_GET_ITEM(column, 3);
-        size += PyBytes_GET_SIZE(data) + PyBytes_GET_SIZE(qualifier);
-        PyTuple_SET_ITEM(cell, 0, Py_NewRef(PyTuple_GET_ITEM(column, 2)));
-        PyTuple_SET_ITEM(cell, 1, Py_NewRef(qualifier));
-        PyTuple_SET_ITEM(cell, 2, Py_NewRef(ts));
-        PyTuple_SET_ITEM(cell, 3, data);
-        if (PyList_Append(out, cell) < 0)
-            done = -1;
-        Py_DECREF(cell);
     }
     if (done == 1)
-        return PyLong_FromSsize_t(size);
-    if (PyList_GET_SIZE(out) > start && PyList_SetSlice(out, start, PyList_GET_SIZE(out), NULL) < 0)
+        return PyLong_FromSsize_t(column.size);
+    if (PyList_GET_SIZE(column.out) > start && PyList_SetSlice(column.out, start, PyList_GET_SIZE(column.out), NULL) < 0)
         return NULL;
     return done == 0 ? Py_NewRef(Py_None) : NULL;
 }
