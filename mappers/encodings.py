@@ -183,14 +183,7 @@ def _fast_float64(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
                 return _FLOAT.pack(as_float)
         return checked(value)
 
-    if _compiled is None:
-        return encode
-    compiled = _compiled.float64_bytes
-
-    def encode_compiled(value: dict) -> bytes:
-        return compiled(value) or encode(value)  # None: a text that is not its float's shortest, or anything odd
-
-    return encode_compiled
+    return _compiled_first("float64_bytes", encode)  # None: a text that is not its float's shortest, or anything odd
 
 
 def _fast_bool(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
@@ -219,25 +212,24 @@ def _fast_auto(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
                     return b'{"N":"%s"}' % payload.encode()
         return checked(value)
 
-    if _compiled is None:
-        return encode
-    compiled = _compiled.auto_bytes
-
-    def encode_compiled(value: dict) -> bytes:
-        return compiled(value) or encode(value)  # None: B, sets, a number to make canonical, anything odd
-
-    return encode_compiled
+    return _compiled_first("auto_bytes", encode)  # None: B, sets, a number to make canonical, anything odd
 
 
 def _fast_ddb_json(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    return _compiled_first("typed_json_bytes", checked)  # None: B, sets, a number to make canonical, anything odd
+
+
+def _compiled_first(name: str, python: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    """`python` behind mappers/_json.c's function `name` where the module is built: it answers the values it takes
+    (never with b""), None for the others, which `python` answers."""
     if _compiled is None:
-        return checked
-    compiled = _compiled.typed_json_bytes
+        return python
+    compiled = getattr(_compiled, name)
 
-    def encode_compiled(value: dict) -> bytes:
-        return compiled(value) or checked(value)  # None: B, sets, a number to make canonical, anything odd
+    def encode(value: dict) -> bytes:
+        return compiled(value) or python(value)
 
-    return encode_compiled
+    return encode
 
 
 def _fast_json(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
