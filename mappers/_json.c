@@ -529,10 +529,11 @@ static int set_cells(Column *column, PyObject *tag, PyObject *payload) {
 static int map_cells(Column *column, PyObject *tag, PyObject *payload) {
     if (PyUnicode_CompareWithASCIIString(tag, "M") != 0 || !PyDict_CheckExact(payload) || PyDict_GET_SIZE(payload) == 0)
         return 0;
+    Py_ssize_t size = PyDict_GET_SIZE(payload);
     PyObject *entries = PyDict_Items(payload); /* held: encoding may collect, and a finalizer could change the dict */
     if (entries == NULL)
         return -1;
-    int done = 1;
+    int done = PyList_GET_SIZE(entries) == size; /* changed while its items were taken: the lines answer */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries) && done == 1; i++) {
         PyObject *entry = PyList_GET_ITEM(entries, i);
         PyObject *name = PyTuple_GET_ITEM(entry, 0), *element = PyTuple_GET_ITEM(entry, 1);
@@ -572,7 +573,7 @@ static int list_cells(Column *column, PyObject *tag, PyObject *payload) {
     PyObject *elements = PyList_GetSlice(payload, 0, count); /* held: encoding may collect and change the list */
     if (elements == NULL)
         return -1;
-    int done = 1;
+    int done = PyList_GET_SIZE(elements) == count;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(elements) && done == 1; i++) {
         PyObject *data = encoded(PyList_GET_ITEM(elements, i), column->kind);
         if (data == NULL) {
@@ -625,7 +626,8 @@ static PyObject *cells(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     for (Py_ssize_t i = 3; i < PyTuple_GET_SIZE(program) && done == 1; i++) {
         PyObject *spec = PyTuple_GET_ITEM(program, i);
         if (!PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 6 || !PyBytes_CheckExact(PyTuple_GET_ITEM(spec, 3)) ||
-            !PyLong_CheckExact(PyTuple_GET_ITEM(spec, 1)) || !PyLong_CheckExact(PyTuple_GET_ITEM(spec, 5))) {
+            !PyLong_CheckExact(PyTuple_GET_ITEM(spec, 1)) || !PyBool_Check(PyTuple_GET_ITEM(spec, 4)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(spec, 5))) {
             PyErr_SetString(PyExc_TypeError, "cells: a column is (attribute, kind, family, qualifier, required, layout)");
             done = -1;
             break;
@@ -642,7 +644,7 @@ static PyObject *cells(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         if (value == NULL) {
             if (PyErr_Occurred())
                 done = -1;
-            else if (PyObject_IsTrue(PyTuple_GET_ITEM(spec, 4)))
+            else if (PyTuple_GET_ITEM(spec, 4) == Py_True)
                 done = 0;
             continue;
         }

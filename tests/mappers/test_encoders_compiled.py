@@ -195,6 +195,8 @@ def test_a_program_of_another_shape_is_an_error():
         compiled.cells({}, (Cell, *LIMITS, ("a", 0, "f", b"a", False)), 5, [])
     with pytest.raises(TypeError):
         compiled.cells({}, (dict, *LIMITS), 5, [])
+    with pytest.raises(TypeError):
+        compiled.cells({}, (Cell, *LIMITS, ("a", 0, "f", b"a", 0, 0)), 5, [])
     with pytest.raises(ValueError, match="kind"):
         compiled.cells({"a": {"S": "x"}}, (Cell, *LIMITS, ("a", 99, "f", b"a", False, 0)), 5, [])
     with pytest.raises(ValueError, match="layout"):
@@ -288,3 +290,62 @@ def test_the_benchmark_maps_as_without_the_module(monkeypatch):
     for item in dataset.generate(2000):
         assert with_module.map_item(item) == without.map_item(item)
 
+
+
+GC_DURING_A_RUN = '''
+import gc
+from ddb2bt.mappers._json import cells
+from ddb2bt.mappers.results import Cell
+
+limits = (16384, 253_402_300_799_999_000)
+item = {"m": {"M": {"k" + str(i): {"S": "v" * 50 + str(i)} for i in range(20)}},
+        "l": {"L": [{"S": "e" + str(i)} for i in range(20)]}, "s": {"SS": ["m" + str(i) for i in range(20)]}}
+expected = [Cell("f", b"m:k" + str(i).encode(), 7000, ("v" * 50 + str(i)).encode()) for i in range(20)] + \\
+    [Cell("f", b"l", 7000 + i * 1000, ("e" + str(i)).encode()) for i in range(20)]
+
+
+class Finalized:
+    def __del__(self):  # empties the very values the run is writing
+        item["m"]["M"].clear()
+        item["l"]["L"].clear()
+        item["s"]["SS"].clear()
+
+
+def garbage():
+    found = Finalized()
+    found.cycle = found
+
+
+def collecting_inside(program):
+    gc.disable()
+    garbage()
+    gc.set_threshold(1)
+    gc.enable()
+    made = []
+    answer = cells(item, program, 7000, made)
+    assert not item["s"]["SS"], "the finalizer did not run inside the call"
+    return answer, made
+
+
+answer, made = collecting_inside((Cell, *limits, ("m", 6, "f", b"m:", False, 2), ("l", 6, "f", b"l", False, 3)))
+# as they were (the entries were taken before), or none (they changed before): never some
+assert (answer, made) == (None, []) or answer == sum(len(cell[1]) + len(cell[3]) for cell in made) and made == expected, made
+item["s"]["SS"] = ["m" + str(i) for i in range(20)]
+answer, made = collecting_inside((Cell, *limits, ("s", 0, "f", b"s:", False, 1)))
+assert len(made) < 20, made  # the walk stopped where the list ended
+'''
+
+
+@needs_module
+def test_a_collection_inside_a_run_changes_nothing_it_writes():
+    """The cells' tuples are tracked by the collector, so making one may run a finalizer inside the call; here it empties
+    the map, list and set being written: the map's and the list's cells are written as they were (their entries are
+    held) or not at all (the run answers None), the set's walk stops where the list now ends, and nothing reads freed
+    memory (PYTHONMALLOC=debug)."""
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", GC_DURING_A_RUN], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONMALLOC": "debug"})
+    assert run.returncode == 0, run.stderr[-2000:]
