@@ -50,18 +50,33 @@ def tree_of(commit: str, into: Path) -> Path:
 
 def built_modules(tree: Path) -> list[Path]:
     """This tree's built C extensions (pyproject.toml's ext-modules: mappers/_json, pipelines/bigtable/_wire) copied
-    into an archived ``tree`` wherever its C source is the same: ``git archive`` takes no build, and without them the
-    archived tree would run the Python functions, so a comparison would measure the extensions, not the change. The
-    copies made."""
+    into an archived ``tree`` wherever its C source is the same, and the archived tree's own source compiled where it
+    is not (:func:`compile_module`): ``git archive`` takes no build, and without them the archived tree would run the
+    Python functions, so a comparison would measure the extensions, not the change. The modules made."""
     copied = []
     for source in [path for folder in ("mappers", "pipelines") for path in (ROOT / folder).rglob("*.c")]:
         theirs = tree / "ddb2bt" / source.relative_to(ROOT)
-        if tree == ROOT or not theirs.is_file() or theirs.read_bytes() != source.read_bytes():
+        if tree == ROOT or not theirs.is_file():
+            continue
+        if theirs.read_bytes() != source.read_bytes():
+            copied.append(compile_module(theirs))
             continue
         for module in source.parent.glob(f"{source.stem}.*.so"):
             shutil.copy2(module, theirs.parent / module.name)
             copied.append(theirs.parent / module.name)
     return copied
+
+
+def compile_module(source: Path) -> Path:
+    """An archived tree's C source built beside it as setuptools builds it (the interpreter's compiler and flags)."""
+    import sysconfig
+
+    target = source.with_name(source.stem + sysconfig.get_config_var("EXT_SUFFIX"))
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()
+    flags = (sysconfig.get_config_var("CFLAGS") or "").split() + (sysconfig.get_config_var("CCSHARED") or "").split()
+    subprocess.run([*compiler, *flags, "-shared", f"-I{sysconfig.get_paths()['include']}", str(source), "-o", str(target)],
+                   check=True, capture_output=True)
+    return target
 
 
 def tree_state() -> dict[str, Any]:

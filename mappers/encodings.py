@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Callable
+from typing import Any
 from decimal import Decimal
 
 from .attrvalue import (
@@ -182,7 +183,7 @@ def _fast_float64(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
                 return _FLOAT.pack(as_float)
         return checked(value)
 
-    return encode
+    return _compiled_first("float64_bytes", encode)  # None: a text that is not its float's shortest, or anything odd
 
 
 def _fast_bool(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
@@ -211,6 +212,23 @@ def _fast_auto(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
                     return b'{"N":"%s"}' % payload.encode()
         return checked(value)
 
+    return _compiled_first("auto_bytes", encode)  # None: B, sets, a number to make canonical, anything odd
+
+
+def _fast_ddb_json(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    return _compiled_first("typed_json_bytes", checked)  # None: B, sets, a number to make canonical, anything odd
+
+
+def _compiled_first(name: str, python: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
+    """`python` behind mappers/_json.c's function `name` where the module is built: it answers the values it takes
+    (never with b""), None for the others, which `python` answers."""
+    if _compiled is None:
+        return python
+    compiled = getattr(_compiled, name)
+
+    def encode(value: dict) -> bytes:
+        return compiled(value) or python(value)
+
     return encode
 
 
@@ -231,11 +249,16 @@ def _fast_json(checked: Callable[[dict], bytes]) -> Callable[[dict], bytes]:
     return encode_compiled
 
 
+# The compiled encoders (mappers/_json.c): each takes the usual values and gives None for anything else, which the
+# Python functions answer; not built (no C compiler where the package was installed): the Python functions, same bytes.
+# Read when an encoder is made (encoder_for), so a spec compiled with either set to None runs without it.
+_compiled: Any
 _compiled_json: Callable[[dict], bytes | None] | None
 try:
-    from ._json import json_bytes as _compiled_json
-except ImportError:  # not built (no C compiler where the package was installed): the Python function, same bytes
-    _compiled_json = None
+    from . import _json as _compiled
+except ImportError:
+    _compiled = None
+_compiled_json = None if _compiled is None else _compiled.json_bytes
 
 
 def _json_text(value: dict) -> str:
@@ -264,6 +287,7 @@ _FAST: dict[Encoding, Callable] = {
     Encoding.bool: _fast_bool,
     Encoding.auto: _fast_auto,
     Encoding.json: _fast_json,
+    Encoding.ddb_json: _fast_ddb_json,
 }
 
 

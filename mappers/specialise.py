@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import limits
+from . import encodings, limits
 from .attrvalue import CANONICAL_NUMBER, binary, key_text
 from .encodings import encoder_for
 from .render import escape_delimiter, salt_prefix
@@ -82,6 +82,7 @@ class _Source:
             "Cell": Cell, "MappedRow": MappedRow, "new": _new, "check_cells": limits.check_cells,
             "canonical": CANONICAL_NUMBER.fullmatch, "key_text": key_text, "salt_prefix": salt_prefix,
             "escape_delimiter": escape_delimiter, "reads_back": reads_back, "entity": entity, "binary": binary,
+            "cells_run": None if encodings._compiled is None else encodings._compiled.cells,
         }
         self.lines: list[str] = []
 
@@ -109,8 +110,19 @@ def specialise(entity: Any, spec: EntitySpec) -> Callable[[dict], MappedRow | No
     else:
         source.add(f"ts = {entity.default_us!r}")
     source.add("cells = []", "append = cells.append", "size = 0")
-    for column in entity.columns:
-        _column(source, column)
+    run: list[Any] = []
+    for column in entity.columns:  # one-cell columns in runs, each collection a run of its own (see _run)
+        kind = _cell_kind(column)
+        if kind is not None and kind[1] == 0:
+            run.append(column)
+            continue
+        _run(source, run)
+        run = []
+        if kind is not None:
+            _run(source, [column])
+        else:
+            _column(source, column)
+    _run(source, run)
     _rest(source, entity)
     # limits.check_cells, specialised: every timestamp here is known to be a whole millisecond from 1970 to 9999
     # (parsed, checked inline, or the migration time), qualifiers and sizes were counted as the cells were made.
@@ -223,6 +235,50 @@ def _column(source: _Source, column: Any) -> None:
         _emitted(source, column, at, indent=1)
     if column.required:
         source.add("else:", "    return None")
+
+
+# The compiled module's kind of each encoding whose bytes it writes (mappers/_json.c `cells`): utf8, decimal, int64 and
+# bool as _INLINE's lines, float64, json, auto and ddb_json as their encoders (encodings.py) for the values it takes;
+# a set's kind is the set types it takes (a binary set's members are base64 text to decode: left to the lines).
+_CELL_KINDS = {Encoding.utf8: 0, Encoding.decimal: 1, Encoding.int64: 2, Encoding.bool: 3, Encoding.float64: 4,
+               Encoding.json: 5, Encoding.auto: 6, Encoding.ddb_json: 7}
+_SET_KINDS = {None: 0, "SS": 1, "NS": 2}
+_LAYOUTS = {Layout.set: 1, Layout.map: 2, Layout.list: 3}
+
+
+def _cell_kind(column: Any) -> tuple[int, int] | None:
+    """(kind, layout) of a column at a literal qualifier with the entity's timestamp that the compiled module makes,
+    or None: one cell (layout 0), a set (1), a map (2) or a list (3)."""
+    if encodings._compiled is None or column.timestamp is not None or column.qualifier.__class__ is not bytes \
+            or len(column.qualifier) > limits.QUALIFIER_MAX_BYTES:
+        return None
+    if column.one_cell:
+        kind = _CELL_KINDS[Encoding.json] if column.layout is Layout.json else _CELL_KINDS.get(column.spec.encoding)
+        return None if kind is None else (kind, 0)
+    layout = _LAYOUTS.get(column.layout)
+    kind = _SET_KINDS.get(column.set_type) if column.layout is Layout.set else _CELL_KINDS.get(column.spec.encoding)
+    return None if layout is None or kind is None else (kind, layout)
+
+
+def _run(source: _Source, columns: list[Any]) -> None:
+    """A run of columns: their cells made by the compiled module in one call (no frame, no bytecode per column or
+    element); where it answers None (a required attribute missing, a value it does not take: cells as they were), the
+    columns' own lines, which give the same cells or return None. A collection is a run of its own, so that a value
+    it leaves to the lines (a binary set, say) costs only its own lines."""
+    if not columns:
+        return
+    specs = []
+    for column in columns:
+        kind, layout = _cell_kind(column)  # type: ignore[misc]  # a run's columns have one
+        specs.append((column.attribute, kind, column.family, column.qualifier, bool(column.required), layout))
+    program = source.name("run", (Cell, limits.QUALIFIER_MAX_BYTES, limits.TIMESTAMP_MAX_MICROS, *specs))
+    source.add(f"made = cells_run(item, {program}, ts, cells)",
+               "if made is None:")
+    start = len(source.lines)
+    for column in columns:
+        _column(source, column)
+    source.lines[start:] = ["    " + line for line in source.lines[start:]]
+    source.add("else:", "    size += made")
 
 
 def _emitted(source: _Source, column: Any, at: str, indent: int) -> None:

@@ -277,8 +277,8 @@ def test_compiled_ab_maps_the_same_rows_both_ways_and_times_each():
 
 def test_an_archived_tree_gets_this_trees_built_extensions_only_for_the_same_c_source(tmp_path):
     """The *_ab benchmarks' other tree comes from ``git archive`` (no build): ``tree_of`` copies in the built modules
-    of the same C source, so both trees run the compiled functions; a tree whose C source differs, or this tree
-    itself, gets none."""
+    of the same C source, so both trees run the compiled functions; a tree whose C source differs gets its own source
+    compiled, and this tree itself nothing."""
     from benchmarks.common import ROOT
     from benchmarks.io_paths import built_modules, tree_of
 
@@ -291,8 +291,12 @@ def test_an_archived_tree_gets_this_trees_built_extensions_only_for_the_same_c_s
     assert all(path.read_bytes() == module.read_bytes() for path, module in zip(found, built))
     other = tmp_path / "other" / "ddb2bt" / "mappers"
     other.mkdir(parents=True)
-    (other / "_json.c").write_text("/* another source */\n")
-    assert built_modules(tmp_path / "other") == [] and not list(other.glob("*.so"))
+    (other / "_json.c").write_text('#include <Python.h>\nstatic struct PyModuleDef module = {PyModuleDef_HEAD_INIT, '
+                                   '"_json", NULL, 0, NULL, NULL, NULL, NULL, NULL};\n'
+                                   "PyMODINIT_FUNC PyInit__json(void) { return PyModule_Create(&module); }\n")
+    made = built_modules(tmp_path / "other")
+    assert made == list(other.glob("*.so")) and [path.name for path in made] == [built[0].name]
+    assert made[0].read_bytes() != built[0].read_bytes()
     assert built_modules(ROOT) == []
 
 
