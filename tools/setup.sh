@@ -38,9 +38,13 @@ apt_install() {
 
 # 1. Python venv with the project (editable) and its test and bench extras.
 [ -x "$VPY" ] || quiet "creating .venv" python3 -m venv .venv
-if ! stamp_fresh .venv/.ddb2bt-stamp pyproject.toml pipelines/bigtable/_wire.c mappers/_json.c; then
+# Re-installed when pyproject.toml or a compiled module's C source changes (each is an ext-module there).
+shopt -s nullglob
+BUILD_INPUTS=(pyproject.toml mappers/*.c mappers/*/*.c pipelines/*/*.c)
+shopt -u nullglob
+if ! stamp_fresh .venv/.ddb2bt-stamp "${BUILD_INPUTS[@]}"; then
   quiet "pip install" "$VPY" -m pip install --disable-pip-version-check -e ".[test,bench,lint]"
-  digest pyproject.toml pipelines/bigtable/_wire.c mappers/_json.c >.venv/.ddb2bt-stamp
+  digest "${BUILD_INPUTS[@]}" >.venv/.ddb2bt-stamp
 fi
 "$VPY" pipelines/local/servers.py which moto >/dev/null
 

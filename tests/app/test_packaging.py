@@ -72,3 +72,17 @@ def test_the_sdist_installs_offline_and_a_worker_can_import_it(sdist, tmp_path):
     assert Path(wire).parent == site / "ddb2bt" / "pipelines" / "bigtable"  # compiled by the install (gcc here)
     assert (site / "ddb2bt" / "mappers" / "spec.schema.json").is_file()
     assert (site / "ddb2bt" / "templates" / "flex" / "metadata.json").is_file()
+
+
+def test_setup_reinstalls_when_any_compiled_modules_source_changes():
+    """tools/setup.sh rebuilds the venv's install when a C source changes: every ext-module's source must be among
+    the files its stamp digests (found by the same globs), or a changed module would keep its old build."""
+    import glob
+    import re
+    import tomllib
+
+    modules = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["ext-modules"]
+    sources = {source for module in modules for source in module["sources"]}
+    globs = re.search(r"BUILD_INPUTS=\(([^)]*)\)", (ROOT / "tools" / "setup.sh").read_text()).group(1).split()
+    digested = {path for pattern in globs for path in glob.glob(pattern, root_dir=ROOT)}
+    assert sources and sources <= digested
