@@ -30,7 +30,7 @@ from ..units import human_size
 Path = tuple[str | int, ...]
 
 TYPE_ATTRIBUTES = ("type", "entity", "kind", "_type", "__typename", "entitytype", "entity_type")
-_PREFIX = re.compile(r"^([^#\-_0-9]+)([#\-_]?)")
+_PREFIX = re.compile(r"^([^#\-_0-9{}|]+)([#\-_]?)")  # no `{`, `}`, `|`: a prefix is a template argument (strip_prefix)
 _COUNTER = re.compile(r"(count|views|likes|clicks|hits|visits|plays|shares|votes)$", re.I)
 _TIME_NAME = re.compile(r"(date|time|timestamp|_at|At|created|updated|modified)$|^(created|updated|modified)", re.I)
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
