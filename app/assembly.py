@@ -62,6 +62,20 @@ def require_shared(flag: str, path: str | None, runner: str, *, reads: bool = Fa
         )
 
 
+def _check_runner_name(name: str) -> None:
+    """A runner Beam does not know, refused by its name (an unknown one was told its workers run on other machines
+    and need a gs:// run folder). Beam takes a known name with or without `Runner`, any case, or a class's path."""
+    known = StandardOptions.KNOWN_RUNNER_NAMES
+    lowered = {runner.lower() for runner in known}
+    if "." in name or name.lower() in lowered or f"{name.lower()}runner" in lowered:
+        return
+    from ..mappers.spelling import did_you_mean
+
+    guess = did_you_mean(name, known)
+    raise UsageError(f"--runner {name}: Beam knows no such runner{' (' + guess + ')' if guess else ''}",
+                     "use DirectRunner (this machine, the default) or DataflowRunner (Google Cloud)")
+
+
 def runner_for(spec: MappingSpec, options: RunOptions, *, source: Source | None = None,
                run_dir: str | None = None) -> Runner:
     """Beam's options from the command line, and every check that needs only them, in one order for every run:
@@ -74,6 +88,7 @@ def runner_for(spec: MappingSpec, options: RunOptions, *, source: Source | None 
         beam_args.append(f"--project={options.project}")  # one project for the job and the instance, unless told apart
     pipeline_options = PipelineOptions(s3_beam_args(beam_args, spec.source))
     name = str(pipeline_options.view_as(StandardOptions).runner or "DirectRunner")
+    _check_runner_name(name)
     direct = is_direct_runner(name)
     run_folder = run_dir if run_dir is not None else options.run_dir
     reads = source.locations() if source is not None else {}

@@ -416,6 +416,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     from ..pipelines.cutover import letters as change_letters
     from ..pipelines.cutover import timeline as tl
     from ..pipelines.dynamodb.client import ClientSettings, make_client
+    from ..pipelines.bigtable.target import probe_target
     from ..pipelines.cutover.parity import check, sample_keys
     from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover.backlog import read_backlog
@@ -452,6 +453,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
                        Condition("tail", False, why),
                        Condition("parity", False, f"{why}: nothing compared")]
     else:
+        probe_target(spec.target)  # a dead Bigtable fails here, in seconds (the parity's reads would wait 10 min each)
         settings = ClientSettings.from_source(spec.source)
         saved = tl.read_json(tl.join(run_dir, STATUS_FILE)) or {}
         checked = saved.get("checked", {}) if saved.get("stream_arn") == state.stream_arn else {}

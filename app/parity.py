@@ -19,10 +19,12 @@ from ..mappers.analysis.access_plan import decode_rows, example_cases
 from ..mappers.attrvalue import to_export_json
 from ..mappers.compiler import compile_spec
 from ..mappers.decode import comparable, compile_decoder
+from ..mappers.index_rows import index_targets
 from ..mappers.analysis.plan import _types
 from ..mappers.analysis.sample import analyse_sample
 from ..pipelines.dynamodb.client import ClientSettings, make_client
 from ..pipelines.access.reads import BigtableReader, dynamodb_items
+from ..pipelines.bigtable.target import probe_target
 from ..pipelines.sources import read_items
 from .context import Step, announce, describe_source, load_spec, with_source_keys
 from .options import RunOptions
@@ -107,6 +109,9 @@ def check_parity(spec: MappingSpec | str | Path, sample: int = 200, partitions: 
 
         raise UsageError("the spec declares no access_patterns: add them (docs/ACCESS_PATTERNS.md) or run "
                          "`ddb2bt infer` for a draft")  # fmt: skip
+    probe_target(spec.target, must_exist=True)  # a dead Bigtable fails here, in seconds (each read would wait 10 min)
+    for index, index_target in index_targets(spec):  # an index in a table of its own: the same
+        probe_target(index_target, must_exist=True, holds=index)
     announce(step, f"reading a sample of {sample} items from {spec.source.table}…")
     items = read_items(spec.source, sample)
     compiled = compile_spec(spec)

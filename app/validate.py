@@ -295,8 +295,22 @@ def snapshot_time(as_of: str, spec: Any) -> tuple[int, str]:
     if timeline is not None:
         return timeline.applied_to_us, (f"{as_of}: its timeline applied every change up to "
                                         f"{tl.us_to_iso(timeline.applied_to_us)}")
-    backfill = tl.find_backfill(as_of, spec)
+    backfill = _backfill(as_of, spec)
     return backfill.start_us, f"{as_of}: its backfill, {backfill.detail}"
+
+
+def _backfill(run_dir: str, spec: Any) -> tl.Backfill:
+    """The migration in ``run_dir``; one that ran with another spec (a redrive's fixed one, say) is refused with what
+    validate can do instead (the timeline's own words are the catch-up's: 'catch up with the backfill's own spec')."""
+    try:
+        return tl.find_backfill(run_dir, spec)
+    except tl.TimelineError:
+        saved = tl.read_json(tl.join(run_dir, ckpt.CHECKPOINT_FILE)) or {}
+        if saved.get("now_ms") is None or saved.get("spec_hash") == ckpt.spec_hash(spec):
+            raise
+        start = tl.us_to_iso(int(saved["now_ms"]) * 1000)
+        raise UsageError(f"--as-of {run_dir}: that migration ran with another spec than this one",
+                         f"validate with the spec it ran with, or give the time it started: --as-of {start}") from None
 
 
 def run_now_ms(run_dir: str, spec: Any) -> int:
@@ -304,7 +318,7 @@ def run_now_ms(run_dir: str, spec: Any) -> int:
     else its backfill's. Validating ``--as-of`` that run computes the expected cells at it, so that they match."""
 
     timeline = tl.peek(run_dir)
-    return timeline.now_ms if timeline is not None else tl.find_backfill(run_dir, spec).now_ms
+    return timeline.now_ms if timeline is not None else _backfill(run_dir, spec).now_ms
 
 
 def _is_folder(as_of: str) -> bool:

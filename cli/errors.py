@@ -112,7 +112,9 @@ class ErrorHandlingGroup(TyperGroup):
                 raise
             found = classify(error)
             if found is None:
+                # --debug is the main command's option: after the subcommand it is refused (an unknown option)
+                again = f"`ddb2bt --debug {ctx.invoked_subcommand} ...`" if ctx.invoked_subcommand else "--debug"
                 say_error(f"unexpected {type(error).__name__}: {' '.join(str(error).split())[:500]} "
-                          "(a bug: please report it; run with --debug for the traceback)")
+                          f"(a bug: please report it; run it again as {again} for the traceback)")
                 raise typer.Exit(1) from None
             report(found.exit_code, found.lines())

@@ -153,7 +153,7 @@ class SourceSpec(StrictModel):
     """Strongly consistent scan reads (twice the read capacity)."""
     total_segments: Annotated[int, Field(ge=1, le=SCAN_SEGMENTS_MAX, strict=True)] | None = None
     """Parallel scan segments; chosen from the table size (about one per GiB) when omitted."""
-    read_budget: Annotated[float, Field(gt=0, le=1)] = 0.5
+    read_budget: Annotated[float, Field(gt=0, le=1, strict=True)] = 0.5  # strict: `true` is no fraction (it read as 1.0)
     """Fraction of the table's read capacity the scan may consume."""
     on_demand_rcu: Annotated[int, Field(ge=1, le=INT32_MAX, strict=True)] = 4000
     """Read capacity units assumed for on-demand tables, which publish none."""

@@ -134,12 +134,14 @@ def cutover_status(run_dir: RunDir,
                    output: Annotated[OutputFormat, typer.Option("--format", help="text, or json for automation.")]
                    = OutputFormat.text, *,
                    options: RunOptions) -> None:
-    """READY to cut over, or not, and why: four conditions, each checked and shown with its counts.
+    """READY to cut over, or not, and why: four conditions (five with access_patterns), each checked and shown
+    with its counts.
 
     stream: the stream itself (read-only, from the tail's checkpoint) holds no record the tail has not applied;
     dead letters: no change dead letter of the tail or a catch-up is unresolved; tail: alive (a heartbeat per page)
     or stopped with nothing left; parity: random items across the table and every item changed since the last check
-    equal their Bigtable rows. Stop writes to DynamoDB first (docs/CUTOVER.md).
+    equal their Bigtable rows; access patterns (when the spec declares them): each returns the same items from
+    Bigtable as from DynamoDB. Stop writes to DynamoDB first (docs/CUTOVER.md).
 
     Exit 0: READY. Exit 1: NOT READY (a script can wait for 0). Exit 2: no run folder there, or no cutover timeline
     in it yet (run `ddb2bt catch-up` or `ddb2bt tail` with it first). Exit 3: AWS or Bigtable unreachable.

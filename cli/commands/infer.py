@@ -17,7 +17,7 @@ from ..options import OutputFormat, check_output, run_options
 def command(
     table: Annotated[str, typer.Option("--table", help="DynamoDB table to describe and sample.", show_default=False)],
     sample: Annotated[int, typer.Option("--sample", min=1, help="How many items to sample.")] = 500,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the draft here instead of stdout.")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the draft here instead of stdout (-: stdout).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
     format: Annotated[OutputFormat, typer.Option("--format", help="text (the draft as commented YAML) or json (the "
                                                  "draft as data, its YAML, the sample size and any problem; stdout "
@@ -32,6 +32,8 @@ def command(
     from ...app.infer import infer
     from ..progress import spinner
 
+    if output is not None and str(output) == "-":  # stdout, as `report -o -` (it wrote a file named '-')
+        output = None
     check_output(output, "--output")
     if output is not None and output.exists() and not force:
         raise UsageError(f"{output} already exists", "pass --force to overwrite it or -o to write elsewhere")

@@ -17,7 +17,7 @@ def _names() -> str:
 
 def command(
     template: Annotated[Optional[str], typer.Option("--template", "-t", help=f"Template name: {_names()}.")] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the spec.")] = Path("spec.yaml"),
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the spec; - prints it.")] = Path("spec.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     list_: Annotated[bool, typer.Option("--list", help="List the templates and exit.")] = False,
 ) -> None:
@@ -33,6 +33,9 @@ def command(
     if template is None:
         raise typer.BadParameter(f"choose a template with --template ({_names()}), or see --list", param_hint="--template")
     text = catalog.starter_spec(template)
+    if str(output) == "-":  # stdout, as `report -o -` (it wrote a file named '-')
+        typer.echo(text, nl=False)
+        return
     check_output(output, "--output")  # a folder, or a path under a file: one line naming the flag, nothing made
     if output.exists() and not force:
         raise FileExistsError(f"{output} already exists; pass --force to overwrite it or -o to write elsewhere")

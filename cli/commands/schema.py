@@ -18,7 +18,7 @@ def command(
     from ...mappers.schema import json_schema_text
 
     text = json_schema_text()
-    if output is None:
+    if output is None or str(output) == "-":  # -: stdout, as `report -o -` (it wrote a file named '-')
         typer.echo(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")

@@ -30,7 +30,7 @@ from ..units import human_size
 Path = tuple[str | int, ...]
 
 TYPE_ATTRIBUTES = ("type", "entity", "kind", "_type", "__typename", "entitytype", "entity_type")
-_PREFIX = re.compile(r"^([^#\-_0-9]+)([#\-_]?)")
+_PREFIX = re.compile(r"^([^#\-_0-9{}|]+)([#\-_]?)")  # no `{`, `}`, `|`: a prefix is a template argument (strip_prefix)
 _COUNTER = re.compile(r"(count|views|likes|clicks|hits|visits|plays|shares|votes)$", re.I)
 _TIME_NAME = re.compile(r"(date|time|timestamp|_at|At|created|updated|modified)$|^(created|updated|modified)", re.I)
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
@@ -283,6 +283,12 @@ def infer_spec(describe: dict, items: list[dict], ttl_attribute: str | None = No
     return out
 
 
+def _by(index_name: str) -> str:
+    """A pattern's name for a query on an index: `by_status` for byStatus (not `by_by_status`), `by_gsi1` for GSI1."""
+    name = _snake(index_name)
+    return name if name.startswith("by_") else f"by_{name}"
+
+
 def _draft_patterns(table: dict, pk: str, sk: str | None, groups: list[_Group], keyed_by_sort_key: bool) -> list[dict[str, Any]]:
     """The reads a table's keys and indexes are made for: GetItem, the partition, each sort-key prefix, each index.
 
@@ -300,7 +306,7 @@ def _draft_patterns(table: dict, pk: str, sk: str | None, groups: list[_Group], 
         for index in table.get(kind) or ():
             index_pk, index_sk = key_schema(index["KeySchema"])
             patterns.append({
-                "name": f"by_{_snake(index['IndexName'])}",
+                "name": _by(index["IndexName"]),
                 "description": f"query the {scope} index {index['IndexName']}",
                 "index": {"name": index["IndexName"], "type": scope, "partition_key": index_pk,
                           **({"sort_key": index_sk} if index_sk else {})},
@@ -444,7 +450,8 @@ def _entity(group: _Group, index: int, pk: str, sk: str | None, row_key: str, ma
         column.update(settings)
         notes = [why] if why else []
         if seen < len(group.items):
-            notes.append(f"{name}: present in {seen} of {len(group.items)} sampled {group.name} items")
+            kind = "items" if group.name == "item" else f"{group.name} items"  # not "sampled item items"
+            notes.append(f"{name}: present in {seen} of {len(group.items)} sampled {kind}")
         if notes:
             out.note(at + ("columns", len(columns)), "; ".join(notes))
         columns.append(column)

@@ -23,6 +23,7 @@ from typing import Any
 from ...mappers.errors import UsageError
 from ...mappers.units import iso_to_micros as iso_to_us, micros_to_iso as us_to_iso  # noqa: F401 - the cutover's names
 from ..run import checkpoint as ckpt
+from ..run.dead_letters import create_private
 from ..sources import source_for
 
 TIMELINE_FILE = "cutover.json"
@@ -50,12 +51,12 @@ def read_json(path: str) -> Any | None:
 
 
 def write_json(path: str, data: Any) -> None:
-    """Write ``data`` as JSON; a local file is replaced atomically (written aside, then renamed)."""
+    """Write ``data`` as JSON; a local file is replaced atomically (written aside, then renamed), mode 0600: tail.json
+    holds the keys of the items changed last, user data like the dead letters and the savepoints."""
     text = json.dumps(data, indent=2, sort_keys=True).encode()
     if "://" not in path:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         aside = f"{path}.{os.getpid()}.tmp"
-        with open(aside, "wb") as handle:
+        with create_private(aside) as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

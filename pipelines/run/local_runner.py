@@ -36,6 +36,7 @@ def new_pipeline(options: PipelineOptions | None = None) -> beam.Pipeline:
     """A Beam pipeline with ``options``; one for the DirectRunner (named, or by default) runs on :class:`LocalRunner`."""
     options = options if options is not None else PipelineOptions([])
     name = options.view_as(StandardOptions).runner
-    if name is None or str(name) in ("DirectRunner", "SwitchingDirectRunner"):
+    # any spelling Beam takes for them (`--runner direct`, `directrunner`): Beam's own would try Prism first
+    if name is None or str(name).lower().removesuffix("runner") in ("direct", "switchingdirect"):
         return beam.Pipeline(runner=LocalRunner(), options=options)
     return beam.Pipeline(options=options)

@@ -40,8 +40,8 @@ def segments_at_once(calls: int, total_segments: int) -> int:
 
 def is_direct_runner(runner: object) -> bool:
     """Whether ``runner`` (a name or a runner) runs on this machine: the DirectRunner, or Beam's Prism runner."""
-    name = str(runner or "DirectRunner")
-    return "Direct" in name or "Prism" in name
+    name = str(runner or "DirectRunner").lower()  # Beam takes `--runner direct`, `directrunner` too
+    return "direct" in name or "prism" in name
 
 
 def concurrent_segments(options: PipelineOptions, total_segments: int) -> int:

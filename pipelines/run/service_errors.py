@@ -40,7 +40,7 @@ def as_ddb2bt_error(error: BaseException) -> Ddb2btError | None:
     found = recover(error)
     if found is not None:
         return found
-    translated = _botocore(error) or _google(error) or _os(error)
+    translated = _botocore(error) or _google(error) or _beam_s3(error) or _os(error)
     if translated is None or redact(str(translated)) == str(translated):
         return translated
     return type(translated)(redact(str(translated)))  # plain UsageError / ServiceError: message only
@@ -144,6 +144,25 @@ def _storage_error(error: BaseException, api: object) -> Ddb2btError:
 
 def _first_line(text: str) -> str:
     return " ".join(text.strip().splitlines()[0].split()) if text.strip() else text
+
+
+S3_HINT = ("check the s3:// paths (--run-dir, --dead-letter, source.export.path: a bucket that exists, which these "
+           "credentials can use), AWS_ENDPOINT_URL_S3 and your AWS credentials")
+
+
+def _beam_s3(error: BaseException) -> Ddb2btError | None:
+    """Beam's S3 file system wraps botocore's errors in its own class (an HTTP status as ``code``): a missing bucket or
+    key is the user's path (exit 2), a refusal or anything else the service's (exit 3). It was 'a bug'."""
+    messages = sys.modules.get("apache_beam.io.aws.clients.s3.messages")
+    if messages is None or not isinstance(error, messages.S3ClientError):
+        return None
+    text = error.message if isinstance(error.message, str) else str(error)
+    message = _first_line(text) or type(error).__name__
+    if error.code == 404:
+        return UsageError(f"S3: {message}", S3_HINT)
+    if error.code in (401, 403):
+        return ServiceError(f"S3 refused the request: {message}", S3_HINT)
+    return ServiceError(f"S3: {message}", S3_HINT)
 
 
 def _os(error: BaseException) -> Ddb2btError | None:

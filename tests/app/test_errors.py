@@ -120,6 +120,22 @@ def test_library_errors_are_translated_without_url_credentials():
         "see http://***@host/x and mail a@b.c, http://h:80/p@q"
 
 
+def test_beams_s3_errors_are_the_users_path_or_the_service():
+    """Beam's S3 file system raises its own S3ClientError (`--run-dir s3://missing-bucket/...`): it was 'unexpected
+    S3ClientError ... (a bug)', exit 1."""
+    from apache_beam.io.aws.clients.s3.messages import S3ClientError
+
+    from ddb2bt.pipelines.run.service_errors import as_ddb2bt_error
+
+    missing = as_ddb2bt_error(S3ClientError("An error occurred (NoSuchBucket) ...: The specified bucket does not "
+                                            "exist", 404))
+    assert missing is not None and missing.exit_code == 2
+    assert str(missing).startswith("S3: An error occurred (NoSuchBucket)") and "s3:// paths" in str(missing)
+    for code in (403, 500, None):
+        refused = as_ddb2bt_error(S3ClientError("An error occurred (AccessDenied)", code))
+        assert refused is not None and refused.exit_code == 3, code
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_no_aws_credentials(command, bigtable_env, source, monkeypatch, tmp_path):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):

@@ -58,3 +58,21 @@ def test_every_option_is_a_cli_flag_of_migrate():
     help_text = CliRunner().invoke(app, ["migrate", "--help"], env={"COLUMNS": "300"}).output
     for option in RUN_OPTIONS:
         assert option.flags[0] in help_text
+
+
+def test_a_runner_beam_does_not_know_is_named_as_such():
+    """`--runner Nope` was told its workers run on other machines and need a gs:// run folder."""
+    from ddb2bt.app.assembly import runner_for
+    from ddb2bt.mappers.spec import MappingSpec
+    from ddb2bt.templates import catalog
+
+    import yaml
+
+    spec = MappingSpec.model_validate(yaml.safe_load(catalog.starter_spec("key-value")))
+    for name, guess in (("Nope", ""), ("DirectRuner", "did you mean 'DirectRunner'?")):
+        with pytest.raises(UsageError) as refused:
+            runner_for(spec, RunOptions(run_dir="runs/x", beam_args=(f"--runner={name}",)))
+        assert f"--runner {name}: Beam knows no such runner" in str(refused.value) and guess in str(refused.value)
+        assert "other machines" not in str(refused.value)
+    for name in ("DirectRunner", "direct", "directrunner"):  # Beam's own spellings still pass
+        assert runner_for(spec, RunOptions(run_dir="runs/x", beam_args=(f"--runner={name}",))).direct

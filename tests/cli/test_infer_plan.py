@@ -174,3 +174,10 @@ def test_piped_migrate_plan_text_shows_one_items_row_when_no_row_is_folded(invok
     lines = text.splitlines()
     assert "Row " not in text and "Example row hats#fedoras#brandA (one item)" in lines
     assert "  SKU:Price @ 2024-01-01T00:00:00.000Z, decimal: 30" in lines
+
+
+def test_infer_output_dash_is_stdout(invoke, seeded_moto, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("infer", "--table", "Invoices", "-o", "-")
+    assert result.exit_code == 0 and result.stdout == invoke("infer", "--table", "Invoices").stdout, result.output
+    assert not (tmp_path / "-").exists()

@@ -127,3 +127,17 @@ def test_an_output_that_cannot_be_a_file_is_one_line_naming_the_flag(invoke, tmp
         assert result.stderr.startswith(f"error: --output {out} cannot be written ("), result.stderr
         assert reason in result.stderr and result.stderr.count("\n") == 1
     assert (tmp_path / "file").read_text() == "mine" and not any((tmp_path / "folder").iterdir())
+
+
+def test_output_dash_prints_to_stdout_as_report_does(invoke, tmp_path, monkeypatch):
+    """`-o -` is stdout (as `report -o -`): init and schema wrote a file named '-' and said `migrate-plan -` next."""
+    from pathlib import Path
+
+    from ddb2bt.mappers.schema import SCHEMA_PATH
+
+    monkeypatch.chdir(tmp_path)
+    spec = invoke("init", "-t", "key-value", "-o", "-")
+    assert spec.exit_code == 0 and spec.stdout == catalog.starter_spec("key-value"), spec.output
+    schema = invoke("schema", "-o", "-")
+    assert schema.exit_code == 0 and schema.stdout == SCHEMA_PATH.read_text()
+    assert not Path("-").exists()

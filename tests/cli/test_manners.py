@@ -157,3 +157,21 @@ def test_the_target_line_names_no_project_nobody_gave(monkeypatch):
 def test_the_readme_says_what_a_closed_pipe_does():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert "| head" in readme and "exit 0" in readme
+
+
+def test_an_unexpected_error_says_where_debug_goes(invoke, monkeypatch):
+    """The bug line names the exact way to get the traceback: --debug is the main command's option, so the
+    `ddb2bt init ... --debug` its old words 'run with --debug' led to was refused as an unknown option."""
+
+    def broken(name):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(catalog, "starter_spec", broken)
+    result = invoke("init", "-t", "key-value", "-o", "-")
+    assert result.exit_code == 1
+    assert "unexpected RuntimeError: boom" in result.output
+    assert "run it again as `ddb2bt --debug init ...` for the traceback" in result.output
+    with pytest.raises(RuntimeError):
+        from typer.testing import CliRunner
+
+        CliRunner().invoke(app, ["--debug", "init", "-t", "key-value", "-o", "-"], catch_exceptions=False)

@@ -227,3 +227,25 @@ def test_without_a_terminal_progress_comes_as_plain_lines(invoke, videos, tmp_pa
     assert lines[-1].startswith(f"progress: comparing {load_spec(spec).source.table} with ")
     assert "2/2 segments compared · 9 items read · 9 compared · 0 differences" in lines[-1]  # the last line: all done
     assert "progress:" not in check.stdout  # the result stays clean
+
+
+def test_as_of_a_run_of_another_spec_says_what_validate_can_do(tmp_path):
+    """After a redrive through a fixed spec, `validate FIXED --as-of RUN` met the catch-up's words ('catch up with the
+    backfill's own spec'); it says the run's spec differs and gives the run's start as the --as-of time to use."""
+    from ddb2bt.app.validate import snapshot_time
+    from ddb2bt.mappers.errors import UsageError
+    from ddb2bt.pipelines.run import checkpoint as ckpt
+
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(catalog.starter_spec("key-value"))
+    spec = load_spec(spec_file)
+    run = tmp_path / "run"
+    run.mkdir()
+    saved = {"spec_hash": "another", "total_segments": 1, "table": "ProductCatalog", "now_ms": 1700000000123}
+    (run / "checkpoint.json").write_text(json.dumps(saved))
+    with pytest.raises(UsageError) as refused:
+        snapshot_time(str(run), spec)
+    assert "that migration ran with another spec than this one" in str(refused.value)
+    assert "--as-of 2023-11-14T22:13:20.123Z" in str(refused.value) and "catch up" not in str(refused.value)
+    (run / "checkpoint.json").write_text(json.dumps({**saved, "spec_hash": ckpt.spec_hash(spec)}))
+    assert snapshot_time(str(run), spec)[0] == 1700000000123000

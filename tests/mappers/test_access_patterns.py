@@ -258,13 +258,13 @@ def test_infer_drafts_patterns_from_keys_indexes_and_prefixes():
     patterns = {p["name"]: p for p in drafted.spec["access_patterns"]}
     assert "item" not in patterns and "partition" in patterns  # one row per invoice: no GetItem drafted
     assert patterns["payment_items"]["sort_key"] == {"operator": "begins_with", "values": ["Payment-"]}
-    assert patterns["by_by_date"]["index"] == {"name": "ByDate", "type": "local", "partition_key": "pk", "sort_key": "DateCreated"}
-    assert patterns["by_by_customer"]["index"]["type"] == "global"
+    assert patterns["by_date"]["index"] == {"name": "ByDate", "type": "local", "partition_key": "pk", "sort_key": "DateCreated"}
+    assert patterns["by_customer"]["index"]["type"] == "global"
     spec = validate_data(drafted.spec)
     plan = {p.name: p for p in build_plan(spec, items).access_patterns}
     # the draft carries each index as index rows, so the index patterns are served too
     assert {index["name"] for index in drafted.spec["indexes"]} == {"ByDate", "ByCustomer"}
-    assert {plan[name].status for name in ("partition", "by_by_customer", "by_by_date")} == {"served"}
+    assert {plan[name].status for name in ("partition", "by_customer", "by_date")} == {"served"}
 
 
 def test_shipped_templates_parse_their_patterns():

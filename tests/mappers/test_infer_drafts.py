@@ -123,3 +123,34 @@ def test_an_index_prefix_no_sampled_row_key_starts_with():
     prefix = draft.spec["indexes"][0]["target"]["prefix"]
     assert not prefix.startswith("~") and prefix.endswith("by_email#")
     assert not plan.has_errors and plan.sample.errors == 0
+
+
+def braces_and_bars_in_keys() -> list[dict]:
+    """Sort keys whose type prefix holds a template's own characters: `{`, `}` and `|` cannot be a transform's argument."""
+    out = []
+    for p in range(6):
+        pk = {"S": f"p{p}"}
+        out.append({"pk": pk, "sk": {"S": f"{{json-{p}"}, "v": {"S": "x"}})
+        out.append({"pk": pk, "sk": {"S": f"a|b#{p}"}, "w": {"N": "1"}})
+        out.append({"pk": pk, "sk": {"S": f"c}}d#{p}"}, "z": {"BOOL": True}})
+    return out
+
+
+def test_a_draft_of_keys_holding_template_characters_loads_and_maps():
+    _, plan = _draft_and_plan(_describe("Braces"), braces_and_bars_in_keys())
+    assert not plan.has_errors and plan.sample.errors == 0, [lint.message for lint in plan.lints]
+
+
+def test_names_read_as_words():
+    """An index named byStatus gives the pattern by_status (was by_by_status); one entity's notes say 'sampled items'
+    (was 'sampled item items')."""
+    items = [{"pk": {"S": f"c{i}"}, "sk": {"S": "o"}, "status": {"S": "open"}, **({"note": {"S": "n"}} if i % 2 else {})}
+             for i in range(6)]
+    describe = _describe("Orders")
+    describe["Table"]["GlobalSecondaryIndexes"] = [{"IndexName": "byStatus", "Projection": {"ProjectionType": "ALL"},
+                                                    "KeySchema": [{"AttributeName": "status", "KeyType": "HASH"}]}]
+    draft, plan = _draft_and_plan(describe, items)
+    assert [p["name"] for p in draft.spec["access_patterns"] if "index" in p] == ["by_status"]
+    notes = "\n".join(draft.comments.values())
+    assert "present in 3 of 6 sampled items" in notes and "item items" not in notes
+    assert not plan.has_errors

@@ -61,6 +61,8 @@ CASES = [
      ":8: target.families.f.max_versions: expected an integer, got '3'"),
     ("true as scan segments", BASE.replace("  sort_key: sk\n", "  sort_key: sk\n  total_segments: yes\n"),
      ":5: source.total_segments: expected an integer, got true"),
+    ("true as a read budget", BASE.replace("  sort_key: sk\n", "  sort_key: sk\n  read_budget: true\n"),
+     ":5: source.read_budget: expected a number, got true"),
     *COUNTER_CASES,
 ]
 
@@ -98,6 +100,12 @@ def test_json_specs_load_too(tmp_path):
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(yaml.safe_load(BASE)))
     assert load_spec(path).entities[0].name == "a"
+
+
+def test_a_whole_read_budget_is_a_fraction_still(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(BASE.replace("  sort_key: sk\n", "  sort_key: sk\n  read_budget: 1\n"))
+    assert load_spec(path).source.read_budget == 1.0
 
 
 def test_spec_survives_a_json_round_trip(tmp_path):

@@ -374,3 +374,20 @@ def test_a_stream_disabled_after_the_tail_started_is_never_ready(bigtable_env, m
     assert "is no longer enabled" in checks["stream"]["detail"]
     assert "not counted (see stream)" in checks["tail"]["detail"] and "unapplied" not in checks["tail"]["detail"]
     assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))  # nothing written
+
+
+def test_a_dead_bigtable_is_exit_3_before_the_parity_reads(bigtable_env, moto_server, unique_name, tmp_path,
+                                                           monkeypatch):
+    """cutover-status against a Bigtable that stopped answering says so (exit 3) after the bounded probe; it did not
+    probe, and the parity's first read waited out the client's 10-minute read deadline."""
+    from ddb2bt.pipelines.cutover import parity as cutover_parity
+
+    _client, _spec, run_dir = ready_run(moto_server, unique_name, tmp_path)
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:9")  # nothing listens there
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("Bigtable read before the target was probed")
+
+    monkeypatch.setattr(cutover_parity, "compare", no_read)
+    code, output = cli("cutover-status", "--run-dir", run_dir)
+    assert code == 3 and "Bigtable is unreachable" in output, output

@@ -214,3 +214,21 @@ def test_a_stream_disabled_since_is_named_as_such(moto_server, unique_name):
         endpoint_url=moto_server.endpoint, region="us-east-1")))
     with pytest.raises(UsageError, match=f"the stream of {unique_name} .* is no longer enabled; enable a stream"):
         source.window()
+
+
+def test_the_tails_checkpoint_holds_keys_so_it_is_private(tmp_path):
+    """tail.json keeps the keys of the items changed last (user data, like the savepoints): mode 0600, also when it
+    replaces a file that was readable by others; so are the other timeline files written the same way."""
+    import stat
+
+    from ddb2bt.pipelines.cutover import tail as stream_tail
+    from ddb2bt.pipelines.cutover.timeline import write_json
+
+    state = stream_tail.TailState("arn:stream", 1, recent=[{"pk": {"S": "alice@example.com"}}])
+    (tmp_path / "tail.json").write_text("{}")
+    (tmp_path / "tail.json").chmod(0o644)
+    stream_tail.save_state(str(tmp_path), state)
+    assert stat.S_IMODE((tmp_path / "tail.json").stat().st_mode) == 0o600
+    assert stream_tail.load_state(str(tmp_path)).recent == state.recent
+    write_json(str(tmp_path / "status.json"), {"checked": {}})
+    assert stat.S_IMODE((tmp_path / "status.json").stat().st_mode) == 0o600

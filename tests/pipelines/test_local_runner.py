@@ -40,6 +40,15 @@ def test_beams_own_direct_runner_offers_prism_first(monkeypatch):
     assert len(offered) == 1
 
 
+@pytest.mark.parametrize("runner", ["DirectRunner", "direct", "directrunner", "SwitchingDirectRunner"])
+def test_every_spelling_beam_takes_for_the_direct_runner_runs_without_prism(monkeypatch, runner):
+    """`--runner direct` (Beam's own spelling) went to Beam's DirectRunner, which offers the job to Prism first."""
+    offered = prism_offers(monkeypatch)
+    with new_pipeline(PipelineOptions([f"--runner={runner}"])) as p:
+        _ = p | beam.Create([1, 2, 3]) | beam.Map(lambda x: x * 2)
+    assert offered == []
+
+
 @pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
 def test_a_local_pipeline_runs_without_prism_in_the_mode_asked(monkeypatch, tmp_path, mode):
     offered = prism_offers(monkeypatch)

@@ -242,3 +242,27 @@ def test_a_local_index_query_has_parity_and_a_global_one_is_not_claimed(bigtable
     assert patterns["by_owner"]["status"] == "needs_index" and not patterns["by_owner"]["ok"]
     assert not result.ok  # parity is not claimed for the global index nothing compared
     assert result.to_json()["reconciliation"]["patterns_not_served"] == 1
+
+
+def test_a_dead_bigtable_is_exit_3_before_any_read(dynalite, unique_name, tmp_path, monkeypatch):
+    """parity against a Bigtable that does not answer says so (exit 3) after the bounded probe; it did not probe, and
+    its first read waited out the client's 10-minute read deadline, one per pattern case."""
+    import yaml
+    from typer.testing import CliRunner
+
+    import ddb2bt.app.parity as parity_app
+    from ddb2bt.cli.main import app
+
+    load_table(dynalite.endpoint, unique_name, seed_items("product_catalog"))
+    spec = seed_spec("product_catalog", dynalite.endpoint, unique_name)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:9")  # nothing listens there
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("Bigtable read before the target was probed")
+
+    monkeypatch.setattr(parity_app, "BigtableReader", no_read)
+    result = CliRunner().invoke(app, ["parity", str(path)])
+    assert result.exit_code == 3, result.output
+    assert "Bigtable is unreachable" in result.output
