@@ -305,7 +305,8 @@ def scan_pages(
                 if not _retryable(err):
                     raise
                 attempt += 1
-                inner += getattr(err, "response", {}).get("ResponseMetadata", {}).get("RetryAttempts", 0)  # botocore's
+                # botocore's own attempts; its connection errors carry ``response = None``
+                inner += (getattr(err, "response", None) or {}).get("ResponseMetadata", {}).get("RetryAttempts", 0)
                 throttled = throttled or _error_code(err) in THROTTLE_CODES or getattr(_BOTOCORE_THROTTLED, "seen", False)
                 elapsed = time.monotonic() - started
                 if attempt >= retry.max_attempts or elapsed >= retry.deadline:

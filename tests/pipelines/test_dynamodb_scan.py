@@ -266,6 +266,29 @@ def test_throttled_pages_are_retried_and_nothing_is_lost(moto_client):
     assert sum(page.retries for page in pages) == 5 == len(slept)
 
 
+@pytest.mark.parametrize("error", ["ReadTimeoutError", "ConnectionClosedError", "EndpointConnectionError"])
+def test_a_page_cut_by_the_connection_is_retried(moto_client, error):
+    """botocore's connection errors carry ``response = None`` (not absent): the retry must still count and retry."""
+    from botocore import exceptions
+
+    items = make_items(12, padding=10)
+    create_table(moto_client, "t", items)
+
+    class Cut:
+        calls = 0
+
+        def scan(self, **request):
+            Cut.calls += 1
+            if Cut.calls in (1, 3):
+                raise getattr(exceptions, error)(endpoint_url="http://127.0.0.1:9/")
+            return moto_client.scan(**request)
+
+    slept = []
+    pages = list(scan_pages(Cut(), "t", limit=5, retry=NO_WAIT, sleep=slept.append))
+    assert sorted((item for page in pages for item in page.items), key=item_key) == sorted(items, key=item_key)
+    assert sum(page.retries for page in pages) == 2 == len(slept)
+
+
 def test_a_page_that_keeps_failing_fails_the_scan_loudly(moto_client):
     create_table(moto_client, "t", make_items(10, padding=10))
     flaky = FlakyClient(moto_client, {n: "ProvisionedThroughputExceededException" for n in range(2, 100)})
