@@ -192,7 +192,7 @@ static Bytes value(Bytes at, Bytes end, int depth) {
 
 /* The record: '{', members Keys (attributes), OldImage or NewImage (attributes or null) and
  * Metadata ({"WriteTimestampMicros":{"N":"digits"}}), any of them, in any order, at least one, '}', the line's end. */
-static int record(Bytes at, Bytes end) {
+static int change_line(Bytes at, Bytes end) {
     if (at >= end || *at != '{')
         return 0;
     at++;
@@ -226,18 +226,179 @@ static PyObject *values_valid(PyObject *self, PyObject *line) {
     if (!PyBytes_Check(line))
         Py_RETURN_NONE;
     Bytes at = (Bytes)PyBytes_AS_STRING(line);
-    if (record(at, at + PyBytes_GET_SIZE(line)))
+    if (change_line(at, at + PyBytes_GET_SIZE(line)))
         Py_RETURN_TRUE;
     Py_RETURN_FALSE;
+}
+
+/* The names check_record reads, made once (interned: a lookup compares them by identity first). */
+static PyObject *METADATA, *MICROS, *N, *KEYS, *OLD_IMAGE, *NEW_IMAGE, *EMPTY;
+
+/* A new reference to dict[name] in *found (NULL: absent, or present as None, as record.get answers None for both);
+ * 0 where the lookup raised (the error cleared: Python's check answers). */
+static int get(PyObject *dict, PyObject *name, PyObject **found) {
+    PyObject *value = PyDict_GetItemWithError(dict, name);
+    if (value == NULL && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    *found = value == Py_None ? NULL : value;
+    Py_XINCREF(*found);
+    return 1;
+}
+
+/* A str of 1 to 18 ASCII digits (an int64 that cannot overflow) as its value; 0 for anything else, Python's answer. */
+static int micros_of(PyObject *text, long long *value) {
+    if (!PyUnicode_CheckExact(text))
+        return 0;
+    Py_ssize_t length;
+    const char *digits = PyUnicode_AsUTF8AndSize(text, &length);
+    if (digits == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (length < 1 || length > 18)
+        return 0;
+    long long sum = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        if (!is_digit((unsigned char)digits[i]))
+            return 0;
+        sum = sum * 10 + (digits[i] - '0');
+    }
+    *value = sum;
+    return 1;
+}
+
+/* 1 for what a JSON parser makes (exact str, int, float, bool, None, and lists and dicts of str keys of those, at most
+ * 32 levels deep): comparing two of them runs no Python code. 0 for anything else. */
+static int plain(PyObject *value, int depth) {
+    if (PyUnicode_CheckExact(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) || PyBool_Check(value)
+        || value == Py_None)
+        return 1;
+    if (depth <= 0)
+        return 0;
+    if (PyList_CheckExact(value)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
+            if (!plain(PyList_GET_ITEM(value, i), depth - 1))
+                return 0;
+        return 1;
+    }
+    if (PyDict_CheckExact(value)) {
+        Py_ssize_t at = 0;
+        PyObject *name, *inner;
+        while (PyDict_Next(value, &at, &name, &inner))
+            if (!PyUnicode_CheckExact(name) || !plain(inner, depth - 1))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* 1 where image[name] == value for every name and value of keys, as check_record compares them (image.get(name) !=
+ * value, false for each); 0 otherwise, and where either side is not plain: Python's check compares those (a comparison
+ * that could run Python code is not made twice). Every object it touches is held while it compares. */
+static int same_keys(PyObject *keys, PyObject *image) {
+    Py_ssize_t at = 0, size = PyDict_GET_SIZE(keys);
+    PyObject *name, *value;
+    while (PyDict_Next(keys, &at, &name, &value)) {
+        if (!PyUnicode_CheckExact(name))
+            return 0;
+        Py_INCREF(name);
+        Py_INCREF(value);
+        PyObject *found = NULL;
+        int differs = 1;
+        if (get(image, name, &found) && found != NULL && plain(found, 32) && plain(value, 32)) {
+            PyObject *compared = PyObject_RichCompare(found, value, Py_NE);
+            differs = compared == NULL ? -1 : PyObject_IsTrue(compared);
+            Py_XDECREF(compared);
+            if (differs < 0)
+                PyErr_Clear();
+        }
+        Py_XDECREF(found);
+        Py_DECREF(name);
+        Py_DECREF(value);
+        if (differs != 0 || PyDict_GET_SIZE(keys) != size) /* (plain values compare without changing it) */
+            return 0;
+    }
+    return 1;
+}
+
+/* checked_change(record, key_names, line, kinds) -> tuple | None: the fields of the Change check_record returns for
+ * (record, key_names, line) where every one of its checks passes, the values vouched for by the line (values_valid);
+ * None for anything else (a check that fails, a form it does not take), and check_record's Python answers, or refuses.
+ * kinds: (INSERT, MODIFY, REMOVE). */
+static PyObject *checked_change(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "checked_change(record, key_names, line, kinds) takes 4 arguments");
+        return NULL;
+    }
+    PyObject *record = args[0], *key_names = args[1], *line = args[2], *kinds = args[3];
+    if (!PyDict_CheckExact(record) || !PyTuple_CheckExact(key_names) || !PyBytes_Check(line)
+        || !PyTuple_CheckExact(kinds) || PyTuple_GET_SIZE(kinds) != 3)
+        Py_RETURN_NONE;
+    Bytes start = (Bytes)PyBytes_AS_STRING(line);
+    if (!change_line(start, start + PyBytes_GET_SIZE(line)))
+        Py_RETURN_NONE;
+    PyObject *metadata = NULL, *micros = NULL, *text = NULL, *keys = NULL, *old = NULL, *new = NULL, *result = NULL;
+    long long time_us;
+    if (!get(record, METADATA, &metadata) || metadata == NULL || !PyDict_CheckExact(metadata)
+        || !get(metadata, MICROS, &micros) || micros == NULL || !PyDict_CheckExact(micros)
+        || !get(micros, N, &text) || text == NULL || !micros_of(text, &time_us))
+        goto done;
+    if (!get(record, KEYS, &keys) || keys == NULL || !PyDict_CheckExact(keys) || PyDict_GET_SIZE(keys) == 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key_names); i++) {
+        PyObject *name = PyTuple_GET_ITEM(key_names, i);
+        if (!PyUnicode_CheckExact(name))
+            goto done;
+        int present = PyDict_Contains(keys, name);
+        if (present < 0)
+            PyErr_Clear();
+        if (present != 1)
+            goto done;
+    }
+    if (!get(record, OLD_IMAGE, &old) || !get(record, NEW_IMAGE, &new) || (old == NULL && new == NULL))
+        goto done;
+    if ((old != NULL && (!PyDict_CheckExact(old) || !same_keys(keys, old)))
+        || (new != NULL && (!PyDict_CheckExact(new) || !same_keys(keys, new))))
+        goto done;
+    PyObject *kind = PyTuple_GET_ITEM(kinds, new == NULL ? 2 : old == NULL ? 0 : 1);
+    PyObject *when = PyLong_FromLongLong(time_us);
+    if (when == NULL)
+        goto done;
+    result = PyTuple_Pack(7, keys, old ? old : Py_None, new ? new : Py_None, kind, when, EMPTY, Py_False);
+    Py_DECREF(when);
+done:
+    Py_XDECREF(metadata);
+    Py_XDECREF(micros);
+    Py_XDECREF(text);
+    Py_XDECREF(keys);
+    Py_XDECREF(old);
+    Py_XDECREF(new);
+    if (result == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return result; /* NULL only with an error of its own making (no memory): raised */
 }
 
 static PyMethodDef methods[] = {
     {"values_valid", (PyCFunction)values_valid, METH_O,
      "values_valid(line) -> bool | None: incremental_export.VALUES_VALID.fullmatch(line) is not None for bytes, "
      "else None."},
+    {"checked_change", (PyCFunction)(void (*)(void))checked_change, METH_FASTCALL,
+     "checked_change(record, key_names, line, kinds) -> tuple | None: check_record's Change fields where every check "
+     "passes with the line's values vouched for, else None (check_record's Python answers)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_vouch", NULL, 0, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__vouch(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__vouch(void) {
+    static PyObject **names[] = {&METADATA, &MICROS, &N, &KEYS, &OLD_IMAGE, &NEW_IMAGE, &EMPTY};
+    static const char *texts[] = {"Metadata", "WriteTimestampMicros", "N", "Keys", "OldImage", "NewImage", ""};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (*names[i] == NULL && (*names[i] = PyUnicode_InternFromString(texts[i])) == NULL)
+            return NULL;
+    }
+    return PyModule_Create(&module);
+}

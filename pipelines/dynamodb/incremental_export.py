@@ -41,7 +41,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from ...mappers.attrvalue import is_value as _valid_value, value_problem
-from ...mappers.changes import Change, kind_of_change
+from ...mappers.changes import KINDS, Change, kind_of_change
 from ..change_source import ChangePage, ChangeSource, ChangeWindow, Piece
 from ..run.batches import Batch
 from ..run.metrics import NAMESPACE
@@ -123,8 +123,14 @@ def check_record(record: Any, key_names: tuple[str, ...] = (), line: bytes | Non
     Keys (holding ``key_names``, the table's key attributes), a WriteTimestampMicros that is an integer,
     at least one image, every value of Keys and the images a valid DynamoDB value, and the images' key
     attributes equal to Keys. ``line``: the JSON line ``record`` was parsed from; where :data:`VALUES_VALID`
-    matches it, every value of Keys and the images is known valid, and they are not visited one by one.
+    matches it, every value of Keys and the images is known valid, and they are not visited one by one. Where the
+    compiled module is built, it answers a record that passes every check (:data:`_compiled_check`); Python answers
+    the rest, and words every refusal.
     """
+    if line is not None and _compiled_check is not None:
+        fields = _compiled_check(record, key_names, line, KINDS)
+        if fields is not None:
+            return _new(Change, fields)
     if not isinstance(record, dict):
         raise RecordError("the line is no JSON object")
     metadata = record.get("Metadata")
@@ -208,6 +214,16 @@ try:
     from ._vouch import values_valid as _compiled_vouch
 except ImportError:  # not built (no C compiler where the package was installed): the expression, the same answer
     _compiled_vouch = None
+
+_compiled_check: Callable[[Any, tuple[str, ...], Any, tuple[str, str, str]], tuple | None] | None
+try:
+    from ._vouch import checked_change as _compiled_check
+except ImportError:
+    _compiled_check = None
+"""check_record's Change fields for a record that passes every one of its checks, its values vouched for by its line
+(``_vouch.c``: the same reading of the line as :data:`_vouched`, and the record's fields checked as check_record checks
+them, without the interpreter's per-operation cost: ~1 µs against ~4.5 per change line); None for anything else,
+which check_record's Python then answers or refuses (tests/pipelines/test_vouch_compiled.py)."""
 
 _vouched: Callable[[Any], bool | None] = _expression_vouches if _compiled_vouch is None else _compiled_vouch
 """Whether :data:`VALUES_VALID` matches the whole line: answered by the compiled module ``_vouch.c`` where it is built
