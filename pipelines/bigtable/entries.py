@@ -331,7 +331,7 @@ _DELETE_HEADS = tuple(_delete_head(n) for n in range(SMALL))
 """:func:`_delete_head` of each length below :data:`SMALL`."""
 
 
-def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, bytes, None] | None:
+def _change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, bytes, None] | None:
     """:meth:`MutationsEntry._record <mutations_entry_class>` for a change's entry, without a message object: one-
     millisecond deletes (``(family, qualifier, micros)``, a ``DeleteFromColumn`` each) then ``SetCell``s (the cells
     through :func:`set_cells_record`), byte for byte what protobuf serialises (tests/pipelines/test_change_entries.py).
@@ -372,6 +372,23 @@ def change_record(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, byte
         size += cells_size
     parts[0] = _ENTRY_HEADS[size] if size < SMALL else request_entry_prefix(size)
     return size, b"".join(parts), None
+
+
+_compiled_change: Callable[[bytes, Sequence[tuple]], tuple[int, bytes, None] | None] | None
+try:
+    from ._wire import change_record as _compiled_change
+except ImportError:  # not built, or built from an older _wire.c: the Python function, same bytes
+    _compiled_change = None
+
+
+def _with_compiled_change(row_key: bytes, mutations: Sequence[tuple]) -> tuple[int, bytes, None] | None:
+    return _compiled_change(row_key, mutations) or _change_record(row_key, mutations)  # type: ignore[misc]
+
+
+change_record = _change_record if _compiled_change is None else _with_compiled_change
+"""A change's entry bytes (:func:`_change_record`): written by the compiled module ``_wire.c`` where it is built, deletes
+and sets in one pass (docs/PERFORMANCE.md, "Catch-up round 10"), which gives the same bytes for what it takes and None
+for the rest, which the Python function answers (tests/pipelines/test_change_entries.py)."""
 
 
 @functools.cache

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ddb2bt.pipelines.bigtable import entries
 from ddb2bt.pipelines.bigtable.entries import ADD, change_record, mutations_entry_class, request_entry_prefix
+from tests.compiled import require_built
 
 FAMILIES = st.sampled_from(["", "d", "meta", "ü", "f" * 200])
 QUALIFIERS = st.binary(max_size=200) | st.sampled_from([b"", b"name", b"\x00\xff"])
@@ -78,3 +80,42 @@ def test_long_deletes_and_an_empty_row_key_are_protobufs_own_bytes_too(row_key, 
     mutations = tuple(deletes) + tuple(cells)
     record = change_record(row_key, mutations)
     assert record is not None and record[1] == protobufs(row_key, mutations)
+
+
+def python_answer(row_key: object, mutations: object) -> object:
+    try:
+        return entries._change_record(row_key, mutations)  # type: ignore[arg-type]
+    except Exception as err:  # noqa: BLE001 - the error, type and words, is the answer compared
+        return f"{type(err).__name__}: {err}"
+
+
+def test_the_compiled_change_record_is_built_wherever_a_c_compiler_is():
+    require_built(entries._compiled_change, "pipelines/bigtable/_wire.c (change_record)")
+
+
+ODD_MUTATIONS = st.one_of(
+    st.tuples(st.sampled_from(["d", "\ud800", b"d", 1]), st.sampled_from([b"q", "q", bytearray(b"q")]),
+              st.sampled_from([0, -1000, True, 1.0, (1 << 63) - 1001, (1 << 63) - 1000, -(1 << 63), -(1 << 63) - 1,
+                               1 << 70])),
+    st.tuples(st.sampled_from(["d", "\ud800", 1]), st.sampled_from([b"q", "q"]), st.sampled_from([0, 1, -1, True]),
+              st.sampled_from([b"v", "v", None])),
+    st.sampled_from([("d", b"q"), ("d", b"q", 1000, 5, ADD), ["d", b"q", 1000], ()]))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(st.binary(max_size=300), st.sampled_from(["k", bytearray(b"k"), None])),
+       st.lists(st.one_of(DELETES, DELETES, CELLS, ODD_MUTATIONS), max_size=40), st.booleans())
+def test_the_compiled_change_record_gives_the_python_functions_bytes_or_leaves_it_to_it(row_key, mutations, as_list):
+    """Deletes then sets (and more of each than the compiled function's stack holds), anything out of that order or of
+    another form: its answer is the Python function's, or None where that one answers (a refusal, protobuf's path)."""
+    compiled = entries._compiled_change
+    if compiled is None:
+        pytest.skip("pipelines/bigtable/_wire.c not built")
+    mutations = list(mutations) if as_list else tuple(mutations)
+    found = compiled(row_key, mutations)
+    expected = python_answer(row_key, mutations)
+    assert found is None or found == expected
+    if isinstance(row_key, bytes) and all(type(m) is tuple for m in mutations) and (isinstance(expected, tuple)):
+        taken = all(type(m[0]) is str and not any(0xD800 <= ord(c) <= 0xDFFF for c in m[0]) for m in mutations)
+        assert found is not None or not taken  # everything of its own forms is answered by it
+    assert (entries.change_record(row_key, mutations) if not isinstance(expected, str) else expected) == expected
