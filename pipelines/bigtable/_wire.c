@@ -235,8 +235,13 @@ static size_t delete_size(const Delete *delete) {
     return message_field(delete->column);
 }
 
+/* A tuple of `size` items that iterates and measures itself as a tuple: the Python function tells deletes from cells
+ * by len() and unpacks by iterating, so a subclass with its own __iter__ or __len__ is left to it. */
 static int is_tuple_of(PyObject *item, Py_ssize_t size) {
-    return PyTuple_Check(item) && Py_TYPE(item)->tp_iter == PyTuple_Type.tp_iter && PyTuple_GET_SIZE(item) == size;
+    PyTypeObject *type = Py_TYPE(item);
+    return PyTuple_Check(item) && type->tp_iter == PyTuple_Type.tp_iter
+           && type->tp_as_sequence->sq_length == PyTuple_Type.tp_as_sequence->sq_length
+           && PyTuple_GET_SIZE(item) == size;
 }
 
 /* change_record(row_key, mutations) -> (size, wire, None) | None: entries.change_record's bytes for a change's entry
