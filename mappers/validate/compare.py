@@ -22,7 +22,7 @@ The records (differences, candidates) are in `mappers/validate/records.py`, the 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -49,6 +49,7 @@ def _python_same_cells(found: list[Cell], expected: tuple[Cell, ...]) -> bool:
     return set(found) == set(expected)  # cells are (family, qualifier, ts, value)
 
 
+_compiled_same_cells: Callable[[list[Cell], tuple[Cell, ...]], bool | None] | None
 try:
     from ._cells import same_cells as _compiled_same_cells
 except ImportError:  # not built (no C compiler where the package was installed): the sets, same answer
