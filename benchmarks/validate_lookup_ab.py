@@ -1,6 +1,7 @@
-"""validate's lookup and plain comparison alone, the compiled reader of ReadRows answers (``_rows.c``) against protobuf's
-parse and the Python merge, alternating passes in one process: ``python -m benchmarks.validate_lookup_ab [--items N]
-[--passes P] [--json PATH]``.
+"""validate's lookup and plain comparison alone, alternating passes in one process: the compiled reader of ReadRows
+answers (``_rows.c``) and comparison of cells (``_cells.c``) both ("compiled"), the reader alone ("rows"), and
+neither (protobuf's parse, the Python merge and two sets: "python"). ``python -m benchmarks.validate_lookup_ab
+[--items N] [--passes P] [--json PATH]``.
 
 The benchmark's items (benchmarks/dataset.py) are mapped with benchmarks/spec.yaml and written once into the
 emulator; each pass looks their rows up as validate's compare step does (``RowLookup.rows`` over a scan page's
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> dict:
     from ddb2bt.mappers.compiler import compile_spec
     from ddb2bt.mappers.results import MappedRow
     from ddb2bt.mappers.spec import MappingSpec
+    from ddb2bt.mappers.validate import compare
     from ddb2bt.mappers.validate.compare import Comparer
     from ddb2bt.pipelines.bigtable import chunks
     from ddb2bt.pipelines.bigtable.read import RowLookup
@@ -50,9 +52,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     from . import dataset
 
-    compiled_rows = chunks._compiled_rows  # noqa: SLF001
-    if compiled_rows is None:
-        raise SystemExit("pipelines/bigtable/_rows.c is not built: pip install -e . again")
+    compiled_rows, compiled_cells = chunks._compiled_rows, compare._compiled_same_cells  # noqa: SLF001
+    if compiled_rows is None or compiled_cells is None:
+        raise SystemExit("pipelines/bigtable/_rows.c or mappers/validate/_cells.c is not built: pip install -e . again")
     raw = yaml.safe_load((ROOT / "benchmarks" / "spec.yaml").read_text())
     raw.pop("$schema", None)
     spec = MappingSpec.model_validate(raw)
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> dict:
     for row, item in members:
         groups.setdefault(row.row_key, []).append((row, item))
     pages = [list(groups)[start:start + PAGE] for start in range(0, len(groups), PAGE)]
-    ways = {"compiled": compiled_rows, "python": None}
+    ways = {"compiled": (compiled_rows, compiled_cells), "rows": (compiled_rows, None), "python": (None, None)}
     figures: dict[str, list[dict]] = {name: [] for name in ways}
     with local_servers.bigtable_emulator() as emulator, \
             local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
@@ -81,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
             for number in range(args.passes + 1):  # a first pass of each to warm up, not kept
                 order = list(ways) if number % 2 == 0 else list(reversed(ways))
                 for name in order:
-                    chunks._compiled_rows = ways[name]  # noqa: SLF001
+                    chunks._compiled_rows, compare._compiled_same_cells = ways[name]  # noqa: SLF001
                     load = Path("/proc/loadavg").read_text().split()[0]
                     server, wall, cpu = cpu_seconds(emulator.pid), time.perf_counter(), time.process_time()
                     matched = 0
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
                         figures[name].append({"cpu_us": 1e6 * cpu / len(groups), "wall_us": 1e6 * wall / len(groups),
                                               "emulator_us": 1e6 * (cpu_seconds(emulator.pid) - server) / len(groups),
                                               "load": load})
-            chunks._compiled_rows = compiled_rows  # noqa: SLF001
+            chunks._compiled_rows, compare._compiled_same_cells = compiled_rows, compiled_cells  # noqa: SLF001
     median = {name: {key: statistics.median(entry[key] for entry in entries)
                      for key in ("cpu_us", "wall_us", "emulator_us")} for name, entries in figures.items()}
     record = {"rows": len(groups), "passes": figures, "median": median, "cpus": os.cpu_count(), **tree_state()}
