@@ -18,7 +18,8 @@
 
 /* 1 where the item is of a type compared here. */
 static int plain_item(PyObject *item) {
-    return PyUnicode_CheckExact(item) || PyBytes_CheckExact(item) || PyLong_CheckExact(item);
+    return (PyUnicode_CheckExact(item) && PyUnicode_IS_READY(item)) || PyBytes_CheckExact(item)
+           || PyLong_CheckExact(item);
 }
 
 static int plain_cell(PyObject *cell) {
