@@ -49,7 +49,7 @@ def tree_of(commit: str, into: Path) -> Path:
 
 
 def built_modules(tree: Path) -> list[Path]:
-    """This tree's built C extensions (pyproject.toml's ext-modules: mappers/_json, pipelines/bigtable/_wire) copied
+    """This tree's built C extensions (pyproject.toml's ext-modules: every ``*.c`` under mappers/ and pipelines/) copied
     into an archived ``tree`` wherever its C source is the same, and the archived tree's own source compiled where it
     is not (:func:`compile_module`): ``git archive`` takes no build, and without them the archived tree would run the
     Python functions, so a comparison would measure the extensions, not the change. The modules made."""

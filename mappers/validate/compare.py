@@ -22,7 +22,7 @@ The records (differences, candidates) are in `mappers/validate/records.py`, the 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -43,6 +43,29 @@ __all__ = ["CELL_KINDS", "KINDS", "Candidate", "CellKey", "Comparer", "Differenc
 Item = dict
 Member = tuple[MappedRow, Item]
 """One item of a row group and the row it maps to."""
+
+
+def _python_same_cells(found: list[Cell], expected: tuple[Cell, ...]) -> bool:
+    return set(found) == set(expected)  # cells are (family, qualifier, ts, value)
+
+
+_compiled_same_cells: Callable[[list[Cell], tuple[Cell, ...]], bool | None] | None
+try:
+    from ._cells import same_cells as _compiled_same_cells
+except ImportError:  # not built (no C compiler where the package was installed): the sets, same answer
+    _compiled_same_cells = None
+
+
+def same_cells(found: list[Cell], expected: tuple[Cell, ...]) -> bool:
+    """Whether ``found`` and ``expected`` hold the same cells (as sets). The compiled module ``_cells.c`` compares
+    them item by item where the cells are plain (str, bytes and ints: every row read back and every mapped row),
+    which builds and hashes no set: the two sets were a third of the compare step (docs/PERFORMANCE.md,
+    "Validate round 10"); anything else, and every install without a C compiler, compares the sets."""
+    if _compiled_same_cells is not None:
+        same = _compiled_same_cells(found, expected)
+        if same is not None:
+            return same
+    return _python_same_cells(found, expected)
 
 
 class GroupResult(NamedTuple):
@@ -307,7 +330,7 @@ class Comparer:
         if actual is None or len(members) != 1:
             return -1
         cells = members[0][0].cells
-        if len(actual) != len(cells) or set(actual) != set(cells):
+        if len(actual) != len(cells) or not same_cells(actual, cells):
             return -1
         if self.decoders is not None and (self._matching + 1) % self.decode_every == 0:
             return -1  # this one is read back: `compare` counts it and does so
@@ -319,7 +342,7 @@ class Comparer:
         """The common case fast: one item, and its row holds exactly its cells (else None: the general path)."""
         row, item = member
         found = actual if isinstance(actual, list) else list(actual)
-        if len(found) != len(row.cells) or set(found) != set(row.cells):  # cells are (family, qualifier, ts, value)
+        if len(found) != len(row.cells) or not same_cells(found, row.cells):
             return None
         decoded = not_decoded = 0
         differences: list[Difference] = []

@@ -19,7 +19,7 @@ from apache_beam.metrics import Metrics
 from ...mappers.results import Cell
 from ..run.metrics import NAMESPACE
 from .calls import ChannelCall, routing_metadata
-from .chunks import complete_rows, merge_response_chunks
+from .chunks import complete_rows, response_rows
 
 if TYPE_CHECKING:
     from ...mappers.spec import TargetSpec
@@ -89,7 +89,10 @@ class RowLookup:
             try:
                 answers.extend(read_rows(request, metadata=routing,
                                          timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001))))
-                found.update(merge_response_chunks([parse(b"".join(answers))]))
+                rows = response_rows(b"".join(answers))
+                if not found:
+                    return rows
+                found.update(rows)
                 return found
             except retryable:
                 if time.monotonic() + pause > deadline:

@@ -1,0 +1,3 @@
+from collections.abc import Sequence
+
+def same_cells(found: Sequence[tuple], expected: Sequence[tuple], /) -> bool | None: ...
