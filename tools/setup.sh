@@ -38,9 +38,9 @@ apt_install() {
 
 # 1. Python venv with the project (editable) and its test and bench extras.
 [ -x "$VPY" ] || quiet "creating .venv" python3 -m venv .venv
-if ! stamp_fresh .venv/.ddb2bt-stamp pyproject.toml pipelines/bigtable/_wire.c mappers/_json.c; then
+if ! stamp_fresh .venv/.ddb2bt-stamp pyproject.toml pipelines/bigtable/_wire.c mappers/_json.c pipelines/dynamodb/_wire_json.c; then
   quiet "pip install" "$VPY" -m pip install --disable-pip-version-check -e ".[test,bench,lint]"
-  digest pyproject.toml pipelines/bigtable/_wire.c mappers/_json.c >.venv/.ddb2bt-stamp
+  digest pyproject.toml pipelines/bigtable/_wire.c mappers/_json.c pipelines/dynamodb/_wire_json.c >.venv/.ddb2bt-stamp
 fi
 "$VPY" pipelines/local/servers.py which moto >/dev/null
 

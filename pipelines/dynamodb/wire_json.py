@@ -15,6 +15,12 @@ from typing import Any, Callable
 
 import orjson
 
+_compiled_may_hold_big_int: Callable[[object], bool | None] | None
+try:  # the same look, compiled (pyproject.toml's optional ext-modules); without a C compiler the Python function serves
+    from ._wire_json import may_hold_big_int as _compiled_may_hold_big_int
+except ImportError:  # pragma: no cover - only where nothing could be compiled
+    _compiled_may_hold_big_int = None
+
 _DIGIT_RUN = b"0" * 19
 """A run of this many digits may be a bare integer beyond 64 bits (-2**63 - 1 has 19 digits, 2**64 has 20)."""
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
@@ -53,7 +59,21 @@ def _loads_no_big_int(data: bytes) -> Any:
 
 
 def _may_hold_big_int(data: bytes) -> bool:
-    """Whether ``data`` has a run of 19 or more digits that could be a bare JSON integer (not inside a string)."""
+    """Whether ``data`` has a run of 19 or more digits that could be a bare JSON integer (not inside a string).
+
+    Every Scan page and every block of export lines is looked at once, so this is on every item's path: the compiled
+    look (``_wire_json.c``) reads the bytes once without the copy :func:`_python_may_hold_big_int` makes, and gives
+    its answer for every bytes object (tests/pipelines/test_wire_json.py); None, for anything else, leaves it to it.
+    """
+    if _compiled_may_hold_big_int is not None:
+        found = _compiled_may_hold_big_int(data)
+        if found is not None:
+            return found
+    return _python_may_hold_big_int(data)
+
+
+def _python_may_hold_big_int(data: bytes) -> bool:
+    """:func:`_may_hold_big_int` in Python: the digits turned into zeros (a copy), runs of 19 zeros searched."""
     digits = data.translate(_DIGITS_AS_ZERO)
     at = digits.find(_DIGIT_RUN)
     while at >= 0:

@@ -107,3 +107,69 @@ def test_a_block_with_a_bare_big_integer_on_any_line_checks_every_line():
     assert wire_json.loader_for(b'{"a": "x"}\n12345678901234567890') is wire_json.loads
     assert wire_json.loader_for(b'{"a": "x"}\n{"b": -12345678901234567890}') is wire_json.loads
     assert wire_json.loader_for(b'{"N": "12345678901234567890"}\n{"a": 1}') is not wire_json.loads
+
+
+# The look for a bare big integer, compiled (_wire_json.c), against the Python function it stands in for.
+
+compiled_look = wire_json._compiled_may_hold_big_int
+needs_module = pytest.mark.skipif(compiled_look is None, reason="pipelines/dynamodb/_wire_json.c not built")
+
+
+def model_may_hold_big_int(data: bytes) -> bool:
+    """Written apart from both: some maximal run of 19+ ASCII digits starts the data or follows, after at most one
+    '-', the start or one of ``:,[`` and JSON's whitespace."""
+    runs = [(start, end) for start, end in _digit_runs(data) if end - start >= 19]
+    for start, _end in runs:
+        before = data[:start]
+        if before.endswith(b"-"):
+            before = before[:-1]
+        if not before or before[-1:] in (b":", b",", b"[", b" ", b"\t", b"\r", b"\n"):
+            return True
+    return False
+
+
+def _digit_runs(data: bytes):
+    start = None
+    for at, byte in enumerate(data + b"x"):
+        if 0x30 <= byte <= 0x39:
+            start = at if start is None else start
+        elif start is not None:
+            yield start, at
+            start = None
+
+
+def test_the_compiled_look_is_built_wherever_a_c_compiler_is():
+    from tests.compiled import require_built
+
+    require_built(compiled_look, "pipelines/dynamodb/_wire_json.c")
+
+
+digit_texts = st.lists(st.sampled_from([b"1", b"0", b"9", b"5" * 18, b"7" * 19, b"3" * 25, b"-", b"--", b":", b",",
+                                        b"[", b" ", b"\t", b"\r", b"\n", b'"', b"a", b".", b"e", b"{", b"}", b"\x00",
+                                        b"\xff", b"\xd9\xa3"]), max_size=40).map(b"".join)
+
+
+@needs_module
+@settings(max_examples=1500, deadline=None)
+@given(digit_texts | st.binary(max_size=80) | st.from_regex(rb"\A[0-9\-:,\[ \t\r\n\"a]{0,120}\Z"))
+def test_the_compiled_look_answers_as_the_python_look_for_any_bytes(data):
+    expected = wire_json._python_may_hold_big_int(data)
+    assert compiled_look(data) is expected
+    assert model_may_hold_big_int(data) is expected  # and both as the model says
+
+
+@needs_module
+@pytest.mark.parametrize("data", [
+    b"", b"1" * 18, b"1" * 19, b"-" + b"1" * 19, b"--" + b"1" * 19, b"a" + b"1" * 19, b"a-" + b"1" * 19,
+    b"x" * 18 + b"1" * 19, b"x" * 17 + b"1" * 19, b"1" * 18 + b"x" + b"1" * 19, b"1" * 18 + b":" + b"1" * 19,
+    b'"' + b"1" * 40 + b" " + b"2" * 19, b'"' + b"1" * 40 + b" " + b"2" * 18, b"\xd9\xa3" * 19, b"[" + b"1" * 19 + b"]",
+])
+def test_the_compiled_look_at_the_edges(data):
+    assert compiled_look(data) is wire_json._python_may_hold_big_int(data) is model_may_hold_big_int(data)
+
+
+@needs_module
+def test_the_compiled_look_leaves_what_is_not_bytes_to_python():
+    assert compiled_look(bytearray(b"12345678901234567890")) is None
+    assert compiled_look("12345678901234567890") is None
+    assert wire_json._may_hold_big_int(bytearray(b"12345678901234567890")) is True  # the Python function answered
