@@ -1,8 +1,8 @@
-/* Two pieces of wire_json compiled (docs/PERFORMANCE.md, "Scan and export round 10").
+/* Two pieces of wire_json compiled (docs/PERFORMANCE.md, "Scan and export round 10"): may_hold_big_int, the twin of
+ * wire_json._python_may_hold_big_int, and untrack, behind wire_json.untracked (below).
  *
  * may_hold_big_int(data) -> bool | None
  *
- * The "may hold a bare integer beyond 64 bits" look, the twin of wire_json._python_may_hold_big_int. *
  * Whether the bytes `data` have a run of 19 or more ASCII digits whose first digit follows (after at most one '-') the
  * start of the data or one of ':' ',' '[' ' ' '\t' '\r' '\n': a run that could be a bare JSON integer beyond 64 bits,
  * which orjson would turn into a float. The answer of the Python function for every bytes object

@@ -52,6 +52,7 @@ def test_the_sdist_holds_every_package_and_the_flex_files(sdist):
         assert f"{folder}/__init__.py" in names, folder
     assert {"templates/flex/main.py", "templates/flex/metadata.json", "templates/seeds/videos.jsonl"} <= names
     assert "pipelines/bigtable/_wire.c" in names  # compiled where the package is installed
+    assert {"mappers/_json.c", "pipelines/dynamodb/_wire_json.c"} <= names
     assert not [name for name in names if name.endswith(".so")]  # never this machine's build
 
 
