@@ -1,8 +1,9 @@
 """The garbage collector's share of a migration, variants side by side: ``python -m benchmarks.gc_ab``.
 
-``python -m benchmarks.gc_ab [--items N] [--rounds R] [--variants a,b,...] [--json PATH]``
+``python -m benchmarks.gc_ab [--items N] [--rounds R] [--variants a,b,...] [--source export|scan] [--json PATH]``
 
-Each run migrates the benchmark's export (``load.cached_export``) into the emulator with ``benchmarks.child`` in a
+Each run migrates the benchmark's export (``load.cached_export``), or with ``--source scan`` the same items scanned
+live from dynalite (4 segments), into the emulator with ``benchmarks.child`` in a
 fresh process, in_memory; the variants alternate within each round. A prelude run before the child installs a
 ``gc.callbacks`` hook that, from the map step's setup on (``relax_young_gc``, which the prelude wraps), adds up the
 collector's CPU time, its collections and the objects it found unreachable per generation; it also sets the
@@ -22,6 +23,7 @@ CPU per item, which is reported beside it (``measure.own_cpu_split``) with the p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -75,21 +77,27 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variants", default="cycle,middle10,current",
                         help="comma-separated: current, middle10, cycle, tree:<commit>")
+    parser.add_argument("--source", choices=("export", "scan"), default="export")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
     from ddb2bt.pipelines.local import servers as local_servers
 
-    from . import load
+    from . import dataset, load
     from .measure import own_cpu_split
 
     from .io_paths import tree_of
 
     variants = args.variants.split(",")
-    export_dir, _ = load.cached_export(args.items, 4)
+    export_dir = load.cached_export(args.items, 4)[0] if args.source == "export" else None
     runs: list[dict] = []
     with local_servers.bigtable_emulator() as emulator, local_servers.patched_environ(local_servers.FAKE_AWS_ENV), \
-            tempfile.TemporaryDirectory(prefix="ddb2bt-gc-trees-") as trees:
+            tempfile.TemporaryDirectory(prefix="ddb2bt-gc-trees-") as trees, contextlib.ExitStack() as stack:
+        source: dict = {"export_dir": export_dir}
+        if export_dir is None:
+            dynamo = stack.enter_context(local_servers.dynalite())
+            load.load_table(dynamo.endpoint, "bench", dataset.generate(args.items))
+            source = {"endpoint": dynamo.endpoint, "table": "bench", "segments": 4}
         env = {**os.environ, **local_servers.FAKE_AWS_ENV, **local_servers.emulator_env(emulator.endpoint)}
         paths = {variant: str(tree_of(variant[5:], Path(trees) / variant[5:])) for variant in variants
                  if variant.startswith("tree:")}
@@ -97,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
             for variant in variants if round_ % 2 == 0 else list(reversed(variants)):
                 with tempfile.TemporaryDirectory(prefix="ddb2bt-gc-") as tmp:
                     job = {"kind": "ddb2bt", "project": "gc", "instance": "gc", "target": f"t{round_}-{len(runs)}",
-                           "run_dir": tmp + "/run", "mode": "in_memory", "workers": 1, "export_dir": export_dir}
+                           "run_dir": tmp + "/run", "mode": "in_memory", "workers": 1, **source}
                     code = PRELUDE + ("import runpy\nsys.argv = ['child', " + repr(json.dumps(job)) + "]\n"
                                       "runpy.run_module('benchmarks.child', run_name='__main__')\n")
                     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
@@ -128,7 +136,7 @@ def main(argv: list[str] | None = None) -> dict:
             "steady_us_per_item": [round(run["steady_us_per_item"], 1) for run in mine],
             "peak_rss_mib": [round(run["maxrss_mib"]) for run in mine]}
         print(variant, json.dumps(summary[variant]))
-    record = {"items": args.items, "rounds": args.rounds, "summary": summary, "runs": runs}
+    record = {"items": args.items, "rounds": args.rounds, "source": args.source, "summary": summary, "runs": runs}
     if args.json:
         args.json.write_text(json.dumps(record, indent=1) + "\n")
     return record

@@ -232,7 +232,7 @@ def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
 
 def _sized_file_items(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(bytes of its line, item)`` for each item of a data file; a file that cannot be read is an ExportError."""
-    return sized_records(path, lambda record: record["Item"], "an export item")
+    return sized_records(path, lambda record: wire_json.untracked(record["Item"]), "an export item")
 
 
 def sized_records(path: str, parse: Callable[..., T], what: str, *, with_line: bool = False) -> Iterator[tuple[int, T]]:

@@ -11,9 +11,18 @@ orjson refuses (``NaN``, lone surrogates, a byte-order mark, other encodings, ba
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import orjson
+
+T = TypeVar("T")
+
+_compiled_may_hold_big_int: Callable[[object], bool | None] | None
+_compiled_untrack: Callable[[object], None] | None
+try:  # compiled (pyproject.toml's optional ext-modules); without a C compiler the Python functions serve
+    from ._wire_json import may_hold_big_int as _compiled_may_hold_big_int, untrack as _compiled_untrack
+except ImportError:  # pragma: no cover - only where nothing could be compiled
+    _compiled_may_hold_big_int = _compiled_untrack = None
 
 _DIGIT_RUN = b"0" * 19
 """A run of this many digits may be a bare integer beyond 64 bits (-2**63 - 1 has 19 digits, 2**64 has 20)."""
@@ -32,6 +41,23 @@ def loads(data: bytes) -> Any:
         except orjson.JSONDecodeError:
             pass
     return json.loads(data)
+
+
+def untracked(value: T) -> T:
+    """``value`` itself, unchanged, its dicts and lists (a parsed item's) taken off the garbage collector's lists.
+
+    An item waits for its batch to be written, and every young collection meanwhile walks each of its containers to
+    find nothing (a parsed tree holds no cycle): from an export, untracking each line's item as it is parsed halves
+    the collector's time (docs/PERFORMANCE.md, "Scan and export round 10"; not so a Scan page's: its one parse call
+    makes ~60,000 objects, so the collection that walks them runs inside it, before they could be untracked).
+    Untracked, they are still freed by reference counting, and what they hold stays alive while they do (the
+    collector can only find less garbage). Only a cycle through an untracked list would never be collected; nothing
+    puts an item into itself (a dict is tracked again once a container is put into it). Without the compiled module
+    the value stays as it is: the same value, tracked.
+    """
+    if _compiled_untrack is not None:
+        _compiled_untrack(value)
+    return value
 
 
 def loader_for(block: bytes) -> Callable[[bytes], Any]:
@@ -53,7 +79,21 @@ def _loads_no_big_int(data: bytes) -> Any:
 
 
 def _may_hold_big_int(data: bytes) -> bool:
-    """Whether ``data`` has a run of 19 or more digits that could be a bare JSON integer (not inside a string)."""
+    """Whether ``data`` has a run of 19 or more digits that could be a bare JSON integer (not inside a string).
+
+    Every Scan page and every block of export lines is looked at once, so this is on every item's path: the compiled
+    look (``_wire_json.c``) reads the bytes once without the copy :func:`_python_may_hold_big_int` makes, and gives
+    its answer for every bytes object (tests/pipelines/test_wire_json.py); None, for anything else, leaves it to it.
+    """
+    if _compiled_may_hold_big_int is not None:
+        found = _compiled_may_hold_big_int(data)
+        if found is not None:
+            return found
+    return _python_may_hold_big_int(data)
+
+
+def _python_may_hold_big_int(data: bytes) -> bool:
+    """:func:`_may_hold_big_int` in Python: the digits turned into zeros (a copy), runs of 19 zeros searched."""
     digits = data.translate(_DIGITS_AS_ZERO)
     at = digits.find(_DIGIT_RUN)
     while at >= 0:

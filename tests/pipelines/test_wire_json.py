@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import gc
 import json
+import weakref
 
 import boto3
 import pytest
@@ -107,3 +110,162 @@ def test_a_block_with_a_bare_big_integer_on_any_line_checks_every_line():
     assert wire_json.loader_for(b'{"a": "x"}\n12345678901234567890') is wire_json.loads
     assert wire_json.loader_for(b'{"a": "x"}\n{"b": -12345678901234567890}') is wire_json.loads
     assert wire_json.loader_for(b'{"N": "12345678901234567890"}\n{"a": 1}') is not wire_json.loads
+
+
+# The look for a bare big integer, compiled (_wire_json.c), against the Python function it stands in for.
+
+compiled_look = wire_json._compiled_may_hold_big_int
+needs_module = pytest.mark.skipif(compiled_look is None, reason="pipelines/dynamodb/_wire_json.c not built")
+
+
+def model_may_hold_big_int(data: bytes) -> bool:
+    """Written apart from both: some maximal run of 19+ ASCII digits starts the data or follows, after at most one
+    '-', the start or one of ``:,[`` and JSON's whitespace."""
+    runs = [(start, end) for start, end in _digit_runs(data) if end - start >= 19]
+    for start, _end in runs:
+        before = data[:start]
+        if before.endswith(b"-"):
+            before = before[:-1]
+        if not before or before[-1:] in (b":", b",", b"[", b" ", b"\t", b"\r", b"\n"):
+            return True
+    return False
+
+
+def _digit_runs(data: bytes):
+    start = None
+    for at, byte in enumerate(data + b"x"):
+        if 0x30 <= byte <= 0x39:
+            start = at if start is None else start
+        elif start is not None:
+            yield start, at
+            start = None
+
+
+def test_the_compiled_look_is_built_wherever_a_c_compiler_is():
+    from tests.compiled import require_built
+
+    require_built(compiled_look, "pipelines/dynamodb/_wire_json.c")
+
+
+digit_texts = st.lists(st.sampled_from([b"1", b"0", b"9", b"5" * 18, b"7" * 19, b"3" * 25, b"-", b"--", b":", b",",
+                                        b"[", b" ", b"\t", b"\r", b"\n", b'"', b"a", b".", b"e", b"{", b"}", b"\x00",
+                                        b"\xff", b"\xd9\xa3"]), max_size=40).map(b"".join)
+
+
+@needs_module
+@settings(max_examples=1500, deadline=None)
+@given(digit_texts | st.binary(max_size=80) | st.from_regex(rb"\A[0-9\-:,\[ \t\r\n\"a]{0,120}\Z"))
+def test_the_compiled_look_answers_as_the_python_look_for_any_bytes(data):
+    expected = wire_json._python_may_hold_big_int(data)
+    assert compiled_look(data) is expected
+    assert model_may_hold_big_int(data) is expected  # and both as the model says
+
+
+@needs_module
+@pytest.mark.parametrize("data", [
+    b"", b"1" * 18, b"1" * 19, b"-" + b"1" * 19, b"--" + b"1" * 19, b"a" + b"1" * 19, b"a-" + b"1" * 19,
+    b"x" * 18 + b"1" * 19, b"x" * 17 + b"1" * 19, b"1" * 18 + b"x" + b"1" * 19, b"1" * 18 + b":" + b"1" * 19,
+    b'"' + b"1" * 40 + b" " + b"2" * 19, b'"' + b"1" * 40 + b" " + b"2" * 18, b"\xd9\xa3" * 19, b"[" + b"1" * 19 + b"]",
+])
+def test_the_compiled_look_at_the_edges(data):
+    assert compiled_look(data) is wire_json._python_may_hold_big_int(data) is model_may_hold_big_int(data)
+
+
+@needs_module
+def test_the_compiled_look_leaves_what_is_not_bytes_to_python():
+    assert compiled_look(bytearray(b"12345678901234567890")) is None
+    assert compiled_look("12345678901234567890") is None
+    assert wire_json._may_hold_big_int(bytearray(b"12345678901234567890")) is True  # the Python function answered
+
+
+# Parsed items taken off the collector's lists (wire_json.untracked): the same value, every object still alive.
+
+needs_untrack = pytest.mark.skipif(wire_json._compiled_untrack is None, reason="pipelines/dynamodb/_wire_json.c not built")
+
+
+def containers(value):
+    """Every dict and list in ``value`` (itself included)."""
+    found = [value] if isinstance(value, (dict, list)) else []
+    for inner in (value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()):
+        found += containers(inner)
+    return found
+
+
+@needs_untrack
+@settings(max_examples=300, deadline=None)
+@given(documents)
+def test_an_untracked_value_is_the_same_value_with_no_container_tracked(document):
+    data = json.dumps(document).encode("utf-8", "surrogatepass")
+    try:
+        value = wire_json.loads(data)
+    except ValueError:
+        return
+    before = copy.deepcopy(value)
+    assert wire_json.untracked(value) is value
+    assert repr(value) == repr(before)  # the same value, types and key order
+    assert not [c for c in containers(value) if gc.is_tracked(c)]
+    gc.collect()
+    assert repr(value) == repr(before)  # a collection frees nothing it holds
+
+
+@needs_untrack
+def test_what_an_untracked_item_holds_stays_alive_through_collections():
+    class Held:  # a tracked object held only by the untracked tree, in a cycle of its own
+        pass
+
+    held = Held()
+    held.me = held
+    alive = weakref.ref(held)
+    item = {"l": {"L": [{"M": {"x": {"S": "a"}}}, held]}}
+    wire_json.untracked(item)
+    del held
+    gc.collect()
+    assert alive() is not None and item["l"]["L"][1] is alive()
+    del item  # reference counting frees the tree; the collector then finds the object's own cycle
+    gc.collect()
+    assert alive() is None
+
+
+@needs_untrack
+def test_a_dict_is_tracked_again_once_a_container_is_put_into_it():
+    item = wire_json.untracked({"a": {"L": [{"S": "x"}]}})
+    assert not gc.is_tracked(item)
+    item["b"] = [1]
+    assert gc.is_tracked(item)  # CPython's own rule: a cycle through it could still be collected
+
+
+@needs_untrack
+def test_deep_nesting_and_other_types_are_left_as_they_are():
+    deep: list = []
+    for _ in range(1000):
+        deep = [deep]
+    wire_json.untracked(deep)  # past UNTRACK_DEPTH the inner lists stay tracked; no recursion to the end
+    inner = deep
+    for _ in range(300):
+        inner = inner[0]
+    assert gc.is_tracked(inner) and not gc.is_tracked(deep)
+
+    class Sub(dict):
+        pass
+
+    odd = {"a": Sub(b=[1]), "t": ([2],)}
+    wire_json.untracked(odd)
+    assert gc.is_tracked(odd["a"]) and gc.is_tracked(odd["t"][0])  # only exact dicts and lists are walked
+
+
+def test_without_the_module_untracked_is_the_value_as_it_is(monkeypatch):
+    monkeypatch.setattr(wire_json, "_compiled_untrack", None)
+    item = {"a": {"L": [{"S": "x"}]}}
+    assert wire_json.untracked(item) is item and gc.is_tracked(item)
+
+
+@needs_untrack
+def test_the_export_reader_gives_untracked_items(tmp_path):
+    from ddb2bt.pipelines.dynamodb import export
+    from ddb2bt.pipelines.dynamodb.export_writer import write_export
+
+    items = make_items(30, padding=10)
+    folder = write_export(tmp_path, items, files=1)
+    read = [item for data_file in export.read_manifest(folder).files for item in export.iter_file_items(data_file.path)]
+    assert sorted(read, key=item_key) == sorted(map(to_export_json, items), key=item_key)
+    assert not [c for item in read for c in containers(item) if gc.is_tracked(c)]
