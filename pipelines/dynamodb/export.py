@@ -170,8 +170,13 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
     summary = read_summary(export_dir)
     output_format = summary.get("outputFormat", "DYNAMODB_JSON")
     check_format(output_format, export_dir)
-    if summary.get("exportType", "FULL_EXPORT") != "FULL_EXPORT":
-        raise ExportError(f"{summary['exportType']} is not supported; use a full export")
+    kind = summary.get("exportType", "FULL_EXPORT")
+    if kind == "INCREMENTAL_EXPORT":
+        raise ExportError(f"{export_dir}/{SUMMARY}: exportType INCREMENTAL_EXPORT holds changes, not a table: "
+                          "give source.export.path a full export, and this one to `ddb2bt catch-up` after it")
+    if kind != "FULL_EXPORT":
+        raise ExportError(f"{export_dir}/{SUMMARY}: exportType {kind!r} is not one DynamoDB writes; give "
+                          "source.export.path a full export (exportType FULL_EXPORT)")
     files = manifest_files(export_dir, summary)
     if "itemCount" not in summary:
         raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")

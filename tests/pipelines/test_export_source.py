@@ -147,7 +147,10 @@ def test_an_empty_export_reads_nothing_and_reports_nothing(tmp_path):
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"outputFormat": "CSV"}, "outputFormat 'CSV' is not a DynamoDB export format"), ({"exportType": "INCREMENTAL_EXPORT"}, "full export")],
+    [({"outputFormat": "CSV"}, "outputFormat 'CSV' is not a DynamoDB export format"), ({"exportType": "INCREMENTAL_EXPORT"}, r"manifest-summary.json: exportType INCREMENTAL_EXPORT holds changes, not a "
+                                           r"table: give source.export.path a full export, and this one to `ddb2bt "
+                                           r"catch-up` after it"),
+     ({"exportType": "SNAPSHOT"}, r"manifest-summary.json: exportType 'SNAPSHOT' is not one DynamoDB writes")],
 )
 def test_unsupported_exports_are_refused(tmp_path, change, message):
     export_dir = write_export(tmp_path, make_items(3, padding=1), files=1)
