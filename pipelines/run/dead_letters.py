@@ -155,9 +155,10 @@ def check_dead_letter_destination(path: str, *, resume: bool = False, create: bo
     parts = FileSystems.join(parts_dir(path), "part-*.jsonl")
     if not resume and (_holds_letters(path) or FileSystems.match([parts])[0].metadata_list):
         raise DeadLetterDestinationError(
-            f"dead-letter path {path} already holds dead letters of another run",
+            f"dead-letter path {path} is not empty (another run's dead letters, or a file that is not ours): it "
+            "would be overwritten",
             "choose a new --dead-letter path (or run folder), move the old file and its .parts folder away, "
-            "or pass --resume to continue that run",
+            "or pass --resume to continue the run whose dead letters they are",
         )
     if not create:
         try:

@@ -140,8 +140,14 @@ def test_an_empty_dead_letter_file_made_beforehand_is_accepted_and_made_private(
     check_dead_letter_destination(str(empty))
     held = tmp_path / "held.jsonl"
     held.write_text('{"item": {}}\n')
-    with pytest.raises(DeadLetterDestinationError, match="already holds dead letters of another run"):
+    with pytest.raises(DeadLetterDestinationError, match=r"is not empty \(another run's dead letters, or a file"):
         check_dead_letter_destination(str(held), create=False)
+    spec = tmp_path / "spec.yaml"  # a user's own file given by mistake: not called dead letters
+    spec.write_text("source: {table: t}\n")
+    with pytest.raises(DeadLetterDestinationError, match="a file that is not ours") as refused:
+        check_dead_letter_destination(str(spec), create=False)
+    assert spec.read_text() == "source: {table: t}\n"  # nothing written
+    assert "holds dead letters of another run" not in str(refused.value)
 
 
 def test_the_target_line_names_no_project_nobody_gave(monkeypatch):
