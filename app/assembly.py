@@ -21,7 +21,8 @@ from ..mappers.errors import UsageError
 from ..pipelines.dynamodb.aws import s3_beam_args
 from ..pipelines.dynamodb.export import use_options
 from ..pipelines.run import checkpoint as ckpt
-from ..pipelines.run.options import check_locations, check_pipeline_options, check_worker_setup, is_direct_runner
+from ..pipelines.run.options import (check_locations, check_pipeline_options, check_worker_setup, is_direct_runner,
+                                     runner_key)
 from ..pipelines.source import Source
 from ..pipelines.sources import source_for
 from .options import RunOptions
@@ -66,8 +67,7 @@ def _check_runner_name(name: str) -> None:
     """A runner Beam does not know, refused by its name (an unknown one was told its workers run on other machines
     and need a gs:// run folder). Beam takes a known name with or without `Runner`, any case, or a class's path."""
     known = StandardOptions.KNOWN_RUNNER_NAMES
-    lowered = {runner.lower() for runner in known}
-    if "." in name or name.lower() in lowered or f"{name.lower()}runner" in lowered:
+    if "." in name or runner_key(name) in {runner_key(runner) for runner in known}:
         return
     from ..mappers.spelling import did_you_mean
 

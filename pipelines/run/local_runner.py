@@ -18,6 +18,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
+from .options import runner_key
+
 
 class LocalRunner(SwitchingDirectRunner):
     """Beam's DirectRunner without its Prism attempt: the FnApiRunner in the mode the options say."""
@@ -37,6 +39,6 @@ def new_pipeline(options: PipelineOptions | None = None) -> beam.Pipeline:
     options = options if options is not None else PipelineOptions([])
     name = options.view_as(StandardOptions).runner
     # any spelling Beam takes for them (`--runner direct`, `directrunner`): Beam's own would try Prism first
-    if name is None or str(name).lower().removesuffix("runner") in ("direct", "switchingdirect"):
+    if runner_key(name) in ("direct", "switchingdirect"):
         return beam.Pipeline(runner=LocalRunner(), options=options)
     return beam.Pipeline(options=options)

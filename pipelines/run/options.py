@@ -38,10 +38,25 @@ def segments_at_once(calls: int, total_segments: int) -> int:
     return readers(lanes(list(range(total_segments)), calls))
 
 
+LOCAL_RUNNERS = frozenset({"direct", "switchingdirect", "bundlebaseddirect", "testdirect", "prism", "fnapi", "local"})
+"""The runners (by :func:`runner_key`) whose workers are this machine: Beam's DirectRunners, Prism, the FnApiRunner,
+and ours (``local_runner.LocalRunner``, as an object; Beam knows no such name)."""
+
+
+def runner_key(runner: object) -> str:
+    """A runner as Beam matches its name: any case, with or without `Runner`, a class path by its class
+    (`--runner direct`, `DirectRunner`, `apache_beam.runners.direct.direct_runner.DirectRunner` are one key,
+    ``direct``); a runner object by its class; none is the DirectRunner."""
+    if runner is None or runner == "":
+        name = "DirectRunner"
+    else:
+        name = runner if isinstance(runner, str) else type(runner).__name__
+    return name.rsplit(".", 1)[-1].lower().removesuffix("runner")
+
+
 def is_direct_runner(runner: object) -> bool:
-    """Whether ``runner`` (a name or a runner) runs on this machine: the DirectRunner, or Beam's Prism runner."""
-    name = str(runner or "DirectRunner").lower()  # Beam takes `--runner direct`, `directrunner` too
-    return "direct" in name or "prism" in name
+    """Whether ``runner`` (a name or a runner) runs on this machine (:data:`LOCAL_RUNNERS`)."""
+    return runner_key(runner) in LOCAL_RUNNERS
 
 
 def concurrent_segments(options: PipelineOptions, total_segments: int) -> int:

@@ -93,3 +93,41 @@ def test_every_pipeline_is_built_by_new_pipeline():
         if "beam.Pipeline(" in line or "TestPipeline(" in line
     ]
     assert made_elsewhere == []
+
+
+@pytest.mark.parametrize(("runner", "key", "local"), [
+    (None, "direct", True), ("", "direct", True), ("DirectRunner", "direct", True), ("direct", "direct", True),
+    ("DIRECTRUNNER", "direct", True), ("apache_beam.runners.direct.direct_runner.DirectRunner", "direct", True),
+    ("SwitchingDirectRunner", "switchingdirect", True), ("BundleBasedDirectRunner", "bundlebaseddirect", True),
+    ("PrismRunner", "prism", True), ("prism", "prism", True), ("FnApiRunner", "fnapi", True),
+    ("DataflowRunner", "dataflow", False), ("dataflow", "dataflow", False), ("TestDataflowRunner", "testdataflow", False),
+    ("FlinkRunner", "flink", False), ("PortableRunner", "portable", False),
+])
+def test_one_key_per_runner_however_beam_is_told_it(runner, key, local):
+    """Every spelling Beam takes names one runner for every check: the runner-name check, the shared-folder and
+    worker-image checks (local or not), and the local runner's choice. They were spelled three ways apart, and a
+    local FnApiRunner was asked for a gs:// run folder (its name has no `direct`)."""
+    from ddb2bt.pipelines.run.options import is_direct_runner, runner_key
+
+    assert runner_key(runner) == key
+    assert is_direct_runner(runner) is local
+
+
+def test_a_runner_object_is_known_by_its_class():
+    from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
+    from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
+
+    from ddb2bt.pipelines.run.local_runner import LocalRunner
+    from ddb2bt.pipelines.run.options import is_direct_runner, runner_key
+
+    assert runner_key(SwitchingDirectRunner()) == "switchingdirect" and is_direct_runner(SwitchingDirectRunner())
+    assert runner_key(LocalRunner()) == "local" and is_direct_runner(LocalRunner())
+    assert not is_direct_runner(DataflowRunner())
+
+
+@pytest.mark.parametrize("runner", ["apache_beam.runners.direct.direct_runner.DirectRunner", "DIRECT"])
+def test_the_direct_runner_by_its_path_or_any_case_runs_without_prism(monkeypatch, runner):
+    offered = prism_offers(monkeypatch)
+    with new_pipeline(PipelineOptions([f"--runner={runner}"])) as p:
+        _ = p | beam.Create([1, 2]) | beam.Map(lambda x: x + 1)
+    assert offered == []
