@@ -38,6 +38,7 @@ from ...mappers.analysis.estimates import READ_UNIT_BYTES, read_units
 from ...mappers.limits import SCAN_SEGMENTS_MAX
 
 log = logging.getLogger(__name__)
+_JITTER = random.Random()  # the retries' own: the global generator is the application's (and hypothesis's)
 
 GIB = 1 << 30
 MAX_AUTO_SEGMENTS = 1000
@@ -169,7 +170,7 @@ class RetryPolicy:
     """Attempts inside botocore per Scan call (its retry mode paces them) before a retry here, which is logged."""
 
     def backoff(self, attempt: int) -> float:
-        return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
+        return _JITTER.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
 
 
 class CorruptResponseError(Exception):

@@ -50,6 +50,7 @@ from .client import ClientSettings, keep_field_raw, make_client
 RETRYABLE = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
              "InternalServerError", "ServiceUnavailable", "LimitExceededException"}
 GET_LIMIT = 100
+_JITTER = random.Random()  # the retries' own: the global generator is the application's (and hypothesis's)
 DIRECT_PAUSE_S = 60.0
 """After a direct BatchWriteItem is throttled (or answered 5xx), how long every request goes botocore's whole way (its
 retry mode, the adaptive mode's rate limiter) before the direct way is tried again (:class:`_RawBatchWrite`)."""
@@ -591,7 +592,7 @@ class _Backoff:
             raise WriteStalled(f"DynamoDB answered {why} to {self.call} for {self.window:.0f} s without progress",
                                "raise the table's write capacity (or lower --wcu) and continue with --resume")
         self.attempt += 1
-        time.sleep(random.uniform(0, min(5.0, 0.05 * 2 ** self.attempt)))
+        time.sleep(_JITTER.uniform(0, min(5.0, 0.05 * 2 ** self.attempt)))
 
 
 class DynamoDBSink(Sink):

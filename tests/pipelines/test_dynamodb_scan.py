@@ -561,3 +561,19 @@ def test_the_read_rate_asks_describe_table_alone(moto_client):
     moto_client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
     assert BudgetPlan(None, 0.5, 4000, 3).resolve(moto_client, "t") == 300 * 0.5 / 3
     assert calls == ["DescribeTable"]
+
+
+def test_the_retries_jitter_leaves_the_global_random_generator_alone():
+    """The jitter of a Scan's and a DynamoDB write's retries draws from their own generators: the global one is the
+    application's, and hypothesis warns when another thread moves it while a strategy draws (as it did, now and then,
+    in this suite)."""
+    import random
+
+    from ddb2bt.pipelines.dynamodb import sink
+
+    before = random.getstate()
+    delays = [RetryPolicy().backoff(attempt) for attempt in range(6)]
+    backoff = sink._Backoff(60.0, "BatchWriteItem")
+    backoff.wait("throttled")  # sleeps up to 0.1 s
+    assert random.getstate() == before
+    assert all(0 <= delay <= RetryPolicy().max_delay for delay in delays) and len(set(delays)) > 1
