@@ -12,7 +12,8 @@ and the load average before each run are kept, and the median, minimum and maxim
 which is what each buys (``rollback_write_round5_writer``: the writer as round 5 left it, its request bodies by
 ``json.dumps`` and every call through botocore's whole client; ``rollback_write_round7_writer``: every call after
 the first through botocore's endpoint, as round 7 left it; ``rollback_write_session_send``: signed here but sent by
-botocore's HTTP session rather than the writer's own connections).
+botocore's HTTP session rather than the writer's own connections; ``rollback_write_python_merge``: each group of a
+range's responses parsed by protobuf and merged in Python, as before round 11).
 Both directions map with one lossless spec (benchmarks/rollback_spec.yaml: one row per item, every attribute in a
 ``ddb_json`` rest family), so both move the same items; the whole rollback must compare every item equal. Goal:
 rollback items/s >= 0.8 x migrate's. Also timed in every round: loading the items with plain BatchWriteItem from 4 threads
@@ -47,7 +48,8 @@ GOAL = 0.8
 ABLATIONS = ("rollback_write_one_process", "rollback_write_two_processes", "rollback_write_botocore_requests", "rollback_write_every_sampled_range",
              "rollback_write_stdlib_json", "rollback_write_client_rows", "rollback_write_claims_unremembered",
              "rollback_write_sized_items", "rollback_write_stdlib_body", "rollback_write_client_layer",
-             "rollback_write_round5_writer", "rollback_write_round7_writer", "rollback_write_session_send")
+             "rollback_write_round5_writer", "rollback_write_round7_writer", "rollback_write_session_send",
+             "rollback_write_python_merge")
 """Each run in one process (``processes=1``) but ``rollback_write_two_processes``: a patch made here does not reach
 worker processes, which a forkserver starts from fresh imports; compare them with ``rollback_write_one_process``."""
 
@@ -213,6 +215,11 @@ def _undone(ablation: str | None) -> Iterator[None]:
             yield
     elif ablation == "rollback_write_session_send":  # signed here, but sent by botocore's HTTP session (urllib3)
         with mock.patch("ddb2bt.pipelines.dynamodb.sink._Connections.of", lambda client, url: None):
+            yield
+    elif ablation == "rollback_write_python_merge":  # each group of responses parsed by protobuf, merged in Python
+        from ddb2bt.pipelines.bigtable import chunks
+
+        with mock.patch.object(chunks, "_compiled_range", None):
             yield
     elif ablation == "rollback_write_client_rows":  # the data client's Row merging, copied into our cells
         from ddb2bt.pipelines.bigtable import chunks

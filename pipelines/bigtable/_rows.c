@@ -14,6 +14,14 @@
  * and for what is rare enough not to be worth a second reading here (request_stats, a field repeated where it
  * should not be, groups), it gives None and the Python functions answer, with their errors: the same bytes, the
  * same rows (tests/pipelines/test_bigtable_rows.py, against protobuf's own serialization).
+ *
+ * range_rows(data, cell, family, qualifier) -> (rows, read, family, qualifier) | None
+ *
+ * The same merge for a range read, whose answer comes in groups of responses and whose rows may span two groups
+ * (chunks.range_rows): it starts between rows with the family and qualifier the merge carries over from the group
+ * before, gives the committed rows in order as a list of (row key, cells), and, where the data ends inside a row,
+ * no refusal: `read` is how many bytes it read up to the last point between rows (between two fields of a response
+ * or two responses), and family and qualifier those there; the caller reads the rest again with the next group.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -238,6 +246,11 @@ typedef struct {
     struct { Ptr data; Py_ssize_t size; PyObject *text; } families[FAMILIES];
     int family_count;
     struct { Ptr data; Py_ssize_t size; PyObject *bytes; } qualifiers[QUALIFIERS];
+    /* range_rows: the committed rows in order, as (row key, cells), and the last point between rows */
+    PyObject *row_list;
+    Py_ssize_t safe;         /* bytes read up to it */
+    PyObject *safe_family;   /* the family and qualifier there: the merge carries them into the next row */
+    PyObject *safe_qualifier;
 } Merge;
 
 static PyObject *family_of(Merge *m, Ptr data, Py_ssize_t size) {
@@ -397,15 +410,27 @@ static int merge_chunk(Merge *m, const Chunk *chunk) {
     if (value == NULL || add_cell(m, value) < 0)
         return FAILED;
     if (chunk->commit_row) {
-        if (PyDict_SetItem(m->rows, m->row_key, m->cells) < 0)
+        if (m->row_list != NULL) {
+            PyObject *row = PyTuple_Pack(2, m->row_key, m->cells);
+            if (row == NULL)
+                return FAILED;
+            int added = PyList_Append(m->row_list, row);
+            Py_DECREF(row);
+            if (added < 0)
+                return FAILED;
+        } else if (PyDict_SetItem(m->rows, m->row_key, m->cells) < 0) {
             return FAILED;
+        }
         return new_row(m);
     }
     return OK;
 }
 
-/* The response's fields: its chunks merged in order, last_scanned_row_key and unknown fields passed over. */
+/* The response's fields: its chunks merged in order, last_scanned_row_key and unknown fields passed over. For
+ * range_rows (m->row_list set), each point between two fields where no row is open is noted (m->safe and the family
+ * and qualifier there), and the end inside a row is no refusal: what follows the last such point is read again. */
 static int merge_response(Merge *m, Ptr at, Ptr end) {
+    Ptr start = at;
     while (at < end) {
         uint32_t number;
         unsigned wire;
@@ -429,47 +454,68 @@ static int merge_response(Merge *m, Ptr at, Ptr end) {
         } else if (!skip_field(&at, end, wire)) {
             return ODD;
         }
+        if (m->row_list != NULL && !PyList_GET_SIZE(m->cells) && m->part_count < 0) {
+            m->safe = at - start;
+            Py_SETREF(m->safe_family, Py_NewRef(m->family));
+            Py_SETREF(m->safe_qualifier, Py_NewRef(m->qualifier));
+        }
     }
-    if (PyList_GET_SIZE(m->cells) || m->part_count >= 0)
+    if (m->row_list == NULL && (PyList_GET_SIZE(m->cells) || m->part_count >= 0))
         return ODD; /* the chunks end inside a row: the merge raises */
     return OK;
 }
 
-static PyObject *response_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "response_rows(data, cell)");
-        return NULL;
-    }
-    PyObject *data = args[0], *cell_type = args[1];
+static int plain_cell_type(PyObject *cell_type, const char *name) {
     if (!PyType_Check(cell_type) || !PyType_IsSubtype((PyTypeObject *)cell_type, &PyTuple_Type)
             || ((PyTypeObject *)cell_type)->tp_basicsize != PyTuple_Type.tp_basicsize
             || ((PyTypeObject *)cell_type)->tp_itemsize != PyTuple_Type.tp_itemsize) {
-        PyErr_SetString(PyExc_TypeError, "response_rows: cell must be a tuple subclass with no slots of its own");
-        return NULL;
+        PyErr_Format(PyExc_TypeError, "%s: cell must be a tuple subclass with no slots of its own", name);
+        return 0;
     }
-    if (!PyBytes_CheckExact(data))
-        Py_RETURN_NONE;
+    return 1;
+}
+
+/* Both functions' merge of data: response_rows's (family and qualifier NULL: none yet; rows in a dict) or
+ * range_rows's (from the family and qualifier given; rows in a list, the end inside a row allowed). */
+static PyObject *merged_rows(PyObject *data, PyObject *cell_type, PyObject *family, PyObject *qualifier) {
     Merge *m = PyMem_Calloc(1, sizeof(Merge));
     if (m == NULL)
         return PyErr_NoMemory();
     PyObject *result = NULL;
+    int ranged = family != NULL;
     Py_INCREF(data); /* its buffer is read throughout */
     m->cell_type = (PyTypeObject *)cell_type;
     m->part_count = -1;
-    m->rows = PyDict_New();
-    m->family = PyUnicode_FromStringAndSize(NULL, 0);
-    m->qualifier = PyBytes_FromStringAndSize(NULL, 0);
     m->stamp = PyLong_FromLong(0);
-    if (m->rows == NULL || m->family == NULL || m->qualifier == NULL || m->stamp == NULL || new_row(m) < 0)
+    if (ranged) {
+        m->row_list = PyList_New(0);
+        m->family = Py_NewRef(family);
+        m->qualifier = Py_NewRef(qualifier);
+        m->safe_family = Py_NewRef(family);
+        m->safe_qualifier = Py_NewRef(qualifier);
+        if (m->row_list == NULL)
+            goto done;
+    } else {
+        m->rows = PyDict_New();
+        m->family = PyUnicode_FromStringAndSize(NULL, 0);
+        m->qualifier = PyBytes_FromStringAndSize(NULL, 0);
+        if (m->rows == NULL)
+            goto done;
+    }
+    if (m->family == NULL || m->qualifier == NULL || m->stamp == NULL || new_row(m) < 0)
         goto done;
     Ptr at = (Ptr)PyBytes_AS_STRING(data);
     int merged = merge_response(m, at, at + PyBytes_GET_SIZE(data));
-    if (merged == OK)
+    if (merged == OK && ranged)
+        result = Py_BuildValue("(OnOO)", m->row_list, m->safe, m->safe_family, m->safe_qualifier);
+    else if (merged == OK)
         result = Py_NewRef(m->rows);
     else if (merged == ODD)
         result = Py_NewRef(Py_None);
 done:
+    Py_XDECREF(m->row_list);
+    Py_XDECREF(m->safe_family);
+    Py_XDECREF(m->safe_qualifier);
     Py_XDECREF(m->rows);
     Py_XDECREF(m->cells);
     Py_XDECREF(m->row_key);
@@ -487,9 +533,38 @@ done:
     return result;
 }
 
+static PyObject *response_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "response_rows(data, cell)");
+        return NULL;
+    }
+    if (!plain_cell_type(args[1], "response_rows"))
+        return NULL;
+    if (!PyBytes_CheckExact(args[0]))
+        Py_RETURN_NONE;
+    return merged_rows(args[0], args[1], NULL, NULL);
+}
+
+/* range_rows(data, cell, family, qualifier) -> (rows, read, family, qualifier) | None: see chunks.range_rows. */
+static PyObject *range_rows(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "range_rows(data, cell, family, qualifier)");
+        return NULL;
+    }
+    if (!plain_cell_type(args[1], "range_rows"))
+        return NULL;
+    if (!PyBytes_CheckExact(args[0]) || !PyUnicode_CheckExact(args[2]) || !PyBytes_CheckExact(args[3]))
+        Py_RETURN_NONE;
+    return merged_rows(args[0], args[1], args[2], args[3]);
+}
+
 static PyMethodDef methods[] = {
     {"response_rows", (PyCFunction)(void (*)(void))response_rows, METH_FASTCALL,
      "response_rows(data, cell) -> {row key: [cell, ...]} | None: see chunks.response_rows."},
+    {"range_rows", (PyCFunction)(void (*)(void))range_rows, METH_FASTCALL,
+     "range_rows(data, cell, family, qualifier) -> (rows, read, family, qualifier) | None: see chunks.range_rows."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,14 +5,15 @@ The data client's ``read_rows`` builds a ``Row`` of ``Cell`` objects (labels and
 chunk state machine, which we would copy again into our ``Cell``s; :func:`merge_chunks` makes ours
 from the chunks directly. :func:`read_range` reads one key range that way, resuming after the last
 complete row when a retryable error (the table's own list) ends the stream, within the table's read
-timeout, as the client's own reads do; it receives the responses raw (:func:`raw_read_rows`) and parses
-them in groups.
+timeout, as the client's own reads do; it receives the responses raw (:func:`raw_read_rows`) and reads
+them in groups (:func:`range_rows`: compiled where built, a row carried from one group to the next).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import Any
 
 from ...mappers.results import Cell
@@ -55,10 +56,11 @@ def _parsed_response_rows(data: bytes) -> dict[bytes, list[Cell]]:
 
 
 _compiled_rows: Callable[[bytes, type], dict[bytes, list[Cell]] | None] | None
+_compiled_range: Callable[[bytes, type, str, bytes], tuple[list, int, str, bytes] | None] | None
 try:
-    from ._rows import response_rows as _compiled_rows
-except ImportError:  # not built (no C compiler where the package was installed): the Python function, same rows
-    _compiled_rows = None
+    from ._rows import range_rows as _compiled_range, response_rows as _compiled_rows
+except ImportError:  # not built (no C compiler where the package was installed): the Python functions, same rows
+    _compiled_rows = _compiled_range = None
 
 
 def response_rows(data: bytes) -> dict[bytes, list[Cell]]:
@@ -85,14 +87,15 @@ def complete_rows(message: Any) -> Iterator[tuple[bytes, list[Cell]]]:
             yield row_key, cells
 
 
-def _merge(messages: Iterable[Any]) -> Iterator[tuple[bytes | None, list[Cell]]]:
-    """The chunk protocol (see `merge_chunks`); a last (None, []) when the chunks end inside a row."""
+def _merge(messages: Iterable[Any], family: str = "", qualifier: bytes = b"") -> Iterator[tuple[bytes | None, list[Cell]]]:
+    """The chunk protocol (see `merge_chunks`); a last (None, []) when the chunks end inside a row. ``family`` and
+    ``qualifier``: what the chunks before carried over (a chunk may leave them out; see `range_rows`)."""
     from google.cloud.bigtable.data.exceptions import InvalidChunk
 
     make = Cell._make
     cells: list[Cell] = []
     parts: list[bytes] | None = None
-    row_key, family, qualifier, ts = b"", "", b"", 0
+    row_key, ts = b"", 0
     for message in messages:
         for chunk in message.chunks:
             if chunk.reset_row:
@@ -133,6 +136,37 @@ JOINED_RESPONSES = 100
 JOINED_BYTES = 1 << 20
 """A range's serialised responses are joined and parsed as one message once this many (or this many bytes) have come:
 one parse, and one message's chunks walked, where the emulator sends a response per row."""
+
+
+def range_rows(groups: Iterable[bytes]) -> Iterator[tuple[bytes | None, list[Cell]]]:
+    """`_merge` of a range's answer given as groups of serialised responses joined, each group one message (a row may
+    begin in one group and end in a later one): the same rows, and the same last (None, []) when the answer ends
+    inside a row.
+
+    The compiled module ``_rows.c`` (``range_rows``) reads each group's bytes and merges its chunks in one pass, as
+    it does validate's lookups (docs/PERFORMANCE.md, "Validate round 10"): it gives the group's committed rows and how
+    far it read up to the last point between rows, with the family and qualifier the merge carries from there; the
+    rest (an open row's chunks) is read again in front of the next group. Where it answers None (bytes protobuf would
+    refuse, chunks the merge raises for, what is rare), and once an open row's bytes exceed :data:`JOINED_BYTES` (a
+    huge row read again with every group), protobuf and the Python merge take the rest from that point, with the
+    state there: the same rows, and their errors."""
+    family, qualifier, rest = "", b"", b""
+    groups = iter(groups)
+    compiled = _compiled_range
+    for group in groups:
+        data = rest + group if rest else group
+        answer = compiled(data, Cell, family, qualifier) if compiled is not None and len(rest) <= JOINED_BYTES else None
+        if answer is None:
+            from google.cloud.bigtable_v2.types import ReadRowsResponse
+
+            parse = ReadRowsResponse.pb().FromString
+            yield from _merge(chain([parse(data)], map(parse, groups)), family, qualifier)
+            return
+        rows, read, family, qualifier = answer
+        yield from rows
+        rest = data[read:]
+    if rest:  # what was read again holds an open row's chunks: the answer ended inside it
+        yield None, []
 
 
 def raw_read_rows(client: Any) -> Callable[..., Iterator[bytes]]:
@@ -180,7 +214,7 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
         answers = read_rows(request, metadata=routing,
                             timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)))
         failed: list[Exception] = []
-        for row_key, cells in _merge(_joined(answers, retryable, failed)):
+        for row_key, cells in range_rows(_joined(answers, retryable, failed)):
             if row_key is None:  # the answer ended inside a row
                 if not failed:
                     raise InvalidChunk("the stream ended inside a row")
@@ -195,12 +229,9 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
         pause = min(pause * 2, 10.0)
 
 
-def _joined(answers: Iterable[bytes], retryable: tuple[type[Exception], ...], failed: list[Exception]) -> Iterator[Any]:
-    """Serialised responses parsed in groups, as protobuf ``ReadRowsResponse`` messages; a retryable error ends them
-    (after the group it cut short) and is put in ``failed``."""
-    from google.cloud.bigtable_v2.types import ReadRowsResponse
-
-    parse = ReadRowsResponse.pb().FromString
+def _joined(answers: Iterable[bytes], retryable: tuple[type[Exception], ...], failed: list[Exception]) -> Iterator[bytes]:
+    """Serialised responses joined in groups (each group one message: repeated fields concatenate); a retryable error
+    ends them (after the group it cut short) and is put in ``failed``."""
     parts: list[bytes] = []
     size = 0
     try:
@@ -208,9 +239,9 @@ def _joined(answers: Iterable[bytes], retryable: tuple[type[Exception], ...], fa
             parts.append(answer)
             size += len(answer)
             if len(parts) >= JOINED_RESPONSES or size >= JOINED_BYTES:
-                yield parse(b"".join(parts))
+                yield b"".join(parts)
                 parts, size = [], 0
     except retryable as err:
         failed.append(err)
     if parts:
-        yield parse(b"".join(parts))
+        yield b"".join(parts)
