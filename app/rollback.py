@@ -715,7 +715,12 @@ class _Workers:
                         continue
                     kind = message[0]
                     if kind == "next":
-                        connection.send(queue.popleft() if queue and not stopping else None)
+                        task = queue.popleft() if queue and not stopping else None
+                        try:
+                            connection.send(task)
+                        except OSError:  # it died after asking: its pipe's end is read next, and fails the run
+                            if task is not None:
+                                queue.appendleft(task)
                     elif kind == "done":
                         del busy[connection]
                     elif kind == "error":
