@@ -103,18 +103,44 @@ class ErrorHandlingGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:  # click's Context (typer vendors click)
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, typer.TyperException, BrokenPipeError):
+        except (typer.Exit, typer.Abort, typer.TyperException):
             raise
         except KeyboardInterrupt:  # typer would turn it into a silent exit 130: say it, as for any command's stop
             raise typer.Abort() from None
-        except Exception as error:  # noqa: BLE001 - classified below; unknown ones keep their traceback
-            if (ctx.obj or {}).get("debug"):
+        except BrokenPipeError as error:  # the end of `| head` only if stdout's reader has left: else a failure
+            if _stdout_gone():
                 raise
-            found = classify(error)
-            if found is None:
-                # --debug is the main command's option: after the subcommand it is refused (an unknown option)
-                again = f"`ddb2bt --debug {ctx.invoked_subcommand} ...`" if ctx.invoked_subcommand else "--debug"
-                say_error(f"unexpected {type(error).__name__}: {' '.join(str(error).split())[:500]} "
-                          f"(a bug: please report it; run it again as {again} for the traceback)")
-                raise typer.Exit(1) from None
-            report(found.exit_code, found.lines())
+            _fail(ctx, error)
+        except Exception as error:  # noqa: BLE001 - classified below; unknown ones keep their traceback
+            _fail(ctx, error)
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe (or socket) whose reader has left: a BrokenPipeError from anything else (a worker's
+    pipe, a server's socket) is a failure, and was ended with exit 0 as though `| head` had read enough."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor (tests' runner): the process's own
+        fd = 1
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows) or no descriptor: as before, the reader left
+        return True
+
+
+def _fail(ctx: Any, error: BaseException) -> NoReturn:
+    """One line for ``error`` and its exit code; a bug's line says how to see its traceback (raised under --debug)."""
+    if (ctx.obj or {}).get("debug"):
+        raise error
+    found = classify(error)
+    if found is None:
+        # --debug is the main command's option: after the subcommand it is refused (an unknown option)
+        again = f"`ddb2bt --debug {ctx.invoked_subcommand} ...`" if ctx.invoked_subcommand else "--debug"
+        say_error(f"unexpected {type(error).__name__}: {' '.join(str(error).split())[:500]} "
+                  f"(a bug: please report it; run it again as {again} for the traceback)")
+        raise typer.Exit(1) from None
+    report(found.exit_code, found.lines())

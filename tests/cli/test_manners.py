@@ -181,3 +181,17 @@ def test_an_unexpected_error_says_where_debug_goes(invoke, monkeypatch):
         from typer.testing import CliRunner
 
         CliRunner().invoke(app, ["--debug", "init", "-t", "key-value", "-o", "-"], catch_exceptions=False)
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_a_failure_not_exit_0(invoke, monkeypatch):
+    """A BrokenPipeError from anything but stdout (a worker process's pipe, a server's socket) ended the command with
+    exit 0 and nothing said, as though `| head` had read enough: a false OK. Only a stdout whose reader has left
+    ends quietly (test_a_closed_pipe_ends_quietly_with_exit_0)."""
+
+    def broken(name):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(catalog, "starter_spec", broken)
+    result = invoke("init", "-t", "key-value", "-o", "-")
+    assert result.exit_code == 3, result.output  # a connection that broke: a service could not be reached
+    assert "error: [Errno 32] Broken pipe" in result.output
