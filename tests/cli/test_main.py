@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, PartialCredentialsError
 
 from ddb2bt.cli.errors import classify
 
@@ -78,10 +78,25 @@ def test_unreachable_endpoint_is_one_line_exit_3(invoke):
     assert result.stderr.count("\n") == 1 and "check --endpoint-url" in result.stderr
 
 
+def test_half_set_aws_credentials_are_bad_input_one_line_exit_2(invoke, monkeypatch, tmp_path):
+    """An access key without its secret is the user's settings, not a service's refusal: exit 2 (it was 3), one line
+    naming what is missing, nothing asked of AWS and nothing written."""
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    result = invoke("infer", "--table", "T", "--aws-region", "us-east-1", "-o", tmp_path / "draft.yaml")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == ("error: Partial credentials found in env, missing: AWS_SECRET_ACCESS_KEY; set "
+                             "AWS_SECRET_ACCESS_KEY too, or remove the half-set credentials from env so the next "
+                             "source in AWS's chain (--profile, an instance role) is used\n")
+    assert not (tmp_path / "draft.yaml").exists()
+
+
 @pytest.mark.parametrize(
     ("error", "code", "text"),
     [
         (NoCredentialsError(), 3, "configure AWS credentials"),
+        (PartialCredentialsError(provider="env", cred_var="AWS_SECRET_ACCESS_KEY"), 2,
+         "Partial credentials found in env, missing: AWS_SECRET_ACCESS_KEY; set AWS_SECRET_ACCESS_KEY too, or remove "
+         "the half-set credentials from env"),
         (EndpointConnectionError(endpoint_url="http://x"), 3, "http://x"),
         (ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "Requested resource not found"}}, "DescribeTable"),
          2, "check the table name"),
