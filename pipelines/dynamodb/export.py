@@ -320,7 +320,27 @@ def verify_export(path: str, options: PipelineOptions | None = None) -> ExportMa
     if problems:
         raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
                           "copy the export again (or export the table again); nothing was written")
+    for data_file in manifest.files:
+        check_lines_start(data_file)
     return manifest
+
+
+def check_lines_start(data_file: ExportFile, budget: int = BLOCK_BYTES) -> None:
+    """The first lines of a data file (about ``budget`` bytes of them) read as the run reads them: a file whose MD5
+    matches its manifest but that holds no export items (written so, or edited with its manifest) is refused before
+    anything is created or written, not once the run has made the table. Damage further in is found by the run."""
+    seen = 0
+    try:
+        for size, _item in _sized_file_items(data_file.path):
+            seen += size
+            if seen >= budget:
+                return
+    except ExportError as err:
+        if "; " in str(err):  # it says what to do already
+            raise
+        raise ExportError(str(err), "the file matches its manifest's MD5, so copying it again will not help: export "
+                                    "the table again (or restore the file as DynamoDB wrote it); nothing was written"
+                          ) from err
 
 
 def file_problem(data_file: ExportFile) -> str | None:
