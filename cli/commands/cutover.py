@@ -15,6 +15,7 @@ import typer
 from ...app.options import RunOptions
 from ...mappers.errors import Interrupted
 from ...mappers.units import plural
+from ..errors import report
 from ..options import OutputFormat, SpecArg, run_options
 
 RunDir = Annotated[str, typer.Option("--run-dir", help="The backfill's run folder (the one `ddb2bt migrate` "
@@ -119,6 +120,10 @@ def tail(spec: SpecArg, run_dir: RunDir,
     if result.interrupted:
         raise Interrupted(f"tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json",
                           f"start it again with the same options to go on: ddb2bt tail {spec} --run-dir {run_dir}")
+    if result.error is not None:  # after what it applied: the one line, and the command that goes on
+        report(result.error.exit_code, [f"{result.error.one_line()}; what the tail applied is saved in "
+                                        f"{run_dir}/tail.json: once it is back, go on with: ddb2bt tail {spec} "
+                                        f"--run-dir {run_dir}"])
     if not result.ok:
         raise typer.Exit(1)
 
