@@ -225,8 +225,20 @@ def manifest_files(export_dir: str, summary: dict[str, Any]) -> tuple[ExportFile
             key, count = entry["dataFileS3Key"], int(entry["itemCount"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
             raise ExportError(f"{files_path} line {number} is not a manifest entry: {err!r}") from err
+        md5 = entry.get("md5Checksum")
+        if md5 is not None and not _is_base64_md5(md5):  # it was decoded only when checked: 'unexpected Error (a bug)'
+            raise ExportError(f"{files_path} line {number} is not a manifest entry: md5Checksum {md5!r} is not an MD5 "
+                              "in base64 (DynamoDB writes 24 characters, e.g. 'yLVNWUe57fGz0jA1eDTzTg==')",
+                              "copy the export's manifest-files.json again as DynamoDB wrote it")
         files.append(ExportFile(resolve_key(export_dir, key, summary), key, count, entry.get("md5Checksum"), entry.get("etag")))
     return tuple(files)
+
+
+def _is_base64_md5(text: Any) -> bool:
+    try:
+        return isinstance(text, str) and len(base64.b64decode(text, validate=True)) == 16
+    except ValueError:  # binascii.Error
+        return False
 
 
 def iter_file_items(path: str) -> Iterator[dict[str, Any]]:

@@ -150,3 +150,24 @@ def test_a_key_outside_AWSDynamoDB_is_refused():
 
     with pytest.raises(ExportError, match="not inside AWSDynamoDB/"):
         resolve_key("/x/AWSDynamoDB/id", "elsewhere/data/x.json.gz", {})
+
+
+@pytest.mark.parametrize("md5", ["xyz", "AAAA", 5])
+@pytest.mark.parametrize("export_id", [FULL, INC1])
+def test_a_manifest_md5_that_is_no_base64_md5_names_its_line(tmp_path, export_id, md5):
+    """A manifest line's md5Checksum that is not an MD5 in base64 (AWS writes 24 characters): one line naming the
+    manifest, the line and the value (it was decoded only when the file was checked: 'unexpected Error: Incorrect
+    padding (a bug)'), for a full and an incremental export alike."""
+    copy = tmp_path / "AWSDynamoDB"
+    shutil.copytree(DOCUMENTED, copy)
+    manifest = copy / export_id / "manifest-files.json"
+    lines = manifest.read_text().splitlines()
+    entry = json.loads(lines[1])
+    entry["md5Checksum"] = md5
+    manifest.write_text("\n".join([lines[0], json.dumps(entry), *lines[2:]]) + "\n")
+    read = verify_export if export_id == FULL else read_incremental_manifest
+    with pytest.raises(ExportError) as refused:
+        read(str(copy / export_id))
+    assert str(refused.value) == (
+        f"{manifest} line 2 is not a manifest entry: md5Checksum {md5!r} is not an MD5 in base64 (DynamoDB writes 24 "
+        "characters, e.g. 'yLVNWUe57fGz0jA1eDTzTg=='); copy the export's manifest-files.json again as DynamoDB wrote it")
