@@ -44,6 +44,7 @@ from . import ion_lines, wire_json
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
 from ..run.metrics import NAMESPACE
 from ...mappers.errors import UsageError
+from ...mappers.units import iso_to_micros
 
 T = TypeVar("T")
 
@@ -180,8 +181,21 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
     files = manifest_files(export_dir, summary)
     if "itemCount" not in summary:
         raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")
-    return ExportManifest(export_dir, export_id(export_dir, summary), int(summary["itemCount"]), output_format,
-                          summary.get("exportTime"), files, SourceTable.of(summary))
+    again = "copy the export's manifest-summary.json again as DynamoDB wrote it"
+    try:  # a bare ValueError here, or when the timeline starts at exportTime, was 'unexpected ... (a bug)'
+        item_count = int(summary["itemCount"])
+    except (TypeError, ValueError):
+        raise ExportError(f"{export_dir}/{SUMMARY}: itemCount {summary['itemCount']!r} is not a whole number",
+                          again) from None
+    export_time = summary.get("exportTime")
+    if export_time is not None:
+        try:
+            iso_to_micros(str(export_time))
+        except ValueError:
+            raise ExportError(f"{export_dir}/{SUMMARY}: exportTime {export_time!r} is not an ISO-8601 time "
+                              "(DynamoDB writes e.g. '2024-05-01T12:00:00.000Z')", again) from None
+    return ExportManifest(export_dir, export_id(export_dir, summary), item_count, output_format,
+                          None if export_time is None else str(export_time), files, SourceTable.of(summary))
 
 
 FORMATS = ("DYNAMODB_JSON", "ION")

@@ -171,3 +171,23 @@ def test_a_manifest_md5_that_is_no_base64_md5_names_its_line(tmp_path, export_id
     assert str(refused.value) == (
         f"{manifest} line 2 is not a manifest entry: md5Checksum {md5!r} is not an MD5 in base64 (DynamoDB writes 24 "
         "characters, e.g. 'yLVNWUe57fGz0jA1eDTzTg=='); copy the export's manifest-files.json again as DynamoDB wrote it")
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("exportTime", "yesterday", "exportTime 'yesterday' is not an ISO-8601 time (DynamoDB writes e.g. "
+                                "'2024-05-01T12:00:00.000Z')"),
+    ("itemCount", "many", "itemCount 'many' is not a whole number"),
+])
+def test_a_full_export_summary_field_that_is_no_value_of_its_kind_names_it(tmp_path, field, value, message):
+    """A summary's exportTime that is no time (migrate ran, then the catch-up's timeline died on it: 'unexpected
+    ValueError (a bug)') or an itemCount that is no number ('a bug' at once): one line naming the file and field."""
+    copy = tmp_path / "AWSDynamoDB"
+    shutil.copytree(DOCUMENTED, copy)
+    summary_path = copy / FULL / "manifest-summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary[field] = value
+    summary_path.write_text(json.dumps(summary))
+    with pytest.raises(ExportError) as refused:
+        verify_export(str(copy / FULL))
+    assert str(refused.value) == (f"{copy / FULL}/manifest-summary.json: {message}; copy the export's "
+                                  "manifest-summary.json again as DynamoDB wrote it")
