@@ -191,3 +191,17 @@ def test_a_full_export_summary_field_that_is_no_value_of_its_kind_names_it(tmp_p
         verify_export(str(copy / FULL))
     assert str(refused.value) == (f"{copy / FULL}/manifest-summary.json: {message}; copy the export's "
                                   "manifest-summary.json again as DynamoDB wrote it")
+
+
+def test_an_incremental_export_summary_item_count_that_is_no_number_names_it(tmp_path):
+    """An incremental export's itemCount that is no number: one line naming the file and field ('a bug' before)."""
+    copy = tmp_path / "AWSDynamoDB"
+    shutil.copytree(DOCUMENTED, copy)
+    summary_path = copy / INC1 / "manifest-summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["itemCount"] = "many"
+    summary_path.write_text(json.dumps(summary))
+    with pytest.raises(ExportError) as refused:
+        read_incremental_manifest(str(copy / INC1))
+    assert str(refused.value) == (f"{copy / INC1}/manifest-summary.json: itemCount 'many' is not a whole number; copy "
+                                  "the export's manifest-summary.json again as DynamoDB wrote it")
