@@ -231,6 +231,7 @@ def manifest_files(export_dir: str, summary: dict[str, Any]) -> tuple[ExportFile
     files_key = summary.get("manifestFilesS3Key")
     files_path = resolve_key(export_dir, files_key, summary) if files_key else FileSystems.join(export_dir, "manifest-files.json")
     files = []
+    seen: dict[str, int] = {}
     for number, line in enumerate(_read_text(files_path).splitlines(), start=1):
         if not line.strip():
             continue
@@ -239,13 +240,30 @@ def manifest_files(export_dir: str, summary: dict[str, Any]) -> tuple[ExportFile
             key, count = entry["dataFileS3Key"], int(entry["itemCount"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
             raise ExportError(f"{files_path} line {number} is not a manifest entry: {err!r}") from err
-        md5 = entry.get("md5Checksum")
-        if md5 is not None and not _is_base64_md5(md5):  # it was decoded only when checked: 'unexpected Error (a bug)'
-            raise ExportError(f"{files_path} line {number} is not a manifest entry: md5Checksum {md5!r} is not an MD5 "
-                              "in base64 (DynamoDB writes 24 characters, e.g. 'yLVNWUe57fGz0jA1eDTzTg==')",
+        # a value of another kind was used only later: 'unexpected ... (a bug)', or a count cut to an int
+        problem = _entry_problem(entry) or (f"dataFileS3Key {key!r} is listed again (line {seen[key]} lists it)"
+                                            if key in seen else None)
+        seen.setdefault(key, number)
+        if problem:
+            raise ExportError(f"{files_path} line {number} is not a manifest entry: {problem}",
                               "copy the export's manifest-files.json again as DynamoDB wrote it")
         files.append(ExportFile(resolve_key(export_dir, key, summary), key, count, entry.get("md5Checksum"), entry.get("etag")))
     return tuple(files)
+
+
+def _entry_problem(entry: dict[str, Any]) -> str | None:
+    """What in a manifest-files.json entry is not what DynamoDB writes there, or None."""
+    key, count, md5, etag = (entry.get(name) for name in ("dataFileS3Key", "itemCount", "md5Checksum", "etag"))
+    if not isinstance(key, str) or not key:
+        return f"dataFileS3Key {key!r} is not an object key"
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return f"itemCount {count!r} is not a whole number of items"
+    if md5 is not None and not _is_base64_md5(md5):
+        return (f"md5Checksum {md5!r} is not an MD5 in base64 (DynamoDB writes 24 characters, e.g. "
+                "'yLVNWUe57fGz0jA1eDTzTg==')")
+    if etag is not None and not isinstance(etag, str):
+        return f"etag {etag!r} is not an ETag"
+    return None
 
 
 def _is_base64_md5(text: Any) -> bool:

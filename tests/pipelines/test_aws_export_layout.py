@@ -205,3 +205,30 @@ def test_an_incremental_export_summary_item_count_that_is_no_number_names_it(tmp
         read_incremental_manifest(str(copy / INC1))
     assert str(refused.value) == (f"{copy / INC1}/manifest-summary.json: itemCount 'many' is not a whole number; copy "
                                   "the export's manifest-summary.json again as DynamoDB wrote it")
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"dataFileS3Key": 5}, "dataFileS3Key 5 is not an object key"),
+    ({"itemCount": -1}, "itemCount -1 is not a whole number of items"),
+    ({"itemCount": 2.5}, "itemCount 2.5 is not a whole number of items"),
+    ({"itemCount": True}, "itemCount True is not a whole number of items"),
+    ({"etag": 5, "md5Checksum": None}, "etag 5 is not an ETag"),
+    ({"dataFileS3Key": "again"}, "dataFileS3Key {key!r} is listed again (line 1 lists it)"),
+])
+def test_a_manifest_entry_whose_values_are_not_what_dynamodb_writes_names_its_line(tmp_path, change, problem):
+    """Values DynamoDB never writes in manifest-files.json: a key or ETag of another type ('unexpected
+    AttributeError/TypeError (a bug)'), a count below zero or with a fraction (read as int(2.5) = 2, the run then
+    failed on a count mismatch), a file listed twice (read twice: 10 items of a 5-item export, then a mismatch)."""
+    copy = tmp_path / "AWSDynamoDB"
+    shutil.copytree(DOCUMENTED, copy)
+    manifest = copy / FULL / "manifest-files.json"
+    lines = manifest.read_text().splitlines()
+    entry = {**json.loads(lines[1]), **change}
+    if change.get("dataFileS3Key") == "again":
+        entry["dataFileS3Key"] = key = json.loads(lines[0])["dataFileS3Key"]
+        problem = problem.format(key=key)
+    manifest.write_text("\n".join([lines[0], json.dumps(entry), *lines[2:]]) + "\n")
+    with pytest.raises(ExportError) as refused:
+        verify_export(str(copy / FULL))
+    assert str(refused.value) == (f"{manifest} line 2 is not a manifest entry: {problem}; copy the export's "
+                                  "manifest-files.json again as DynamoDB wrote it")
