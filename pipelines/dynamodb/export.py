@@ -217,7 +217,16 @@ def read_summary(export_dir: str) -> dict[str, Any]:
         raise ExportError(f"{export_dir}/{SUMMARY} is not JSON: {err}") from err
     if not isinstance(summary, dict):
         raise ExportError(f"{export_dir}/{SUMMARY} is not a manifest summary (a JSON object)")
+    for field in _TEXT_FIELDS:  # a value of another kind was used as text later: 'unexpected ... (a bug)'
+        if summary.get(field) is not None and not isinstance(summary[field], str):
+            raise ExportError(f"{export_dir}/{SUMMARY}: {field} {summary[field]!r} is not text, as DynamoDB writes it",
+                              "copy the export's manifest-summary.json again as DynamoDB wrote it")
     return summary
+
+
+_TEXT_FIELDS = ("exportArn", "tableArn", "tableId", "exportTime", "manifestFilesS3Key", "s3Bucket", "s3Prefix",
+                "outputFormat", "exportType", "outputView")
+"""The summary's fields DynamoDB writes as text (or null)."""
 
 
 def export_id(export_dir: str, summary: dict[str, Any]) -> str:

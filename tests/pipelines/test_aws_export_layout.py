@@ -177,6 +177,9 @@ def test_a_manifest_md5_that_is_no_base64_md5_names_its_line(tmp_path, export_id
     ("exportTime", "yesterday", "exportTime 'yesterday' is not an ISO-8601 time (DynamoDB writes e.g. "
                                 "'2024-05-01T12:00:00.000Z')"),
     ("itemCount", "many", "itemCount 'many' is not a whole number"),
+    ("manifestFilesS3Key", 5, "manifestFilesS3Key 5 is not text, as DynamoDB writes it"),  # was 'a bug'
+    ("tableArn", ["x"], "tableArn ['x'] is not text, as DynamoDB writes it"),  # was "of table ['x'] (['x'])"
+    ("exportTime", 5, "exportTime 5 is not text, as DynamoDB writes it"),
 ])
 def test_a_full_export_summary_field_that_is_no_value_of_its_kind_names_it(tmp_path, field, value, message):
     """A summary's exportTime that is no time (migrate ran, then the catch-up's timeline died on it: 'unexpected
