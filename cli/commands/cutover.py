@@ -66,6 +66,18 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
                           "is applied", "a job on Dataflow keeps running (let it end, or cancel it); then run the "
                           "same command again (what was applied is applied again, harmlessly): "
                           f"ddb2bt catch-up {spec} --run-dir {run_dir} --export {export}") from None
+    except Exception as error:  # a service gone: where it stopped, then the one line with the command that goes on
+        from ...mappers.errors import ServiceError
+        from ...pipelines.run.service_errors import as_ddb2bt_error
+
+        failure = as_ddb2bt_error(error)
+        if not isinstance(failure, ServiceError):
+            raise
+        if "total" in live:
+            _echo([f"catch-up stopped: {figures()}; the timeline in {run_dir} did not advance"])
+        report(failure.exit_code, [f"{failure.one_line()}; once it is back, run the same command again (what was "
+                                   f"applied is applied again, harmlessly): ddb2bt catch-up {spec} --run-dir "
+                                   f"{run_dir} --export {export}"])
 
     _echo([f"catch-up {result.export_id}: {us_to_iso(result.from_us)} .. {us_to_iso(result.to_us)} "
            f"in {result.seconds:.1f} s",

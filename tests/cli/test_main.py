@@ -132,3 +132,26 @@ def test_our_warnings_are_sparse_one_line_each_and_undone(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["warning: scan t segment 0: http://u:***@127.0.0.1:1 refused; retry", "warning: another kind"]
     assert logging.getLogger("ddb2bt").propagate and not logging.getLogger("ddb2bt").handlers
+
+
+def test_a_service_gone_mid_catch_up_says_where_it_stopped_and_the_command_again(invoke, monkeypatch, tmp_path):
+    """A catch-up whose Bigtable or export store dies part way: how far it read, that the timeline did not advance,
+    then one line with the failure and the same command to run again, exit 3 (it was the failure's line alone)."""
+    from botocore.exceptions import EndpointConnectionError
+
+    from ddb2bt.app import cutover
+
+    def dies_after_starting(spec, export, options, started=None):
+        started(4)
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+    monkeypatch.setattr(cutover, "catch_up", dies_after_starting)
+    monkeypatch.setattr(cutover, "catch_up_progress", lambda run_dir: {"changes_read": 3})
+    spec, run, export = tmp_path / "spec.yaml", tmp_path / "run", tmp_path / "AWSDynamoDB" / "01714568400000-b2c3d4e5"
+    result = invoke("catch-up", spec, "--run-dir", run, "--export", export)
+    assert result.exit_code == 3, result.output
+    assert result.stdout.splitlines()[-1] == f"catch-up stopped: 3/4 changes read; the timeline in {run} did not advance"
+    assert result.stderr.splitlines()[-1] == (
+        'error: Could not connect to the endpoint URL: "http://127.0.0.1:9"; check --endpoint-url, your network, and '
+        "that DynamoDB is reachable; once it is back, run the same command again (what was applied is applied again, "
+        f"harmlessly): ddb2bt catch-up {spec} --run-dir {run} --export {export}")
