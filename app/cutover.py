@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 
-from ..mappers.errors import UsageError
+from ..mappers.errors import ServiceError, UsageError
 from ..pipelines.cutover.change_sink import CHANGE_COUNTERS
 from ..pipelines.cutover.parity import Parity
 from ..pipelines.sources import source_for
@@ -233,10 +233,13 @@ class TailResult:
     seconds: float = 0.0
     interrupted: bool = False
     """Stopped by Ctrl-C (the usual way to stop it): every page applied before is saved in ``tail.json``."""
+    error: ServiceError | None = None
+    """What stopped it part way: a service (the stream, DynamoDB, Bigtable) unreachable or refusing; every page
+    applied before is saved in ``tail.json``, so the same command goes on once the service is back."""
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and self.error is None
 
 
 def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, until_idle_s: float | None = None,
@@ -265,6 +268,7 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
     record_stop(run_dir, 0)  # running from now on, until its heartbeat stops or it records its stop
     state = None
     interrupted = False
+    stopped_by: ServiceError | None = None
     try:
         state = run.start(timeline.applied_to_us)
         if timeline.tail_started_us is None:
@@ -275,13 +279,20 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
         state = run.run(state)  # the state it is given, kept up to date page by page
     except KeyboardInterrupt:  # Ctrl-C: a page is saved only once applied, so what was saved is in Bigtable
         interrupted = True
+    except Exception as error:  # a service gone part way: what it applied is said before the error, as migrate does
+        from ..pipelines.run.service_errors import as_ddb2bt_error
+
+        failure = as_ddb2bt_error(error)
+        if not isinstance(failure, ServiceError):
+            raise  # bad input (one line, as ever) or a bug
+        stopped_by = failure
     finally:
         run.close()
         lines = consolidate(dead_letter)
         record_stop(run_dir, int(time.time() * 1_000_000))
     counters = run.outcome.counters()
     return TailResult(run_dir, counters, {k: vars(v) for k, v in state.shards.items()} if state else {}, dead_letter,
-                      lines, reconcile_changes(counters), time.monotonic() - started, interrupted)
+                      lines, reconcile_changes(counters), time.monotonic() - started, interrupted, stopped_by)
 
 
 # --------------------------------------------------------------------------- cutover-status

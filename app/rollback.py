@@ -451,6 +451,14 @@ def _write_phase(state: _Checkpoint, setup: _Setup, workers: _Workers | None, pr
                           client=client)
     except KeyboardInterrupt:
         raise Interrupted("rollback stopped: every range is committed up to its last row written", resume) from None
+    except Exception as error:  # a service gone part way: the one line says what is kept and how to go on
+        from ..pipelines.run.service_errors import as_ddb2bt_error
+
+        failure = as_ddb2bt_error(error)
+        if not isinstance(failure, ServiceError):
+            raise
+        raise ServiceError(f"{failure.one_line()}; the rollback stopped with every range committed up to its last "
+                           "row written", f"once it is back, {resume}") from error
     finally:
         state.save()
 

@@ -130,6 +130,19 @@ def _exact_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Decimal:
 _SpecLoader.add_constructor("tag:yaml.org,2002:float", _exact_float)
 
 
+def _timestamp_or_text(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """A YAML timestamp, or its text when it only looks like one (`2024-13-01`): PyYAML's constructor raises a bare
+    ValueError there, which left the loader as an unexpected error; as text, the field that holds it says what is
+    wrong with it, naming its path."""
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError:
+        return str(loader.construct_scalar(node))
+
+
+_SpecLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
+
+
 def _too_deep(line: int) -> SpecError:
     return SpecError(f"nested more than {MAX_DEPTH} levels deep; a spec needs far fewer", line=line)
 

@@ -15,6 +15,7 @@ import typer
 from ...app.options import RunOptions
 from ...mappers.errors import Interrupted
 from ...mappers.units import plural
+from ..errors import report
 from ..options import OutputFormat, SpecArg, run_options
 
 RunDir = Annotated[str, typer.Option("--run-dir", help="The backfill's run folder (the one `ddb2bt migrate` "
@@ -65,6 +66,18 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
                           "is applied", "a job on Dataflow keeps running (let it end, or cancel it); then run the "
                           "same command again (what was applied is applied again, harmlessly): "
                           f"ddb2bt catch-up {spec} --run-dir {run_dir} --export {export}") from None
+    except Exception as error:  # a service gone: where it stopped, then the one line with the command that goes on
+        from ...mappers.errors import ServiceError
+        from ...pipelines.run.service_errors import as_ddb2bt_error
+
+        failure = as_ddb2bt_error(error)
+        if not isinstance(failure, ServiceError):
+            raise
+        if "total" in live:
+            _echo([f"catch-up stopped: {figures()}; the timeline in {run_dir} did not advance"])
+        report(failure.exit_code, [f"{failure.one_line()}; once it is back, run the same command again (what was "
+                                   f"applied is applied again, harmlessly): ddb2bt catch-up {spec} --run-dir "
+                                   f"{run_dir} --export {export}"])
 
     _echo([f"catch-up {result.export_id}: {us_to_iso(result.from_us)} .. {us_to_iso(result.to_us)} "
            f"in {result.seconds:.1f} s",
@@ -119,6 +132,10 @@ def tail(spec: SpecArg, run_dir: RunDir,
     if result.interrupted:
         raise Interrupted(f"tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json",
                           f"start it again with the same options to go on: ddb2bt tail {spec} --run-dir {run_dir}")
+    if result.error is not None:  # after what it applied: the one line, and the command that goes on
+        report(result.error.exit_code, [f"{result.error.one_line()}; what the tail applied is saved in "
+                                        f"{run_dir}/tail.json: once it is back, go on with: ddb2bt tail {spec} "
+                                        f"--run-dir {run_dir}"])
     if not result.ok:
         raise typer.Exit(1)
 

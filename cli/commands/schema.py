@@ -21,5 +21,9 @@ def command(
     if output is None or str(output) == "-":  # -: stdout, as `report -o -` (it wrote a file named '-')
         typer.echo(text, nl=False)
     else:
+        from ..options import check_output
+
+        check_output(output, "--output")  # a folder, or a path under a file: one line naming the flag, nothing made
+        output.parent.mkdir(parents=True, exist_ok=True)  # as init, infer, report and migrate-plan --out do
         output.write_text(text, encoding="utf-8")
         typer.echo(f"Wrote {output}", err=True)

@@ -5,9 +5,10 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
-from ..attrvalue import AttributeValueError, to_export_json
+from ..attrvalue import AttributeValueError, binary, number_text, to_export_json
 from ..decode import Decoder, DecodeError, ignored_by_construct, comparable
 from ..index_rows import INDEX_ENTITY, decode_index_row, projected
 from ..results import Cell
@@ -151,4 +152,24 @@ def _same_value(want: dict, got: dict) -> bool:
 
 
 def _json_or_none(value: dict | None) -> Any:
-    return None if value is None else to_export_json(value)
+    return None if value is None else to_export_json(_sets_sorted(value))
+
+
+def _sets_sorted(value: Any) -> Any:
+    """``value`` with every set's members in order (numbers by value, binaries by bytes), at any depth: a set has
+    no order, and the line shows the source's beside what was read back, which comes out sorted."""
+    try:
+        (tag, payload), = value.items()
+        if tag == "SS":
+            return {tag: sorted(payload, key=lambda member: member.encode("utf-8"))}
+        if tag == "NS":
+            return {tag: sorted(payload, key=lambda member: Decimal(number_text(member)))}  # exact, never a float
+        if tag == "BS":
+            return {tag: sorted(payload, key=binary)}
+        if tag == "L":
+            return {tag: [_sets_sorted(element) for element in payload]}
+        if tag == "M":
+            return {tag: {name: _sets_sorted(element) for name, element in payload.items()}}
+    except (AttributeError, TypeError, ValueError, ArithmeticError, AttributeValueError):
+        pass  # not a valid value (read back from a damaged cell): shown as it is
+    return value

@@ -44,6 +44,7 @@ from . import ion_lines, wire_json
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
 from ..run.metrics import NAMESPACE
 from ...mappers.errors import UsageError
+from ...mappers.units import iso_to_micros
 
 T = TypeVar("T")
 
@@ -180,8 +181,21 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
     files = manifest_files(export_dir, summary)
     if "itemCount" not in summary:
         raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")
-    return ExportManifest(export_dir, export_id(export_dir, summary), int(summary["itemCount"]), output_format,
-                          summary.get("exportTime"), files, SourceTable.of(summary))
+    again = "copy the export's manifest-summary.json again as DynamoDB wrote it"
+    try:  # a bare ValueError here, or when the timeline starts at exportTime, was 'unexpected ... (a bug)'
+        item_count = int(summary["itemCount"])
+    except (TypeError, ValueError):
+        raise ExportError(f"{export_dir}/{SUMMARY}: itemCount {summary['itemCount']!r} is not a whole number",
+                          again) from None
+    export_time = summary.get("exportTime")
+    if export_time is not None:
+        try:
+            iso_to_micros(str(export_time))
+        except ValueError:
+            raise ExportError(f"{export_dir}/{SUMMARY}: exportTime {export_time!r} is not an ISO-8601 time "
+                              "(DynamoDB writes e.g. '2024-05-01T12:00:00.000Z')", again) from None
+    return ExportManifest(export_dir, export_id(export_dir, summary), item_count, output_format,
+                          None if export_time is None else str(export_time), files, SourceTable.of(summary))
 
 
 FORMATS = ("DYNAMODB_JSON", "ION")
@@ -203,7 +217,16 @@ def read_summary(export_dir: str) -> dict[str, Any]:
         raise ExportError(f"{export_dir}/{SUMMARY} is not JSON: {err}") from err
     if not isinstance(summary, dict):
         raise ExportError(f"{export_dir}/{SUMMARY} is not a manifest summary (a JSON object)")
+    for field in _TEXT_FIELDS:  # a value of another kind was used as text later: 'unexpected ... (a bug)'
+        if summary.get(field) is not None and not isinstance(summary[field], str):
+            raise ExportError(f"{export_dir}/{SUMMARY}: {field} {summary[field]!r} is not text, as DynamoDB writes it",
+                              "copy the export's manifest-summary.json again as DynamoDB wrote it")
     return summary
+
+
+_TEXT_FIELDS = ("exportArn", "tableArn", "tableId", "exportTime", "manifestFilesS3Key", "s3Bucket", "s3Prefix",
+                "outputFormat", "exportType", "outputView")
+"""The summary's fields DynamoDB writes as text (or null)."""
 
 
 def export_id(export_dir: str, summary: dict[str, Any]) -> str:
@@ -217,6 +240,7 @@ def manifest_files(export_dir: str, summary: dict[str, Any]) -> tuple[ExportFile
     files_key = summary.get("manifestFilesS3Key")
     files_path = resolve_key(export_dir, files_key, summary) if files_key else FileSystems.join(export_dir, "manifest-files.json")
     files = []
+    seen: dict[str, int] = {}
     for number, line in enumerate(_read_text(files_path).splitlines(), start=1):
         if not line.strip():
             continue
@@ -225,8 +249,37 @@ def manifest_files(export_dir: str, summary: dict[str, Any]) -> tuple[ExportFile
             key, count = entry["dataFileS3Key"], int(entry["itemCount"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
             raise ExportError(f"{files_path} line {number} is not a manifest entry: {err!r}") from err
+        # a value of another kind was used only later: 'unexpected ... (a bug)', or a count cut to an int
+        problem = _entry_problem(entry) or (f"dataFileS3Key {key!r} is listed again (line {seen[key]} lists it)"
+                                            if key in seen else None)
+        seen.setdefault(key, number)
+        if problem:
+            raise ExportError(f"{files_path} line {number} is not a manifest entry: {problem}",
+                              "copy the export's manifest-files.json again as DynamoDB wrote it")
         files.append(ExportFile(resolve_key(export_dir, key, summary), key, count, entry.get("md5Checksum"), entry.get("etag")))
     return tuple(files)
+
+
+def _entry_problem(entry: dict[str, Any]) -> str | None:
+    """What in a manifest-files.json entry is not what DynamoDB writes there, or None."""
+    key, count, md5, etag = (entry.get(name) for name in ("dataFileS3Key", "itemCount", "md5Checksum", "etag"))
+    if not isinstance(key, str) or not key:
+        return f"dataFileS3Key {key!r} is not an object key"
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return f"itemCount {count!r} is not a whole number of items"
+    if md5 is not None and not _is_base64_md5(md5):
+        return (f"md5Checksum {md5!r} is not an MD5 in base64 (DynamoDB writes 24 characters, e.g. "
+                "'yLVNWUe57fGz0jA1eDTzTg==')")
+    if etag is not None and not isinstance(etag, str):
+        return f"etag {etag!r} is not an ETag"
+    return None
+
+
+def _is_base64_md5(text: Any) -> bool:
+    try:
+        return isinstance(text, str) and len(base64.b64decode(text, validate=True)) == 16
+    except ValueError:  # binascii.Error
+        return False
 
 
 def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
@@ -320,7 +373,27 @@ def verify_export(path: str, options: PipelineOptions | None = None) -> ExportMa
     if problems:
         raise ExportError(f"the export in {manifest.export_dir} is damaged: {'; '.join(problems)}",
                           "copy the export again (or export the table again); nothing was written")
+    for data_file in manifest.files:
+        check_lines_start(data_file)
     return manifest
+
+
+def check_lines_start(data_file: ExportFile, budget: int = BLOCK_BYTES) -> None:
+    """The first lines of a data file (about ``budget`` bytes of them) read as the run reads them: a file whose MD5
+    matches its manifest but that holds no export items (written so, or edited with its manifest) is refused before
+    anything is created or written, not once the run has made the table. Damage further in is found by the run."""
+    seen = 0
+    try:
+        for size, _item in _sized_file_items(data_file.path):
+            seen += size
+            if seen >= budget:
+                return
+    except ExportError as err:
+        if "; " in str(err):  # it says what to do already
+            raise
+        raise ExportError(str(err), "the file matches its manifest's MD5, so copying it again will not help: export "
+                                    "the table again (or restore the file as DynamoDB wrote it); nothing was written"
+                          ) from err
 
 
 def file_problem(data_file: ExportFile) -> str | None:

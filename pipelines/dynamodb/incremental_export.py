@@ -100,9 +100,13 @@ def read_incremental_manifest(path: str) -> IncrementalManifest:
         raise ExportError(f"{export_dir} was exported with view {view}: without old images the cells a change "
                           "removes cannot be found", "export with ExportViewType NEW_AND_OLD_IMAGES")
     files = manifest_files(export_dir, summary)
-    return IncrementalManifest(export_dir, export_id(export_dir, summary),
-                               int(summary.get("itemCount", sum(f.item_count for f in files))),
-                               start, end, view, files, SourceTable.of(summary))
+    try:  # a bare ValueError here was 'unexpected ValueError (a bug)'
+        item_count = int(summary.get("itemCount", sum(f.item_count for f in files)))
+    except (TypeError, ValueError):
+        raise ExportError(f"{where}: itemCount {summary['itemCount']!r} is not a whole number",
+                          "copy the export's manifest-summary.json again as DynamoDB wrote it") from None
+    return IncrementalManifest(export_dir, export_id(export_dir, summary), item_count, start, end, view, files,
+                               SourceTable.of(summary))
 
 
 def parse_record(record: dict[str, Any]) -> Change:

@@ -64,7 +64,11 @@ def _botocore(error: BaseException) -> Ddb2btError | None:
             return ServiceError(f"AWS {operation} refused ({code}): {message}",
                                 f"{AWS_CREDENTIALS_HINT}; the identity needs dynamodb:DescribeTable and dynamodb:Scan")
         return ServiceError(f"AWS {operation} failed ({code}): {message}")
-    if isinstance(error, (exceptions.NoCredentialsError, exceptions.PartialCredentialsError)):
+    if isinstance(error, exceptions.PartialCredentialsError):  # the user's settings, half made: no service asked
+        missing, where = error.kwargs.get("cred_var", "the rest"), error.kwargs.get("provider", "your settings")
+        return UsageError(_one_line(error), f"set {missing} too, or remove the half-set credentials from {where} so "
+                                            "the next source in AWS's chain (--profile, an instance role) is used")
+    if isinstance(error, exceptions.NoCredentialsError):
         return ServiceError(_one_line(error), AWS_CREDENTIALS_HINT)
     if isinstance(error, exceptions.ProfileNotFound):
         return UsageError(_one_line(error), "check --profile / AWS_PROFILE")

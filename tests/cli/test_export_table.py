@@ -46,3 +46,45 @@ def test_the_export_of_the_named_table_migrates(bigtable_env, invoke, tmp_path, 
     result = invoke("migrate", spec, "-y", "--run-dir", tmp_path / "run")
     assert result.exit_code == 0, result.output
     assert "read 5 items: 5 written" in result.stdout and unique_name in tables(bigtable_env)
+
+
+def _damaged_copy(tmp_path: Path, line: str) -> Path:
+    """The documented full export copied, its first data file's second line replaced by ``line``, and the manifest's
+    MD5s (and the manifest's own .md5) made to match: the damage is in the data as the manifest vouches for it."""
+    import base64
+    import gzip
+    import hashlib
+    import shutil
+
+    copy = tmp_path / "bucket"
+    shutil.copytree(DOCUMENTED, copy)
+    export = copy / FULL.relative_to(DOCUMENTED)
+    entries = [json.loads(entry) for entry in (export / "manifest-files.json").read_text().splitlines()]
+    data_file = copy / entries[0]["dataFileS3Key"].removeprefix("ddb/posts/")
+    lines = gzip.decompress(data_file.read_bytes()).decode().splitlines()
+    data = gzip.compress(("\n".join([lines[0], line, *lines[2:]]) + "\n").encode())
+    data_file.write_bytes(data)
+    entries[0]["md5Checksum"] = base64.b64encode(hashlib.md5(data).digest()).decode()
+    entries[0]["etag"] = hashlib.md5(hashlib.md5(data).digest()).hexdigest() + "-1"
+    body = "".join(json.dumps(entry, separators=(",", ":")) + "\n" for entry in entries).encode()
+    (export / "manifest-files.json").write_bytes(body)
+    (export / "manifest-files.md5").write_text(base64.b64encode(hashlib.md5(body).digest()).decode())
+    return export
+
+
+@pytest.mark.parametrize("line", ['{"Item": {"pk": {"S": "p9"', "[1, 2]"])
+def test_a_damaged_data_file_that_matches_its_md5_creates_nothing(bigtable_env, invoke, tmp_path, unique_name, line):
+    """A data line that is no export item, in a file whose MD5 the manifest vouches for: one line naming the file and
+    line and what to do, exit 2, and neither the table nor the run folder made (migrate created the table, then
+    failed on the line)."""
+    export = _damaged_copy(tmp_path, line)
+    spec = write_spec(tmp_path / "spec.json", "posts", unique_name)
+    spec.write_text(spec.read_text().replace(str(FULL), str(export)))
+    result = invoke("migrate", spec, "-y", "--run-dir", tmp_path / "run")
+    assert result.exit_code == 2, result.output
+    error = result.stderr.splitlines()[-1]
+    assert error.startswith(f"error: {export}/data/") and " line 2 is not an export item: " in error, error
+    assert error.endswith("; the file matches its manifest's MD5, so copying it again will not help: export the table "
+                          "again (or restore the file as DynamoDB wrote it); nothing was written")
+    assert "Traceback" not in result.output and unique_name not in tables(bigtable_env)
+    assert not (tmp_path / "run").exists()

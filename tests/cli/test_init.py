@@ -92,6 +92,22 @@ def test_schema_prints_the_shipped_schema(invoke, tmp_path):
     assert (tmp_path / "s.json").read_text() == SCHEMA_PATH.read_text()
 
 
+def test_every_output_file_makes_its_missing_folders_and_refuses_a_file_in_the_way(invoke, tmp_path):
+    """`-o new/folder/file` is written as init, infer, report and migrate-plan --out write theirs (schema said
+    'No such file or directory', with no fix); a path under a file is one line naming --output, nothing made."""
+    from ddb2bt.mappers.schema import SCHEMA_PATH
+
+    for command in (("schema",), ("init", "--template", "key-value")):
+        target = tmp_path / command[0] / "new" / "spec.out"
+        result = invoke(*command, "-o", target)
+        assert result.exit_code == 0, result.output
+        assert target.is_file() and (command[0] != "schema" or target.read_text() == SCHEMA_PATH.read_text())
+        blocked = invoke(*command, "-o", target / "under-a-file")
+        assert blocked.exit_code == 2 and blocked.stderr.startswith(f"error: --output {target / 'under-a-file'} "
+                                                                    "cannot be written (")
+        assert blocked.stderr.count("\n") == 1 and blocked.stderr.endswith("choose a --output path this user can write\n")
+
+
 # Each starter's documented data, a few items each (the QA found time-series, versioned and write-sharded failing
 # their own migrate-plan: a declared-lossy attribute that did not decode, a salted key taken for a time-first key).
 DOCUMENTED = {

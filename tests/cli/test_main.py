@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, PartialCredentialsError
 
 from ddb2bt.cli.errors import classify
 
@@ -78,10 +78,25 @@ def test_unreachable_endpoint_is_one_line_exit_3(invoke):
     assert result.stderr.count("\n") == 1 and "check --endpoint-url" in result.stderr
 
 
+def test_half_set_aws_credentials_are_bad_input_one_line_exit_2(invoke, monkeypatch, tmp_path):
+    """An access key without its secret is the user's settings, not a service's refusal: exit 2 (it was 3), one line
+    naming what is missing, nothing asked of AWS and nothing written."""
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    result = invoke("infer", "--table", "T", "--aws-region", "us-east-1", "-o", tmp_path / "draft.yaml")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == ("error: Partial credentials found in env, missing: AWS_SECRET_ACCESS_KEY; set "
+                             "AWS_SECRET_ACCESS_KEY too, or remove the half-set credentials from env so the next "
+                             "source in AWS's chain (--profile, an instance role) is used\n")
+    assert not (tmp_path / "draft.yaml").exists()
+
+
 @pytest.mark.parametrize(
     ("error", "code", "text"),
     [
         (NoCredentialsError(), 3, "configure AWS credentials"),
+        (PartialCredentialsError(provider="env", cred_var="AWS_SECRET_ACCESS_KEY"), 2,
+         "Partial credentials found in env, missing: AWS_SECRET_ACCESS_KEY; set AWS_SECRET_ACCESS_KEY too, or remove "
+         "the half-set credentials from env"),
         (EndpointConnectionError(endpoint_url="http://x"), 3, "http://x"),
         (ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "Requested resource not found"}}, "DescribeTable"),
          2, "check the table name"),
@@ -117,3 +132,26 @@ def test_our_warnings_are_sparse_one_line_each_and_undone(capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines == ["warning: scan t segment 0: http://u:***@127.0.0.1:1 refused; retry", "warning: another kind"]
     assert logging.getLogger("ddb2bt").propagate and not logging.getLogger("ddb2bt").handlers
+
+
+def test_a_service_gone_mid_catch_up_says_where_it_stopped_and_the_command_again(invoke, monkeypatch, tmp_path):
+    """A catch-up whose Bigtable or export store dies part way: how far it read, that the timeline did not advance,
+    then one line with the failure and the same command to run again, exit 3 (it was the failure's line alone)."""
+    from botocore.exceptions import EndpointConnectionError
+
+    from ddb2bt.app import cutover
+
+    def dies_after_starting(spec, export, options, started=None):
+        started(4)
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+    monkeypatch.setattr(cutover, "catch_up", dies_after_starting)
+    monkeypatch.setattr(cutover, "catch_up_progress", lambda run_dir: {"changes_read": 3})
+    spec, run, export = tmp_path / "spec.yaml", tmp_path / "run", tmp_path / "AWSDynamoDB" / "01714568400000-b2c3d4e5"
+    result = invoke("catch-up", spec, "--run-dir", run, "--export", export)
+    assert result.exit_code == 3, result.output
+    assert result.stdout.splitlines()[-1] == f"catch-up stopped: 3/4 changes read; the timeline in {run} did not advance"
+    assert result.stderr.splitlines()[-1] == (
+        'error: Could not connect to the endpoint URL: "http://127.0.0.1:9"; check --endpoint-url, your network, and '
+        "that DynamoDB is reachable; once it is back, run the same command again (what was applied is applied again, "
+        f"harmlessly): ddb2bt catch-up {spec} --run-dir {run} --export {export}")

@@ -63,6 +63,11 @@ CASES = [
      ":5: source.total_segments: expected an integer, got true"),
     ("true as a read budget", BASE.replace("  sort_key: sk\n", "  sort_key: sk\n  read_budget: true\n"),
      ":5: source.read_budget: expected a number, got true"),
+    # YAML reads 2024-13-01 as a timestamp and PyYAML's constructor raised a bare ValueError ('a bug', exit 1)
+    ("an impossible date", BASE.replace("entities:", "migration_time: 2024-13-01\nentities:"),
+     ":9: migration_time: '2024-13-01' is not a time: write an ISO-8601 time such as '2024-01-01T00:00:00Z'"),
+    ("an impossible day and time", BASE.replace("entities:", "migration_time: 2024-02-30 10:00:00\nentities:"),
+     ":9: migration_time: '2024-02-30 10:00:00' is not a time: write an ISO-8601 time"),
     *COUNTER_CASES,
 ]
 

@@ -150,3 +150,88 @@ def test_a_key_outside_AWSDynamoDB_is_refused():
 
     with pytest.raises(ExportError, match="not inside AWSDynamoDB/"):
         resolve_key("/x/AWSDynamoDB/id", "elsewhere/data/x.json.gz", {})
+
+
+@pytest.mark.parametrize("md5", ["xyz", "AAAA", 5])
+@pytest.mark.parametrize("export_id", [FULL, INC1])
+def test_a_manifest_md5_that_is_no_base64_md5_names_its_line(tmp_path, export_id, md5):
+    """A manifest line's md5Checksum that is not an MD5 in base64 (AWS writes 24 characters): one line naming the
+    manifest, the line and the value (it was decoded only when the file was checked: 'unexpected Error: Incorrect
+    padding (a bug)'), for a full and an incremental export alike."""
+    copy = tmp_path / "AWSDynamoDB"
+    shutil.copytree(DOCUMENTED, copy)
+    manifest = copy / export_id / "manifest-files.json"
+    lines = manifest.read_text().splitlines()
+    entry = json.loads(lines[1])
+    entry["md5Checksum"] = md5
+    manifest.write_text("\n".join([lines[0], json.dumps(entry), *lines[2:]]) + "\n")
+    read = verify_export if export_id == FULL else read_incremental_manifest
+    with pytest.raises(ExportError) as refused:
+        read(str(copy / export_id))
+    assert str(refused.value) == (
+        f"{manifest} line 2 is not a manifest entry: md5Checksum {md5!r} is not an MD5 in base64 (DynamoDB writes 24 "
+        "characters, e.g. 'yLVNWUe57fGz0jA1eDTzTg=='); copy the export's manifest-files.json again as DynamoDB wrote it")
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("exportTime", "yesterday", "exportTime 'yesterday' is not an ISO-8601 time (DynamoDB writes e.g. "
+                                "'2024-05-01T12:00:00.000Z')"),
+    ("itemCount", "many", "itemCount 'many' is not a whole number"),
+    ("manifestFilesS3Key", 5, "manifestFilesS3Key 5 is not text, as DynamoDB writes it"),  # was 'a bug'
+    ("tableArn", ["x"], "tableArn ['x'] is not text, as DynamoDB writes it"),  # was "of table ['x'] (['x'])"
+    ("exportTime", 5, "exportTime 5 is not text, as DynamoDB writes it"),
+])
+def test_a_full_export_summary_field_that_is_no_value_of_its_kind_names_it(tmp_path, field, value, message):
+    """A summary's exportTime that is no time (migrate ran, then the catch-up's timeline died on it: 'unexpected
+    ValueError (a bug)') or an itemCount that is no number ('a bug' at once): one line naming the file and field."""
+    copy = tmp_path / "AWSDynamoDB"
+    shutil.copytree(DOCUMENTED, copy)
+    summary_path = copy / FULL / "manifest-summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary[field] = value
+    summary_path.write_text(json.dumps(summary))
+    with pytest.raises(ExportError) as refused:
+        verify_export(str(copy / FULL))
+    assert str(refused.value) == (f"{copy / FULL}/manifest-summary.json: {message}; copy the export's "
+                                  "manifest-summary.json again as DynamoDB wrote it")
+
+
+def test_an_incremental_export_summary_item_count_that_is_no_number_names_it(tmp_path):
+    """An incremental export's itemCount that is no number: one line naming the file and field ('a bug' before)."""
+    copy = tmp_path / "AWSDynamoDB"
+    shutil.copytree(DOCUMENTED, copy)
+    summary_path = copy / INC1 / "manifest-summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["itemCount"] = "many"
+    summary_path.write_text(json.dumps(summary))
+    with pytest.raises(ExportError) as refused:
+        read_incremental_manifest(str(copy / INC1))
+    assert str(refused.value) == (f"{copy / INC1}/manifest-summary.json: itemCount 'many' is not a whole number; copy "
+                                  "the export's manifest-summary.json again as DynamoDB wrote it")
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"dataFileS3Key": 5}, "dataFileS3Key 5 is not an object key"),
+    ({"itemCount": -1}, "itemCount -1 is not a whole number of items"),
+    ({"itemCount": 2.5}, "itemCount 2.5 is not a whole number of items"),
+    ({"itemCount": True}, "itemCount True is not a whole number of items"),
+    ({"etag": 5, "md5Checksum": None}, "etag 5 is not an ETag"),
+    ({"dataFileS3Key": "again"}, "dataFileS3Key {key!r} is listed again (line 1 lists it)"),
+])
+def test_a_manifest_entry_whose_values_are_not_what_dynamodb_writes_names_its_line(tmp_path, change, problem):
+    """Values DynamoDB never writes in manifest-files.json: a key or ETag of another type ('unexpected
+    AttributeError/TypeError (a bug)'), a count below zero or with a fraction (read as int(2.5) = 2, the run then
+    failed on a count mismatch), a file listed twice (read twice: 10 items of a 5-item export, then a mismatch)."""
+    copy = tmp_path / "AWSDynamoDB"
+    shutil.copytree(DOCUMENTED, copy)
+    manifest = copy / FULL / "manifest-files.json"
+    lines = manifest.read_text().splitlines()
+    entry = {**json.loads(lines[1]), **change}
+    if change.get("dataFileS3Key") == "again":
+        entry["dataFileS3Key"] = key = json.loads(lines[0])["dataFileS3Key"]
+        problem = problem.format(key=key)
+    manifest.write_text("\n".join([lines[0], json.dumps(entry), *lines[2:]]) + "\n")
+    with pytest.raises(ExportError) as refused:
+        verify_export(str(copy / FULL))
+    assert str(refused.value) == (f"{manifest} line 2 is not a manifest entry: {problem}; copy the export's "
+                                  "manifest-files.json again as DynamoDB wrote it")

@@ -232,3 +232,51 @@ def test_the_tails_checkpoint_holds_keys_so_it_is_private(tmp_path):
     assert stream_tail.load_state(str(tmp_path)).recent == state.recent
     write_json(str(tmp_path / "status.json"), {"checked": {}})
     assert stat.S_IMODE((tmp_path / "status.json").stat().st_mode) == 0o600
+
+
+class GoneAfter:
+    """The real streams client, until ``pages`` GetRecords have been answered: then the stream's endpoint is gone
+    (botocore's EndpointConnectionError, as a dead or unreachable server gives)."""
+
+    def __init__(self, client, pages: int) -> None:
+        self._client, self._left = client, pages
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def get_records(self, **kwargs):
+        from botocore.exceptions import EndpointConnectionError
+
+        if self._left <= 0:
+            raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+        self._left -= 1
+        return self._client.get_records(**kwargs)
+
+
+def test_a_stream_gone_mid_tail_says_what_was_applied_then_one_line_with_the_command(bigtable_env, moto_server,
+                                                                                     unique_name, tmp_path,
+                                                                                     monkeypatch):
+    """A service dying under the tail ends it as it ends a migration: what it applied (the tail's counts), then one
+    `error:` line naming the failure, where the progress is saved and the command that goes on, exit 3. It printed
+    the error alone: no word of what was applied, nor how to go on."""
+    from typer.testing import CliRunner
+
+    from ddb2bt.cli.main import app
+
+    rng = random.Random(13)
+    run_dir = str(tmp_path / "run")
+    client, spec = backfill(moto_server, unique_name, run_dir, rng)
+    workload(client, unique_name, rng, 30)
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
+    real = dynamodb_stream.make_streams_client
+    monkeypatch.setattr(dynamodb_stream, "make_streams_client", lambda settings: GoneAfter(real(settings), 1))
+    result = CliRunner().invoke(app, ["tail", str(spec_path), "--run-dir", run_dir])
+    assert result.exit_code == 3, result.output
+    assert any(line.startswith("tail stopped after ") and " changes: " in line
+               for line in result.stdout.splitlines()), result.output
+    lines = result.stderr.splitlines()
+    assert lines[-1].startswith('error: Could not connect to the endpoint URL: "http://127.0.0.1:9"'), lines[-1]
+    assert lines[-1].endswith(f"; what the tail applied is saved in {run_dir}/tail.json: once it is back, go on "
+                              f"with: ddb2bt tail {spec_path} --run-dir {run_dir}"), lines[-1]
+    assert [line for line in lines if line.startswith("error:")] == [lines[-1]]

@@ -402,3 +402,28 @@ def test_throttling_and_unprocessed_items_are_retried_within_the_budget():
     for _ in range(6):
         budget.take(50)
     assert time.monotonic() - began >= 1.5  # 300 units at 100 a second, the first second's worth at once
+
+
+def test_dynamodb_gone_mid_rollback_is_one_line_with_what_is_kept_and_the_command(bigtable_env, moto_server,
+                                                                                   unique_name, tmp_path, monkeypatch):
+    """DynamoDB (or Bigtable) dying under the write phase: one ServiceError line (exit 3) that says the ranges are
+    committed up to their last row written and gives the command that goes on (it was the failure's line alone)."""
+    from botocore.exceptions import EndpointConnectionError
+
+    from ddb2bt.app import rollback as use_case
+    from ddb2bt.mappers.errors import ServiceError
+
+    _items, client, spec = migrated(moto_server.endpoint, unique_name, 10, tmp_path)
+    create_table(client, unique_name + "back", "pk", "sk")
+
+    def gone(*args, **kwargs):
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+    monkeypatch.setattr(use_case, "_write_ranges", gone)
+    run_dir = tmp_path / "rb"
+    with pytest.raises(ServiceError) as stopped:
+        rollback(spec, RollbackRequest(to_table=unique_name + "back"), RunOptions(run_dir=str(run_dir)))
+    assert stopped.value.one_line() == (
+        'Could not connect to the endpoint URL: "http://127.0.0.1:9"; check --endpoint-url, your network, and that '
+        "DynamoDB is reachable; the rollback stopped with every range committed up to its last row written; once it "
+        f"is back, continue it with the same command and --resume --run-dir {run_dir}")
