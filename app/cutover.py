@@ -360,6 +360,24 @@ def _count_lines(path: str) -> int:
         return sum(1 for line in handle.read().splitlines() if line.strip())
 
 
+def _backfill_letters(held: Parity, without_item: int, run_dir: str, spec: Any) -> tuple[int, str]:
+    """(the backfill's dead letters Bigtable does not hold, what the condition says of them): each item read from
+    DynamoDB now and mapped by the cutover's spec. Resolved: deleted since, skipped by the spec on purpose, or its
+    cells in Bigtable (redriven through a fixed spec, or changed since and applied). Not: the spec still cannot map it,
+    its cells are not in Bigtable, or the line holds no item to check (an export's count mismatch)."""
+    left = held.failing + len(held.mismatches) + without_item
+    if not left:
+        return 0, ""
+    parts = [f"{held.failing} the spec cannot map" if held.failing else "",
+             f"{len(held.mismatches)} mapped but not in Bigtable (e.g. {held.mismatches[0]})" if held.mismatches else "",
+             f"{without_item} without an item to check (an export's count mismatch)" if without_item else ""]
+    resolved = held.checked - held.failing - len(held.mismatches)
+    return left, (f"{left} backfill dead letter(s) are items Bigtable does not hold "
+                  f"({', '.join(part for part in parts if part)}; {resolved} resolved since: deleted, skipped or "
+                  f"in Bigtable): fix the spec (map those items, or skip them on purpose) and "
+                  f"`ddb2bt redrive {run_dir} SPEC`")
+
+
 def _dead_letter_counts(run_dir: str) -> dict[str, int]:
     from apache_beam.io.filesystems import FileSystems
 
@@ -417,7 +435,8 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     * stream: every piece of the tail's change source (the stream's shards) read to its current end by the tail
       (the source read here through its interface, read-only, from the tail's checkpoint: the changes after it
       are counted, with the age of the oldest);
-    * dead letters: no change dead letter of the tail or a catch-up left unresolved;
+    * dead letters: no change dead letter of the tail or a catch-up left unresolved, and every item the backfill
+      dead-lettered deleted since, skipped by the spec, or in Bigtable (each checked now);
     * tail: alive (a heartbeat saved with every page, within ``lag_threshold_s``), or stopped with nothing unread;
     * parity: random keys across the whole table and every key changed since the last check compare equal;
     * access patterns (when the spec declares them): each returns the same items from Bigtable as from DynamoDB.
@@ -432,6 +451,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover.backlog import read_backlog
     from ..pipelines.cutover.tail import load_state, stopped_since
+    from apache_beam.io.filesystems import FileSystems
 
     timeline = _check_run_dir(run_dir)
     now_us = int(time.time() * 1_000_000)
@@ -452,14 +472,17 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         total, left = change_letters.unresolved(path)
         unresolved[path.rsplit("/", 1)[-1]] = left
     left = sum(unresolved.values())
-    conditions.append(Condition("dead letters", left == 0, (
-        "no unresolved change dead letter" if not left else
-        f"{left} change dead letter(s) unresolved ({', '.join(f'{n}: {c}' for n, c in unresolved.items() if c)}): "
-        "Bigtable does not hold those changes; fix the spec and `ddb2bt redrive FILE SPEC`"),
-        {"unresolved": left}))
+    backfill_file = tl.join(run_dir, change_letters.BACKFILL_LETTERS)
+    backfill_left = 0  # the backfill's dead letters: checked below, item by item, once DynamoDB can be read
+    backfill_detail = ""
+    conditions.append(Condition("dead letters", False, ""))  # its place; filled in below
 
     if state is None or spec is None or spec.source.table is None:
         why = "the stream tail has not started" if state is None else "the timeline records no spec with a table"
+        backfill_left = _count_lines(backfill_file) if FileSystems.exists(backfill_file) else 0
+        backfill_detail = f"{backfill_left} backfill dead letter(s) not checked ({why})" if backfill_left else ""
+        if backfill_left:
+            unresolved[change_letters.BACKFILL_LETTERS] = backfill_left
         conditions += [Condition("stream", False, f"{why}: the stream cannot be compared with what is applied"),
                        Condition("tail", False, why),
                        Condition("parity", False, f"{why}: nothing compared")]
@@ -524,10 +547,23 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
             if parity.holds else f"{counted}; {len(parity.mismatches)} differ: {parity.mismatches[0]}"),
             {"checked": parity.checked, "random": parity.random_keys, "changed": parity.changed_keys,
              "differences": len(parity.mismatches)}))
+        key_names = [name for name in (spec.source.partition_key, spec.source.sort_key) if name]
+        letter_keys, without_item = change_letters.backfill_keys(backfill_file, key_names)
+        if letter_keys or without_item:
+            backfill_left, backfill_detail = _backfill_letters(
+                check(client, spec.source.table, compiled, spec.target, [], letter_keys, retry_s), without_item,
+                run_dir, spec)
+            unresolved[change_letters.BACKFILL_LETTERS] = backfill_left  # checked: shown even when 0
         if parity.holds and backlog.complete:  # the next check lists the keys changed after these
             tl.write_json(tl.join(run_dir, STATUS_FILE), {"stream_arn": state.stream_arn, "checked": {
                 lag.shard: lag.checked_to for lag in backlog.shards if lag.checked_to}})
 
+    changes = (f"{left} change dead letter(s) unresolved "
+               f"({', '.join(f'{n}: {c}' for n, c in unresolved.items() if c and n != change_letters.BACKFILL_LETTERS)}"
+               "): Bigtable does not hold those changes; fix the spec and `ddb2bt redrive FILE SPEC`") if left else ""
+    conditions[0] = Condition("dead letters", not left and not backfill_left, "; ".join(
+        part for part in (changes, backfill_detail) if part) or "no unresolved dead letter", {
+        "unresolved": left + backfill_left, "changes": left, "backfill": backfill_left})
     if spec is not None and spec.access_patterns:
         conditions.append(_access_patterns(spec, options))
     reasons = [f"{c.name}: {c.detail}" for c in conditions if not c.holds]

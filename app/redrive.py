@@ -120,6 +120,23 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     if found.without_item:  # nothing to re-drive, and nothing resolved: the run they belong to is still short
         problems.append(f"{len(found.without_item)} lines of {letters} hold no item (an export's count mismatch) and "
                         "stay there unresolved: fix the source and migrate it again")
+    if not problems:
+        _cutover_goes_on_with(folder, loaded)
     return RedriveResult(letters, new_dir, dead_letter, describe_target(loaded.target), state, now, inherited is not None,
                          found.items_by_stage, found.without_item, counters, lines, tuple(problems), reasons,
                          loaded.migration_time.isoformat() if loaded.migration_time else None)
+
+
+def _cutover_goes_on_with(folder: str, loaded: MappingSpec) -> None:
+    """A cutover's backfill redriven through a fixed spec: its tail, catch-ups and status go on with that spec (they
+    refuse another, and cutover-status maps the backfill's dead letters by it), as a change redrive records it."""
+    from ..pipelines.cutover import timeline as tl
+    from ..pipelines.run.checkpoint import spec_data_hash, spec_hash
+
+    saved = tl.read_json(tl.join(folder, tl.TIMELINE_FILE))
+    if saved is None:
+        return
+    timeline = tl.Timeline.from_json(saved)
+    if timeline.spec is None or spec_data_hash(timeline.spec) != spec_hash(loaded):
+        timeline.spec = loaded.model_dump(mode="json", by_alias=True)
+        tl.save(folder, timeline)

@@ -155,7 +155,8 @@ def cutover_status(run_dir: RunDir,
     with its counts.
 
     stream: the stream itself (read-only, from the tail's checkpoint) holds no record the tail has not applied;
-    dead letters: no change dead letter of the tail or a catch-up is unresolved; tail: alive (a heartbeat per page)
+    dead letters: no change dead letter of the tail or a catch-up is unresolved, and every item the backfill
+    dead-lettered is deleted since, skipped by the spec or in Bigtable (checked now); tail: alive (a heartbeat per page)
     or stopped with nothing left; parity: random items across the table and every item changed since the last check
     equal their Bigtable rows; access patterns (when the spec declares them): each returns the same items from
     Bigtable as from DynamoDB. Stop writes to DynamoDB first (docs/CUTOVER.md).
@@ -190,7 +191,7 @@ def render_status(found) -> list[str]:
         left = found.unresolved_dead_letters.get(name)
         count = found.dead_letters.get(name, "in part files")
         lines.append(f"dead letters {name}: {count}" + (f" ({left} unresolved)" if left is not None else
-                                                         " (the backfill's: items the spec does not map)"))
+                                                         " (the backfill's: items the spec did not map)"))
     for condition in found.conditions:
         lines.append(f"{'ok  ' if condition.holds else 'FAIL'} {condition.name}: {condition.detail}")
     lines += [f"note: {note}" for note in found.notes]

@@ -21,6 +21,8 @@ from .timeline import read_json, write_json
 
 RESOLVED_SUFFIX = ".resolved.json"
 CHANGE_LETTER_GLOBS = ("tail.dead_letters.jsonl", "catch-up-*.dead_letters.jsonl")
+BACKFILL_LETTERS = "dead_letters.jsonl"
+"""The backfill's dead letters in a cutover's run folder: items (not changes), each checked again by cutover-status."""
 
 
 def is_change_record(item: Any) -> bool:
@@ -112,3 +114,25 @@ def holds_changes(path: str) -> bool:
         if item is not None:
             return is_change_record(item)
     return False
+
+
+def backfill_keys(path: str, key_names: list[str]) -> tuple[list[dict[str, Any]], int]:
+    """(the keys of the items a backfill dead-lettered, each once, as export JSON; the lines that hold no item, or an
+    item without its key, which nothing can check: an export's count mismatch). No file: nothing."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if not FileSystems.exists(path):
+        return [], 0
+    keys: dict[str, dict[str, Any]] = {}
+    without = 0
+    for line in lines(path):
+        try:
+            item = json.loads(line).get("item")
+        except (ValueError, AttributeError):
+            item = None
+        if not isinstance(item, dict) or not all(isinstance(item.get(name), dict) for name in key_names):
+            without += 1
+            continue
+        key = {name: item[name] for name in key_names}
+        keys.setdefault(json.dumps(key, sort_keys=True), key)
+    return list(keys.values()), without

@@ -37,6 +37,8 @@ class Parity:
     """Items deleted since: nothing left to compare in a shared row (their cells' deletion is exact by construction)."""
     unmapped: int = 0
     """Items the spec does not map (dead-lettered or skipped): nothing expected in Bigtable."""
+    failing: int = 0
+    """Of those, the items the spec cannot map (it dead-letters them; the others it skips on purpose)."""
     mismatches: list[str] = field(default_factory=list)
 
     @property
@@ -98,7 +100,7 @@ def compare(client: Any, table: str, compiled: Any, target: Any, keys: list[dict
     """Compare each item with its Bigtable row, counting into ``parity``; the keys that differ (not yet recorded)."""
     import json
 
-    from ...mappers.results import MappedRow
+    from ...mappers.results import ItemError, MappedRow
     from ..bigtable.read import read_cells
 
     items = read_items(client, table, keys)
@@ -113,6 +115,7 @@ def compare(client: Any, table: str, compiled: Any, target: Any, keys: list[dict
             expected.append((key, result))
         else:
             parity.unmapped += 1
+            parity.failing += isinstance(result, ItemError)
     # an item's index rows (spec.indexes) are its rows too: a stale or missing one is a difference
     # (the rows of an index in a table of its own are read from that table)
     wanted: dict[str | None, set[bytes]] = {}

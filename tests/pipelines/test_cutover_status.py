@@ -391,3 +391,56 @@ def test_a_dead_bigtable_is_exit_3_before_the_parity_reads(bigtable_env, moto_se
     monkeypatch.setattr(cutover_parity, "compare", no_read)
     code, output = cli("cutover-status", "--run-dir", run_dir)
     assert code == 3 and "Bigtable is unreachable" in output, output
+
+
+def test_the_backfills_dead_letters_are_not_ready_until_bigtable_holds_those_items(bigtable_env, moto_server,
+                                                                                   unique_name, tmp_path):
+    """An item the backfill dead-lettered is not in Bigtable: READY was given with it missing (the backfill's dead
+    letters were shown, never checked). Each is now read from DynamoDB and mapped again at every status: NOT READY
+    while the spec cannot map it, READY once a redrive through the fixed spec has put it in Bigtable."""
+    client = create_streamed_table(moto_server.endpoint, unique_name)
+    for i in range(POSTS):
+        client.put_item(TableName=unique_name, Item=post(i))
+        client.put_item(TableName=unique_name, Item=comment(i))
+    client.put_item(TableName=unique_name, Item=post(POSTS, None))  # no Title: the spec cannot map it
+    spec = make_spec(unique_name, endpoint_url=moto_server.endpoint)
+    run_dir = str(tmp_path / "run")
+    migrated = migrate(spec, RunOptions(run_dir=run_dir, total_segments=2))
+    assert migrated.counters["dead_lettered"] == 1, migrated.counters
+    assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1).ok
+
+    code, found = status(run_dir)
+    checks = conditions(found)
+    assert code == 1 and not found["ready"]
+    assert checks["stream"]["holds"] and checks["tail"]["holds"] and checks["parity"]["holds"]  # all READY looked at
+    assert not checks["dead letters"]["holds"] and checks["dead letters"]["counts"]["backfill"] == 1
+    detail = checks["dead letters"]["detail"]
+    assert "1 backfill dead letter(s) are items Bigtable does not hold (1 the spec cannot map" in detail, detail
+    assert f"ddb2bt redrive {run_dir} SPEC" in detail
+    # the tail re-applies what the stream held from before the scan ended: the put is its dead letter too
+    assert found["unresolved_dead_letters"] == {"dead_letters.jsonl": 1, "tail.dead_letters.jsonl": 1}
+
+    fixed = spec_file(tmp_path / "fixed.json", fixed_spec(spec))
+    code, output = cli("redrive", Path(run_dir) / "tail.dead_letters.jsonl", fixed, "--run-dir", tmp_path / "changes")
+    assert code == 0, output
+    code, found = status(run_dir)
+    checks = conditions(found)  # the change is in Bigtable now: so is the item, and the backfill's letter resolved
+    assert code == 0 and found["ready"], found["reasons"]
+    code, output = cli("redrive", run_dir, fixed, "--run-dir", tmp_path / "redrive")  # a redrive again: harmless
+    assert code == 0, output
+    code, found = status(run_dir)
+    assert code == 0 and found["ready"], found["reasons"]
+    assert conditions(found)["dead letters"]["counts"] == {"unresolved": 0, "changes": 0, "backfill": 0}
+    assert found["unresolved_dead_letters"]["dead_letters.jsonl"] == 0  # checked, and shown so
+    assert read_cells(spec.target) == expected_cells(fixed_spec(spec), table_items(client, unique_name))  # cell by cell
+
+    # the timeline goes on with the fixed spec: a Bigtable that loses the item again is NOT READY
+    from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry
+    from google.cloud.bigtable.data.mutations import DeleteAllFromRow
+
+    with BigtableDataClient(project=spec.target.project) as bt:
+        table = bt.get_table(spec.target.instance, spec.target.table)
+        table.bulk_mutate_rows([RowMutationEntry(f"p{POSTS}".encode(), [DeleteAllFromRow()])])
+    code, found = status(run_dir)
+    checks = conditions(found)
+    assert code == 1 and "1 mapped but not in Bigtable" in checks["dead letters"]["detail"], checks["dead letters"]
