@@ -352,6 +352,38 @@ def test_describe_on_demand_table_and_a_server_without_ttl(moto_client):
     assert (info.ttl_attribute, info.ttl_status) == (None, None)
 
 
+def test_describe_asks_the_time_to_live_together_with_the_table(moto_client, caplog):
+    """DescribeTable and DescribeTimeToLive are in flight together (one round trip before a run, not two); the
+    table's own error is raised as it is, and a missing table says nothing about its TTL."""
+    create_table(moto_client, "t")
+    both = threading.Barrier(2, timeout=5)  # each call waits for the other: they must be under way together
+
+    class Together:
+        def describe_table(self, **kw):
+            both.wait()
+            return moto_client.describe_table(**kw)
+
+        def describe_time_to_live(self, **kw):
+            both.wait()
+            return moto_client.describe_time_to_live(**kw)
+
+    info = describe_source(Together(), "t")
+    assert info.partition_key == "pk"
+
+    class Missing:
+        def describe_table(self, **kw):
+            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "gone"}}, "DescribeTable")
+
+        def describe_time_to_live(self, **kw):
+            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "gone"}}, "DescribeTimeToLive")
+
+    caplog.set_level("INFO", logger="ddb2bt.pipelines.dynamodb.client")
+    with pytest.raises(ClientError) as raised:
+        describe_source(Missing(), "t")
+    assert raised.value.operation_name == "DescribeTable"
+    assert "DescribeTimeToLive" not in caplog.text
+
+
 # --------------------------------------------------------------------------- Beam
 
 
