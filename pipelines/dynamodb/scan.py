@@ -20,6 +20,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
@@ -492,11 +493,14 @@ class BudgetPlan:
     table_info: SourceDescription | None = None
 
     def resolve(self, client: Any, table: str) -> float | None:
-        """RCU/s per segment, None when unlimited; calls DescribeTable when neither rate nor table_info is given."""
+        """RCU/s per segment, None when unlimited; calls DescribeTable when neither rate nor table_info is given,
+        through ``client`` (or the client that ``client()`` makes, made only then)."""
         rate = self.rcu_per_segment
         if rate is None:
             # the capacity is all the rate needs: DescribeTable alone, not the TTL's call as well (a round trip
             # per worker's setup, before its first page)
+            if self.table_info is None and callable(client):
+                client = client()
             info = self.table_info or SourceDescription.from_describe_table(client.describe_table(TableName=table))
             rate = ReadBudget.per_segment_rate(info.capacity_rcu(self.on_demand_rcu), self.read_budget,
                                                self.segments_in_flight)
@@ -525,7 +529,7 @@ class _ScanSegmentFn(beam.DoFn):
 
     def setup(self) -> None:
         self._client = scan_client(self._settings, self._retry)
-        self._rate = self._plan.resolve(make_client(self._settings), self._table)
+        self._rate = self._plan.resolve(partial(make_client, self._settings), self._table)
         self._progress = progress.reporter(self._progress_dir)
         log.info("scan %s: %s RCU/s per segment", self._table,
                  "unlimited" if self._rate is None else f"{self._rate:.1f}")
@@ -629,7 +633,7 @@ class ScanDynamoDB(beam.PTransform):
 
     def rcu_per_segment(self) -> float | None:
         """The per-segment read rate the scan will hold (None: unlimited); may call DescribeTable once."""
-        return self._budget.resolve(make_client(self._settings), self._table)
+        return self._budget.resolve(partial(make_client, self._settings), self._table)
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, self._budget, self._retry,

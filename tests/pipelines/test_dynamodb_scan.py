@@ -384,6 +384,26 @@ def test_describe_asks_the_time_to_live_together_with_the_table(moto_client, cap
     assert "DescribeTimeToLive" not in caplog.text
 
 
+def test_a_given_description_spares_the_read_rate_its_describe_table_and_its_client(moto_client):
+    """With the run's description (made while it was prepared) the scan's setup asks nothing and makes no client
+    for it; without, one DescribeTable through a client made then."""
+    from ddb2bt.pipelines.dynamodb.scan import BudgetPlan
+
+    create_table(moto_client, "t", ProvisionedThroughput={"ReadCapacityUnits": 300, "WriteCapacityUnits": 5})
+    made: list[int] = []
+
+    def connect():
+        made.append(1)
+        return moto_client
+
+    info = describe_source(moto_client, "t")
+    assert BudgetPlan(None, 0.5, 4000, 3, info).resolve(connect, "t") == 300 * 0.5 / 3
+    assert made == []
+    assert BudgetPlan(None, 0.5, 4000, 3).resolve(connect, "t") == 300 * 0.5 / 3
+    assert made == [1]
+    assert BudgetPlan(math.inf).resolve(connect, "t") is None and made == [1]
+
+
 # --------------------------------------------------------------------------- Beam
 
 
