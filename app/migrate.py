@@ -293,11 +293,15 @@ def _run(p: PreparedRun, completed: frozenset[int], now_ms: int, sample: list[di
 
     spec, options = p.spec, p.options
     pipeline = new_pipeline(p.pipeline_options)
+    # On this machine the scan starts seconds after the source was described: its read rate comes from that
+    # description (the capacity the plan showed) instead of a second DescribeTable before the first page, a round
+    # trip the whole run waits for. A remote runner's workers start later, and ask again.
+    source = source_for(spec).described(p.source_description) if p.direct else None
     build_pipeline(pipeline, spec, dead_letter=p.dead_letter, run_dir=p.run_dir if p.resumable else None,
                    total_segments=p.total_segments, completed=completed, flow=options.flow_control(),
                    sample=sample, now_ms=now_ms, max_dead_letters=options.dead_letter_limit(),
                    segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
-                   progress_dir=progress_dir, start_keys=start_keys)
+                   progress_dir=progress_dir, start_keys=start_keys, source=source)
     if p.dry_run:
         return MigrateResult(p, "DRY_RUN", stages=pipeline_stages(pipeline), staged_package=_staged_package(p.pipeline_options))
     result = pipeline.run()  # a local runner runs the whole pipeline here

@@ -65,6 +65,11 @@ class Source(ABC):
         """The table behind it, from the service (DescribeTable); None when there is none to ask."""
         return None
 
+    def described(self, description: SourceDescription | None) -> Source:
+        """This source with its :meth:`describe` of a moment ago, which its read then uses instead of asking the
+        service again before its first request (a live table's read rate); itself where its read asks nothing."""
+        return self
+
     def check(self, pipeline_options: Any = None) -> int | None:
         """Refuse (a ddb2bt error) what cannot be read, before anything is written; the number of pieces when the
         source fixes them (an export's data files), else None."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -75,13 +76,24 @@ def make_client(settings: ClientSettings) -> Any:
 
 
 def describe_raw(client: Any, table: str) -> tuple[dict, dict | None]:
-    """Raw DescribeTable and DescribeTimeToLive responses; the latter None where the server lacks the call (dynalite)."""
-    response = client.describe_table(TableName=table)
-    try:
-        ttl = client.describe_time_to_live(TableName=table)
-    except ClientError as err:
-        log.info("DescribeTimeToLive unavailable for %s (%s); TTL unknown", table, err.response["Error"].get("Code"))
-        ttl = None
+    """Raw DescribeTable and DescribeTimeToLive responses; the latter None where the server lacks the call (dynalite).
+
+    The two requests go out together (a client is thread-safe): every run waits for them before it starts, and a
+    region away that is one round trip instead of two. DescribeTable's error is raised as it is."""
+
+    def time_to_live() -> dict | ClientError:
+        try:
+            return client.describe_time_to_live(TableName=table)
+        except ClientError as err:
+            return err
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddb2bt-describe") as pool:
+        asked = pool.submit(time_to_live)
+        response = client.describe_table(TableName=table)  # its error leaves once the other request is answered
+        ttl = asked.result()
+    if isinstance(ttl, ClientError):  # said only for a table that DescribeTable found
+        log.info("DescribeTimeToLive unavailable for %s (%s); TTL unknown", table, ttl.response["Error"].get("Code"))
+        return response, None
     return response, ttl
 
 

@@ -20,6 +20,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
@@ -382,7 +383,7 @@ def _room(slots: threading.Semaphore, stop: threading.Event) -> bool:
 def read_segments(open_pages: Callable[[int, Callable[[float], None]], Iterator[T]],
                   segments: tuple[int, ...] | list[int], *,
                   at_once: int = SEGMENTS_PER_CALL, ahead: int = PAGES_AHEAD,
-                  interleave: bool = True) -> Iterator[tuple[int, T | None]]:
+                  interleave: bool = True, last: Callable[[T], bool] | None = None) -> Iterator[tuple[int, T | None]]:
     """The pages of ``segments`` as ``(segment, page)``, each segment's in its order and followed by
     ``(segment, None)`` once it has ended; ``open_pages(segment, sleep)`` gives a segment's pages, waiting (retry
     backoff, read budget) only through ``sleep``, which raises once the caller has stopped.
@@ -395,12 +396,21 @@ def read_segments(open_pages: Callable[[int, Callable[[float], None]], Iterator[
     early (``close()``, an error, one reader's included) stops every reader after the request it is making
     (a reader retrying a failing page stops at its next wait): pages read but not taken are dropped, never
     reported, so a resumed run reads them again.
+
+    ``last(page)`` says that a page is its segment's final one (a Scan page without LastEvaluatedKey): its reader
+    then queues the segment's end right behind it and goes on to the next segment at once, instead of waiting
+    until the caller has taken that page, which may be queued behind other segments' pages for as long as they
+    take to work on; the next segment's first request overlaps that work. Up to ``at_once`` segments may have
+    ended this way with their final page not yet taken (memory: ``at_once × (ahead + 1)`` pages besides the
+    caller's); beyond that a reader waits as without ``last``.
     """
     stop = threading.Event()
     boxes: dict[int, queue.Queue] = {segment: queue.Queue() for segment in segments}  # held to ``ahead`` by slots
     slots = {segment: threading.Semaphore(max(1, ahead)) for segment in segments}
     arrivals: queue.Queue = queue.Queue()  # segment numbers, in the order their entries arrived (interleave)
     arrived = arrivals.put if interleave else (lambda _segment: None)
+    ends = threading.Semaphore(max(1, at_once))  # segments ended early whose final page the caller has not taken
+    ended_early: set[int] = set()
 
     def sleep(seconds: float) -> None:
         if stop.wait(seconds):
@@ -412,6 +422,14 @@ def read_segments(open_pages: Callable[[int, Callable[[float], None]], Iterator[
             pages = open_pages(segment, sleep)
             while _room(slots[segment], stop):  # a page is fetched only once the caller took the one before
                 page = next(pages, _END)
+                if page is not _END and last is not None and last(page) and ends.acquire(blocking=False):
+                    # never blocks: with no token left, the reader waits for the caller as without ``last`` (a
+                    # caller taking segment after segment may be waiting for this one's end: no deadlock)
+                    ended_early.add(segment)
+                    for entry in (page, _END):
+                        boxes[segment].put((entry, None))
+                        arrived(segment)
+                    return
                 boxes[segment].put((page, None))
                 arrived(segment)
                 if page is _END:
@@ -445,6 +463,8 @@ def read_segments(open_pages: Callable[[int, Callable[[float], None]], Iterator[
                 if page is _END:
                     open_segments -= 1
                     current = None
+                    if segment in ended_early:
+                        ends.release()
                     yield segment, None
                 else:
                     yield segment, page
@@ -493,15 +513,23 @@ class BudgetPlan:
     table_info: SourceDescription | None = None
 
     def resolve(self, client: Any, table: str) -> float | None:
-        """RCU/s per segment, None when unlimited; calls DescribeTable when neither rate nor table_info is given."""
+        """RCU/s per segment, None when unlimited; calls DescribeTable when neither rate nor table_info is given,
+        through ``client`` (or the client that ``client()`` makes, made only then)."""
         rate = self.rcu_per_segment
         if rate is None:
             # the capacity is all the rate needs: DescribeTable alone, not the TTL's call as well (a round trip
             # per worker's setup, before its first page)
+            if self.table_info is None and callable(client):
+                client = client()
             info = self.table_info or SourceDescription.from_describe_table(client.describe_table(TableName=table))
             rate = ReadBudget.per_segment_rate(info.capacity_rcu(self.on_demand_rcu), self.read_budget,
                                                self.segments_in_flight)
         return None if math.isinf(rate) else rate
+
+
+def _last_page(page: ScanPage) -> bool:
+    """Whether ``page`` ends its segment: Scan gives no LastEvaluatedKey with a segment's last page."""
+    return page.last_key is None
 
 
 class _ScanSegmentFn(beam.DoFn):
@@ -526,14 +554,17 @@ class _ScanSegmentFn(beam.DoFn):
 
     def setup(self) -> None:
         self._client = scan_client(self._settings, self._retry)
-        self._rate = self._plan.resolve(make_client(self._settings), self._table)
+        self._rate = self._plan.resolve(partial(make_client, self._settings), self._table)
         self._progress = progress.reporter(self._progress_dir)
         log.info("scan %s: %s RCU/s per segment", self._table,
                  "unlimited" if self._rate is None else f"{self._rate:.1f}")
 
     def process(self, lane: tuple[int, ...]) -> Iterable[Any]:
         spent = 0.0  # counters are integers: carry the half units
-        for segment, page in read_segments(self._pages_of, lane, interleave=self._interleave):
+        # taken as they arrive (migrate): a segment's reader goes on to the lane's next segment as soon as it has
+        # its last page, not once that page is taken (validate takes segment after segment: as it was)
+        last = _last_page if self._interleave else None
+        for segment, page in read_segments(self._pages_of, lane, interleave=self._interleave, last=last):
             if page is None:  # its reader's end, which may come after other segments' pages: marked at its last page
                 continue
             self._pages.inc()
@@ -630,7 +661,7 @@ class ScanDynamoDB(beam.PTransform):
 
     def rcu_per_segment(self) -> float | None:
         """The per-segment read rate the scan will hold (None: unlimited); may call DescribeTable once."""
-        return self._budget.resolve(make_client(self._settings), self._table)
+        return self._budget.resolve(partial(make_client, self._settings), self._table)
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> dict[str, beam.PCollection]:
         fn = _ScanSegmentFn(self._settings, self._table, self._total, self._consistent, self._budget, self._retry,

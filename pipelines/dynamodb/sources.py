@@ -35,15 +35,20 @@ class ScanSource(Source):
     positions = True
     live = True
 
-    def __init__(self, spec: SourceSpec) -> None:
+    def __init__(self, spec: SourceSpec, description: SourceDescription | None = None) -> None:
         assert spec.table is not None, "a spec without an export names its table"  # SourceSpec's own rule
         self.spec, self.table = spec, spec.table
+        self.description = description
+        """The read rate's capacity, when given (:meth:`described`); else each scan worker asks DescribeTable."""
 
     def name(self) -> str:
         return self.table
 
     def describe(self) -> SourceDescription:
         return describe_source(make_client(ClientSettings.from_source(self.spec)), self.table)
+
+    def described(self, description: SourceDescription | None) -> ScanSource:
+        return ScanSource(self.spec, description)
 
     def choose_pieces(self, description: SourceDescription | None) -> int:
         return choose_total_segments(description.size_bytes if description else 0)
@@ -70,7 +75,7 @@ class ScanSource(Source):
         return SourceRead(p | "Scan" >> ScanDynamoDB(self.spec, total_segments, completed_segments=completed,
                                                      segments_in_flight=segments_in_flight, start_keys=start_keys,
                                                      savepoints=mark_done, progress_dir=progress_dir,
-                                                     interleave=mark_done))
+                                                     interleave=mark_done, table_info=self.description))
 
     def items(self, limit: int | None = None) -> list[dict]:
         client = make_client(ClientSettings.from_source(self.spec))

@@ -16,7 +16,8 @@ SEGMENTS_PER_CALL = 4
 ``read_segments``): a Scan page's round trip (tens of ms in a region, plus the server's time to build a 1 MB page)
 overlaps the mapping and writing of the pages before it, and a runner that makes one call at a time (the
 DirectRunner in_memory) still has requests of several segments in flight. Each reader holds at most one page
-ahead, so memory stays at a few pages per call."""
+ahead (and, having gone on to its lane's next segment, the last page of the one before until it is taken), so
+memory stays at a few pages per call."""
 
 
 def lanes(segments: list[int], calls: int) -> list[tuple[int, ...]]:

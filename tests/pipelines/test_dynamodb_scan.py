@@ -11,6 +11,7 @@ import math
 import pickle
 import threading
 import time
+from typing import Any
 
 import apache_beam as beam
 import boto3
@@ -352,6 +353,58 @@ def test_describe_on_demand_table_and_a_server_without_ttl(moto_client):
     assert (info.ttl_attribute, info.ttl_status) == (None, None)
 
 
+def test_describe_asks_the_time_to_live_together_with_the_table(moto_client, caplog):
+    """DescribeTable and DescribeTimeToLive are in flight together (one round trip before a run, not two); the
+    table's own error is raised as it is, and a missing table says nothing about its TTL."""
+    create_table(moto_client, "t")
+    both = threading.Barrier(2, timeout=5)  # each call waits for the other: they must be under way together
+
+    class Together:
+        def describe_table(self, **kw):
+            both.wait()
+            return moto_client.describe_table(**kw)
+
+        def describe_time_to_live(self, **kw):
+            both.wait()
+            return moto_client.describe_time_to_live(**kw)
+
+    info = describe_source(Together(), "t")
+    assert info.partition_key == "pk"
+
+    class Missing:
+        def describe_table(self, **kw):
+            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "gone"}}, "DescribeTable")
+
+        def describe_time_to_live(self, **kw):
+            raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "gone"}}, "DescribeTimeToLive")
+
+    caplog.set_level("INFO", logger="ddb2bt.pipelines.dynamodb.client")
+    with pytest.raises(ClientError) as raised:
+        describe_source(Missing(), "t")
+    assert raised.value.operation_name == "DescribeTable"
+    assert "DescribeTimeToLive" not in caplog.text
+
+
+def test_a_given_description_spares_the_read_rate_its_describe_table_and_its_client(moto_client):
+    """With the run's description (made while it was prepared) the scan's setup asks nothing and makes no client
+    for it; without, one DescribeTable through a client made then."""
+    from ddb2bt.pipelines.dynamodb.scan import BudgetPlan
+
+    create_table(moto_client, "t", ProvisionedThroughput={"ReadCapacityUnits": 300, "WriteCapacityUnits": 5})
+    made: list[int] = []
+
+    def connect():
+        made.append(1)
+        return moto_client
+
+    info = describe_source(moto_client, "t")
+    assert BudgetPlan(None, 0.5, 4000, 3, info).resolve(connect, "t") == 300 * 0.5 / 3
+    assert made == []
+    assert BudgetPlan(None, 0.5, 4000, 3).resolve(connect, "t") == 300 * 0.5 / 3
+    assert made == [1]
+    assert BudgetPlan(math.inf).resolve(connect, "t") is None and made == [1]
+
+
 # --------------------------------------------------------------------------- Beam
 
 
@@ -526,6 +579,70 @@ def test_read_segments_raises_a_readers_error_and_stops_the_others_when_left_ear
     settled = dict(fetched)
     time.sleep(0.3)
     assert fetched == settled and sum(settled.values()) <= 4 + 1
+
+
+def _paged(segment: int, pages: int, fetched: list, last_taken: dict[int, threading.Event]):
+    """``pages`` pages of ``segment``, its last one marked (as a Scan page without LastEvaluatedKey); each fetch
+    recorded with whether the caller had taken the previous segment's last page by then."""
+    for n in range(pages):
+        fetched.append((segment, n, last_taken[segment - 1].is_set() if segment - 1 in last_taken else None))
+        yield (segment, n, n == pages - 1)
+
+
+def _first_pages_after_last_taken(last: Any) -> list[bool | None]:
+    """For segments 1-3 of a lane read one at a time, whether the caller had taken the segment before's last page
+    when their first page was fetched; the caller works 0.1 s on every page."""
+    from ddb2bt.pipelines.dynamodb.scan import read_segments
+
+    fetched: list = []
+    last_taken = {segment: threading.Event() for segment in range(4)}
+    got = []
+    for segment, page in read_segments(lambda s, _: _paged(s, 2, fetched, last_taken), (0, 1, 2, 3), at_once=1,
+                                       last=last):
+        if page is not None and page[2]:
+            last_taken[segment].set()
+        got.append((segment, page))
+        time.sleep(0.1)  # the caller works on the page (a reader holds at most one page beyond it)
+    assert got == [(s, p) for s in range(4) for p in ((s, 0, False), (s, 1, True), None)]  # in order, nothing lost
+    return [taken for segment, n, taken in fetched if n == 0 and segment > 0]
+
+
+def test_a_reader_goes_on_to_its_next_segment_without_waiting_for_its_last_page_to_be_taken():
+    """With ``last``, a segment's reader queues its end right behind its last page and starts the lane's next
+    segment while the caller is still on the pages before (a segment's start overlaps the work on them); without,
+    the next segment's first request waits until the caller has taken the last page. Each segment's pages still
+    come in order, each followed by its end, and nothing is lost."""
+    assert _first_pages_after_last_taken(lambda page: page[2]) == [False, False, False]
+    assert _first_pages_after_last_taken(None) == [True, True, True]
+
+
+def test_segments_ended_early_hold_at_most_a_page_each_beyond_the_readers_pages():
+    """Memory: with ``last``, at most ``at_once × (ahead + 1)`` pages are fetched and not taken, however short the
+    segments (one page each: every reader ends at once and goes on); taken segment after segment (a caller that
+    waits for one segment's end), a reader with no early end left waits as before instead of blocking it."""
+    from ddb2bt.pipelines.dynamodb.scan import read_segments
+
+    for interleave in (True, False):
+        fetched: dict[int, int] = {}
+
+        def one_page(segment: int, _sleep):
+            for n in range(1 if segment % 3 else 3):  # mostly one-page segments, some of three
+                fetched[segment] = fetched.get(segment, 0) + 1
+                yield (segment, n, n == (0 if segment % 3 else 2))
+
+        taken, got = 0, []
+        for segment, page in read_segments(one_page, tuple(range(40)), at_once=3, ahead=1, interleave=interleave,
+                                           last=lambda page: page[2]):
+            taken += page is not None
+            got.append((segment, page))
+            time.sleep(0.002)  # readers would run far ahead if nothing held them
+            assert sum(fetched.values()) - taken <= 3 * 2, (interleave, fetched, taken)
+        assert taken == sum(3 if s % 3 == 0 else 1 for s in range(40))
+        for segment in range(40):
+            mine = [page for s, page in got if s == segment]
+            assert mine[-1] is None and [page[1] for page in mine[:-1]] == list(range(len(mine) - 1))
+        if not interleave:
+            assert [s for s, page in got if page is None] == list(range(40))
 
 
 def test_one_segment_failing_stops_a_reader_retrying_another_at_its_next_wait():

@@ -93,6 +93,28 @@ def test_migration_end_to_end_and_rerun_is_identical(bigtable_env, dynamodb, uni
     assert read_cells(full.target) == cells
 
 
+def test_a_local_run_describes_its_source_once(bigtable_env, moto_server, unique_name, tmp_path, monkeypatch):
+    """On this machine the scan's read rate comes from the description made while the run was prepared: DynamoDB
+    is asked DescribeTable once (with DescribeTimeToLive, together) before the Scan pages, not again by the scan."""
+    from ddb2bt.pipelines.dynamodb import client as dynamodb_client
+
+    calls: list[str] = []
+    made = dynamodb_client.aws_client
+
+    def counted(*args, **kwargs):
+        client = made(*args, **kwargs)
+        client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+        return client
+
+    monkeypatch.setattr(dynamodb_client, "aws_client", counted)
+    load_table(moto_server.endpoint, unique_name, make_items())
+    result = migrate(make_spec(unique_name, moto_server.endpoint), RunOptions(run_dir=str(tmp_path / "r"),
+                                                                             total_segments=3))
+    assert result.counters["items_read"] == ITEMS + len(SKIPPED)
+    assert sorted(calls[:2]) == ["DescribeTable", "DescribeTimeToLive"]
+    assert set(calls[2:]) == {"Scan"}, calls
+
+
 def test_interrupted_run_resumes_to_complete(bigtable_env, moto_server, unique_name, tmp_path):
     items = make_items()
     load_table(moto_server.endpoint, unique_name, items)
