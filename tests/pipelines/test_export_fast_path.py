@@ -188,3 +188,41 @@ def test_both_readers_read_the_real_exports_alike(monkeypatch):
     isal_read = [list(export.sized_records(path, lambda record: record, "a record")) for path in DATA_FILES]
     monkeypatch.setattr(export, "GzipReader", gzip.GzipFile)
     assert [list(export.sized_records(path, lambda record: record, "a record")) for path in DATA_FILES] == isal_read
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_the_first_lines_check_reads_a_small_part_of_each_file_under_the_read_buffer(tmp_path, monkeypatch, compressed):
+    """verify_export reads each data file's first lines before a run. Through Beam's 16 MiB read buffer (s3://, gs://)
+    that was one 16 MiB request per file; the check reads the unbuffered stream beneath it, in 64 KiB blocks."""
+    import io
+    import os
+
+    from apache_beam.io.filesystems import FileSystems
+
+    lines = b"".join(json.dumps({"Item": {"pk": {"S": f"p{i}"}, "v": {"S": os.urandom(300).hex()}}}).encode() + b"\n"
+                     for i in range(20_000))  # ~12 MB of lines
+    path = tmp_path / ("f.json.gz" if compressed else "f.json")
+    path.write_bytes(gzip.compress(lines, 1) if compressed else lines)
+    read: list[int] = []
+
+    class Counting(io.FileIO):
+        def readinto(self, buffer):  # what the file system is asked for, either way
+            got = super().readinto(buffer)
+            read.append(got or 0)
+            return got
+
+        def read(self, size=-1):
+            got = super().read(size)
+            read.append(len(got or b""))
+            return got
+
+    def opened(name, *args, **kwargs):
+        return io.BufferedReader(Counting(name, "rb"), buffer_size=16 << 20)
+
+    monkeypatch.setattr(FileSystems, "open", staticmethod(opened))
+    export.check_lines_start(export.ExportFile(str(path), path.name, 20_000, None, None))
+    assert 0 < sum(read) <= 512 << 10, sum(read)
+
+    path.write_bytes(gzip.compress(b'{"Items": 1}\n' + lines, 1) if compressed else b'{"Items": 1}\n' + lines)
+    with pytest.raises(export.ExportError, match="line 1 is not an export item"):
+        export.check_lines_start(export.ExportFile(str(path), path.name, 20_001, None, None))
