@@ -32,7 +32,7 @@ from ..mappers.limits import DeadLetterLimit
 from ..mappers.results import MappedRow, Skipped
 from .run import checkpoint as ckpt
 from .run import progress
-from .run.collector import relax_young_gc
+from .run.collector import MAP_STEP_YOUNG_GC_THRESHOLD, relax_young_gc
 from .run.batches import Barrier, Batch, SegmentAt, SegmentDone
 from .bigtable.sink import FlowControl
 from .run.metrics import NAMESPACE, ReasonCounters, letter_reason, skip_reason
@@ -70,7 +70,7 @@ class MapFn(beam.DoFn):
 
         self._compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
         self._progress = progress.reporter(self._progress_dir)
-        relax_young_gc()
+        relax_young_gc(MAP_STEP_YOUNG_GC_THRESHOLD)
 
     def teardown(self) -> None:
         progress = getattr(self, "_progress", None)

@@ -237,3 +237,25 @@ def test_young_gc_is_relaxed_only_upwards():
         assert gc.get_threshold()[0] == 0
     finally:
         gc.set_threshold(*saved)
+
+
+def test_the_map_step_raises_the_young_threshold_further_and_never_lowers_one():
+    import gc
+
+    from ddb2bt.pipelines.pipeline import MapFn
+    from ddb2bt.pipelines.run.collector import MAP_STEP_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, relax_young_gc
+
+    spec = make_spec("map_gc", "http://unused").model_dump(by_alias=True)
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        relax_young_gc()  # another step's (validate's compare, the writer's process) first: raised again by the map step
+        MapFn(spec, 0).setup()
+        assert gc.get_threshold() == (MAP_STEP_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
+        relax_young_gc()  # and never lowered by another's after it
+        assert gc.get_threshold() == (MAP_STEP_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
+        gc.set_threshold(MAP_STEP_YOUNG_GC_THRESHOLD * 2, 5, 5)
+        MapFn(spec, 0).setup()
+        assert gc.get_threshold() == (MAP_STEP_YOUNG_GC_THRESHOLD * 2, 5, 5)
+    finally:
+        gc.set_threshold(*saved)
