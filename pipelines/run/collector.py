@@ -7,9 +7,10 @@ import gc
 
 YOUNG_GC_THRESHOLD = 50_000
 MIDDLE_GC_THRESHOLD = 50
-MAP_STEP_YOUNG_GC_THRESHOLD = 200_000
-"""The young generation's threshold where the migration's map step runs (``pipelines/pipeline.py`` ``MapFn``, which
-validate's map step reuses). What a migration keeps alive in its young generation is the items in flight (a Scan
+MIGRATION_YOUNG_GC_THRESHOLD = 200_000
+"""The young generation's threshold where the migration's map step runs (``pipelines/pipeline.py``
+``build_pipeline``'s ``MapFn``; validate's map step, the same class, keeps :data:`YOUNG_GC_THRESHOLD`: not measured
+there). What a migration keeps alive in its young generation is the items in flight (a Scan
 page's parse, the rows and entries of the page being written, the one being closed behind it): alive for a page or
 two, none of it cyclic garbage, so every young collection walked them to find nothing, and at 50,000 allocations it
 ran about once per page (~4 µs per item at 100,000 items, with a middle collection). At 200,000 allocations most of
@@ -18,8 +19,8 @@ a page's objects are freed by reference counting before a collection comes, and 
 
 
 def relax_young_gc(young: int = YOUNG_GC_THRESHOLD) -> None:
-    """Collect the young generation every ``young`` allocations (50,000; the map step's 200,000:
-    :data:`MAP_STEP_YOUNG_GC_THRESHOLD`) rather than every 700, the middle one every 50 young collections rather
+    """Collect the young generation every ``young`` allocations (50,000; the migration's map step's 200,000:
+    :data:`MIGRATION_YOUNG_GC_THRESHOLD`) rather than every 700, the middle one every 50 young collections rather
     than 10.
 
     A Scan page parses into tens of thousands of dicts, so at the default threshold the collector

@@ -239,23 +239,38 @@ def test_young_gc_is_relaxed_only_upwards():
         gc.set_threshold(*saved)
 
 
-def test_the_map_step_raises_the_young_threshold_further_and_never_lowers_one():
+def test_the_migrations_map_step_raises_the_young_threshold_further_and_never_lowers_one():
     import gc
 
     from ddb2bt.pipelines.pipeline import MapFn
-    from ddb2bt.pipelines.run.collector import MAP_STEP_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, relax_young_gc
+    from ddb2bt.pipelines.run.collector import (MIDDLE_GC_THRESHOLD, MIGRATION_YOUNG_GC_THRESHOLD, YOUNG_GC_THRESHOLD,
+                                                relax_young_gc)
 
     spec = make_spec("map_gc", "http://unused").model_dump(by_alias=True)
     saved = gc.get_threshold()
     try:
         gc.set_threshold(700, 10, 10)
-        relax_young_gc()  # another step's (validate's compare, the writer's process) first: raised again by the map step
-        MapFn(spec, 0).setup()
-        assert gc.get_threshold() == (MAP_STEP_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
-        relax_young_gc()  # and never lowered by another's after it
-        assert gc.get_threshold() == (MAP_STEP_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
-        gc.set_threshold(MAP_STEP_YOUNG_GC_THRESHOLD * 2, 5, 5)
-        MapFn(spec, 0).setup()
-        assert gc.get_threshold() == (MAP_STEP_YOUNG_GC_THRESHOLD * 2, 5, 5)
+        MapFn(spec, 0).setup()  # the class's own (validate's map step): as before
+        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
+        MapFn(spec, 0, young_gc=MIGRATION_YOUNG_GC_THRESHOLD).setup()  # the migration's: raised further
+        assert gc.get_threshold() == (MIGRATION_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
+        relax_young_gc()  # and never lowered by another step's after it
+        assert gc.get_threshold() == (MIGRATION_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
+        gc.set_threshold(MIGRATION_YOUNG_GC_THRESHOLD * 2, 5, 5)
+        MapFn(spec, 0, young_gc=MIGRATION_YOUNG_GC_THRESHOLD).setup()
+        assert gc.get_threshold() == (MIGRATION_YOUNG_GC_THRESHOLD * 2, 5, 5)
     finally:
         gc.set_threshold(*saved)
+
+
+def test_the_migrations_pipeline_asks_for_the_migrations_threshold():
+    import apache_beam as beam
+
+    from ddb2bt.pipelines.pipeline import MapFn, build_pipeline
+    from ddb2bt.pipelines.run.collector import MIGRATION_YOUNG_GC_THRESHOLD
+
+    p = beam.Pipeline()
+    build_pipeline(p, make_spec("map_gc", "http://unused"), dead_letter="/unused", sample=[{"pk": {"S": "a"}}])
+    found = [transform.transform.fn for transform in p.transforms_stack[0].parts
+             if isinstance(getattr(transform.transform, "fn", None), MapFn)]
+    assert [fn._young_gc for fn in found] == [MIGRATION_YOUNG_GC_THRESHOLD]
