@@ -264,12 +264,11 @@ def test_the_migrations_map_step_raises_the_young_threshold_further_and_never_lo
 
 
 def test_the_migrations_pipeline_asks_for_the_migrations_threshold():
-    import apache_beam as beam
-
     from ddb2bt.pipelines.pipeline import MapFn, build_pipeline
     from ddb2bt.pipelines.run.collector import MIGRATION_YOUNG_GC_THRESHOLD
+    from ddb2bt.pipelines.run.local_runner import new_pipeline
 
-    p = beam.Pipeline()
+    p = new_pipeline()
     build_pipeline(p, make_spec("map_gc", "http://unused"), dead_letter="/unused", sample=[{"pk": {"S": "a"}}])
     found = [transform.transform.fn for transform in p.transforms_stack[0].parts
              if isinstance(getattr(transform.transform, "fn", None), MapFn)]
