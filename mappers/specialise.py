@@ -83,6 +83,7 @@ class _Source:
             "canonical": CANONICAL_NUMBER.fullmatch, "key_text": key_text, "salt_prefix": salt_prefix,
             "escape_delimiter": escape_delimiter, "reads_back": reads_back, "entity": entity, "binary": binary,
             "cells_run": None if encodings._compiled is None else encodings._compiled.cells,
+            "row": None if encodings._compiled is None else encodings._compiled.row,
         }
         self.lines: list[str] = []
 
@@ -128,8 +129,11 @@ def specialise(entity: Any, spec: EntitySpec) -> Callable[[dict], MappedRow | No
     # (parsed, checked inline, or the migration time), qualifiers and sizes were counted as the cells were made.
     if limits.timestamp_problem(entity.default_us) is None:
         source.add(f"if not cells or len(cells) > {limits.MUTATIONS_PER_ENTRY_MAX} or size > {limits.CELL_WARN_BYTES}:",
-                   "    return None",
-                   f"return new(MappedRow, (key, tuple(cells), {entity.name!r}, (), ()))")
+                   "    return None")
+        made = f"new(MappedRow, (key, tuple(cells), {entity.name!r}, (), ()))"
+        # the same row made in C with its cells untracked by the collector (mappers/_json.c `row`), else in Python
+        source.add(f"return row(MappedRow, key, cells, {entity.name!r}) or {made}" if source.names["row"] else
+                   f"return {made}")
     else:
         source.add(f"return new(MappedRow, (key, tuple(cells), {entity.name!r}, check_cells(cells), ()))")
     text = "\n".join(["def map_entity(item):", "    try:", "        get = item.get"]

@@ -32,7 +32,7 @@ from ..mappers.limits import DeadLetterLimit
 from ..mappers.results import MappedRow, Skipped
 from .run import checkpoint as ckpt
 from .run import progress
-from .run.collector import relax_young_gc
+from .run.collector import MIGRATION_YOUNG_GC_THRESHOLD, YOUNG_GC_THRESHOLD, relax_young_gc
 from .run.batches import Barrier, Batch, SegmentAt, SegmentDone
 from .bigtable.sink import FlowControl
 from .run.metrics import NAMESPACE, ReasonCounters, letter_reason, skip_reason
@@ -57,8 +57,10 @@ class MapFn(beam.DoFn):
     the same stream as the rows (the writer passes them on), so the stage stays fused.
     """
 
-    def __init__(self, spec: dict, now_ms: int | None, progress_dir: str | None = None) -> None:
+    def __init__(self, spec: dict, now_ms: int | None, progress_dir: str | None = None, *,
+                 young_gc: int = YOUNG_GC_THRESHOLD) -> None:
         self._spec, self._now_ms, self._progress_dir = spec, now_ms, progress_dir
+        self._young_gc = young_gc  # the collector's young threshold in its process (the migration's: higher)
         self._mapped = Metrics.counter(NAMESPACE, "items_mapped")
         self._skipped = Metrics.counter(NAMESPACE, "skipped")
         self._unmatched = Metrics.counter(NAMESPACE, "unmatched")
@@ -70,7 +72,7 @@ class MapFn(beam.DoFn):
 
         self._compiled = compile_spec(MappingSpec.model_validate(self._spec), now_ms=self._now_ms)
         self._progress = progress.reporter(self._progress_dir)
-        relax_young_gc()
+        relax_young_gc(self._young_gc)
 
     def teardown(self) -> None:
         progress = getattr(self, "_progress", None)
@@ -217,7 +219,8 @@ def build_pipeline(p: beam.Pipeline, spec: Any, *, dead_letter: str, run_dir: st
                        segments_in_flight=segments_in_flight, start_keys=start_keys, progress_dir=progress_dir)
     items, mismatches = read.batches, read.mismatches
     # Output type Batch for BatchCoder's cheap size estimate; the map's dead letters ride in the same stream.
-    mapped = (items | "Map" >> beam.ParDo(MapFn(spec.model_dump(by_alias=True), now_ms, progress_dir))
+    mapped = (items | "Map" >> beam.ParDo(MapFn(spec.model_dump(by_alias=True), now_ms, progress_dir,
+                                                young_gc=MIGRATION_YOUNG_GC_THRESHOLD))
               .with_output_types(Batch))
     _ = (BigtableSink(spec.target, flow, progress_dir=progress_dir).write(mapped)
          | "Persist" >> beam.ParDo(_PersistFn(dead_letter, run_dir, max_dead_letters)))

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ddb2bt.mappers import encodings
 from ddb2bt.mappers.compiler import compile_spec
-from ddb2bt.mappers.results import Cell
+from ddb2bt.mappers.results import Cell, MappedRow
 from ddb2bt.mappers.spec import Encoding
 from tests.compiled import require_built
 from tests.mappers.compiled_values import ODD_NUMBERS, ODD_STRINGS, ODD_VALUES, outcome, takes as json_takes
@@ -349,3 +349,81 @@ def test_a_collection_inside_a_run_changes_nothing_it_writes():
     run = subprocess.run([sys.executable, "-c", GC_DURING_A_RUN], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONMALLOC": "debug"})
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+# --- row: the specialised function's last line, its atoms-only tuples untracked by the collector ---
+
+ATOMS = st.one_of(st.text(max_size=3), st.binary(max_size=3), st.integers())
+NOT_ATOMS = st.one_of(st.lists(st.integers(), max_size=1), st.floats(allow_nan=False), st.booleans(), st.none(),
+                      st.builds(lambda text: type("Text", (str,), {})(text), st.text(max_size=2)))
+CELLS = st.lists(st.one_of(
+    st.tuples(ATOMS, ATOMS, ATOMS, ATOMS).map(lambda parts: tuple.__new__(Cell, parts)),
+    st.tuples(ATOMS, ATOMS),  # a plain tuple of atoms is one too
+    st.tuples(ATOMS, NOT_ATOMS, ATOMS, ATOMS).map(lambda parts: tuple.__new__(Cell, parts))), max_size=6)
+
+
+def python_row(key, cells, entity):
+    return tuple.__new__(MappedRow, (key, tuple(cells), entity, (), ()))
+
+
+def atoms_only(value) -> bool:
+    return all(part.__class__ in (str, bytes, int) for part in value)
+
+
+@needs_module
+@settings(max_examples=400, deadline=None)
+@given(key=st.one_of(st.binary(max_size=3), st.text(max_size=2)), cells=CELLS,
+       entity=st.one_of(st.text(max_size=3), st.builds(lambda text: type("Name", (str,), {})(text), st.text(max_size=2))))
+def test_row_is_the_python_lines_row_with_only_its_atoms_only_tuples_untracked(key, cells, entity):
+    import gc
+
+    for cell in cells:
+        assert gc.is_tracked(cell)
+    made = compiled.row(MappedRow, key, cells, entity)
+    expected = python_row(key, cells, entity)
+    assert made == expected and made.__class__ is MappedRow
+    assert [part.__class__ for part in made] == [part.__class__ for part in expected]
+    assert all(a is b for a, b in zip(made[1], cells)) and made[1].__class__ is tuple and made[3:] == ((), ())
+    every = all(atoms_only(cell) for cell in cells)
+    for cell in cells:  # a cell that holds anything but an atom (a list, a float, a subclass) is walked as before
+        assert gc.is_tracked(cell) is not atoms_only(cell)
+    assert gc.is_tracked(made[1]) is not every
+    assert gc.is_tracked(made) is not (every and key.__class__ is bytes and entity.__class__ is str)
+    gc.collect()  # nothing the row holds is freed while it holds it
+    assert made == python_row(key, cells, entity)
+
+
+@needs_module
+def test_row_leaves_to_python_a_row_type_of_another_layout_and_cells_that_are_no_list():
+    class Wider(tuple):  # a __dict__: its instances may hold anything
+        pass
+
+    assert compiled.row(Wider, b"k", [], "e") is None
+    assert compiled.row(dict, b"k", [], "e") is None
+    assert compiled.row(MappedRow, b"k", (Cell("f", b"q", 1, b"v"),), "e") is None
+    with pytest.raises(TypeError):
+        compiled.row(MappedRow, b"k", [])
+
+
+@needs_module
+def test_the_specialised_functions_rows_are_untracked_and_map_as_without_the_module(monkeypatch):
+    """The benchmark's items: the same rows, cell for cell and type for type, as the Python line makes; with the
+    module the rows, their cells' tuples and their cells are off the collector's lists."""
+    import gc
+
+    from benchmarks import dataset
+    from ddb2bt.mappers.loader import load_spec
+
+    with_module = compile_spec(load_spec(SPEC))
+    assert all("return row(MappedRow, key, cells, " in entity.specialised.source for entity in with_module.entities)
+    monkeypatch.setattr(encodings, "_compiled", None)
+    monkeypatch.setattr(encodings, "_compiled_json", None)
+    without = compile_spec(load_spec(SPEC))
+    assert not any("row(" in entity.specialised.source for entity in without.entities)
+    for item in dataset.generate(1000):
+        made, expected = with_module.map_item(item), without.map_item(item)
+        assert made == expected and made.__class__ is expected.__class__ is MappedRow
+        assert [cell.__class__ for cell in made.cells] == [cell.__class__ for cell in expected.cells]
+        assert not gc.is_tracked(made) and not gc.is_tracked(made.cells)
+        assert not any(gc.is_tracked(cell) for cell in made.cells)
+        assert gc.is_tracked(expected.cells[0])

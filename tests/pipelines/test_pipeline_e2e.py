@@ -259,3 +259,39 @@ def test_young_gc_is_relaxed_only_upwards():
         assert gc.get_threshold()[0] == 0
     finally:
         gc.set_threshold(*saved)
+
+
+def test_the_migrations_map_step_raises_the_young_threshold_further_and_never_lowers_one():
+    import gc
+
+    from ddb2bt.pipelines.pipeline import MapFn
+    from ddb2bt.pipelines.run.collector import (MIDDLE_GC_THRESHOLD, MIGRATION_YOUNG_GC_THRESHOLD, YOUNG_GC_THRESHOLD,
+                                                relax_young_gc)
+
+    spec = make_spec("map_gc", "http://unused").model_dump(by_alias=True)
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        MapFn(spec, 0).setup()  # the class's own (validate's map step): as before
+        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
+        MapFn(spec, 0, young_gc=MIGRATION_YOUNG_GC_THRESHOLD).setup()  # the migration's: raised further
+        assert gc.get_threshold() == (MIGRATION_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
+        relax_young_gc()  # and never lowered by another step's after it
+        assert gc.get_threshold() == (MIGRATION_YOUNG_GC_THRESHOLD, MIDDLE_GC_THRESHOLD, 10)
+        gc.set_threshold(MIGRATION_YOUNG_GC_THRESHOLD * 2, 5, 5)
+        MapFn(spec, 0, young_gc=MIGRATION_YOUNG_GC_THRESHOLD).setup()
+        assert gc.get_threshold() == (MIGRATION_YOUNG_GC_THRESHOLD * 2, 5, 5)
+    finally:
+        gc.set_threshold(*saved)
+
+
+def test_the_migrations_pipeline_asks_for_the_migrations_threshold():
+    from ddb2bt.pipelines.pipeline import MapFn, build_pipeline
+    from ddb2bt.pipelines.run.collector import MIGRATION_YOUNG_GC_THRESHOLD
+    from ddb2bt.pipelines.run.local_runner import new_pipeline
+
+    p = new_pipeline()
+    build_pipeline(p, make_spec("map_gc", "http://unused"), dead_letter="/unused", sample=[{"pk": {"S": "a"}}])
+    found = [transform.transform.fn for transform in p.transforms_stack[0].parts
+             if isinstance(getattr(transform.transform, "fn", None), MapFn)]
+    assert [fn._young_gc for fn in found] == [MIGRATION_YOUNG_GC_THRESHOLD]
