@@ -65,7 +65,7 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
         raise Interrupted(f"catch-up stopped by Ctrl-C; the timeline in {run_dir} advances only once the whole export "
                           "is applied", "a job on Dataflow keeps running (let it end, or cancel it); then run the "
                           "same command again (what was applied is applied again, harmlessly): "
-                          f"ddb2bt catch-up {spec} --run-dir {run_dir} --export {export}") from None
+                          f"{_again('catch-up', spec, run_dir, options, '--export', export)}") from None
     except Exception as error:  # a service gone: where it stopped, then the one line with the command that goes on
         from ...mappers.errors import ServiceError
         from ...pipelines.run.service_errors import as_ddb2bt_error
@@ -76,8 +76,8 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
         if "total" in live:
             _echo([f"catch-up stopped: {figures()}; the timeline in {run_dir} did not advance"])
         report(failure.exit_code, [f"{failure.one_line()}; once it is back, run the same command again (what was "
-                                   f"applied is applied again, harmlessly): ddb2bt catch-up {spec} --run-dir "
-                                   f"{run_dir} --export {export}"])
+                                   "applied is applied again, harmlessly): "
+                                   f"{_again('catch-up', spec, run_dir, options, '--export', export)}"])
 
     _echo([f"catch-up {result.export_id}: {us_to_iso(result.from_us)} .. {us_to_iso(result.to_us)} "
            f"in {result.seconds:.1f} s",
@@ -88,6 +88,15 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
              "catch-up FAILED: the timeline did not advance; run the same export again once fixed"])
     if not result.ok:
         raise typer.Exit(1)
+
+
+def _again(command: str, spec: object, run_dir: str, options: RunOptions, *extra: str) -> str:
+    """The command that goes on: the same spec, run folder and options (an endpoint, a profile, Beam's), as
+    migrate's resume line gives them; without them the line reached another endpoint or account."""
+    import shlex
+
+    return shlex.join(["ddb2bt", command, str(spec), *options.as_args(without=("run_dir",)), "--run-dir", run_dir,
+                       *extra])
 
 
 def changes_text(read: int, total: int | None) -> str:
@@ -131,11 +140,11 @@ def tail(spec: SpecArg, run_dir: RunDir,
           + [f"PROBLEM: {problem}" for problem in result.problems])
     if result.interrupted:
         raise Interrupted(f"tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json",
-                          f"start it again with the same options to go on: ddb2bt tail {spec} --run-dir {run_dir}")
+                          f"start it again with the same options to go on: {_again('tail', spec, run_dir, options)}")
     if result.error is not None:  # after what it applied: the one line, and the command that goes on
         report(result.error.exit_code, [f"{result.error.one_line()}; what the tail applied is saved in "
-                                        f"{run_dir}/tail.json: once it is back, go on with: ddb2bt tail {spec} "
-                                        f"--run-dir {run_dir}"])
+                                        f"{run_dir}/tail.json: once it is back, go on with: "
+                                        f"{_again('tail', spec, run_dir, options)}"])
     if not result.ok:
         raise typer.Exit(1)
 

@@ -271,12 +271,15 @@ def test_a_stream_gone_mid_tail_says_what_was_applied_then_one_line_with_the_com
     spec_path.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
     real = dynamodb_stream.make_streams_client
     monkeypatch.setattr(dynamodb_stream, "make_streams_client", lambda settings: GoneAfter(real(settings), 1))
-    result = CliRunner().invoke(app, ["tail", str(spec_path), "--run-dir", run_dir])
+    # an option given is given again in the command that goes on (it left out --endpoint-url: another endpoint)
+    result = CliRunner().invoke(app, ["tail", str(spec_path), "--run-dir", run_dir, "--endpoint-url",
+                                      moto_server.endpoint])
     assert result.exit_code == 3, result.output
     assert any(line.startswith("tail stopped after ") and " changes: " in line
                for line in result.stdout.splitlines()), result.output
     lines = result.stderr.splitlines()
     assert lines[-1].startswith('error: Could not connect to the endpoint URL: "http://127.0.0.1:9"'), lines[-1]
     assert lines[-1].endswith(f"; what the tail applied is saved in {run_dir}/tail.json: once it is back, go on "
-                              f"with: ddb2bt tail {spec_path} --run-dir {run_dir}"), lines[-1]
+                              f"with: ddb2bt tail {spec_path} --endpoint-url {moto_server.endpoint} --run-dir "
+                              f"{run_dir}"), lines[-1]
     assert [line for line in lines if line.startswith("error:")] == [lines[-1]]
