@@ -688,17 +688,32 @@ static PyObject *cells(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     return done == 0 ? Py_NewRef(Py_None) : NULL;
 }
 
+static destructor python_subclass_dealloc; /* subtype_dealloc: a class statement's; set at import */
+
+/* A tuple subclass made by class statements (or type()) all the way down to tuple: its items are its Py_SIZE items,
+ * freed as a tuple's are. A C type of tuple's sizes (a structseq: os.stat_result, time.struct_time) keeps hidden items
+ * past Py_SIZE that its dealloc frees: made here with 5 items, it would free memory past them. */
+static int python_tuple_subclass(PyTypeObject *type) {
+    for (PyTypeObject *t = type; t != &PyTuple_Type; t = t->tp_base)
+        if (t == NULL || t->tp_dealloc != python_subclass_dealloc)
+            return 0;
+    return 1;
+}
+
 /* An object the collector never needs to walk: it refers to no other object (exact str, bytes or int). */
 static int is_atom(PyObject *value) {
     return PyUnicode_CheckExact(value) || PyBytes_CheckExact(value) || PyLong_CheckExact(value);
 }
 
 /* A tuple, or a subclass of it with the tuple's own layout (no __dict__, no slot: a NamedTuple such as Cell), whose
- * items are all atoms: it can be in no reference cycle, so the collector need not walk it. CPython untracks an exact
- * tuple of atoms at the first collection that sees it, never a subclass's instance. */
+ * items are all atoms: it refers to nothing but atoms and its class, so the collector need not walk it. (An instance
+ * of a class statement's type also refers to that type: a cycle through the class, one whose attributes hold its
+ * own instances, would go uncollected; Cell and MappedRow hold none.) CPython untracks an exact tuple of atoms at the
+ * first collection that sees it, never a subclass's instance. */
 static int holds_atoms_only(PyObject *value) {
     PyTypeObject *type = Py_TYPE(value);
-    if (!PyTuple_Check(value) || type->tp_basicsize != PyTuple_Type.tp_basicsize || type->tp_dictoffset != 0)
+    if (!PyTuple_Check(value) || (type != &PyTuple_Type && !python_tuple_subclass(type))
+            || type->tp_basicsize != PyTuple_Type.tp_basicsize || type->tp_dictoffset != 0)
         return 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); i++)
         if (!is_atom(PyTuple_GET_ITEM(value, i)))
@@ -726,7 +741,8 @@ static PyObject *row(PyObject *module, PyObject *const *args, Py_ssize_t nargs) 
     PyObject *row_type = args[0], *key = args[1], *cells = args[2], *entity = args[3];
     if (!PyType_Check(row_type) || !PyType_IsSubtype((PyTypeObject *)row_type, &PyTuple_Type) ||
         ((PyTypeObject *)row_type)->tp_basicsize != PyTuple_Type.tp_basicsize ||
-        ((PyTypeObject *)row_type)->tp_dictoffset != 0 || !PyList_CheckExact(cells))
+        ((PyTypeObject *)row_type)->tp_dictoffset != 0 || !PyList_CheckExact(cells) ||
+        ((PyTypeObject *)row_type != &PyTuple_Type && !python_tuple_subclass((PyTypeObject *)row_type)))
         return Py_NewRef(Py_None);
     PyObject *all = PyList_AsTuple(cells);
     if (all == NULL)
@@ -782,4 +798,11 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_json", NULL, 0, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__json(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__json(void) {
+    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){}", "_probe", (PyObject *)&PyTuple_Type);
+    if (probe == NULL)
+        return NULL;
+    python_subclass_dealloc = ((PyTypeObject *)probe)->tp_dealloc;
+    Py_DECREF(probe);
+    return PyModule_Create(&module);
+}

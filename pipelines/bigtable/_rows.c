@@ -465,10 +465,23 @@ static int merge_response(Merge *m, Ptr at, Ptr end) {
     return OK;
 }
 
+static destructor python_subclass_dealloc; /* subtype_dealloc: a class statement's; set at import */
+
+/* A tuple subclass made by class statements (or type()) all the way down to tuple: its items are its Py_SIZE items,
+ * freed as a tuple's are. A C type of tuple's sizes (a structseq: os.stat_result, time.struct_time) keeps hidden items
+ * past Py_SIZE that its dealloc frees: made here with fewer items, it would free memory past them. */
+static int python_tuple_subclass(PyTypeObject *type) {
+    for (PyTypeObject *t = type; t != &PyTuple_Type; t = t->tp_base)
+        if (t == NULL || t->tp_dealloc != python_subclass_dealloc)
+            return 0;
+    return 1;
+}
+
 static int plain_cell_type(PyObject *cell_type, const char *name) {
     if (!PyType_Check(cell_type) || !PyType_IsSubtype((PyTypeObject *)cell_type, &PyTuple_Type)
             || ((PyTypeObject *)cell_type)->tp_basicsize != PyTuple_Type.tp_basicsize
-            || ((PyTypeObject *)cell_type)->tp_itemsize != PyTuple_Type.tp_itemsize) {
+            || ((PyTypeObject *)cell_type)->tp_itemsize != PyTuple_Type.tp_itemsize
+            || ((PyTypeObject *)cell_type != &PyTuple_Type && !python_tuple_subclass((PyTypeObject *)cell_type))) {
         PyErr_Format(PyExc_TypeError, "%s: cell must be a tuple subclass with no slots of its own", name);
         return 0;
     }
@@ -570,4 +583,11 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rows", NULL, 0, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__rows(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__rows(void) {
+    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){}", "_probe", (PyObject *)&PyTuple_Type);
+    if (probe == NULL)
+        return NULL;
+    python_subclass_dealloc = ((PyTypeObject *)probe)->tp_dealloc;
+    Py_DECREF(probe);
+    return PyModule_Create(&module);
+}
