@@ -405,16 +405,19 @@ def _display(console: Any, label: str) -> Iterator[Callable[[Snapshot, bool], No
             yield show
         return
     every = plain_seconds()
-    last = {"at": time.monotonic(), "stopping": False}
+    last: dict[str, Any] = {"at": time.monotonic(), "stopping": False, "snap": None, "shown": None}
 
     def plain(snap: Snapshot, stopping: bool) -> None:
         now = time.monotonic()
+        last["snap"] = snap
         if stopping and not last["stopping"]:
             last["stopping"] = True
             console.print("stopping after the batch in flight (Ctrl-C again to quit now)…", markup=False,
                           highlight=False)
         if now - float(last["at"]) >= every:
-            last["at"] = now
+            last["at"], last["shown"] = now, snap
             console.print(f"progress: {snap.text()}", markup=False, highlight=False, soft_wrap=True)
 
     yield plain
+    if last["snap"] is not None and last["snap"] is not last["shown"]:  # the log ends with what was done (as watching's)
+        console.print(f"progress: {last['snap'].text()}", markup=False, highlight=False, soft_wrap=True)

@@ -275,3 +275,29 @@ def test_a_validations_run_folder_is_refused_as_one(invoke, source, tmp_path, re
                                               "migration; give migrate a --run-dir of its own (or resume the "
                                               "validation with `ddb2bt validate`)")
     assert sorted(path.name for path in validation.iterdir()) == before and rows(source) == ITEMS
+
+
+def test_a_run_shorter_than_the_progress_interval_still_ends_its_log_with_a_progress_line(monkeypatch):
+    """Plain progress lines come every DDB2BT_PROGRESS_SECONDS: a run that ended sooner left none (the log said
+    nothing of what was read, and this file's summary test failed now and then once migrate had got faster). The
+    log ends with the last figures, as `watching`'s does; a line already shown is not shown twice."""
+    import io
+
+    from rich.console import Console
+
+    from ddb2bt.cli import progress
+
+    monkeypatch.setenv("DDB2BT_PROGRESS_SECONDS", "60")
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=400)
+    snap = progress.Snapshot({"items_read": 40, "rows_written": 40}, 0.3, None, 40, (2, 2))
+    with progress._display(console, "migrate") as show:
+        show(snap, False)
+    lines = out.getvalue().splitlines()
+    assert lines == [f"progress: {snap.text()}"] and "40/40 items read" in lines[0]
+
+    monkeypatch.setenv("DDB2BT_PROGRESS_SECONDS", "0.000001")
+    out.truncate(0), out.seek(0)
+    with progress._display(console, "migrate") as show:
+        show(snap, False)
+    assert out.getvalue().splitlines() == [f"progress: {snap.text()}"]
