@@ -360,7 +360,7 @@ def _count_lines(path: str) -> int:
         return sum(1 for line in handle.read().splitlines() if line.strip())
 
 
-def _backfill_letters(held: Parity, without_item: int, run_dir: str, spec: Any) -> tuple[int, str]:
+def _backfill_letters(held: Parity, without_item: int, run_dir: str) -> tuple[int, str]:
     """(the backfill's dead letters Bigtable does not hold, what the condition says of them): each item read from
     DynamoDB now and mapped by the cutover's spec. Resolved: deleted since, skipped by the spec on purpose, or its
     cells in Bigtable (redriven through a fixed spec, or changed since and applied). Not: the spec still cannot map it,
@@ -472,7 +472,9 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         total, left = change_letters.unresolved(path)
         unresolved[path.rsplit("/", 1)[-1]] = left
     left = sum(unresolved.values())
-    backfill_file = tl.join(run_dir, change_letters.BACKFILL_LETTERS)
+    changes = (f"{left} change dead letter(s) unresolved ({', '.join(f'{n}: {c}' for n, c in unresolved.items() if c)}): "
+               "Bigtable does not hold those changes; fix the spec and `ddb2bt redrive FILE SPEC`") if left else ""
+    backfill_file = tl.join(run_dir, tl.BACKFILL_LETTERS)
     backfill_left = 0  # the backfill's dead letters: checked below, item by item, once DynamoDB can be read
     backfill_detail = ""
     conditions.append(Condition("dead letters", False, ""))  # its place; filled in below
@@ -482,7 +484,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         backfill_left = _count_lines(backfill_file) if FileSystems.exists(backfill_file) else 0
         backfill_detail = f"{backfill_left} backfill dead letter(s) not checked ({why})" if backfill_left else ""
         if backfill_left:
-            unresolved[change_letters.BACKFILL_LETTERS] = backfill_left
+            unresolved[tl.BACKFILL_LETTERS] = backfill_left
         conditions += [Condition("stream", False, f"{why}: the stream cannot be compared with what is applied"),
                        Condition("tail", False, why),
                        Condition("parity", False, f"{why}: nothing compared")]
@@ -552,15 +554,12 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         if letter_keys or without_item:
             backfill_left, backfill_detail = _backfill_letters(
                 check(client, spec.source.table, compiled, spec.target, [], letter_keys, retry_s), without_item,
-                run_dir, spec)
-            unresolved[change_letters.BACKFILL_LETTERS] = backfill_left  # checked: shown even when 0
+                run_dir)
+            unresolved[tl.BACKFILL_LETTERS] = backfill_left  # checked: shown even when 0
         if parity.holds and backlog.complete:  # the next check lists the keys changed after these
             tl.write_json(tl.join(run_dir, STATUS_FILE), {"stream_arn": state.stream_arn, "checked": {
                 lag.shard: lag.checked_to for lag in backlog.shards if lag.checked_to}})
 
-    changes = (f"{left} change dead letter(s) unresolved "
-               f"({', '.join(f'{n}: {c}' for n, c in unresolved.items() if c and n != change_letters.BACKFILL_LETTERS)}"
-               "): Bigtable does not hold those changes; fix the spec and `ddb2bt redrive FILE SPEC`") if left else ""
     conditions[0] = Condition("dead letters", not left and not backfill_left, "; ".join(
         part for part in (changes, backfill_detail) if part) or "no unresolved dead letter", {
         "unresolved": left + backfill_left, "changes": left, "backfill": backfill_left})

@@ -21,8 +21,6 @@ from .timeline import read_json, write_json
 
 RESOLVED_SUFFIX = ".resolved.json"
 CHANGE_LETTER_GLOBS = ("tail.dead_letters.jsonl", "catch-up-*.dead_letters.jsonl")
-BACKFILL_LETTERS = "dead_letters.jsonl"
-"""The backfill's dead letters in a cutover's run folder: items (not changes), each checked again by cutover-status."""
 
 
 def is_change_record(item: Any) -> bool:
