@@ -27,6 +27,7 @@ from ..pipelines.validate import files
 from ..pipelines.bigtable.sink import Destination
 from ..pipelines.run.dead_letters import check_dead_letter_destination
 from ..pipelines.run.options import concurrent_segments
+from ..pipelines.run.progress import progress_dir, read_progress, reset
 from ..pipelines.sources import source_for
 from ..pipelines.bigtable.target import describe_target, probe_target
 from ..pipelines.validate.files import discard_unfinished, finished_parts
@@ -225,13 +226,15 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
     if options.sample is not None:
         sample = [] if p.dry_run else source_for(spec).random_sample(options.sample, item_count=p.item_count)
     before = files.totals(p.run_dir) if options.resume else {}
+    live = _live_folder(p)
+    reset(live)  # this attempt's live totals only
 
     pipeline = new_pipeline(p.pipeline_options)
     build_compare_pass(pipeline, spec, run_dir=p.run_dir, now_ms=now_ms, total_segments=p.total_segments,
                        completed=completed, sample=sample, repair=p.repair, collect_keys=p.target_scan,
                        dead_letter=p.dead_letter if p.repair else None, flow=options.flow_control(),
                        segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
-                       decode_every=p.decode_every, after_us=p.compare_after_us)
+                       decode_every=p.decode_every, after_us=p.compare_after_us, progress_dir=live)
     if p.dry_run:
         return ValidateResult(p, "DRY_RUN", stages=pipeline_stages(pipeline))
     state, counters = _run(pipeline)
@@ -254,17 +257,27 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
 
 
 def progress(prepared: PreparedValidation) -> dict[str, int]:
-    """What the validation has compared so far, from the parts it has finished (all attempts): its figures
-    (items_read, items_compared, differences, …) and, for a scan, ``segments_done``. Cheap enough to poll; a
-    remote run folder is read the same way. Empty until the first part is finished."""
+    """What the validation has done so far: the figures of the parts it has finished (all attempts: items_compared,
+    differences, …), for a scan ``segments_done``, and ``items_read`` as soon as the map step has the items (a local
+    run's live totals, the files migrate's run keeps: :mod:`ddb2bt.pipelines.run.progress`), not only once their
+    part is finished. Cheap enough to poll; a remote run folder gives the finished parts' figures."""
 
+    live = read_progress(_live_folder(prepared))
     try:
         found = files.totals(prepared.run_dir)
         if prepared.scanning:
             found["segments_done"] = len(ckpt.completed_segments(prepared.run_dir))
     except (OSError, ValueError):  # a part being written while read: the next poll reads it whole
-        return {}
+        found = {}
+    # the live count is this attempt's, the parts' every attempt's: the larger never says more than was read
+    found["items_read"] = max(found.get("items_read", 0), live["items_read"])
     return found
+
+
+def _live_folder(prepared: PreparedValidation) -> str | None:
+    """Where a local validation keeps its live totals (``<run dir>/progress``); None for a dry run or a remote
+    runner."""
+    return progress_dir(prepared.run_dir) if prepared.direct and not prepared.dry_run else None
 
 
 def validate(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .common import ROOT, log
 from .io_paths import tree_of, tree_state
-from .measure import cpu_seconds, summarize_py_spy
+from .measure import cpu_seconds, own_cpu_split, summarize_py_spy
 from .startup_ab import alternating, compiled, job_env
 
 
@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> dict:
                 log(f"profile: {args.profile or args.py_spy}")
                 continue
             trace, n = result["own_cpu_trace"], args.items
-            entry = {"items_per_s": n / result["seconds"], "seconds": result["seconds"],
+            split = own_cpu_split(trace, n)  # a tree without validate's live counts has no steady state: None
+            entry = {"steady_us": split["steady_us_per_item"], "startup_s": split.get("startup_s"),"items_per_s": n / result["seconds"], "seconds": result["seconds"],
                      "job_us": 1e6 * (after.children_user + after.children_system
                                       - times.children_user - times.children_system) / n,
                      "run_us": 1e6 * (trace["cpu_after_run_s"] - trace["cpu_before_run_s"]) / n,
@@ -124,10 +125,12 @@ def main(argv: list[str] | None = None) -> dict:
                      "load": f"{load_before}-{Path('/proc/loadavg').read_text().split()[0]}"}
             figures[name].append(entry)
             log(f"round {round_} {name}: {entry['items_per_s']:,.0f} items/s ({entry['seconds']:.2f} s), CPU per "
-                f"item: job {entry['job_us']:.0f} us (in the call {entry['run_us']:.0f}), dynalite "
+                f"item: job {entry['job_us']:.0f} us (in the call {entry['run_us']:.0f}, steady "
+                f"{entry['steady_us'] or 0:.1f}, start-up {entry['startup_s'] or 0:.2f} s), dynalite "
                 f"{entry['dynalite_us']:.0f}, emulator {entry['emulator_us']:.0f} (load {entry['load']})")
-    summary = {name: {key: statistics.median(entry[key] for entry in entries)
-                      for key in ("items_per_s", "job_us", "run_us", "dynalite_us", "emulator_us")}
+    summary = {name: {key: statistics.median(known) if (known := [e[key] for e in entries if e[key] is not None]) else 0.0
+                      for key in ("items_per_s", "job_us", "run_us", "steady_us", "startup_s", "dynalite_us",
+                                  "emulator_us")}
                for name, entries in figures.items() if entries}
     ratios = [a["items_per_s"] / b["items_per_s"] for a, b in zip(figures["this"], figures[args.against])]
     if args.migrate:
@@ -135,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict:
             f"{name} " + ", ".join(f"{a['items_per_s'] / m['items_per_s']:.2f}" for a, m in zip(entries, figures["migrate"]))
             for name, entries in figures.items() if name != "migrate"))
     for name, medians in summary.items():
-        print(f"{name:12} " + ", ".join(f"{key} {value:,.0f}" for key, value in medians.items()))
+        print(f"{name:12} " + ", ".join(f"{key} {value:,.1f}" for key, value in medians.items()))
     print(f"this / {args.against} items/s per round: {', '.join(f'{r:.2f}' for r in ratios)}")
     record = {"against": args.against, "items": args.items, "rounds": figures, "summary": summary,
               "ratio_per_round": ratios, **tree_state()}

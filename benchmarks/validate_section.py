@@ -73,7 +73,8 @@ def validate_section(bench: Any, project: str, instance: str, *, small_export: s
         cpu_ratios = [pair["cpu_ratio"] for pair in measured if pair["cpu_ratio"] is not None]
         section[name.replace(" ", "_")] = {**middle, "ratio": median, "round_ratios": [pair["ratio"] for pair in measured],
                                            "cpu_ratio": statistics.median(cpu_ratios) if cpu_ratios else None,
-                                           "round_cpu_ratios": cpu_ratios, "rounds": measured if rounds > 1 else None}
+                                           "round_cpu_ratios": cpu_ratios, "own_cpu": own_cpu_summary(measured),
+                                           "rounds": measured if rounds > 1 else None}
     section["memory"] = {"small": {"items": bench.n, "peak_rss_bytes": section["live_scan"]["validate"]["peak_rss_bytes"],
                                    "source": "live scan"}}
     if big_export and big_n:
@@ -89,6 +90,31 @@ def cpu_ratio(migrated: dict[str, Any], checked: dict[str, Any]) -> float | None
     load of a shared machine moves it much less than items/s (docs/PERFORMANCE.md)."""
     ours, theirs = checked.get("cpu_us_per_item", {}).get("job"), migrated.get("cpu_us_per_item", {}).get("job")
     return theirs / ours if ours and theirs else None
+
+
+OWN_CPU_FIGURES = ("steady_us_per_item", "startup_s", "startup_in_run_s", "steady_items_per_s", "startup_wall_s")
+
+
+def own_cpu_summary(measured: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each side's own CPU split into start-up and steady state (``measure.own_cpu_split``: both runs keep live item
+    counts in ``<run dir>/progress``), per round and the median; and ``steady_rate_ratio``, validate's steady items/s
+    over migrate's per round: the ratio the items/s ratio tends to on a table large enough for start-up not to
+    count."""
+    out: dict[str, Any] = {}
+    for side in ("migrate", "validate"):
+        splits = [pair[side].get("own_cpu") or {} for pair in measured]
+        out[side] = {}
+        for figure in OWN_CPU_FIGURES:
+            values = [split.get(figure) for split in splits]
+            known = [value for value in values if value is not None]
+            out[side][figure] = {"median": statistics.median(known) if known else None, "per_round": values}
+    rates = []
+    for pair in measured:
+        ours, theirs = ((pair[side].get("own_cpu") or {}).get("steady_items_per_s") for side in ("validate", "migrate"))
+        rates.append(ours / theirs if ours and theirs else None)
+    known = [rate for rate in rates if rate is not None]
+    out["steady_rate_ratio"] = {"median": statistics.median(known) if known else None, "per_round": rates}
+    return out
 
 
 def verdicts(section: dict[str, Any]) -> dict[str, Any]:

@@ -380,19 +380,21 @@ def build_compare_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, now_ms: int
                        completed: frozenset[int] = frozenset(), sample: list[dict] | None = None, repair: bool = False,
                        collect_keys: bool = False, dead_letter: str | None = None, flow: FlowControl | None = None,
                        segments_in_flight: int | None = None, decode_every: int = 1,
-                       after_us: int | None = None) -> None:
+                       after_us: int | None = None, progress_dir: str | None = None) -> None:
     """Add the compare pass to ``p``: ``sample`` replaces the spec's source with these items (no checkpoint, no
-    extras)."""
+    extras). ``progress_dir``: where the scan and map steps keep live totals, as migrate's do
+    (:mod:`ddb2bt.pipelines.run.progress`: items and pages read, dead letters, skipped)."""
     source = ItemsSource(sample) if sample is not None else source_for(spec)
     # validate keeps no checkpoint of whole pieces: a scan's segments are marked by their done markers
     items = source.read(p, total_segments=total_segments, completed=completed, segments_in_flight=segments_in_flight,
-                        count_read=False).batches
+                        progress_dir=progress_dir, count_read=False).batches
     destination = Destination.from_target(spec.target)
     scanning = sample is None and source.positions
     compare = _CompareFn(spec.model_dump(by_alias=True), destination, now_ms, repair=repair, extras=sample is None,
                          scan_order=scanning, collect_keys=collect_keys, decode_every=decode_every, after_us=after_us)
     found = (items
-             | "Map" >> beam.ParDo(_TallyMapFn(spec.model_dump(by_alias=True), now_ms)).with_output_types(Batch)
+             | "Map" >> beam.ParDo(_TallyMapFn(spec.model_dump(by_alias=True), now_ms, progress_dir))
+             .with_output_types(Batch)
              | "Compare" >> beam.ParDo(compare).with_output_types(Batch))
     if repair:
         found = BigtableSink(spec.target, flow).write(found, "Repair")

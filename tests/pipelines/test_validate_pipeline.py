@@ -192,3 +192,36 @@ def test_an_export_source_and_a_random_sample(bigtable_env, moto_server, unique_
     sampled = validate(spec, RunOptions(run_dir=str(tmp_path / "s"), sample=10))
     assert sampled.totals["items_read"] == 10 and sampled.problems == []
     assert set(sampled.counts) <= {"different_value", "different_attribute"}  # never extras: other items not read
+
+
+def test_live_progress_is_kept_as_migrate_keeps_it(orders, tmp_path):
+    """A local validation keeps live totals in `<run dir>/progress`, the files migrate's run keeps (items and Scan
+    pages read, dead letters, skipped, summed over processes): what a user's progress and the benchmark's CPU fit
+    read while it runs. They count what the comparison counts, and `progress` shows items read before any part is
+    finished."""
+    from dataclasses import replace
+
+    from ddb2bt.app import validate as use_case
+    from ddb2bt.pipelines.run.progress import Reporter, read_progress
+
+    spec, items = orders(collision=False)
+    migrated = read_progress(str(tmp_path / "migrate" / "progress"))
+    run_dir = tmp_path / "v"
+    (run_dir / "progress").mkdir(parents=True)
+    (run_dir / "progress" / "old-attempt.json").write_text('{"items_read": 999}')  # an earlier attempt's: forgotten
+    result = validate(spec, RunOptions(run_dir=str(run_dir), total_segments=SEGMENTS))
+    assert result.ok, (result.counts, result.problems)
+    live = read_progress(str(run_dir / "progress"))
+    assert live["items_read"] == result.totals["items_read"] == len(items)
+    assert live["skipped"] == result.totals.get("skipped", 0) and live["dead_lettered"] == result.totals.get("not_mapped", 0)
+    assert live["pages_read"] >= SEGMENTS
+    assert {name: live[name] for name in ("items_read", "pages_read", "dead_lettered", "skipped")} == {
+        name: migrated[name] for name in ("items_read", "pages_read", "dead_lettered", "skipped")}
+
+    # while it runs: no part finished yet, the map step's count is the figure shown
+    fresh = replace(result.prepared, run_dir=str(tmp_path / "running"))
+    assert use_case.progress(fresh)["items_read"] == 0
+    Reporter(str(tmp_path / "running" / "progress")).add({"items_read": 7}, check_stop=False)
+    assert use_case.progress(fresh)["items_read"] == 7
+    # a dry run keeps none
+    assert use_case.progress(replace(fresh, dry_run=True))["items_read"] == 0
