@@ -140,6 +140,15 @@ def render(section: dict[str, Any]) -> list[str]:
             if pair.get("cpu_ratio") is not None:
                 lines.append(f"    CPU per item, migrate's over validate's (whole processes): {pair['cpu_ratio']:.2f} "
                              f"(rounds {', '.join(f'{r:.2f}' for r in pair['round_cpu_ratios'])})")
+            own = pair.get("own_cpu") or {}
+            for side in ("migrate", "validate"):
+                steady, startup = ((own.get(side) or {}).get(figure, {}).get("median")
+                                   for figure in ("steady_us_per_item", "startup_s"))
+                if steady is not None and startup is not None:
+                    lines.append(f"    own CPU, {side}: steady {steady:.1f} us/item, start-up {startup:.2f} s (medians)")
+            rate = (own.get("steady_rate_ratio") or {}).get("median")
+            if rate is not None:
+                lines.append(f"    steady items/s, validate's over migrate's (start-up apart): {rate:.2f}")
     for size, entry in section["memory"].items():
         lines.append(row.format(f"  validate peak RSS, {entry['items']:,} items ({entry['source']})", "",
                                 f"{entry['peak_rss_bytes'] / 2**20:,.0f} MiB", ""))
