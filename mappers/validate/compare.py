@@ -173,18 +173,28 @@ class Comparer:
         if not self.key_names:
             return False
         never_whole = self._never_whole
-        if never_whole and any(row.entity in never_whole for row, _item in members):
-            return False  # what the loop below finds for this row key, settled from the templates alone
         partition = self.key_names[0]
-        try:
-            texts = {key_text(item[partition]) for _row, item in members}
-        except (KeyError, AttributeValueError):
-            return False
-        if len(texts) != 1:
-            return False
-        (text,) = texts
-        made_by = {row.entity for row, _item in members}
-        maker = next(iter(made_by)) if len(made_by) == 1 and made_by <= self._revealing else None
+        if len(members) == 1:  # most groups: the same answers as below, without the sets
+            row, item = members[0]
+            if row.entity in never_whole:
+                return False  # what the loop below finds for this row key, settled from the templates alone
+            try:
+                text = key_text(item[partition])
+            except (KeyError, AttributeValueError):
+                return False
+            maker = row.entity if row.entity in self._revealing else None
+        else:
+            if never_whole and any(row.entity in never_whole for row, _item in members):
+                return False
+            try:
+                texts = {key_text(item[partition]) for _row, item in members}
+            except (KeyError, AttributeValueError):
+                return False
+            if len(texts) != 1:
+                return False
+            (text,) = texts
+            made_by = {row.entity for row, _item in members}
+            maker = next(iter(made_by)) if len(made_by) == 1 and made_by <= self._revealing else None
         for entity, prefix, literals in self._readers:
             if entity.name == maker or not row_key.startswith(prefix):
                 continue  # the one entity that made it, which gives the value back; or never this entity's row key
@@ -364,9 +374,13 @@ class Comparer:
                    scan_order: bool) -> Candidate | None:
         """The short candidate of a one-item group that produces every cell of its row (``cells``), unless nothing
         else can write there (a sample, or a whole row in scan order: see `whole_row`)."""
-        if not extras or (scan_order and self.whole_row(row_key, [member])):
+        if not self.owner_needed(row_key, member, extras=extras, scan_order=scan_order):
             return None
         return Candidate(row_key, owns_all=True, owner=self.item_key(member[1]), cells=cells)
+
+    def owner_needed(self, row_key: bytes, member: Member, *, extras: bool, scan_order: bool) -> bool:
+        """Whether `owner_line` gives a line (the caller may then write it without the Candidate)."""
+        return extras and not (scan_order and self.whole_row(row_key, [member]))
 
     @staticmethod
     def _candidate(row_key: bytes, producers: dict[CellKey, list[tuple[bytes, int]]], keys: _LazyKeys,

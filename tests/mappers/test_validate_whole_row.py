@@ -76,6 +76,9 @@ def test_settled_pairs_say_what_the_loop_says(name, kinds, pks, sks):
     for row, _item_ in members:  # each item's own row, alone and with the others that map to the same key
         group = [member for member in members if member[0].row_key == row.row_key]
         assert settled.whole_row(row.row_key, group) == general.whole_row(row.row_key, group)
+        for comparer in (settled, general):  # a group of one (its own path) against the sets' path: one item twice
+            assert (comparer.whole_row(row.row_key, [(row, _item_)])
+                    == comparer.whole_row(row.row_key, [(row, _item_), (row, _item_)]))
         cells = list(row.cells)
         for actual in (cells, cells + [Cell("f", b"stray", 1000, b"?")], cells[1:], None):
             for scan_order in (True, False):
