@@ -10,12 +10,14 @@ Lines that hold no item (an export's count mismatch) cannot be re-driven and are
 Cells that take the run's time (no ``migration_time`` in the spec, no timestamp attribute) get
 the original run's "now" when its folder records one (``checkpoint.json`` of a scan), so a
 redriven item is written as the original run would have written it.
+
+The backfill's dead letters of a cutover (its folder holds a timeline) are images the tail and the catch-ups may have
+overtaken: they are read again and written as DynamoDB holds them now (:mod:`.redrive_current`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,42 +35,12 @@ from ..pipelines.run.local_runner import new_pipeline
 from .assembly import runner_for
 from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
-from .redrive_folder import (DEAD_LETTER_FILE, dead_letter_file, default_redrive_dir, record, recorded_now, recorded_spec,
-                             recorded_table)
+from .redrive_folder import (DEAD_LETTER_FILE, RedriveResult, cutover_of, dead_letter_file, default_redrive_dir, record,
+                             recorded_now, recorded_spec, recorded_table)
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
     from .change_redrive import ChangeRedriveResult
-
-@dataclass(frozen=True)
-class RedriveResult:
-    """How a redrive ended: what the file held, what was written, what still fails and where it is."""
-
-    source: str
-    """The dead-letter file that was re-driven."""
-    run_dir: str
-    dead_letter: str
-    """This redrive's own dead-letter file: the items that still fail."""
-    target: str
-    state: str
-    now_ms: int
-    inherited_now: bool
-    """True when the cells' default time is the original run's "now" (from its folder)."""
-    items_by_stage: dict[str, int]
-    not_redriven: tuple[str, ...]
-    """Reasons of the file's lines that hold no item (export count mismatches): reported, not re-driven."""
-    counters: dict[str, int] = field(default_factory=dict)
-    dead_letter_lines: int = 0
-    problems: tuple[str, ...] = ()
-    reasons: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Items skipped and dead-lettered, by reason (pipelines.metrics.by_reason), as migrate has them."""
-    migration_time: str | None = None
-    """The spec's migration_time (ISO 8601): cells without a time of their own carry it, not any run's "now"."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
 
 def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options: RunOptions = RunOptions(), *,
             now_ms: int | None = None) -> RedriveResult | ChangeRedriveResult:
@@ -98,6 +70,14 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
         named = f"{spec} reads" if isinstance(spec, (str, Path)) else "the spec reads"
         raise UsageError(f"{letters} holds dead letters of {ran}, but {named} {loaded.source.table or export}",
                          f"redrive them through the (fixed) spec of {ran}: ddb2bt redrive RUN_DIR SPEC")
+    cutover = cutover_of(folder)
+    if cutover is not None:  # the images may be stale: the tail and catch-ups applied what changed since
+        from .redrive_current import redrive_as_now
+
+        result = redrive_as_now(letters, cutover, found, loaded, spec, options, ran or loaded.source.table or export)
+        if result.ok:
+            _cutover_goes_on_with(cutover, loaded)
+        return result
     new_dir = options.run_dir or default_redrive_dir(loaded.target.table)
     run = runner_for(loaded, options, source=source, run_dir=new_dir)
     dead_letter = options.dead_letter or FileSystems.join(new_dir, DEAD_LETTER_FILE)
@@ -120,8 +100,6 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     if found.without_item:  # nothing to re-drive, and nothing resolved: the run they belong to is still short
         problems.append(f"{len(found.without_item)} lines of {letters} hold no item (an export's count mismatch) and "
                         "stay there unresolved: fix the source and migrate it again")
-    if not problems:
-        _cutover_goes_on_with(folder, loaded)
     return RedriveResult(letters, new_dir, dead_letter, describe_target(loaded.target), state, now, inherited is not None,
                          found.items_by_stage, found.without_item, counters, lines, tuple(problems), reasons,
                          loaded.migration_time.isoformat() if loaded.migration_time else None)

@@ -83,6 +83,9 @@ def render(result: Any) -> list[str]:
         f"read {plural(c['items_read'], 'item')}: {c['rows_written']:,} written ({plural(c['cells_written'], 'cell')}, "
         f"{plural(c['bytes_written'], 'byte')}), {c['dead_lettered']:,} dead-lettered, {c['skipped']:,} skipped",
     ]
+    if result.reread:  # a cutover's backfill letters: the images they hold may be stale
+        lines.append(f"each item read again from DynamoDB and written as it is now: {c['changed_since']:,} changed since "
+                     f"the backfill read it, {c['deleted_since']:,} deleted since (its cells deleted, not written back)")
     lines += reason_lines(result.reasons)
     lines.append(f"still failing: {result.dead_letter} ({plural(result.dead_letter_lines, 'line')}; holds user data)")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
