@@ -39,17 +39,23 @@ from .redrive_folder import (DEAD_LETTER_FILE, RedriveResult, cutover_of, dead_l
                              recorded_now, recorded_spec, recorded_table)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..mappers.spec import MappingSpec
     from .change_redrive import ChangeRedriveResult
 
 def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options: RunOptions = RunOptions(), *,
-            now_ms: int | None = None) -> RedriveResult | ChangeRedriveResult:
+            now_ms: int | None = None, started: Callable[[str], None] | None = None
+            ) -> RedriveResult | ChangeRedriveResult:
     """Re-run the dead letters of ``run_dir`` through ``spec`` (default: the spec the folder keeps).
 
-    Change dead letters (the tail's, a catch-up's) are re-applied as changes (:mod:`.change_redrive`).
+    Change dead letters (the tail's, a catch-up's) are re-applied as changes (:mod:`.change_redrive`); a cutover's
+    backfill letters are read again and written as the items are now (:mod:`.redrive_current`).
 
     Cells that take the run's time get the original run's "now" when its folder records one, else
-    ``now_ms``, else the time now. UsageError (nothing written) for a bad file, spec or folder.
+    ``now_ms``, else the time now. UsageError (nothing written) for a bad file, spec or folder. A file without dead
+    letters is nothing to do (``nothing``: no folder made). ``started`` is told what the redrive does, once the file
+    is known to hold letters.
     """
 
 
@@ -57,12 +63,23 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     if holds_changes(letters):  # the tail's or a catch-up's: change records, re-applied as changes
         from .change_redrive import redrive_changes
 
+        if started:
+            started("→ Bigtable (re-applied as changes)")
         return redrive_changes(letters, spec, options)
     folder = run_dir if letters != run_dir else FileSystems.split(letters)[0] or "."
     source = DeadLetterSource(letters)
     source.check()  # every line checked before anything is written
     found = source.found
     assert found is not None
+    if not found.items:  # nothing to write: no folder, no spec needed
+        mismatches = (f"{len(found.without_item)} lines of {letters} hold no item (an export's count mismatch) and "
+                      "stay there unresolved: fix the source and migrate it again",) if found.without_item else ()
+        return RedriveResult(letters, "", "", "", "NOTHING", 0, False, {}, found.without_item, problems=mismatches,
+                             nothing=True)
+    cutover = cutover_of(folder)
+    if started:
+        started("→ Bigtable (each item read again from DynamoDB)" if cutover is not None else
+                "→ Bigtable (DirectRunner)")
     loaded = load_spec(spec if spec is not None else recorded_spec(folder), options)
     ran = recorded_table(folder)
     export = loaded.source.export.path if loaded.source.export else None
@@ -70,7 +87,6 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
         named = f"{spec} reads" if isinstance(spec, (str, Path)) else "the spec reads"
         raise UsageError(f"{letters} holds dead letters of {ran}, but {named} {loaded.source.table or export}",
                          f"redrive them through the (fixed) spec of {ran}: ddb2bt redrive RUN_DIR SPEC")
-    cutover = cutover_of(folder)
     if cutover is not None:  # the images may be stale: the tail and catch-ups applied what changed since
         from .redrive_current import redrive_as_now
 

@@ -49,6 +49,8 @@ class RedriveResult:
     """Items skipped and dead-lettered, by reason (pipelines.metrics.by_reason), as migrate has them."""
     migration_time: str | None = None
     """The spec's migration_time (ISO 8601): cells without a time of their own carry it, not any run's "now"."""
+    nothing: bool = False
+    """The file held no dead letter: nothing was done, and no run folder made (``run_dir`` is empty)."""
     reread: bool = False
     """A cutover's backfill letters: each item read again from DynamoDB, and written as it is now (or its cells
     deleted, when it was deleted since); counters ``deleted_since`` and ``changed_since`` say how many."""
@@ -59,10 +61,18 @@ class RedriveResult:
 
 
 def dead_letter_file(run_dir: str) -> str:
-    """The dead-letter file of a run folder, or ``run_dir`` itself when it names a file."""
+    """The dead-letter file of a run folder, or ``run_dir`` itself when it names a dead-letter file (``*.jsonl``).
+    Another file (the run's checkpoint.json, say) is a UsageError naming it and what to give instead."""
+    from ..pipelines.run.dead_letter_source import DeadLetterFileError
 
     if run_dir.endswith(".jsonl"):
         return run_dir
+    if Path(run_dir).is_file() if "://" not in run_dir else FileSystems.exists(run_dir):  # an object, not a prefix
+        folder = FileSystems.split(run_dir)[0] or "."
+        fix = (f"give its run folder: ddb2bt redrive {folder} SPEC"
+               if FileSystems.exists(FileSystems.join(folder, DEAD_LETTER_FILE))
+               else f"give the run folder that holds {DEAD_LETTER_FILE}, or a dead-letter file (*.jsonl)")
+        raise DeadLetterFileError(f"{run_dir} is a file, not a run folder (one holds {DEAD_LETTER_FILE})", fix)
     return FileSystems.join(run_dir, DEAD_LETTER_FILE)
 
 

@@ -47,12 +47,17 @@ def command(
 
     check_run_dir(new_run_dir)
     options = replace(options, run_dir=new_run_dir, dead_letter=dead_letter)
-    typer.echo(f"redrive {run_dir} → Bigtable (DirectRunner)", err=True)
-    result = redrive(run_dir, spec, options)
+    result = redrive(run_dir, spec, options, started=lambda what: typer.echo(f"redrive {run_dir} {what}", err=True))
     changes = not hasattr(result, "items_by_stage")
     if format is OutputFormat.json:
         typer.echo(json.dumps({**asdict(result), "ok": result.ok, "kind": "changes" if changes else "items"},
                               indent=2, sort_keys=True))
+    elif getattr(result, "nothing", False):
+        typer.echo(f"nothing to redrive: {result.source} holds no dead letter (no run folder made)")
+        for line in notes(result)[2:]:  # lines without an item, if any
+            typer.echo(line, err=True)
+        for problem in result.problems:
+            typer.echo(f"PROBLEM: {problem}")
     else:
         for line in [] if changes else notes(result):
             typer.echo(line, err=True)

@@ -161,7 +161,7 @@ def test_bad_dead_letter_files_are_one_line_exit_2(invoke, tmp_path, content, me
 
 def test_a_migration_folder_keeps_no_spec(invoke, tmp_path):
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "dead_letters.jsonl").write_text("")
+    (tmp_path / "run" / "dead_letters.jsonl").write_text('{"item": {"pk": {"S": "a"}}, "stage": "map"}\n')
     result = invoke("redrive", tmp_path / "run")
     assert result.exit_code == 2
     assert "keeps no spec" in result.stderr and "ddb2bt redrive RUN_DIR SPEC" in result.stderr
@@ -186,3 +186,35 @@ def test_a_run_of_another_table_is_refused(failed_run, invoke, tmp_path):
     assert json.loads((tmp_path / "fixed" / "redrive.json").read_text())["table"] == table
     again = invoke("redrive", tmp_path / "fixed", other, "--run-dir", tmp_path / "again")
     assert again.exit_code == 2 and f"holds dead letters of {table}, but" in again.stderr
+
+
+def test_a_folder_without_dead_letters_has_nothing_to_redrive_and_makes_nothing(invoke, tmp_path):
+    """It made a run folder (redrive.json, a spec copy, an empty dead-letter file) and said "redrive OK"."""
+    spec = write_spec(tmp_path / "spec.json", spec_data("t", "http://127.0.0.1:1", fixed=True))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "dead_letters.jsonl").write_text("\n")
+    for given in (tmp_path / "run", tmp_path / "run" / "dead_letters.jsonl"):
+        result = invoke("redrive", given, spec, "--run-dir", tmp_path / "new")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines() == [f"nothing to redrive: {tmp_path / 'run' / 'dead_letters.jsonl'} holds no "
+                                              "dead letter (no run folder made)"], result.output
+        assert result.stderr == "" and not (tmp_path / "new").exists()
+    result = invoke("redrive", tmp_path / "run", spec, "--run-dir", tmp_path / "new", "--format", "json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["nothing"] is True and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("sibling", [True, False])
+def test_a_file_given_for_the_run_folder_is_named_with_the_fix(invoke, tmp_path, sibling):
+    """`redrive rv/checkpoint.json` named rv/checkpoint.json/dead_letters.jsonl."""
+    spec = write_spec(tmp_path / "spec.json", spec_data("t", "http://127.0.0.1:1", fixed=True))
+    (tmp_path / "rv").mkdir()
+    (tmp_path / "rv" / "checkpoint.json").write_text("{}")
+    if sibling:
+        (tmp_path / "rv" / "dead_letters.jsonl").write_text("")
+    result = invoke("redrive", tmp_path / "rv" / "checkpoint.json", spec, "--run-dir", tmp_path / "new")
+    assert result.exit_code == 2, result.output
+    fix = (f"give its run folder: ddb2bt redrive {tmp_path / 'rv'} SPEC" if sibling else
+           "give the run folder that holds dead_letters.jsonl, or a dead-letter file (*.jsonl)")
+    assert result.stderr.splitlines() == [f"error: {tmp_path / 'rv' / 'checkpoint.json'} is a file, not a run folder "
+                                          f"(one holds dead_letters.jsonl); {fix}"], result.stderr
+    assert not (tmp_path / "new").exists()
