@@ -11,6 +11,7 @@ import typer
 
 from ...app.options import RunOptions
 from ...mappers.units import plural
+from ..errors import report
 from ..options import OutputFormat, check_run_dir, run_options
 from .migrate import reason_lines
 
@@ -47,7 +48,20 @@ def command(
 
     check_run_dir(new_run_dir)
     options = replace(options, run_dir=new_run_dir, dead_letter=dead_letter)
-    result = redrive(run_dir, spec, options, started=lambda what: typer.echo(f"redrive {run_dir} {what}", err=True))
+    try:
+        result = redrive(run_dir, spec, options, started=lambda what: typer.echo(f"redrive {run_dir} {what}", err=True))
+    except Exception as error:  # a service gone part way: the one line, and the command that redrives again
+        from ...mappers.errors import ServiceError
+        from ...pipelines.run.service_errors import as_ddb2bt_error
+
+        failure = as_ddb2bt_error(error)
+        if not isinstance(failure, ServiceError):
+            raise
+        # into a new folder: this one may hold part of its dead letters, which a new redrive refuses to mix in
+        again = options.go_on("redrive", run_dir, None, without=("dead_letter",),
+                              positional=(str(spec),) if spec is not None else ())
+        report(failure.exit_code, [f"{failure.one_line()}; once it is back, redrive again (every letter is written "
+                                   f"again, harmlessly, into a new run folder): {again}"])
     changes = not hasattr(result, "items_by_stage")
     if format is OutputFormat.json:
         typer.echo(json.dumps({**asdict(result), "ok": result.ok, "kind": "changes" if changes else "items"},

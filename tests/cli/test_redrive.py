@@ -218,3 +218,42 @@ def test_a_file_given_for_the_run_folder_is_named_with_the_fix(invoke, tmp_path,
     assert result.stderr.splitlines() == [f"error: {tmp_path / 'rv' / 'checkpoint.json'} is a file, not a run folder "
                                           f"(one holds dead_letters.jsonl); {fix}"], result.stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_a_redrive_stopped_by_a_service_says_the_command_that_redrives_again(failed_run, invoke, tmp_path,
+                                                                            monkeypatch):
+    """A redrive is run again, not resumed: the line names the same letters, spec and options, and no --run-dir (the
+    stopped one may hold part of its dead letters, which a new redrive into it refuses). It printed the error alone."""
+    import shlex
+
+    from ddb2bt.app import redrive as use_case
+    from ddb2bt.pipelines.bigtable.sink import BigtableWriteError
+    from ddb2bt.pipelines.run.dead_letters import write_part
+
+    items, run_dir, v1, v2 = failed_run
+    flag = ("--flush-limit-mutation-count", "7")  # an option given is given again
+    now_ms = json.loads((run_dir / "checkpoint.json").read_text())["now_ms"]
+    before = read_cells(load_spec(v1).target)
+
+    def gone(result, dead_letter):
+        write_part(dead_letter, [(run_dir / "dead_letters.jsonl").read_text().splitlines()[0]])  # part way
+        raise BigtableWriteError("Bigtable did not take the rows within 60s: ServiceUnavailable: gone",
+                                 "check that Bigtable is reachable")
+
+    real = use_case.wait_for
+    monkeypatch.setattr(use_case, "wait_for", gone)
+    stopped = invoke("redrive", run_dir, v2, "--run-dir", tmp_path / "first", *flag)
+    assert stopped.exit_code == 3, stopped.output
+    line = stopped.stderr.splitlines()[-1]
+    assert line.startswith("error: Bigtable did not take the rows within 60s"), line
+    command = shlex.split(line.split("into a new run folder): ", 1)[1])
+    assert command == ["ddb2bt", "redrive", str(run_dir), str(v2), *flag], command
+    refused = invoke("redrive", run_dir, v2, "--run-dir", tmp_path / "first")  # why not the same folder
+    assert refused.exit_code == 2 and "first" in refused.stderr, refused.output
+
+    monkeypatch.setattr(use_case, "wait_for", real)
+    monkeypatch.chdir(tmp_path)  # the new folder is runs/<table>-redrive-<UTC time>, here
+    again = invoke(*command[1:])
+    assert again.exit_code == 0, again.output
+    redriven = [items[i] for i in (*NO_PRICE, *NOTES) if i != STILL_BAD]
+    assert read_cells(load_spec(v2).target) == {**before, **expected_cells(load_spec(v2), redriven, now_ms=now_ms)}
