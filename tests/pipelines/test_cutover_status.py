@@ -457,7 +457,7 @@ def put_cells(target, cells: dict) -> None:
 
 
 def test_a_redrive_of_the_backfills_dead_letters_writes_what_dynamodb_holds_now(bigtable_env, moto_server,
-                                                                               unique_name, tmp_path):
+                                                                               unique_name, tmp_path, monkeypatch):
     """The backfill read three items the spec cannot map. Since, one was deleted and one changed in DynamoDB, and the
     tail applied both. A redrive through the fixed spec wrote the images the backfill read: the deleted item came back
     (and cutover-status said READY with it: a deleted item was counted as deleted without looking at its row) and the
@@ -478,6 +478,9 @@ def test_a_redrive_of_the_backfills_dead_letters_writes_what_dynamodb_holds_now(
     client.put_item(TableName=unique_name, Item=post(changed, None, a="2"))
     assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1).ok
 
+    from ddb2bt.app import redrive_current
+
+    monkeypatch.setattr(redrive_current, "CHUNK", 2)  # the letters read again and applied a chunk at a time
     fixed_path = spec_file(tmp_path / "fixed.json", fixed_spec(spec))
     # read, then written: a change the tail applied in between would be overwritten: refused while it runs
     stopped = (Path(run_dir) / stream_tail.STOPPED_FILE).read_text()
