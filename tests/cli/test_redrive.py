@@ -257,3 +257,29 @@ def test_a_redrive_stopped_by_a_service_says_the_command_that_redrives_again(fai
     assert again.exit_code == 0, again.output
     redriven = [items[i] for i in (*NO_PRICE, *NOTES) if i != STILL_BAD]
     assert read_cells(load_spec(v2).target) == {**before, **expected_cells(load_spec(v2), redriven, now_ms=now_ms)}
+
+
+def test_the_redrive_line_migrate_prints_writes_where_the_run_wrote(bigtable_env, moto_server, invoke, unique_name,
+                                                                   tmp_path):
+    """A migration into another instance (--instance) printed `ddb2bt redrive RUN SPEC`, which wrote the redriven
+    items into the spec's instance; the line now carries the run's Bigtable and writer options."""
+    import shlex
+
+    items = make_items()
+    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    create_table(client, unique_name, "pk", "sk")
+    put_items(client, unique_name, items)
+    spec = write_spec(tmp_path / "spec.json", spec_data(unique_name, moto_server.endpoint, fixed=False))
+    other = ("--instance", "other-instance")
+    ran = invoke("migrate", spec, "--run-dir", tmp_path / "run", "--yes", *other)
+    assert ran.exit_code == 0, ran.output
+    line = next(line for line in ran.stdout.splitlines() if "then re-drive them: " in line)
+    command = shlex.split(line.split("then re-drive them: ", 1)[1])
+    assert command == ["ddb2bt", "redrive", str(tmp_path / "run"), str(spec), *other], command
+    write_spec(spec, spec_data(unique_name, moto_server.endpoint, fixed=True))  # the spec fixed in place
+    again = invoke(*command[1:], "--run-dir", tmp_path / "redrive")
+    assert again.exit_code == 0, again.output
+    target = load_spec(spec).target.model_copy(update={"instance": "other-instance"})
+    fixed = [item for i, item in enumerate(items) if i != STILL_BAD]
+    now_ms = json.loads((tmp_path / "run" / "checkpoint.json").read_text())["now_ms"]
+    assert read_cells(target) == expected_cells(load_spec(spec), fixed, now_ms=now_ms)  # all in the run's instance
