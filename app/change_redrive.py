@@ -23,7 +23,6 @@ cutover's spec (saved in ``cutover.json``): start the tail again with it.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,18 +41,13 @@ from ..pipelines.run.dead_letter_source import DeadLetterFileError
 from ..pipelines.run.dead_letters import check_dead_letter_destination, consolidate, write_part
 from ..pipelines.dynamodb.client import ClientSettings, make_client
 from ..pipelines.cutover.parity import read_items
-from ..pipelines.cutover.tail import load_state, stopped_since
 from ..pipelines.bigtable.target import describe_target, probe_target
 from .context import load_spec
 from .options import RunOptions
-from .redrive_folder import DEAD_LETTER_FILE, default_redrive_dir, record
+from .redrive_folder import DEAD_LETTER_FILE, default_redrive_dir, record, refuse_while_the_tail_runs
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
-
-TAIL_QUIET_S = 30.0
-"""A tail whose last heartbeat is younger than this (and that did not record a clean stop) is taken to be running."""
-
 
 @dataclass(frozen=True)
 class ChangeRedriveResult:
@@ -106,12 +100,7 @@ def redrive_changes(letters: str, spec: MappingSpec | str | Path | None, options
     if loaded.source.table is None:
         raise UsageError("a change is re-applied only where it is still the item's latest state, which is read from "
                          "the table: the spec needs source.table", "name the table in source.table")
-    state = load_state(folder)
-    if state is not None and not stopped_since(folder, state) \
-            and time.time() - state.heartbeat_us / 1e6 < TAIL_QUIET_S:
-        raise UsageError(f"`ddb2bt tail` on {folder} is running (last heartbeat "
-                         f"{time.time() - state.heartbeat_us / 1e6:.0f} s ago): it and the redrive could write one item "
-                         "out of order", "stop the tail, redrive, then start the tail again with the fixed spec")
+    refuse_while_the_tail_runs(folder)
 
     records: list[tuple[bytes, dict]] = []
     without: list[str] = []

@@ -9,6 +9,7 @@ spec applied to the table's final state. Nothing here prints; results are typed.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import ServiceError, UsageError
 from ..pipelines.cutover.change_sink import CHANGE_COUNTERS
-from ..pipelines.cutover.parity import Parity
+from ..pipelines.cutover.parity import LINGERING, Parity
 from ..pipelines.sources import source_for
 from ..pipelines.run.local_runner import new_pipeline
 from .assembly import runner_for
@@ -364,12 +365,17 @@ def _backfill_letters(held: Parity, without_item: int, run_dir: str) -> tuple[in
     """(the backfill's dead letters Bigtable does not hold, what the condition says of them): each item read from
     DynamoDB now and mapped by the cutover's spec. Resolved: deleted since, skipped by the spec on purpose, or its
     cells in Bigtable (redriven through a fixed spec, or changed since and applied). Not: the spec still cannot map it,
-    its cells are not in Bigtable, or the line holds no item to check (an export's count mismatch)."""
+    its cells are not in Bigtable, it was deleted since but its cells are in Bigtable, or the line holds no item to
+    check (an export's count mismatch)."""
     left = held.failing + len(held.mismatches) + without_item
     if not left:
         return 0, ""
+    missing = [m for m in held.mismatches if LINGERING not in m]
+    lingering = [m for m in held.mismatches if LINGERING in m]
     parts = [f"{held.failing} the spec cannot map" if held.failing else "",
-             f"{len(held.mismatches)} mapped but not in Bigtable (e.g. {held.mismatches[0]})" if held.mismatches else "",
+             f"{len(missing)} mapped but not in Bigtable (e.g. {missing[0]})" if missing else "",
+             f"{len(lingering)} deleted in DynamoDB but still in Bigtable (e.g. {lingering[0]}; an earlier redrive wrote "
+             "the backfill's image back)" if lingering else "",
              f"{without_item} without an item to check (an export's count mismatch)" if without_item else ""]
     resolved = held.checked - held.failing - len(held.mismatches)
     return left, (f"{left} backfill dead letter(s) are items Bigtable does not hold "
@@ -540,7 +546,8 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
         client = make_client(settings)
         drawn = sample_keys(client, spec.source.table, [name for name in (spec.source.partition_key,
                                                                           spec.source.sort_key) if name], sample)
-        parity = check(client, spec.source.table, compiled, spec.target, drawn, backlog.changed_keys, retry_s)
+        parity = check(client, spec.source.table, compiled, spec.target, drawn, backlog.changed_keys, retry_s,
+                       backlog.removed)
         counted = (f"{parity.checked} items compared ({parity.random_keys} drawn across the table, "
                    f"{parity.changed_keys} changed since the last check): {parity.matching} match, "
                    f"{parity.absent} deleted since, {parity.unmapped} not mapped by the spec")
@@ -550,11 +557,12 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
             {"checked": parity.checked, "random": parity.random_keys, "changed": parity.changed_keys,
              "differences": len(parity.mismatches)}))
         key_names = [name for name in (spec.source.partition_key, spec.source.sort_key) if name]
-        letter_keys, without_item = change_letters.backfill_keys(backfill_file, key_names)
-        if letter_keys or without_item:
+        letter_items, without_item = change_letters.backfill_items(backfill_file, key_names)
+        if letter_items or without_item:  # an item deleted since must not be in Bigtable: its letter's image is looked for
+            letter_keys = [json.loads(text) for text in letter_items]
             backfill_left, backfill_detail = _backfill_letters(
-                check(client, spec.source.table, compiled, spec.target, [], letter_keys, retry_s), without_item,
-                run_dir)
+                check(client, spec.source.table, compiled, spec.target, [], letter_keys, retry_s, letter_items),
+                without_item, run_dir)
             unresolved[tl.BACKFILL_LETTERS] = backfill_left  # checked: shown even when 0
         if parity.holds and backlog.complete:  # the next check lists the keys changed after these
             tl.write_json(tl.join(run_dir, STATUS_FILE), {"stream_arn": state.stream_arn, "checked": {

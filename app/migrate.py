@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,11 +141,10 @@ class MigrateResult:
         """The command that continues this run: the same options, ``--resume --run-dir`` (and ``extra``);
         ``accept_dead_letters``: with ``--max-dead-letters 100%`` instead of the limit that stopped it."""
 
-        dropped = ("resume", "run_dir", "sample") + (("max_dead_letters",) if accept_dead_letters else ())
-        args = self.prepared.options.as_args(without=dropped)
+        dropped = ("sample",) + (("max_dead_letters",) if accept_dead_letters else ())
         accept = ["--max-dead-letters", "100%"] if accept_dead_letters else []
-        return shlex.join(["ddb2bt", "migrate", spec_path or "SPEC", *args, "--resume", "--run-dir",
-                           self.prepared.run_dir, *extra, *accept])
+        return self.prepared.options.go_on("migrate", spec_path or "SPEC", self.prepared.run_dir, *extra, *accept,
+                                           without=dropped, resume=True)
 
 
 def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *,

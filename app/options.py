@@ -128,6 +128,20 @@ class RunOptions:
             args += [option.flags[0]] if option.type is bool else [option.flags[0], str(value)]
         return args + list(self.beam_args)
 
+    def go_on(self, command: str, spec: object, run_dir: str | None, *extra: str, without: tuple[str, ...] = (),
+              resume: bool = False, positional: tuple[str, ...] = ()) -> str:
+        """The command that goes on with a run, for a person to paste: ``ddb2bt COMMAND SPEC`` (and ``positional``),
+        these options as given (an endpoint, a profile, Beam's: without them the line would reach another endpoint or
+        account), ``--resume`` when the command resumes, ``--run-dir RUN_DIR`` (None: none, a new folder), then
+        ``extra`` (the command's own arguments). Every command that stops resumable (migrate, validate, catch-up,
+        tail, rollback) or is run again (redrive) says its line with this; shell-quoted."""
+        import shlex
+
+        args = self.as_args(without=("run_dir", "resume", *without))
+        folder = ["--run-dir", run_dir] if run_dir is not None else []
+        return shlex.join(["ddb2bt", command, str(spec), *positional, *args, *(["--resume"] if resume else []),
+                           *folder, *extra])
+
     def flow_control(self) -> Any:
         """The writer's FlowControl: the defaults, with what was given on the command line."""
         from ..pipelines.bigtable.sink import FlowControl

@@ -10,12 +10,14 @@ Lines that hold no item (an export's count mismatch) cannot be re-driven and are
 Cells that take the run's time (no ``migration_time`` in the spec, no timestamp attribute) get
 the original run's "now" when its folder records one (``checkpoint.json`` of a scan), so a
 redriven item is written as the original run would have written it.
+
+The backfill's dead letters of a cutover (its folder holds a timeline) are images the tail and the catch-ups may have
+overtaken: they are read again and written as DynamoDB holds them now (:mod:`.redrive_current`).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,51 +35,27 @@ from ..pipelines.run.local_runner import new_pipeline
 from .assembly import runner_for
 from .context import load_spec, unfinished, wait_for
 from .options import RunOptions
-from .redrive_folder import (DEAD_LETTER_FILE, dead_letter_file, default_redrive_dir, record, recorded_now, recorded_spec,
-                             recorded_table)
+from .redrive_folder import (DEAD_LETTER_FILE, RedriveResult, cutover_of, dead_letter_file, default_redrive_dir, record,
+                             recorded_now, recorded_spec, recorded_table)
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..mappers.spec import MappingSpec
     from .change_redrive import ChangeRedriveResult
 
-@dataclass(frozen=True)
-class RedriveResult:
-    """How a redrive ended: what the file held, what was written, what still fails and where it is."""
-
-    source: str
-    """The dead-letter file that was re-driven."""
-    run_dir: str
-    dead_letter: str
-    """This redrive's own dead-letter file: the items that still fail."""
-    target: str
-    state: str
-    now_ms: int
-    inherited_now: bool
-    """True when the cells' default time is the original run's "now" (from its folder)."""
-    items_by_stage: dict[str, int]
-    not_redriven: tuple[str, ...]
-    """Reasons of the file's lines that hold no item (export count mismatches): reported, not re-driven."""
-    counters: dict[str, int] = field(default_factory=dict)
-    dead_letter_lines: int = 0
-    problems: tuple[str, ...] = ()
-    reasons: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Items skipped and dead-lettered, by reason (pipelines.metrics.by_reason), as migrate has them."""
-    migration_time: str | None = None
-    """The spec's migration_time (ISO 8601): cells without a time of their own carry it, not any run's "now"."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
 def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options: RunOptions = RunOptions(), *,
-            now_ms: int | None = None) -> RedriveResult | ChangeRedriveResult:
+            now_ms: int | None = None, started: Callable[[str], None] | None = None
+            ) -> RedriveResult | ChangeRedriveResult:
     """Re-run the dead letters of ``run_dir`` through ``spec`` (default: the spec the folder keeps).
 
-    Change dead letters (the tail's, a catch-up's) are re-applied as changes (:mod:`.change_redrive`).
+    Change dead letters (the tail's, a catch-up's) are re-applied as changes (:mod:`.change_redrive`); a cutover's
+    backfill letters are read again and written as the items are now (:mod:`.redrive_current`).
 
     Cells that take the run's time get the original run's "now" when its folder records one, else
-    ``now_ms``, else the time now. UsageError (nothing written) for a bad file, spec or folder.
+    ``now_ms``, else the time now. UsageError (nothing written) for a bad file, spec or folder. A file without dead
+    letters is nothing to do (``nothing``: no folder made). ``started`` is told what the redrive does, once the file
+    is known to hold letters.
     """
 
 
@@ -85,12 +63,23 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     if holds_changes(letters):  # the tail's or a catch-up's: change records, re-applied as changes
         from .change_redrive import redrive_changes
 
+        if started:
+            started("→ Bigtable (re-applied as changes)")
         return redrive_changes(letters, spec, options)
     folder = run_dir if letters != run_dir else FileSystems.split(letters)[0] or "."
     source = DeadLetterSource(letters)
     source.check()  # every line checked before anything is written
     found = source.found
     assert found is not None
+    if not found.items:  # nothing to write: no folder, no spec needed
+        mismatches = (f"{len(found.without_item)} lines of {letters} hold no item (an export's count mismatch) and "
+                      "stay there unresolved: fix the source and migrate it again",) if found.without_item else ()
+        return RedriveResult(letters, "", "", "", "NOTHING", 0, False, {}, found.without_item, problems=mismatches,
+                             nothing=True)
+    cutover = cutover_of(folder)
+    if started:
+        started("→ Bigtable (each item read again from DynamoDB)" if cutover is not None else
+                "→ Bigtable (DirectRunner)")
     loaded = load_spec(spec if spec is not None else recorded_spec(folder), options)
     ran = recorded_table(folder)
     export = loaded.source.export.path if loaded.source.export else None
@@ -98,6 +87,13 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
         named = f"{spec} reads" if isinstance(spec, (str, Path)) else "the spec reads"
         raise UsageError(f"{letters} holds dead letters of {ran}, but {named} {loaded.source.table or export}",
                          f"redrive them through the (fixed) spec of {ran}: ddb2bt redrive RUN_DIR SPEC")
+    if cutover is not None:  # the images may be stale: the tail and catch-ups applied what changed since
+        from .redrive_current import redrive_as_now
+
+        result = redrive_as_now(letters, cutover, found, loaded, spec, options, ran or loaded.source.table or export)
+        if result.ok:
+            _cutover_goes_on_with(cutover, loaded)
+        return result
     new_dir = options.run_dir or default_redrive_dir(loaded.target.table)
     run = runner_for(loaded, options, source=source, run_dir=new_dir)
     dead_letter = options.dead_letter or FileSystems.join(new_dir, DEAD_LETTER_FILE)
@@ -120,8 +116,6 @@ def redrive(run_dir: str, spec: MappingSpec | str | Path | None = None, options:
     if found.without_item:  # nothing to re-drive, and nothing resolved: the run they belong to is still short
         problems.append(f"{len(found.without_item)} lines of {letters} hold no item (an export's count mismatch) and "
                         "stay there unresolved: fix the source and migrate it again")
-    if not problems:
-        _cutover_goes_on_with(folder, loaded)
     return RedriveResult(letters, new_dir, dead_letter, describe_target(loaded.target), state, now, inherited is not None,
                          found.items_by_stage, found.without_item, counters, lines, tuple(problems), reasons,
                          loaded.migration_time.isoformat() if loaded.migration_time else None)

@@ -98,6 +98,24 @@ class RollbackRequest:
     from DescribeTable); S where not given."""
     retry_seconds: float = 120.0
 
+    def as_args(self) -> list[str]:
+        """`ddb2bt rollback`'s own arguments that ask for this again (defaults left out), for the command that goes on."""
+        args = ["--to-table", self.to_table] if self.to_table else []
+        if self.since_us is not None:  # epoch milliseconds where exact, else ISO 8601 to the microsecond
+            from datetime import datetime, timedelta, timezone
+
+            exact_ms = self.since_us >= 0 and self.since_us % 1000 == 0
+            args += ["--since", str(self.since_us // 1000) if exact_ms else
+                     (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=self.since_us)).isoformat()]
+        args += ["--start", self.start.decode("utf-8", "backslashreplace")] if self.start else []
+        args += ["--end", self.end.decode("utf-8", "backslashreplace")] if self.end else []
+        args += ["--wcu", f"{self.wcu:g}"] if self.wcu is not None else []
+        args += ["--writers", str(self.writers)] if self.writers != RollbackRequest.writers else []
+        args += ["--processes", str(self.processes)] if self.processes is not None else []
+        for name, kind in sorted(self.types.items()):
+            args += ["--type", f"{name}={kind}"]
+        return args + ([] if self.compare else ["--no-compare"])
+
 
 @dataclass(frozen=True)
 class RollbackResult:
@@ -135,14 +153,15 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
     loaded = load_spec(spec, options)
     workers = _Workers(_processes(request)) if _processes(request) > 1 else None
     try:
-        return _rollback(loaded, request, options, workers, progress, began)
+        spec_path = str(spec) if isinstance(spec, (str, Path)) else None  # for the command that goes on
+        return _rollback(loaded, request, options, workers, progress, began, spec_path)
     finally:
         if workers is not None:
             workers.close()
 
 
 def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions, workers: _Workers | None,
-              progress: Progress | None, began: float) -> RollbackResult:
+              progress: Progress | None, began: float, spec_path: str | None = None) -> RollbackResult:
     from ..mappers.rollback import latest_only, lost_keys, verdict
     from ..pipelines.run.checkpoint import spec_hash
     from ..pipelines.run.collector import relax_young_gc
@@ -165,7 +184,8 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
               "since_us": request.since_us}
     state = _Checkpoint.open(run_dir, record, options.resume, source.pieces)
     setup = replace(setup, ranges=tuple(state.ranges))
-    resume = f"continue it with the same command and --resume --run-dir {run_dir}"
+    resume = "continue it with: " + options.go_on("rollback", spec_path or "SPEC", run_dir, *request.as_args(),
+                                                  resume=True)
     _write_phase(state, setup, workers, progress, resume, client)
     dead_lines = state.dead_lines()
     counters = dict(state.counters)

@@ -80,6 +80,8 @@ class PreparedValidation:
     differences (docs/VALIDATE.md, "Changes after the snapshot")."""
     snapshot: str = ""
     """Where ``after_us`` comes from, for the summary."""
+    as_of: str | None = None
+    """``--as-of`` as given (a time, or a run folder), for the command that resumes this validation."""
     now_unknown: bool = False
     """Cells of the spec take the run's "now" (no migration_time), which this validation does not know (no run folder
     to take it from): such cells show as differences."""
@@ -144,8 +146,11 @@ class ValidateResult:
         return self.finished and not self.counts and not self.problems
 
     def resume_command(self, spec_path: str | None = None) -> str:
-        flags = " --repair" * self.prepared.repair + " --target-scan" * self.prepared.target_scan
-        return f"ddb2bt validate {spec_path or 'SPEC'}{flags} --resume --run-dir {self.prepared.run_dir}"
+        """The command that continues this validation: the same options and flags, ``--resume --run-dir``."""
+        p = self.prepared
+        flags = ["--repair"] * p.repair + ["--target-scan"] * p.target_scan + ["--decode-all"] * (p.decode_every == 1)
+        flags += ["--as-of", p.as_of] if p.as_of is not None else []
+        return p.options.go_on("validate", spec_path or "SPEC", p.run_dir, *flags, without=("sample",), resume=True)
 
 
 def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,
@@ -201,7 +206,8 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         target=describe_target(spec.target), runner=runner, direct=direct, dry_run=dry_run, scanning=scanning,
         total_segments=total or 1, repair=repair, target_scan=target_scan,
         now_ms=now_ms if now_ms is not None else int(time.time() * 1000), item_count=item_count,
-        decode_every=1 if decode_all else DECODE_EVERY, after_us=after_us, snapshot=snapshot, now_unknown=now_unknown)
+        decode_every=1 if decode_all else DECODE_EVERY, after_us=after_us, snapshot=snapshot, as_of=as_of,
+        now_unknown=now_unknown)
 
 
 def execute(prepared: PreparedValidation) -> ValidateResult:

@@ -65,7 +65,7 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
         raise Interrupted(f"catch-up stopped by Ctrl-C; the timeline in {run_dir} advances only once the whole export "
                           "is applied", "a job on Dataflow keeps running (let it end, or cancel it); then run the "
                           "same command again (what was applied is applied again, harmlessly): "
-                          f"{_again('catch-up', spec, run_dir, options, '--export', export)}") from None
+                          f"{options.go_on('catch-up', spec, run_dir, '--export', export)}") from None
     except Exception as error:  # a service gone: where it stopped, then the one line with the command that goes on
         from ...mappers.errors import ServiceError
         from ...pipelines.run.service_errors import as_ddb2bt_error
@@ -77,7 +77,7 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
             _echo([f"catch-up stopped: {figures()}; the timeline in {run_dir} did not advance"])
         report(failure.exit_code, [f"{failure.one_line()}; once it is back, run the same command again (what was "
                                    "applied is applied again, harmlessly): "
-                                   f"{_again('catch-up', spec, run_dir, options, '--export', export)}"])
+                                   f"{options.go_on('catch-up', spec, run_dir, '--export', export)}"])
 
     _echo([f"catch-up {result.export_id}: {us_to_iso(result.from_us)} .. {us_to_iso(result.to_us)} "
            f"in {result.seconds:.1f} s",
@@ -88,15 +88,6 @@ def catch_up(ctx: typer.Context, spec: SpecArg, run_dir: RunDir,
              "catch-up FAILED: the timeline did not advance; run the same export again once fixed"])
     if not result.ok:
         raise typer.Exit(1)
-
-
-def _again(command: str, spec: object, run_dir: str, options: RunOptions, *extra: str) -> str:
-    """The command that goes on: the same spec, run folder and options (an endpoint, a profile, Beam's), as
-    migrate's resume line gives them; without them the line reached another endpoint or account."""
-    import shlex
-
-    return shlex.join(["ddb2bt", command, str(spec), *options.as_args(without=("run_dir",)), "--run-dir", run_dir,
-                       *extra])
 
 
 def changes_text(read: int, total: int | None) -> str:
@@ -138,13 +129,16 @@ def tail(spec: SpecArg, run_dir: RunDir,
            f"{plural(len(result.shards), 'shard')}, {sum(s['done'] for s in result.shards.values())} finished; "
            f"dead letters: {result.dead_letter} ({result.dead_letter_lines} lines)"]
           + [f"PROBLEM: {problem}" for problem in result.problems])
+    own = ([f"--until-idle={until_idle:g}"] if until_idle is not None else []) + \
+        ([f"--max-seconds={max_seconds:g}"] if max_seconds is not None else []) + \
+        ([f"--poll-seconds={poll_seconds:g}"] if poll_seconds != 1.0 else [])  # as given: the same kind of run goes on
     if result.interrupted:
         raise Interrupted(f"tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json",
-                          f"start it again with the same options to go on: {_again('tail', spec, run_dir, options)}")
+                          f"start it again with the same options to go on: {options.go_on('tail', spec, run_dir, *own)}")
     if result.error is not None:  # after what it applied: the one line, and the command that goes on
         report(result.error.exit_code, [f"{result.error.one_line()}; what the tail applied is saved in "
                                         f"{run_dir}/tail.json: once it is back, go on with: "
-                                        f"{_again('tail', spec, run_dir, options)}"])
+                                        f"{options.go_on('tail', spec, run_dir, *own)}"])
     if not result.ok:
         raise typer.Exit(1)
 

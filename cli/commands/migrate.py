@@ -212,7 +212,7 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
         return lines
     if result.dead_letter_lines:
         lines.append(f"fix the spec or the data (the reasons above say which), then re-drive them: "
-                     f"{redrive_command(p.dead_letter, spec_path)}")
+                     f"{redrive_command(p.dead_letter, spec_path, p.options)}")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
     lines.append("run OK" if result.ok else "run FAILED")
     if p.resumable:  # a finished run needs no resume command: only the folder (redrive, validate, cutover use it)
@@ -221,14 +221,17 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
     return lines
 
 
-def redrive_command(dead_letter: str, spec_path: str) -> str:
-    """`ddb2bt redrive RUN SPEC`, quoted for a shell: the run folder when the dead letters are its own file in it."""
+def redrive_command(dead_letter: str, spec_path: str, options: RunOptions | None = None) -> str:
+    """`ddb2bt redrive RUN SPEC`, quoted for a shell: the run folder when the dead letters are its own file in it; with
+    the run's options that redrive takes (Bigtable's and the writer's: the redrive writes where the run wrote)."""
     import os
-    import shlex
+
+    from ...app.options import RUN_OPTIONS
 
     folder, name = os.path.split(dead_letter)
     where = folder if name == "dead_letters.jsonl" and folder else dead_letter
-    return f"ddb2bt redrive {shlex.quote(where)} {shlex.quote(spec_path)}"
+    others = tuple(option.name for option in RUN_OPTIONS if option.group not in ("google", "writer"))
+    return (options or RunOptions()).go_on("redrive", where, None, without=others, positional=(spec_path,))
 
 
 def reason_lines(reasons: dict[str, dict[str, int]]) -> list[str]:

@@ -11,6 +11,7 @@ import typer
 
 from ...app.options import RunOptions
 from ...mappers.units import plural
+from ..errors import report
 from ..options import OutputFormat, check_run_dir, run_options
 from .migrate import reason_lines
 
@@ -47,12 +48,30 @@ def command(
 
     check_run_dir(new_run_dir)
     options = replace(options, run_dir=new_run_dir, dead_letter=dead_letter)
-    typer.echo(f"redrive {run_dir} → Bigtable (DirectRunner)", err=True)
-    result = redrive(run_dir, spec, options)
+    try:
+        result = redrive(run_dir, spec, options, started=lambda what: typer.echo(f"redrive {run_dir} {what}", err=True))
+    except Exception as error:  # a service gone part way: the one line, and the command that redrives again
+        from ...mappers.errors import ServiceError
+        from ...pipelines.run.service_errors import as_ddb2bt_error
+
+        failure = as_ddb2bt_error(error)
+        if not isinstance(failure, ServiceError):
+            raise
+        # into a new folder: this one may hold part of its dead letters, which a new redrive refuses to mix in
+        again = options.go_on("redrive", run_dir, None, without=("dead_letter",),
+                              positional=(str(spec),) if spec is not None else ())
+        report(failure.exit_code, [f"{failure.one_line()}; once it is back, redrive again (every letter is written "
+                                   f"again, harmlessly, into a new run folder): {again}"])
     changes = not hasattr(result, "items_by_stage")
     if format is OutputFormat.json:
         typer.echo(json.dumps({**asdict(result), "ok": result.ok, "kind": "changes" if changes else "items"},
                               indent=2, sort_keys=True))
+    elif getattr(result, "nothing", False):
+        typer.echo(f"nothing to redrive: {result.source} holds no dead letter (no run folder made)")
+        for line in notes(result)[2:]:  # lines without an item, if any
+            typer.echo(line, err=True)
+        for problem in result.problems:
+            typer.echo(f"PROBLEM: {problem}")
     else:
         for line in [] if changes else notes(result):
             typer.echo(line, err=True)
@@ -83,6 +102,9 @@ def render(result: Any) -> list[str]:
         f"read {plural(c['items_read'], 'item')}: {c['rows_written']:,} written ({plural(c['cells_written'], 'cell')}, "
         f"{plural(c['bytes_written'], 'byte')}), {c['dead_lettered']:,} dead-lettered, {c['skipped']:,} skipped",
     ]
+    if result.reread:  # a cutover's backfill letters: the images they hold may be stale
+        lines.append(f"each item read again from DynamoDB and written as it is now: {c['changed_since']:,} changed since "
+                     f"the backfill read it, {c['deleted_since']:,} deleted since (its cells deleted, not written back)")
     lines += reason_lines(result.reasons)
     lines.append(f"still failing: {result.dead_letter} ({plural(result.dead_letter_lines, 'line')}; holds user data)")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]

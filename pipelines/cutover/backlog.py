@@ -56,6 +56,9 @@ class StreamBacklog:
     shards: list[ShardBacklog] = field(default_factory=list)
     changed_keys: list[dict[str, Any]] = field(default_factory=list)
     """Keys (export JSON) of the items whose changes the tail applied since the last check, each once."""
+    removed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Of those, the items whose last change listed deleted them: their old image, by the JSON of their key (the parity
+    check looks for its cells, which must be gone)."""
     problems: list[str] = field(default_factory=list)
     """What makes the count impossible (another source, a piece lost past the retention): never READY."""
     notes: list[str] = field(default_factory=list)
@@ -110,6 +113,7 @@ def read_backlog(source: ChangeSource | Any, state: TailState, checked: dict[str
         backlog.shards.append(result)
         start = checked.get(piece.id)
         if tail_at is not None and start != tail_at and not _list(source, state, result, start, tail_at, keys,
+                                                                  backlog.removed,
                                                                   max_pages):
             backlog.notes.append(f"{piece.id}: the keys changed before the tail's position {tail_at} were not all "
                                  "listed for the parity check (past the source's retention, more than "
@@ -141,16 +145,22 @@ def _to_tip(source: ChangeSource, piece: str, position: str | None) -> Iterator[
 
 
 def _list(source: ChangeSource, state: TailState, result: ShardBacklog, start: str | None, tail_at: str,
-          keys: dict[str, dict[str, Any]], max_pages: int) -> bool:
-    """Add the keys of the changes after ``start`` up to the tail's position; False if they were not all read (a
-    position the source no longer holds, more than ``max_pages`` pages, or the tail's position never met)."""
+          keys: dict[str, dict[str, Any]], removed: dict[str, dict[str, Any]], max_pages: int) -> bool:
+    """Add the keys of the changes after ``start`` up to the tail's position (and, in ``removed``, the old image of
+    those whose last change is a delete); False if they were not all read (a position the source no longer holds,
+    more than ``max_pages`` pages, or the tail's position never met)."""
     try:
         for number, page in enumerate(_to_tip(source, result.shard, start), start=1):
             for at, change in enumerate(page.changes, start=1):
                 result.newest_us = change.time_us
                 if change.time_us >= state.start_us:  # before the tail's start: the earlier phases hold it
                     exported = to_export_json(change.keys)
-                    keys.setdefault(json.dumps(exported, sort_keys=True), exported)
+                    text = json.dumps(exported, sort_keys=True)
+                    keys.setdefault(text, exported)
+                    if change.new is None and change.old is not None:
+                        removed[text] = change.old
+                    else:
+                        removed.pop(text, None)
                 if change.sequence == tail_at or (at == len(page.changes) and page.position == tail_at):
                     return True
             if number >= max_pages:

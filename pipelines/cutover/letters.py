@@ -114,14 +114,15 @@ def holds_changes(path: str) -> bool:
     return False
 
 
-def backfill_keys(path: str, key_names: list[str]) -> tuple[list[dict[str, Any]], int]:
-    """(the keys of the items a backfill dead-lettered, each once, as export JSON; the lines that hold no item, or an
-    item without its key, which nothing can check: an export's count mismatch). No file: nothing."""
+def backfill_items(path: str, key_names: list[str]) -> tuple[dict[str, dict[str, Any]], int]:
+    """(the items a backfill dead-lettered, as the backfill read them, by the JSON of their export key: the last line
+    of each; the lines that hold no item, or an item without its key, which nothing can check: an export's count
+    mismatch). No file: nothing."""
     from apache_beam.io.filesystems import FileSystems
 
     if not FileSystems.exists(path):
-        return [], 0
-    keys: dict[str, dict[str, Any]] = {}
+        return {}, 0
+    items: dict[str, dict[str, Any]] = {}
     without = 0
     for line in lines(path):
         try:
@@ -131,6 +132,5 @@ def backfill_keys(path: str, key_names: list[str]) -> tuple[list[dict[str, Any]]
         if not isinstance(item, dict) or not all(isinstance(item.get(name), dict) for name in key_names):
             without += 1
             continue
-        key = {name: item[name] for name in key_names}
-        keys.setdefault(json.dumps(key, sort_keys=True), key)
-    return list(keys.values()), without
+        items[json.dumps({name: item[name] for name in key_names}, sort_keys=True)] = item
+    return items, without

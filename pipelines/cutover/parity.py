@@ -5,8 +5,10 @@ scan's segments taken in random order, a few keys from each, so every part of th
 drawn, not only the items changed last), and every key the tail applied a change to since the last
 check. Each item is read now (``BatchGetItem``, consistent), mapped through the spec, and its cells
 looked up in its Bigtable row: every cell must be there with its value. Cells of other items folded
-into the same row are not compared; an item deleted since is counted (``absent``), and an item the
-spec does not map (dead-lettered or skipped, as the backfill leaves it) expects nothing.
+into the same row are not compared; an item deleted since is counted (``absent``), and where an image
+of it is known (a backfill's dead letter, the stream's REMOVE) none of the cells that image maps to
+may be left in Bigtable (``lingering``: a redrive that wrote a deleted item back). An item the spec
+does not map (dead-lettered or skipped, as the backfill leaves it) expects nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ KEYS_PER_SEGMENT = 10
 SEGMENT_FACTOR = 8
 """The scan is cut into this many times more segments than it draws from: the draw is random across the table."""
 BATCH_GET = 100
+UNPROCESSED_PAUSE_S = 0.05
+"""The first pause before BatchGetItem's unprocessed keys are asked again (doubled each time, at most 1 s)."""
+LINGERING = ": deleted in DynamoDB, but "
+"""What a mismatch of a deleted item whose cells are still in Bigtable says (after the item's key)."""
 
 
 @dataclass
@@ -34,7 +40,9 @@ class Parity:
     checked: int = 0
     matching: int = 0
     absent: int = 0
-    """Items deleted since: nothing left to compare in a shared row (their cells' deletion is exact by construction)."""
+    """Items deleted since: their last known image's cells (when one is known) must be gone from Bigtable."""
+    lingering: int = 0
+    """Of those, the items deleted in DynamoDB whose cells are still in Bigtable (counted in ``mismatches`` too)."""
     unmapped: int = 0
     """Items the spec does not map (dead-lettered or skipped): nothing expected in Bigtable."""
     failing: int = 0
@@ -86,18 +94,24 @@ def read_items(client: Any, table: str, keys: list[dict[str, Any]]) -> dict[str,
     for start in range(0, len(keys), BATCH_GET):
         request: dict[str, Any] = {table: {"Keys": [_wire(key) for key in keys[start:start + BATCH_GET]],
                                            "ConsistentRead": True}}
+        attempt = 0
         while request:
             answer = client.batch_get_item(RequestItems=request)
             for item in answer.get("Responses", {}).get(table, []):
                 exported = to_export_json(item)
                 found[json.dumps({name: exported[name] for name in keys[0]}, sort_keys=True)] = item
             request = answer.get("UnprocessedKeys") or {}
+            if request:  # throttled: asked again, after a growing pause (AWS's advice for BatchGetItem)
+                time.sleep(min(UNPROCESSED_PAUSE_S * 2 ** attempt, 1.0))
+                attempt += 1
     return found
 
 
 def compare(client: Any, table: str, compiled: Any, target: Any, keys: list[dict[str, Any]],
-            parity: Parity) -> list[dict[str, Any]]:
-    """Compare each item with its Bigtable row, counting into ``parity``; the keys that differ (not yet recorded)."""
+            parity: Parity, images: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Compare each item with its Bigtable row, counting into ``parity``; the keys that differ (not yet recorded).
+    ``images``: a known earlier image of some items (by the JSON of their export key), whose cells must be gone from
+    Bigtable when the item is deleted."""
     import json
 
     from ...mappers.results import ItemError, MappedRow
@@ -105,10 +119,16 @@ def compare(client: Any, table: str, compiled: Any, target: Any, keys: list[dict
 
     items = read_items(client, table, keys)
     expected: list[tuple[dict[str, Any], MappedRow]] = []
+    gone: list[tuple[dict[str, Any], MappedRow]] = []
     for key in keys:
-        item = items.get(json.dumps(key, sort_keys=True))
+        text = json.dumps(key, sort_keys=True)
+        item = items.get(text)
         if item is None:
             parity.absent += 1
+            image = (images or {}).get(text)
+            mapped = compiled.map_item(image) if image is not None else None
+            if isinstance(mapped, MappedRow):  # deleted: none of the cells it mapped to may be left
+                gone.append((key, mapped))
             continue
         result = compiled.map_item(item)
         if isinstance(result, MappedRow):
@@ -119,7 +139,7 @@ def compare(client: Any, table: str, compiled: Any, target: Any, keys: list[dict
     # an item's index rows (spec.indexes) are its rows too: a stale or missing one is a difference
     # (the rows of an index in a table of its own are read from that table)
     wanted: dict[str | None, set[bytes]] = {}
-    for _key, mapped in expected:
+    for _key, mapped in [*expected, *gone]:
         for row in mapped.rows():
             wanted.setdefault(getattr(row, "table", None), set()).add(row.row_key)
     rows: dict[tuple[str | None, bytes], dict] = {}
@@ -132,17 +152,24 @@ def compare(client: Any, table: str, compiled: Any, target: Any, keys: list[dict
         missing = [c for row in mapped.rows() for c in row.cells
                    if rows.get((getattr(row, "table", None), row.row_key), {}).get(c[:3]) != c.value]
         if missing:
-            differing.append((key, mapped, missing))
+            differing.append((key, mapped, missing, False))
         else:
             parity.matching += 1
-    return [{"key": key, "row_key": mapped.row_key, "missing": missing, "cells": len(mapped.cells)}
-            for key, mapped, missing in differing]
+    for key, mapped in gone:  # by exact coordinates, whatever the value: a cell of the deleted item left behind
+        left = [c for row in mapped.rows() for c in row.cells
+                if c[:3] in rows.get((getattr(row, "table", None), row.row_key), {})]
+        if left:
+            differing.append((key, mapped, left, True))
+    return [{"key": key, "row_key": mapped.row_key, "missing": missing, "cells": len(mapped.cells), "deleted": deleted}
+            for key, mapped, missing, deleted in differing]
 
 
 def check(client: Any, table: str, compiled: Any, target: Any, random_keys: list[dict[str, Any]],
-          changed_keys: list[dict[str, Any]], retry_s: float = 1.0) -> Parity:
+          changed_keys: list[dict[str, Any]], retry_s: float = 1.0,
+          images: dict[str, dict[str, Any]] | None = None) -> Parity:
     """Compare every key given; a difference is compared once more after ``retry_s`` (the item may have been
-    changing between the two reads) before it counts."""
+    changing between the two reads) before it counts. ``images``: known earlier images of items (by the JSON of
+    their export key): where such an item is deleted, none of its image's cells may be in Bigtable."""
     import json
 
     changed = {json.dumps(key, sort_keys=True): key for key in changed_keys}
@@ -150,12 +177,19 @@ def check(client: Any, table: str, compiled: Any, target: Any, random_keys: list
     parity = Parity(random_keys=len(drawn), changed_keys=len(changed))
     keys = [*changed.values(), *drawn.values()]
     parity.checked = len(keys)
-    differing = compare(client, table, compiled, target, keys, parity) if keys else []
+    differing = compare(client, table, compiled, target, keys, parity, images) if keys else []
     if differing:
         time.sleep(retry_s)
-        again = compare(client, table, compiled, target, [d["key"] for d in differing], parity)
+        again = compare(client, table, compiled, target, [d["key"] for d in differing], parity, images)
         for difference in again:
             cell = difference["missing"][0]
+            if difference["deleted"]:
+                parity.lingering += 1
+                parity.mismatches.append(
+                    f"item {json.dumps(difference['key'], sort_keys=True)}{LINGERING}"
+                    f"{len(difference['missing'])} of its {difference['cells']} cells are still in row "
+                    f"{difference['row_key']!r}, e.g. {cell.family}:{cell.qualifier!r} at {cell.timestamp_micros}")
+                continue
             parity.mismatches.append(
                 f"item {json.dumps(difference['key'], sort_keys=True)}: {len(difference['missing'])} of its "
                 f"{difference['cells']} cells differ in row {difference['row_key']!r}, e.g. "

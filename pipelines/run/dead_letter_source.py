@@ -135,6 +135,12 @@ class DeadLetterSource(Source):
              count_read: bool = True) -> SourceRead:
         return SourceRead(p | "Source" >> ReadDeadLetters(self.path))
 
+    def items_iter(self) -> Iterator[dict]:
+        """Every item of the file, one line at a time (a file of any length)."""
+        with FileSystems.open(self.path) as handle:
+            for raw in handle:
+                yield from _items(raw.decode("utf-8", "replace"))
+
     def items(self, limit: int | None = None) -> list[dict]:
         found: list[dict] = []
         with FileSystems.open(self.path) as handle:

@@ -17,6 +17,7 @@ import typer
 
 from ddb2bt.app import local
 from ddb2bt.app.seeds import load_seed_table
+from ddb2bt.app.options import RunOptions
 from ddb2bt.cli.commands.migrate import redrive_command, render
 from ddb2bt.cli.main import app
 from ddb2bt.mappers.spec import TargetSpec
@@ -92,7 +93,7 @@ def test_a_closed_pipe_ends_quietly_with_exit_0(moto_server, tmp_path):
 def test_after_dead_letters_the_exact_redrive_line():
     c = {"items_read": 1, "rows_written": 0, "cells_written": 0, "bytes_written": 0, "dead_lettered": 1, "skipped": 0}
     prepared = SimpleNamespace(dead_letter="runs/my run/dead_letters.jsonl", scanning=False, total_segments=1,
-                               resumable=True, run_dir="runs/my run", options=SimpleNamespace(resume=False))
+                               resumable=True, run_dir="runs/my run", options=RunOptions())
     result = SimpleNamespace(prepared=prepared, state="DONE", job_id=None, finished=True, counters=c, ended_early=False,
                              cells_exact=True, reasons={}, segments_done=None, dead_letter_lines=1, problems=[], ok=True,
                              resume_command=lambda *args, **kwargs: "ddb2bt migrate …")
@@ -101,6 +102,10 @@ def test_after_dead_letters_the_exact_redrive_line():
     assert "fix the spec or the data (the reasons above say which), then re-drive them: ddb2bt redrive 'runs/my run' "\
            "specs/videos.yaml" in lines
     assert redrive_command("out/letters.jsonl", "s.yaml") == "ddb2bt redrive out/letters.jsonl s.yaml"
+    # where the run wrote (Bigtable's and the writer's options), not the options redrive does not take
+    given = RunOptions(instance="i 2", flush_limit_bytes=9, endpoint_url="http://x", total_segments=4)
+    assert redrive_command("runs/r/dead_letters.jsonl", "s.yaml", given) == (
+        "ddb2bt redrive runs/r s.yaml --instance 'i 2' --flush-limit-bytes 9")
     clean = render(SimpleNamespace(**{**vars(result), "dead_letter_lines": 0}), "s.yaml")  # type: ignore[arg-type]
     assert not any("redrive" in line for line in clean)
 

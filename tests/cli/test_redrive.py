@@ -161,7 +161,7 @@ def test_bad_dead_letter_files_are_one_line_exit_2(invoke, tmp_path, content, me
 
 def test_a_migration_folder_keeps_no_spec(invoke, tmp_path):
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "dead_letters.jsonl").write_text("")
+    (tmp_path / "run" / "dead_letters.jsonl").write_text('{"item": {"pk": {"S": "a"}}, "stage": "map"}\n')
     result = invoke("redrive", tmp_path / "run")
     assert result.exit_code == 2
     assert "keeps no spec" in result.stderr and "ddb2bt redrive RUN_DIR SPEC" in result.stderr
@@ -186,3 +186,100 @@ def test_a_run_of_another_table_is_refused(failed_run, invoke, tmp_path):
     assert json.loads((tmp_path / "fixed" / "redrive.json").read_text())["table"] == table
     again = invoke("redrive", tmp_path / "fixed", other, "--run-dir", tmp_path / "again")
     assert again.exit_code == 2 and f"holds dead letters of {table}, but" in again.stderr
+
+
+def test_a_folder_without_dead_letters_has_nothing_to_redrive_and_makes_nothing(invoke, tmp_path):
+    """It made a run folder (redrive.json, a spec copy, an empty dead-letter file) and said "redrive OK"."""
+    spec = write_spec(tmp_path / "spec.json", spec_data("t", "http://127.0.0.1:1", fixed=True))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "dead_letters.jsonl").write_text("\n")
+    for given in (tmp_path / "run", tmp_path / "run" / "dead_letters.jsonl"):
+        result = invoke("redrive", given, spec, "--run-dir", tmp_path / "new")
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines() == [f"nothing to redrive: {tmp_path / 'run' / 'dead_letters.jsonl'} holds no "
+                                              "dead letter (no run folder made)"], result.output
+        assert result.stderr == "" and not (tmp_path / "new").exists()
+    result = invoke("redrive", tmp_path / "run", spec, "--run-dir", tmp_path / "new", "--format", "json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["nothing"] is True and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("sibling", [True, False])
+def test_a_file_given_for_the_run_folder_is_named_with_the_fix(invoke, tmp_path, sibling):
+    """`redrive rv/checkpoint.json` named rv/checkpoint.json/dead_letters.jsonl."""
+    spec = write_spec(tmp_path / "spec.json", spec_data("t", "http://127.0.0.1:1", fixed=True))
+    (tmp_path / "rv").mkdir()
+    (tmp_path / "rv" / "checkpoint.json").write_text("{}")
+    if sibling:
+        (tmp_path / "rv" / "dead_letters.jsonl").write_text("")
+    result = invoke("redrive", tmp_path / "rv" / "checkpoint.json", spec, "--run-dir", tmp_path / "new")
+    assert result.exit_code == 2, result.output
+    fix = (f"give its run folder: ddb2bt redrive {tmp_path / 'rv'} SPEC" if sibling else
+           "give the run folder that holds dead_letters.jsonl, or a dead-letter file (*.jsonl)")
+    assert result.stderr.splitlines() == [f"error: {tmp_path / 'rv' / 'checkpoint.json'} is a file, not a run folder "
+                                          f"(one holds dead_letters.jsonl); {fix}"], result.stderr
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_redrive_stopped_by_a_service_says_the_command_that_redrives_again(failed_run, invoke, tmp_path,
+                                                                            monkeypatch):
+    """A redrive is run again, not resumed: the line names the same letters, spec and options, and no --run-dir (the
+    stopped one may hold part of its dead letters, which a new redrive into it refuses). It printed the error alone."""
+    import shlex
+
+    from ddb2bt.app import redrive as use_case
+    from ddb2bt.pipelines.bigtable.sink import BigtableWriteError
+    from ddb2bt.pipelines.run.dead_letters import write_part
+
+    items, run_dir, v1, v2 = failed_run
+    flag = ("--flush-limit-mutation-count", "7")  # an option given is given again
+    now_ms = json.loads((run_dir / "checkpoint.json").read_text())["now_ms"]
+    before = read_cells(load_spec(v1).target)
+
+    def gone(result, dead_letter):
+        write_part(dead_letter, [(run_dir / "dead_letters.jsonl").read_text().splitlines()[0]])  # part way
+        raise BigtableWriteError("Bigtable did not take the rows within 60s: ServiceUnavailable: gone",
+                                 "check that Bigtable is reachable")
+
+    real = use_case.wait_for
+    monkeypatch.setattr(use_case, "wait_for", gone)
+    stopped = invoke("redrive", run_dir, v2, "--run-dir", tmp_path / "first", *flag)
+    assert stopped.exit_code == 3, stopped.output
+    line = stopped.stderr.splitlines()[-1]
+    assert line.startswith("error: Bigtable did not take the rows within 60s"), line
+    command = shlex.split(line.split("into a new run folder): ", 1)[1])
+    assert command == ["ddb2bt", "redrive", str(run_dir), str(v2), *flag], command
+    refused = invoke("redrive", run_dir, v2, "--run-dir", tmp_path / "first")  # why not the same folder
+    assert refused.exit_code == 2 and "first" in refused.stderr, refused.output
+
+    monkeypatch.setattr(use_case, "wait_for", real)
+    monkeypatch.chdir(tmp_path)  # the new folder is runs/<table>-redrive-<UTC time>, here
+    again = invoke(*command[1:])
+    assert again.exit_code == 0, again.output
+    redriven = [items[i] for i in (*NO_PRICE, *NOTES) if i != STILL_BAD]
+    assert read_cells(load_spec(v2).target) == {**before, **expected_cells(load_spec(v2), redriven, now_ms=now_ms)}
+
+
+def test_the_redrive_line_migrate_prints_writes_where_the_run_wrote(bigtable_env, moto_server, invoke, unique_name,
+                                                                   tmp_path):
+    """A migration into another instance (--instance) printed `ddb2bt redrive RUN SPEC`, which wrote the redriven
+    items into the spec's instance; the line now carries the run's Bigtable and writer options."""
+    import shlex
+
+    items = make_items()
+    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    create_table(client, unique_name, "pk", "sk")
+    put_items(client, unique_name, items)
+    spec = write_spec(tmp_path / "spec.json", spec_data(unique_name, moto_server.endpoint, fixed=False))
+    other = ("--instance", "other-instance")
+    ran = invoke("migrate", spec, "--run-dir", tmp_path / "run", "--yes", *other)
+    assert ran.exit_code == 0, ran.output
+    line = next(line for line in ran.stdout.splitlines() if "then re-drive them: " in line)
+    command = shlex.split(line.split("then re-drive them: ", 1)[1])
+    assert command == ["ddb2bt", "redrive", str(tmp_path / "run"), str(spec), *other], command
+    write_spec(spec, spec_data(unique_name, moto_server.endpoint, fixed=True))  # the spec fixed in place
+    again = invoke(*command[1:], "--run-dir", tmp_path / "redrive")
+    assert again.exit_code == 0, again.output
+    target = load_spec(spec).target.model_copy(update={"instance": "other-instance"})
+    fixed = [item for i, item in enumerate(items) if i != STILL_BAD]
+    now_ms = json.loads((tmp_path / "run" / "checkpoint.json").read_text())["now_ms"]
+    assert read_cells(target) == expected_cells(load_spec(spec), fixed, now_ms=now_ms)  # all in the run's instance

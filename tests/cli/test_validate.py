@@ -249,3 +249,22 @@ def test_as_of_a_run_of_another_spec_says_what_validate_can_do(tmp_path):
     assert "--as-of 2023-11-14T22:13:20.123Z" in str(refused.value) and "catch up" not in str(refused.value)
     (run / "checkpoint.json").write_text(json.dumps({**saved, "spec_hash": ckpt.spec_hash(spec)}))
     assert snapshot_time(str(run), spec)[0] == 1700000000123000
+
+
+def test_the_resume_line_is_a_command_that_resumes_with_the_same_options(invoke, videos, tmp_path):
+    """It dropped every run option (--endpoint-url here: the line read another DynamoDB) and --decode-all, and was not
+    shell-quoted."""
+    import shlex
+
+    spec, endpoint = videos
+    tamper(spec)
+    check = invoke("validate", spec, "--run-dir", tmp_path / "v 3", "--decode-all", *endpoint)
+    assert check.exit_code == 1, check.output
+    line = next(line for line in check.stdout.splitlines() if "(resume with: " in line)
+    command = shlex.split(line.split("(resume with: ", 1)[1].removesuffix(")"))
+    assert command == ["ddb2bt", "validate", str(spec), *endpoint, "--resume", "--run-dir", str(tmp_path / "v 3"),
+                       "--decode-all"], command
+    again = invoke(*command[1:])
+    assert again.exit_code == 1, again.output  # resumed, and the same differences found
+    assert "DIFFERENT: 1 different value, 4 missing row" in again.stdout, again.stdout
+    assert "read back through the decoder: " in again.stdout and "(every item)" in again.stdout, again.stdout

@@ -4,6 +4,7 @@ equals a fresh migration of the final table, cell by cell; gaps, overlaps and NE
 from __future__ import annotations
 
 import json
+import shlex
 import os
 import random
 import re
@@ -205,6 +206,8 @@ def test_ctrl_c_stops_a_catch_up_without_advancing_the_timeline(bigtable_env, un
         if (tmp_path / "run" / "cutover.json").exists() else {"applied_to_us": T0}
     assert timeline["applied_to_us"] == T0 and not timeline.get("phases")
 
-    again = CliRunner().invoke(app, args)
+    printed = shlex.split(stopped.stderr.rsplit("harmlessly): ", 1)[1])
+    assert printed[1:] == args  # the line that goes on, run as printed
+    again = CliRunner().invoke(app, printed[1:])
     assert again.exit_code == 0, again.output
     assert read_cells(spec.target) == expected_cells(spec, list(table.values()))

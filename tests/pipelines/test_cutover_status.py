@@ -444,3 +444,93 @@ def test_the_backfills_dead_letters_are_not_ready_until_bigtable_holds_those_ite
     code, found = status(run_dir)
     checks = conditions(found)
     assert code == 1 and "1 mapped but not in Bigtable" in checks["dead letters"]["detail"], checks["dead letters"]
+
+
+def put_cells(target, cells: dict) -> None:
+    """Write ``cells`` ({row key: [(family, qualifier, timestamp, value)]}) into Bigtable by hand."""
+    from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
+
+    with BigtableDataClient(project=target.project) as bt:
+        table = bt.get_table(target.instance, target.table)
+        table.bulk_mutate_rows([RowMutationEntry(row, [SetCell(f, q, v, t) for f, q, t, v in found])
+                                for row, found in cells.items()])
+
+
+def test_a_redrive_of_the_backfills_dead_letters_writes_what_dynamodb_holds_now(bigtable_env, moto_server,
+                                                                               unique_name, tmp_path, monkeypatch):
+    """The backfill read three items the spec cannot map. Since, one was deleted and one changed in DynamoDB, and the
+    tail applied both. A redrive through the fixed spec wrote the images the backfill read: the deleted item came back
+    (and cutover-status said READY with it: a deleted item was counted as deleted without looking at its row) and the
+    changed one went back to its old version. Now each item is read again (consistent) and what DynamoDB holds now is
+    written; a deleted item's cells are deleted, and a deleted item whose cells are in Bigtable is NOT READY."""
+    client = create_streamed_table(moto_server.endpoint, unique_name)
+    for i in range(POSTS):
+        client.put_item(TableName=unique_name, Item=post(i))
+        client.put_item(TableName=unique_name, Item=comment(i))
+    gone, changed, kept = POSTS, POSTS + 1, POSTS + 2
+    for i in (gone, changed, kept):
+        client.put_item(TableName=unique_name, Item=post(i, None))  # no Title: the spec cannot map them
+    spec = make_spec(unique_name, endpoint_url=moto_server.endpoint)
+    run_dir = str(tmp_path / "run")
+    assert migrate(spec, RunOptions(run_dir=run_dir, total_segments=2)).counters["dead_lettered"] == 3
+    assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1).ok
+    client.delete_item(TableName=unique_name, Key={"pk": {"S": f"p{gone}"}, "sk": {"S": "post"}})
+    client.put_item(TableName=unique_name, Item=post(changed, None, a="2"))
+    assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1).ok
+
+    from ddb2bt.app import redrive_current
+
+    monkeypatch.setattr(redrive_current, "CHUNK", 2)  # the letters read again and applied a chunk at a time
+    fixed_path = spec_file(tmp_path / "fixed.json", fixed_spec(spec))
+    # read, then written: a change the tail applied in between would be overwritten: refused while it runs
+    stopped = (Path(run_dir) / stream_tail.STOPPED_FILE).read_text()
+    state = json.loads((Path(run_dir) / "tail.json").read_text())
+    (Path(run_dir) / "tail.json").write_text(json.dumps({**state, "heartbeat_us": int(time.time() * 1e6)}))
+    (Path(run_dir) / stream_tail.STOPPED_FILE).write_text('{"stopped_us": 0}')
+    code, output = cli("redrive", run_dir, fixed_path, "--run-dir", tmp_path / "refused")
+    assert code == 2 and "is running" in output and not (tmp_path / "refused").exists(), output
+    (Path(run_dir) / stream_tail.STOPPED_FILE).write_text(stopped)
+    (Path(run_dir) / "tail.json").write_text(json.dumps(state))
+    code, output = cli("redrive", run_dir, fixed_path, "--run-dir", tmp_path / "redrive")
+    assert code == 0, output
+    assert "read again from DynamoDB" in output and "1 deleted since" in output and "1 changed since" in output, output
+    items = table_items(client, unique_name)
+    assert read_cells(spec.target) == expected_cells(fixed_spec(spec), items)  # cell by cell: p12 gone, p13 as now
+    code, output = cli("redrive", Path(run_dir) / "tail.dead_letters.jsonl", fixed_path, "--run-dir", tmp_path / "ch")
+    assert code == 0, output  # the tail's letter of the deleted item is older than its delete: superseded, not applied
+    assert "4 change dead letters of 3 items" in output and "1 superseded" in output, output
+    code, found = status(run_dir)
+    assert code == 0 and found["ready"], found["reasons"]
+    assert read_cells(spec.target) == expected_cells(fixed_spec(spec), items)
+
+    # A row a redrive resurrected before this fix (the item's image as the backfill read it): not READY, and named
+    letter = next(json.loads(line)["item"] for line in (Path(run_dir) / "dead_letters.jsonl").read_text().splitlines()
+                  if json.loads(line)["item"]["pk"] == {"S": f"p{gone}"})
+    put_cells(spec.target, expected_cells(fixed_spec(spec), [letter]))
+    code, found = status(run_dir)
+    checks = conditions(found)
+    assert code == 1 and not checks["dead letters"]["holds"], found["reasons"]
+    assert "1 deleted in DynamoDB but still in Bigtable" in checks["dead letters"]["detail"], checks["dead letters"]
+    # the redrive deletes its cells (by exact coordinates: never a row delete), and it is READY again
+    code, output = cli("redrive", run_dir, fixed_path, "--run-dir", tmp_path / "again")
+    assert code == 0 and "1 deleted since" in output, output
+    assert read_cells(spec.target) == expected_cells(fixed_spec(spec), items)
+    code, found = status(run_dir)
+    assert code == 0 and found["ready"], found["reasons"]
+
+
+def test_an_item_deleted_through_the_stream_whose_cells_are_still_in_bigtable_is_not_ready(bigtable_env, moto_server,
+                                                                                          unique_name, tmp_path):
+    """parity counted a deleted item as deleted without looking at its row: the stream's delete carries the item's
+    last image, whose cells must be gone from Bigtable."""
+    client, spec, run_dir = ready_run(moto_server, unique_name, tmp_path)
+    client.delete_item(TableName=unique_name, Key={"pk": {"S": "p3"}, "sk": {"S": "post"}})
+    assert tail(spec, RunOptions(run_dir=run_dir), until_idle_s=0.5, poll_s=0.1).ok
+    assert b"p3" in read_cells(spec.target)  # its comment's cell is in the same row: never a row delete
+    assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))
+    put_cells(spec.target, expected_cells(spec, [post(3)]))  # written back by hand (as a stale redrive would)
+    code, found = status(run_dir)
+    checks = conditions(found)
+    assert code == 1 and not checks["parity"]["holds"], found["reasons"]
+    assert 'deleted in DynamoDB, but 2 of its 2 cells are still in row' in checks["parity"]["detail"], checks["parity"]
+    assert found["parity"]["lingering"] == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import shlex
 import time
 
 import pytest
@@ -273,7 +274,7 @@ def test_a_stream_gone_mid_tail_says_what_was_applied_then_one_line_with_the_com
     monkeypatch.setattr(dynamodb_stream, "make_streams_client", lambda settings: GoneAfter(real(settings), 1))
     # an option given is given again in the command that goes on (it left out --endpoint-url: another endpoint)
     result = CliRunner().invoke(app, ["tail", str(spec_path), "--run-dir", run_dir, "--endpoint-url",
-                                      moto_server.endpoint])
+                                      moto_server.endpoint, "--until-idle", "0.5", "--poll-seconds", "0.1"])
     assert result.exit_code == 3, result.output
     assert any(line.startswith("tail stopped after ") and " changes: " in line
                for line in result.stdout.splitlines()), result.output
@@ -281,5 +282,11 @@ def test_a_stream_gone_mid_tail_says_what_was_applied_then_one_line_with_the_com
     assert lines[-1].startswith('error: Could not connect to the endpoint URL: "http://127.0.0.1:9"'), lines[-1]
     assert lines[-1].endswith(f"; what the tail applied is saved in {run_dir}/tail.json: once it is back, go on "
                               f"with: ddb2bt tail {spec_path} --endpoint-url {moto_server.endpoint} --run-dir "
-                              f"{run_dir}"), lines[-1]
+                              f"{run_dir} --until-idle=0.5 --poll-seconds=0.1"), lines[-1]
     assert [line for line in lines if line.startswith("error:")] == [lines[-1]]
+    # the line goes on: run as printed (its own flags too: it stops when idle), the tail ends where a fresh run would
+    monkeypatch.setattr(dynamodb_stream, "make_streams_client", real)
+    command = shlex.split(lines[-1].split("go on with: ", 1)[1])
+    again = CliRunner().invoke(app, command[1:])
+    assert again.exit_code == 0, again.output
+    assert read_cells(spec.target) == expected_cells(spec, table_items(client, unique_name))

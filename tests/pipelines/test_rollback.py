@@ -426,4 +426,41 @@ def test_dynamodb_gone_mid_rollback_is_one_line_with_what_is_kept_and_the_comman
     assert stopped.value.one_line() == (
         'Could not connect to the endpoint URL: "http://127.0.0.1:9"; check --endpoint-url, your network, and that '
         "DynamoDB is reachable; the rollback stopped with every range committed up to its last row written; once it "
-        f"is back, continue it with the same command and --resume --run-dir {run_dir}")
+        f"is back, continue it with: ddb2bt rollback SPEC --resume --run-dir {run_dir} --to-table {unique_name}back")
+
+
+def test_the_go_on_line_of_a_stopped_rollback_is_the_command_that_finishes_it(bigtable_env, moto_server, unique_name,
+                                                                             tmp_path, monkeypatch):
+    """It said "continue it with the same command and --resume --run-dir R": no command to paste, and the same
+    command without --since, --start or --end is refused by the resume (another rollback)."""
+    import shlex
+
+    from botocore.exceptions import EndpointConnectionError
+    from typer.testing import CliRunner
+
+    from ddb2bt.app import rollback as use_case
+    from ddb2bt.cli.main import app
+
+    items, client, spec = migrated(moto_server.endpoint, unique_name, 10, tmp_path)
+    create_table(client, unique_name + "back", "pk", "sk")
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec.model_dump(mode="json", by_alias=True)))
+    real = use_case._write_ranges
+
+    def gone(*args, **kwargs):
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+    monkeypatch.setattr(use_case, "_write_ranges", gone)
+    run_dir = tmp_path / "r b"  # quoted in the line
+    stopped = CliRunner().invoke(app, ["rollback", str(spec_path), "--to-table", unique_name + "back", "--since",
+                                       "2000-01-01T00:00:00.000001Z", "--start", "a", "--writers", "2",
+                                       "--processes", "1", "--aws-region", "us-east-1", "--run-dir", str(run_dir)])
+    assert stopped.exit_code == 3, stopped.output
+    command = shlex.split(stopped.stderr.splitlines()[-1].split("continue it with: ", 1)[1])
+    assert command[:3] == ["ddb2bt", "rollback", str(spec_path)], command
+    assert "--aws-region" in command and "--since" in command and str(run_dir) in command, command
+    monkeypatch.setattr(use_case, "_write_ranges", real)
+    again = CliRunner().invoke(app, command[1:])
+    assert again.exit_code == 0, again.output
+    assert "(resumed)" in again.stdout, again.stdout
+    assert table_items(moto_server.endpoint, unique_name + "back") == canonical(items)
