@@ -68,7 +68,7 @@ def command(
                               indent=2, sort_keys=True))
     elif getattr(result, "nothing", False):
         typer.echo(f"nothing to redrive: {result.source} holds no dead letter (no run folder made)")
-        for line in notes(result)[2:]:  # lines without an item, if any
+        for line in not_redriven(result):
             typer.echo(line, err=True)
         for problem in result.problems:
             typer.echo(f"PROBLEM: {problem}")
@@ -84,16 +84,21 @@ def command(
 def notes(result: Any) -> list[str]:
     """What the file held and which time cells get: context, for stderr."""
     stages = ", ".join(f"{n} {stage}" for stage, n in sorted(result.items_by_stage.items())) or "none"
-    lines = [f"wrote to {result.target}", f"{result.source}: {sum(result.items_by_stage.values())} items ({stages})"]
-    if result.not_redriven:
-        lines.append(f"{len(result.not_redriven)} lines hold no item and cannot be re-driven (fix the source and migrate "
-                     "again):")
-        lines += [f"  {reason}" for reason in result.not_redriven]
+    lines = [f"wrote to {result.target}", f"{result.source}: {sum(result.items_by_stage.values())} items ({stages})",
+             *not_redriven(result)]
     if result.migration_time:
         lines.append(f"cells without a time of their own carry the spec's migration_time ({result.migration_time})")
     elif result.inherited_now:
         lines.append(f"cells without a time of their own carry the original run's time ({result.now_ms} ms)")
     return lines
+
+
+def not_redriven(result: Any) -> list[str]:
+    """The lines that hold no item, if any: they cannot be re-driven."""
+    if not result.not_redriven:
+        return []
+    return [f"{len(result.not_redriven)} lines hold no item and cannot be re-driven (fix the source and migrate again):",
+            *(f"  {reason}" for reason in result.not_redriven)]
 
 
 def render(result: Any) -> list[str]:
