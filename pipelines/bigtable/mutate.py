@@ -85,9 +85,9 @@ class Pools:
 
     The client's batcher makes its own per batcher (its flushes' and their requests': 4 and 8 threads at most,
     started on first use) and shuts them down at ``close()``; the writer opens a batcher per Scan page, so every page
-    started its threads anew (~6 a page, ~150 us of CPU each: docs/PERFORMANCE.md "Own CPU round 12"). A batcher
+    started its threads anew (~5 a page besides its timer: docs/PERFORMANCE.md "Own CPU round 12"). A batcher
     given ``pools`` takes a free pair (or keeps the pair it made, the client's sizes), and gives it back once its
-    close has waited for every flush it scheduled, so each batcher still has pools of its own while it sends (the
+    close has waited for every flush and request it submitted, so each batcher still has pools of its own while it sends (the
     client's concurrency, unchanged) and threads are started only while more batchers than ever before are open at
     once. :meth:`shutdown` (the writer's teardown, after its batchers are closed) shuts down the free pairs and, from
     then on, each pair given back."""
