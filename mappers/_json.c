@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_tuple_subclass.h" /* python_tuple_subclass, tuple_subclass_probe */
+
 typedef struct {
     char *data;
     size_t size, capacity;
@@ -688,18 +690,6 @@ static PyObject *cells(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     return done == 0 ? Py_NewRef(Py_None) : NULL;
 }
 
-static destructor python_subclass_dealloc; /* subtype_dealloc: a class statement's; set at import */
-
-/* A tuple subclass made by class statements (or type()) all the way down to tuple: its items are its Py_SIZE items,
- * freed as a tuple's are. A C type of tuple's sizes (a structseq: os.stat_result, time.struct_time) keeps hidden items
- * past Py_SIZE that its dealloc frees: made here with 5 items, it would free memory past them. */
-static int python_tuple_subclass(PyTypeObject *type) {
-    for (PyTypeObject *t = type; t != &PyTuple_Type; t = t->tp_base)
-        if (t == NULL || t->tp_dealloc != python_subclass_dealloc)
-            return 0;
-    return 1;
-}
-
 /* An object the collector never needs to walk: it refers to no other object (exact str, bytes or int). */
 static int is_atom(PyObject *value) {
     return PyUnicode_CheckExact(value) || PyBytes_CheckExact(value) || PyLong_CheckExact(value);
@@ -799,10 +789,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_json", NULL, 0, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__json(void) {
-    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){}", "_probe", (PyObject *)&PyTuple_Type);
-    if (probe == NULL)
+    if (tuple_subclass_probe() < 0)
         return NULL;
-    python_subclass_dealloc = ((PyTypeObject *)probe)->tp_dealloc;
-    Py_DECREF(probe);
     return PyModule_Create(&module);
 }

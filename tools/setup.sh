@@ -38,9 +38,10 @@ apt_install() {
 
 # 1. Python venv with the project (editable) and its test and bench extras.
 [ -x "$VPY" ] || quiet "creating .venv" python3 -m venv .venv
-# Re-installed when pyproject.toml or a compiled module's C source changes (each is an ext-module there).
+# Re-installed when pyproject.toml or a compiled module's C source or header changes (each is an ext-module there,
+# a header in its depends).
 shopt -s nullglob
-BUILD_INPUTS=(pyproject.toml mappers/*.c mappers/*/*.c pipelines/*/*.c)
+BUILD_INPUTS=(pyproject.toml mappers/*.c mappers/*/*.c pipelines/*/*.c mappers/*.h mappers/*/*.h pipelines/*/*.h)
 shopt -u nullglob
 if ! stamp_fresh .venv/.ddb2bt-stamp "${BUILD_INPUTS[@]}"; then
   quiet "pip install" "$VPY" -m pip install --disable-pip-version-check -e ".[test,bench,lint]"

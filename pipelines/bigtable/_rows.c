@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_tuple_subclass.h" /* python_tuple_subclass, tuple_subclass_probe */
+
 #define ODD 0   /* the Python functions answer */
 #define OK 1
 #define FAILED -1 /* an exception is set (memory) */
@@ -465,18 +467,6 @@ static int merge_response(Merge *m, Ptr at, Ptr end) {
     return OK;
 }
 
-static destructor python_subclass_dealloc; /* subtype_dealloc: a class statement's; set at import */
-
-/* A tuple subclass made by class statements (or type()) all the way down to tuple: its items are its Py_SIZE items,
- * freed as a tuple's are. A C type of tuple's sizes (a structseq: os.stat_result, time.struct_time) keeps hidden items
- * past Py_SIZE that its dealloc frees: made here with fewer items, it would free memory past them. */
-static int python_tuple_subclass(PyTypeObject *type) {
-    for (PyTypeObject *t = type; t != &PyTuple_Type; t = t->tp_base)
-        if (t == NULL || t->tp_dealloc != python_subclass_dealloc)
-            return 0;
-    return 1;
-}
-
 static int plain_cell_type(PyObject *cell_type, const char *name) {
     if (!PyType_Check(cell_type) || !PyType_IsSubtype((PyTypeObject *)cell_type, &PyTuple_Type)
             || ((PyTypeObject *)cell_type)->tp_basicsize != PyTuple_Type.tp_basicsize
@@ -584,10 +574,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rows", NULL, 0, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__rows(void) {
-    PyObject *probe = PyObject_CallFunction((PyObject *)&PyType_Type, "s(O){}", "_probe", (PyObject *)&PyTuple_Type);
-    if (probe == NULL)
+    if (tuple_subclass_probe() < 0)
         return NULL;
-    python_subclass_dealloc = ((PyTypeObject *)probe)->tp_dealloc;
-    Py_DECREF(probe);
     return PyModule_Create(&module);
 }

@@ -18,14 +18,18 @@ call makes of the entry's status). Only the two steps that build and read messag
 we do not use) and the operation's ``_run_attempt``. Touches ``MutationsBatcher._execute_mutate_rows`` and its
 ``_target``, ``_operation_timeout``, ``_attempt_timeout``, ``_retryable_errors``, ``_flow_control``;
 ``_MutateRowsOperation``'s constructor, ``mutations``, ``remaining_indices``, ``errors``, ``timeout_generator``,
-``_operation_metric``, ``_handle_entry_error``; and what ``MutationsBatcher.append`` reads and sets (:data:`STAGING`,
-checked per batcher: the client's own append where one is missing): pinned in pyproject.toml, tested in
-tests/pipelines/test_bigtable_mutate.py.
+``_operation_metric``, ``_handle_entry_error``; what ``MutationsBatcher.append`` reads and sets (:data:`STAGING`,
+checked per batcher: the client's own append where one is missing); and, for a batcher given the writer's kept
+thread pools (:class:`Pools`), what its ``close`` reads and calls (:data:`LENT`, checked the same way): pinned in
+pyproject.toml, tested in tests/pipelines/test_bigtable_mutate.py.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, cast
 
 from .calls import ChannelCall, routing_metadata
@@ -46,6 +50,10 @@ STAGING = ("_closed", "_staged_entries", "_staged_count", "_staged_bytes", "_flu
            "_flush_limit_bytes", "_schedule_flush")
 """What the client's ``MutationsBatcher.append`` reads and sets, which the batcher's own append for our entries
 does too (the client's own append where an instance lacks one of them)."""
+LENT = ("_sync_rpc_executor", "_sync_flush_executor", "_flush_timer", "_closed", "_staged_entries", "_schedule_flush",
+        "_flush_internal", "_raise_exceptions", "_on_exit")
+"""What a batcher's close reads and calls when its pools are lent (:class:`Pools`): the client's ``close`` less the
+pools' shutdown (checked per batcher: the client's own pools and close where one is missing)."""
 BATCH_STEP = ["self", "batch", "metric"]
 OPERATION = ["self", "gapic_client", "target", "mutation_entries", "operation_timeout", "attempt_timeout", "metric",
              "retryable_exceptions"]
@@ -72,6 +80,60 @@ def client_layout_fits() -> bool:
             and all(hasattr(operation, name) for name in ("_run_attempt", "_handle_entry_error", "start")))
 
 
+class Pools:
+    """The two thread pools a batcher sends with, kept for a writer's life and lent to one batcher at a time.
+
+    The client's batcher makes its own per batcher (its flushes' and their requests': 4 and 8 threads at most,
+    started on first use) and shuts them down at ``close()``; the writer opens a batcher per Scan page, so every page
+    started its threads anew (~5 a page besides its timer: docs/PERFORMANCE.md "Own CPU round 12"). A batcher
+    given ``pools`` takes a free pair (or keeps the pair it made, the client's sizes), and gives it back once its
+    close has waited for every flush and request it submitted, so each batcher still has pools of its own while it sends (the
+    client's concurrency, unchanged) and threads are started only while more batchers than ever before are open at
+    once. :meth:`shutdown` (the writer's teardown, after its batchers are closed) shuts down the free pairs and, from
+    then on, each pair given back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free: list[tuple[ThreadPoolExecutor, ThreadPoolExecutor]] = []
+        self._shut = False
+
+    def lend(self, made: tuple[Any, Any]) -> tuple[Any, Any]:
+        """A free pair, else ``made`` (the pair the client's batcher has just made: no thread started yet)."""
+        with self._lock:
+            return self._free.pop() if self._free else made
+
+    def give_back(self, pair: tuple[Any, Any]) -> None:
+        with self._lock:
+            if not self._shut:
+                self._free.append(pair)
+                return
+        for pool in pair:
+            pool.shutdown(wait=True)
+
+    def shutdown(self) -> None:
+        """Shut down every free pair (their threads joined); a pair given back later is shut down then."""
+        with self._lock:
+            self._shut, free, self._free = True, self._free, []
+        for pair in free:
+            for pool in pair:
+                pool.shutdown(wait=True)
+
+
+class _Submitting:
+    """A lent pool as a batcher submits to it (the client's ``CrossSync`` calls only ``submit``): each future kept
+    in the batcher's list, for its close to wait for."""
+
+    __slots__ = ("_pool", "_futures")
+
+    def __init__(self, pool: ThreadPoolExecutor, futures: list[Any]) -> None:
+        self._pool, self._futures = pool, futures
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        future = self._pool.submit(fn, *args, **kwargs)
+        self._futures.append(future)
+        return future
+
+
 @functools.cache
 def batcher_class() -> type:
     """The data client's ``MutationsBatcher`` sending its requests through :func:`operation_class`'s operation (the
@@ -90,11 +152,48 @@ def batcher_class() -> type:
     client_append = MutationsBatcher.append
 
     class Batcher(MutationsBatcher):
-        def __init__(self, table: Any, **limits: Any) -> None:
+        borrows_pools = True
+
+        def __init__(self, table: Any, pools: Pools | None = None, **limits: Any) -> None:
             super().__init__(table, **limits)
             self._mutate_rows = ChannelCall(table.client, "MutateRows", None, answer)
             if not all(hasattr(self, name) for name in STAGING):  # another layout: the client's own append
                 self.append = functools.partial(client_append, self)  # type: ignore[method-assign]
+            self._pools: Pools | None = None
+            if pools is not None and all(hasattr(self, name) for name in LENT):  # else the client's own close
+                self._pools = pools
+                self._lent = pools.lend((self._sync_rpc_executor, self._sync_flush_executor))
+                self._submitted: list[Any] = []
+                rpc, flush = (cast(Any, _Submitting(pool, self._submitted)) for pool in self._lent)
+                self._sync_rpc_executor, self._sync_flush_executor = rpc, flush
+
+        def close(self) -> None:
+            """The client's close, with lent pools given back instead of shut down, once every flush and request
+            this batcher submitted to them has ended (the client's close waited for them by shutting the pools
+            down)."""
+            if not hasattr(self, "_lent"):
+                super().close()
+                return
+            pools, self._pools = self._pools, None  # None: closed before (given back then)
+            try:
+                self._closed.set()
+                self._flush_timer.cancel()
+                entries = self._staged_entries
+                try:
+                    self._schedule_flush()
+                except RuntimeError:  # as the client's: no pool to flush on, flush here
+                    self._flush_internal(entries)
+                wait([self._flush_timer])  # first: it may still submit a flush until it has seen the batcher closed
+                waited, submitted = 0, self._submitted  # only ever appended to (a flush submits its requests)
+                while waited < len(submitted):
+                    upto = len(submitted)
+                    wait(submitted[waited:upto])
+                    waited = upto
+            finally:
+                if pools is not None:
+                    pools.give_back(self._lent)
+            atexit.unregister(self._on_exit)
+            self._raise_exceptions()
 
         def append(self, mutation_entry: Any) -> None:
             """The client's append (stage the entry, flush at its count or byte limit), for an entry of ours

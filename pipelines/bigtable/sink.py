@@ -32,7 +32,7 @@ from ..run.batches import Barrier, SegmentAt
 from ..run.in_flight import InFlight
 from ..run.metrics import NAMESPACE, ReasonCounters, letter_reason
 from .entries import entry_maker, to_mutation_entry
-from .mutate import batcher_class
+from .mutate import Pools, batcher_class
 from .raw_answers import free_finished_operations
 from ..run.progress import reporter
 from ..run.dead_letters import DeadLetter, ItemsMapped
@@ -391,13 +391,15 @@ class Destination:
         return cls(target.project, target.instance, target.table, target.app_profile, counters)
 
 
-def open_batcher(table: Any, flow: FlowControl) -> Any:
+def open_batcher(table: Any, flow: FlowControl, pools: Pools | None = None) -> Any:
     """The data client's ``MutationsBatcher`` for ``table`` with ``flow``'s limits, reporting every failure; its
     requests sent as the entries' bytes and its answers read raw (:mod:`.mutate`), its finished operations freed at
-    once (:mod:`.raw_answers`)."""
+    once (:mod:`.raw_answers`); its thread pools lent by ``pools`` (kept across batchers) when given."""
     free_finished_operations()
-    batcher = batcher_class()(
+    cls = batcher_class()
+    batcher = cls(
         table,
+        **({"pools": pools} if pools is not None and getattr(cls, "borrows_pools", False) else {}),
         flush_limit_mutation_count=flow.flush_limit_mutation_count,
         flush_limit_bytes=flow.flush_limit_bytes,
         flow_control_max_mutation_count=flow.flow_control_max_mutation_count,
@@ -416,9 +418,9 @@ class TableBatchers:
     """The batcher of the main table, and one per index table (`target: {table: ...}`) opened as its first entry comes:
     appended to like one batcher, closed together."""
 
-    def __init__(self, table: Any, flow: FlowControl, table_named: Any) -> None:
-        self._flow, self._table_named = flow, table_named
-        self.main = open_batcher(table, flow)
+    def __init__(self, table: Any, flow: FlowControl, table_named: Any, pools: Pools | None = None) -> None:
+        self._flow, self._table_named, self._pools = flow, table_named, pools
+        self.main = open_batcher(table, flow, pools)
         self.append = self.main.append
         self._others: dict[str, Any] = {}
 
@@ -428,7 +430,7 @@ class TableBatchers:
             return self.append
         batcher = self._others.get(table)
         if batcher is None:
-            batcher = self._others[table] = open_batcher(self._table_named(table), self._flow)
+            batcher = self._others[table] = open_batcher(self._table_named(table), self._flow, self._pools)
         return batcher.append
 
     def close(self) -> list[Any]:
@@ -463,6 +465,8 @@ class _WriteFn(beam.DoFn):
         self._pending: dict[int, tuple[Any, Any, dict]] = {}
         self._recent: dict[bytes, set] = {}  # the last rows' cell coordinates, to see overwrites across batches
         self._closer: ThreadPoolExecutor | None = None
+        self._pools = Pools()
+        """The batchers' thread pools, kept for the writer's life (a batcher per page made its own: :class:`.Pools`)."""
         self._closing: tuple[Future, dict[int, tuple[Any, Any, dict]], SegmentAt] | None = None
         """A batcher closing in the background, its entries, and the savepoint passed on once it is closed."""
         self._progress = reporter(self._progress_dir)
@@ -494,7 +498,7 @@ class _WriteFn(beam.DoFn):
             yield element
             return
         if self._batcher is None:
-            self._batcher = TableBatchers(self._table, self._flow, self._table_named)
+            self._batcher = TableBatchers(self._table, self._flow, self._table_named, self._pools)
         batchers = self._batcher
         append, pending, make = batchers.append, self._pending, self._entry
         for row, item in pairs:
@@ -657,6 +661,9 @@ class _WriteFn(beam.DoFn):
         closer, self._closer = self._closer, None
         if closer is not None:
             closer.shutdown(wait=True)
+        pools = getattr(self, "_pools", None)
+        if pools is not None:
+            pools.shutdown()
         if self._progress is not None:
             self._progress.flush()
         client, self._client = self._client, None

@@ -56,6 +56,8 @@ def test_the_sdist_holds_every_package_and_the_flex_files(sdist):
 
     modules = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["ext-modules"]
     assert {source for module in modules for source in module["sources"]} <= names  # every compiled module's C
+    assert {header for module in modules for header in module.get("depends", ())} <= names  # and headers
+    assert "mappers/_tuple_subclass.h" in names  # shared by _json.c and _rows.c
     assert not [name for name in names if name.endswith(".so")]  # never this machine's build
 
 
@@ -79,14 +81,23 @@ def test_the_sdist_installs_offline_and_a_worker_can_import_it(sdist, tmp_path):
 
 
 def test_setup_reinstalls_when_any_compiled_modules_source_changes():
-    """tools/setup.sh rebuilds the venv's install when a C source changes: every ext-module's source must be among
-    the files its stamp digests (found by the same globs), or a changed module would keep its old build."""
+    """tools/setup.sh rebuilds the venv's install when a C source or a header it includes changes: every
+    ext-module's sources and depends must be among the files its stamp digests (found by the same globs), or a
+    changed module would keep its old build; and every header a module includes from this project is in its
+    depends."""
     import glob
     import re
     import tomllib
 
     modules = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["ext-modules"]
-    sources = {source for module in modules for source in module["sources"]}
+    sources = {source for module in modules for source in (*module["sources"], *module.get("depends", ()))}
+    for module in modules:  # a header of ours included by a module's C is in its depends
+        for source in module["sources"]:
+            for header in re.findall(r'#include "([^"]+)"', (ROOT / source).read_text()):
+                found = [f"{folder}/{header}" for folder in (Path(source).parent.as_posix(),
+                                                             *module.get("include-dirs", ()))
+                         if (ROOT / folder / header).is_file()]
+                assert found and found[0] in module.get("depends", ()), (module["name"], header)
     globs = re.search(r"BUILD_INPUTS=\(([^)]*)\)", (ROOT / "tools" / "setup.sh").read_text()).group(1).split()
     digested = {path for pattern in globs for path in glob.glob(pattern, root_dir=ROOT)}
     assert sources and sources <= digested

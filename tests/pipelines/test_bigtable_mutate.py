@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from ddb2bt.mappers.results import Cell, MappedRow
 from ddb2bt.mappers.spec import TargetSpec
 from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
+from ddb2bt.pipelines.bigtable.mutate import Pools
 from ddb2bt.pipelines.bigtable.sink import FlowControl, close_batcher, ensure_table, open_batcher
 from ddb2bt.pipelines.local.proxy import serving
 
@@ -37,6 +38,11 @@ def client_batcher(table, flow: FlowControl):
         flow_control_max_mutation_count=flow.flow_control_max_mutation_count,
         flow_control_max_bytes=flow.flow_control_max_bytes, batch_operation_timeout=flow.operation_timeout,
         batch_attempt_timeout=flow.attempt_timeout)
+
+
+def lent(pools: Pools):
+    """open_batcher with its thread pools lent by ``pools``, as the writer opens each page's batcher."""
+    return lambda table, flow: open_batcher(table, flow, pools)
 
 
 def write(batcher, entries) -> list[tuple[bytes, str]]:
@@ -171,15 +177,17 @@ def test_refusals_have_the_clients_causes_word_for_word(bigtable_env, unique_nam
     ensure_table(target)
     flow = FlowControl(flush_limit_mutation_count=10)
     outcomes = []
+    pools = Pools()
     with BigtableDataClient(project=target.project) as client:
         table = client.get_table(target.instance, target.table)
-        for tag, open_ in ((b"a", client_batcher), (b"b", open_batcher)):
+        for tag, open_ in ((b"a", client_batcher), (b"b", open_batcher), (b"c", lent(pools)), (b"d", lent(pools))):
             batcher = open_(table, flow)
             for entry in refused_rows(tag):
                 batcher.append(entry)
             outcomes.append(sorted((error.entry.row_key[1:], type(error.__cause__).__name__, str(error.__cause__),
                                     error.index) for error in close_batcher(batcher)))
-    assert outcomes[0] == outcomes[1]
+    pools.shutdown()
+    assert outcomes[0] == outcomes[1] == outcomes[2] == outcomes[3]  # the last one on the pools the third gave back
     assert [outcome[0] for outcome in outcomes[1]] == [b"-family", b"-ts"]
     assert "nope" in outcomes[1][0][2]  # the emulator says why
 
@@ -195,7 +203,8 @@ def test_after_a_lost_answer_the_same_entries_are_retried_as_by_the_clients_batc
     with BigtableDataClient(project=target.project) as client:
         table = client.get_table(target.instance, target.table)
         real = client._gapic_client.mutate_rows
-        for tag, open_ in ((b"a", client_batcher), (b"b", open_batcher)):
+        pools = Pools()
+        for tag, open_ in ((b"a", client_batcher), (b"b", open_batcher), (b"c", lent(pools))):
             batcher = open_(table, FlowControl())
             if open_ is client_batcher:
                 lost = client._gapic_client.mutate_rows = LostResponse(real)  # what the client's operation calls
@@ -205,13 +214,15 @@ def test_after_a_lost_answer_the_same_entries_are_retried_as_by_the_clients_batc
             errors = write(batcher, entries)
             outcomes.append(([(key[1:], kind) for key, kind in errors], lost.calls))
             client._gapic_client.mutate_rows = real
-    assert outcomes[0] == outcomes[1]
+        pools.shutdown()
+    assert outcomes[0] == outcomes[1] == outcomes[2]
     assert outcomes[1] == ([(b"-now", "ServiceUnavailable")], 2)
     cells = read_cells(target)
-    assert {key[1:]: found for key, found in cells.items() if key[:1] == b"b" and key != b"b-now"} == {
-        key[1:]: found for key, found in cells.items() if key[:1] == b"a" and key != b"a-now"}
-    assert len(cells) == 62  # the lost request was applied: the non-idempotent entry too, once (at the server's time)
-    assert len(cells[b"a-now"]) == len(cells[b"b-now"]) == 1
+    for tag in b"bc":
+        assert {key[1:]: found for key, found in cells.items() if key[0] == tag and key[1:] != b"-now"} == {
+            key[1:]: found for key, found in cells.items() if key[:1] == b"a" and key != b"a-now"}
+    assert len(cells) == 93  # the lost request was applied: the non-idempotent entry too, once (at the server's time)
+    assert len(cells[b"a-now"]) == len(cells[b"b-now"]) == len(cells[b"c-now"]) == 1
 
 
 def test_a_connection_cut_under_a_request_is_retried_as_by_the_clients_batcher(bigtable_env, unique_name,
@@ -378,3 +389,110 @@ def batcher_class_for_test():
     from ddb2bt.pipelines.bigtable.mutate import batcher_class
 
     return batcher_class()
+
+
+def pool_threads(ending_after: set | None = None) -> set:
+    """The pool threads alive; with ``ending_after``, once every other one has had 5 s to end (a client's own pool
+    is shut down without waiting: its thread ends soon after; an idle pool that was not shut down keeps its threads
+    waiting for work)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if ending_after is not None and thread.name.startswith("ThreadPoolExecutor") and thread not in ending_after:
+            thread.join(timeout=5)
+    return {thread for thread in threading.enumerate() if thread.name.startswith("ThreadPoolExecutor")}
+
+
+def test_lent_pools_are_reused_across_batchers_and_shut_down_at_the_end(bigtable_env, unique_name, monkeypatch):
+    """Batchers opened one after another (two open at once, as the writer's page closing behind the next) on one
+    Pools: each writes every row and reports every refusal as alone, its requests all ended when its close returns
+    (the cells are there), the threads started do not grow with the batchers (the client's own start theirs each
+    time), a close that raises gives its pools back too, and after shutdown none of their threads is left."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    target = TargetSpec(table=unique_name, families={"f": None, "g": None})
+    ensure_table(target)
+    before = pool_threads()
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread):
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+
+    def pages(pools: Pools | None, count: int) -> list:
+        outcomes = []
+        with BigtableDataClient(project=target.project) as client, ThreadPoolExecutor(1, "page-close") as closer:
+            table = client.get_table(target.instance, target.table)
+            closing = None
+            for page in range(count):
+                batcher = open_batcher(table, FlowControl(flush_limit_mutation_count=10), pools)
+                for entry in refused_rows(b"%s%02d/" % (b"x" if pools is None else b"y", page)):
+                    batcher.append(entry)
+                if closing is not None:
+                    outcomes.append(closing.result())
+                closing = closer.submit(write, batcher, [])
+            outcomes.append(closing.result())
+        return outcomes
+
+    pools = Pools()
+    mine = pages(pools, 20)
+    lent_threads = [name for name in started if name.startswith("ThreadPoolExecutor")]
+    started.clear()
+    theirs = pages(None, 20)
+    own_threads = [name for name in started if name.startswith("ThreadPoolExecutor")]
+    untagged = [[[(key[4:], kind) for key, kind in outcome] for outcome in outcomes] for outcomes in (mine, theirs)]
+    assert untagged[0] == untagged[1]
+    assert [[key for key, _kind in outcome] for outcome in untagged[0]] == [[b"-family", b"-ts"]] * 20
+    cells = read_cells(target)
+    assert len(cells) == 2 * 20 * 30
+    assert len(own_threads) >= 2 * 20  # each of the client's batchers started a flush thread and a request thread
+    assert len(lent_threads) <= 2 * (4 + 8)  # two pairs at most (two batchers open at once), whatever the pages
+    assert pool_threads() - before  # the pools' threads wait for the next batcher
+    pools.shutdown()
+    assert pool_threads(before) - before == set()
+
+
+def test_a_lent_batchers_close_waits_for_a_flush_its_timer_was_scheduling(bigtable_env, unique_name):
+    """The batcher's timer took the staged entries to flush just as the batcher is closed: close returns only once
+    that flush has been sent and answered (the client's close waited for it by shutting its flush pool down), so
+    every cell is in Bigtable when it returns."""
+    import threading
+    import time
+
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    target = TargetSpec(table=unique_name, families={"f": None, "g": None})
+    ensure_table(target)
+    before = pool_threads()
+    in_timer = threading.Event()
+
+    class Slow:
+        """The flush pool, slow to take the timer's flush (between taking the entries and submitting them)."""
+
+        def __init__(self, pool) -> None:
+            self.pool = pool
+
+        def submit(self, *args, **kwargs):
+            if threading.current_thread() is not threading.main_thread():
+                in_timer.set()
+                time.sleep(0.5)
+            return self.pool.submit(*args, **kwargs)
+
+    pools = Pools()
+    with BigtableDataClient(project=target.project) as client:
+        table = client.get_table(target.instance, target.table)
+        batcher = batcher_class_for_test()(table, pools, flush_interval=0.05)
+        batcher._sync_flush_executor = Slow(batcher._sync_flush_executor)
+        for entry in refused_rows(b"a")[:30]:
+            batcher.append(entry)
+        assert in_timer.wait(10)
+        batcher.close()
+        assert len(read_cells(target)) == 30
+    pools.shutdown()
+    assert pool_threads(before) - before == set()

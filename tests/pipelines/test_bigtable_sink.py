@@ -202,3 +202,67 @@ def test_the_writers_one_pass_tallies_are_every_batchs_counts_and_overwrites():
             assert _tallies(pending.values(), recent) == expected
 
     check()
+
+
+def test_the_writers_page_batchers_share_their_thread_pools_and_leave_no_thread(bigtable_env, unique_name):
+    """The writer opens a batcher per page (closed behind the next): its batchers' thread pools are kept for the
+    writer's life, so the threads started do not grow with the pages, every page's savepoint comes out once its
+    page is stored (refusals dead-lettered), and after teardown — at the end of a run, and after a bundle that
+    failed — none of the writer's pool threads is left."""
+    import threading
+
+    from ddb2bt.pipelines.bigtable.sink import Destination, FlowControl, _WriteFn
+    from ddb2bt.pipelines.run.batches import SegmentAt
+
+    target = TargetSpec(table=unique_name, families={"f": None})
+    ensure_table(target)
+
+    def pool_threads() -> set:
+        """The pool threads alive once every one started here has had 5 s to end (the client's own pool is shut down
+        without waiting: its thread ends soon after; an idle pool that was not shut down keeps its threads waiting
+        for work)."""
+        for thread in threading.enumerate():
+            if thread.name.startswith("ThreadPoolExecutor") and thread not in before:
+                thread.join(timeout=5)
+        return {thread for thread in threading.enumerate() if thread.name.startswith("ThreadPoolExecutor")}
+
+    before = {thread for thread in threading.enumerate() if thread.name.startswith("ThreadPoolExecutor")}
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counted(thread):
+        started.append(thread.name)
+        start(thread)
+
+    threading.Thread.start = counted  # type: ignore[method-assign]
+    try:
+        writer = _WriteFn(Destination.from_target(target), FlowControl(flush_limit_mutation_count=20))
+        writer.setup()
+        writer.start_bundle()
+        out = []
+        for page in range(20):
+            rows = [_row(b"p%02d-%02d" % (page, i), Cell("f", b"q", 1000, b"v")) for i in range(40)]
+            out += list(writer.process([*rows, _row(b"p%02d-bad" % page, Cell("nope", b"q", 1000, b"v"))]))
+            out += list(writer.process(SegmentAt(0, {"page": page})))
+        out += list(writer.finish_bundle())
+        writer.teardown()
+        lent = [name for name in started if name.startswith("ThreadPoolExecutor")]
+        assert pool_threads() - before == set()
+
+        failed = _WriteFn(Destination.from_target(target), FlowControl(flush_limit_mutation_count=20))
+        failed.setup()
+        failed.start_bundle()
+        for page in range(3):  # a bundle that fails after three pages: torn down with a batcher open
+            list(failed.process([_row(b"f%02d-%02d" % (page, i), Cell("f", b"q", 1000, b"v")) for i in range(40)]))
+            list(failed.process(SegmentAt(0, {"page": page})))
+        list(failed.process([_row(b"f-last", Cell("f", b"q", 1000, b"v"))]))
+        failed.teardown()
+        assert pool_threads() - before == set()
+    finally:
+        threading.Thread.start = start  # type: ignore[method-assign]
+    values = [element.value if hasattr(element, "value") else element for element in out]
+    letters = [value for value in values if not isinstance(value, SegmentAt)]
+    assert [value for value in values if isinstance(value, SegmentAt)] == [SegmentAt(0, {"page": p}) for p in range(20)]
+    assert sorted(letter.row_key for letter in letters) == [b"p%02d-bad" % page for page in range(20)]
+    assert len(lent) <= 2 * (4 + 8)  # two batchers open at once at most: two pairs of pools, whatever the pages
+    assert len(read_cells(target)) == 20 * 40 + 3 * 40 + 1
