@@ -160,6 +160,9 @@ def _int64(value: bytes) -> bytes:
 def typed(text: str, dynamodb_type: str) -> dict:
     """A value rendered as key text (`key_text`) back in its type."""
     if dynamodb_type == "N":
+        # the type is the table's (DescribeTable), the text the row key's: text that is no number is this row's
+        # error (a dead letter), never an N value that fails later where the item is keyed or written
+        number_text(text)
         return {"N": text}
     if dynamodb_type == "B":
         return {"B": bytes.fromhex(text)}

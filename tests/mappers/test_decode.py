@@ -239,3 +239,17 @@ def test_a_timestamp_that_does_not_map_names_its_own_attribute(at, where):
     item = {"pk": {"S": "p"}, "Name": {"S": "n"}, **({"At": at} if at else {})}
     result = compile_spec(spec_with({"row_key": "{pk}", **entity, "rest": {"family": "g"}}), NOW_MS).map_item(item)
     assert isinstance(result, ItemError) and result.attribute == "At", result
+
+
+def test_a_key_part_typed_n_that_is_no_number_is_a_decode_error_not_an_n_value():
+    """Key types come from the target table's DescribeTable: a row key part that is no number under an N key
+    decoded into {"N": "é#1"}, which crashed the rollback's writer ("unexpected DecimalError ... a bug") instead of
+    being the row's dead letter. A number still reads back as it is."""
+    from ddb2bt.mappers.decode import DecodeError
+
+    spec = spec_with({"row_key": "{pk}#{sk}", "rest": {"family": "f"}})
+    decoder = compile_decoder(spec, {"pk": "S", "sk": "N"})
+    cells = compile_spec(spec, NOW_MS).map_item({"pk": {"S": "a"}, "sk": {"S": "é#1"}, "x": {"S": "1"}}).cells
+    with pytest.raises((DecodeError, ValueError), match="is not a number"):
+        decoder.decode_row("a#é#1".encode(), cells)
+    assert decoder.decode_row(b"a#-12.5", cells)[0]["sk"] == {"N": "-12.5"}
