@@ -360,3 +360,37 @@ def test_a_sparse_index_whose_busiest_partition_has_no_item_in_it_is_compared_on
     report = result.to_json()
     assert result.ok, json.dumps(report["patterns"])[:3000]
     assert all(p["cases"] == p["same"] > 0 for p in report["patterns"])
+
+
+@pytest.mark.parametrize("kind", ["N", "B"])
+def test_get_item_on_a_table_without_a_sort_key_has_parity(bigtable_env, dynalite, unique_name, tmp_path, kind):
+    """A table keyed by its partition key alone (N or B here): GetItem takes the partition key only. Parity and
+    migrate-plan stopped on "get_item needs the sort key's value"; the read is the item's row."""
+    client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+    client.create_table(TableName=unique_name, BillingMode="PAY_PER_REQUEST",
+                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": kind}])  # fmt: skip
+    client.get_waiter("table_exists").wait(TableName=unique_name)
+    values = ["-0", "1E+2", "100.5", "1", "10", "-12345678901234567890123456789012345678"] if kind == "N" else \
+        [b"\x00", b"\x00\x00", b"\xff", b"#", b"\x01", b"\x01\x02"]  # fmt: skip
+    items = [{"pk": {kind: value}, "v": {"S": str(i)}} for i, value in enumerate(values)]
+    for item in items:
+        client.put_item(TableName=unique_name, Item=item)
+    spec = MappingSpec.model_validate({
+        "source": {"table": unique_name, "endpoint_url": dynalite.endpoint, "region": "us-east-1"},
+        "target": {"table": unique_name, "families": {"d": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "e", "row_key": "{pk}", "rest": {"family": "d"}}],
+        "access_patterns": [{"name": "get", "operation": "get_item"}, {"name": "partition"}]})
+    migrated(spec, str(tmp_path / "run"))
+    result = check_parity(spec, sample=100, partitions=6)
+    report = result.to_json()
+    assert result.ok, json.dumps(report["patterns"])[:3000]
+    assert [p["cases"] for p in report["patterns"]] == [6, 36]
+
+    keyed = spec.with_keys("pk", None)
+    types = {"pk": kind}
+    compiled = compile_spec(keyed)
+    plans, _ = pattern_plans(keyed, items, [compiled.map_item(i) for i in items], compile_decoder(keyed, types), types)
+    read = translate(keyed, keyed.access_patterns[0], types).read(items[1]["pk"])
+    assert len(plans) == 2 and read.row_keys and not read.ranges  # GetItem reads the item's one row
