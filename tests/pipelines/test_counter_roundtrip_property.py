@@ -27,7 +27,7 @@ from ddb2bt.pipelines.local import servers as local_servers
 
 from .roundtrip_cases import SETTINGS
 from .streams import table_items
-from .test_counters import MIGRATION_US, counter_spec
+from .counter_specs import MIGRATION_US, counter_spec
 
 TABLES = itertools.count()
 BOUND = 2**62  # a migrated counter and its increments' sum stay within Int64, as Bigtable's aggregate keeps them
