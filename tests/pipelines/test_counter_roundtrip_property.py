@@ -23,7 +23,6 @@ from ddb2bt.mappers.decode import comparable
 from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
 from ddb2bt.pipelines.bigtable.sink import ensure_table
 from ddb2bt.pipelines.dynamodb.client import create_table
-from ddb2bt.pipelines.local import servers as local_servers
 
 from .roundtrip_cases import SETTINGS
 from .streams import table_items
@@ -36,14 +35,6 @@ INCREMENT = st.tuples(st.sampled_from([b"Likes", b"Views"]), st.integers(-(2**40
                       st.sampled_from(["now", "migration", "old", "later"]))  # fmt: skip
 VIDEOS = st.dictionaries(PARTITIONS, st.tuples(st.integers(-BOUND, BOUND), st.none() | st.integers(-BOUND, BOUND),
                                                st.lists(INCREMENT, max_size=6)), min_size=1, max_size=3)  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def servers(bigtable_emulator, moto_server):
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in local_servers.emulator_env(bigtable_emulator.endpoint).items():
-            patch.setenv(key, value)
-        yield moto_server
 
 
 @pytest.mark.servers
