@@ -31,6 +31,7 @@ from .options import RunOptions
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
+    from ..mappers.table import SourceDescription
 
 DIFFERENCES_KEPT = 5
 
@@ -103,7 +104,8 @@ def check_parity(spec: MappingSpec | str | Path, sample: int = 200, partitions: 
 
     started = time.monotonic()
     spec = load_spec(spec, options, writes=False)
-    spec = with_source_keys(spec, describe_source(spec))
+    described = describe_source(spec)
+    spec = with_source_keys(spec, described)
     if not spec.access_patterns:
         from ..mappers.errors import UsageError
 
@@ -122,6 +124,7 @@ def check_parity(spec: MappingSpec | str | Path, sample: int = 200, partitions: 
     results: list[PatternParity] = []
     with BigtableReader(spec.target) as reader:
         for pattern in spec.access_patterns:
+            pattern = _projected(pattern, spec, described)
             translation = translate(spec, pattern, types)
             found = PatternParity(pattern.name, translation.status, translation.reason)
             results.append(found)
@@ -145,6 +148,24 @@ def check_parity(spec: MappingSpec | str | Path, sample: int = 200, partitions: 
                     elif len(found.differences) < DIFFERENCES_KEPT:
                         found.differences.append(_difference(label, partition, operands, want, got))
     return ParityResult(spec.source.table, spec.target.table, len(items), results, time.monotonic() - started)
+
+
+def _projected(pattern: Any, spec: MappingSpec, described: SourceDescription | None) -> Any:
+    """The pattern returning what DynamoDB returns for it: a query on a KEYS_ONLY or INCLUDE index that the spec
+    does not carry as index rows (a local index served from the table's rows) returns the index's projected
+    attributes only, while the table's rows hold every attribute. Without a projection of its own, the pattern
+    projects to DescribeTable's (both sides then return those attributes)."""
+    if pattern.index is None or pattern.projection or described is None:
+        return pattern
+    if any(index.name == pattern.index.name for index in spec.indexes):  # index rows hold the declared projection
+        return pattern
+    found = next((index for index in described.local_indexes + described.global_indexes
+                  if index.name == pattern.index.name), None)  # fmt: skip
+    if found is None or found.projection == "ALL":
+        return pattern
+    names = [described.partition_key, described.sort_key, found.partition_key, found.sort_key,
+             *(found.projected_attributes if found.projection == "INCLUDE" else ())]  # fmt: skip
+    return pattern.model_copy(update={"projection": list(dict.fromkeys(name for name in names if name))})
 
 
 def _same_item(a: dict, b: dict, unreturned: frozenset[str] = frozenset()) -> bool:
