@@ -18,7 +18,7 @@ from ..mappers.access import translate
 from ..mappers.analysis.access_plan import decode_rows, example_cases
 from ..mappers.attrvalue import to_export_json
 from ..mappers.compiler import compile_spec
-from ..mappers.decode import comparable, compile_decoder
+from ..mappers.decode import DecodeError, comparable, compile_decoder
 from ..mappers.index_rows import index_targets
 from ..mappers.analysis.plan import _types
 from ..mappers.analysis.sample import analyse_sample
@@ -137,8 +137,14 @@ def check_parity(spec: MappingSpec | str | Path, sample: int = 200, partitions: 
                     index_keys = (shape.index.partition_key, shape.index.sort_key) if shape.index else keys
                     want = dynamodb_items(client, spec.source.table or "", shape, index_keys, partition, operands, page)
                     read = shaped.read(partition, operands)
-                    got = shaped.finish(decode_rows(decoder, reader.rows(read), shaped.index_rows), partition, operands)
                     found.cases += 1
+                    try:
+                        got = shaped.finish(decode_rows(decoder, reader.rows(read), shaped.index_rows), partition,
+                                            operands)  # fmt: skip
+                    except DecodeError as err:  # a row the spec cannot read back: this case differs, say why
+                        if len(found.differences) < DIFFERENCES_KEPT:
+                            found.differences.append(_difference(label, partition, operands, want, [], str(err)))
+                        continue
                     if _same(want, got, translation.unreturned) or (shape.index is not None and _same_but_ties(
                             want, got, translation.unreturned, index_keys,
                             None if shape.limit is None else lambda: dynamodb_items(
@@ -209,10 +215,11 @@ def _same_but_ties(want: list[dict], got: list[dict], unreturned: frozenset[str]
     return True
 
 
-def _difference(label: str, partition: dict, operands: list[dict], want: list[dict], got: list[dict]) -> dict[str, Any]:
+def _difference(label: str, partition: dict, operands: list[dict], want: list[dict], got: list[dict],
+                error: str | None = None) -> dict[str, Any]:  # fmt: skip
 
     def shown(items: list[dict]) -> list[Any]:
         return [{name: to_export_json(value) for name, value in item.items()} for item in items]
 
     return {"case": label, "partition": to_export_json(partition), "operands": [to_export_json(v) for v in operands],
-            "dynamodb": shown(want), "bigtable": shown(got)}  # fmt: skip
+            "dynamodb": shown(want), "bigtable": shown(got)} | ({"bigtable_error": error} if error else {})  # fmt: skip

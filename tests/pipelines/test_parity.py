@@ -432,3 +432,42 @@ def test_a_local_index_without_index_rows_returns_what_the_index_projects(bigtab
     report = result.to_json()
     assert result.ok, json.dumps(report["patterns"])[:3000]
     assert report["reconciliation"]["cases_tried"] == report["reconciliation"]["cases_same"] == 16
+
+
+def test_a_row_the_spec_cannot_decode_is_a_difference_naming_why_not_a_crash(bigtable_env, dynalite, unique_name,
+                                                                            tmp_path):  # fmt: skip
+    """A Bigtable row holding a cell no entity of the spec writes (the application's own column after cutover, or a
+    spec that writes what it cannot read back): parity stopped on "unexpected DecodeError ... a bug" (exit 1 with no
+    report). It is that case's difference, with the decoder's reason; the other cases and patterns are compared."""
+    from google.cloud.bigtable.data import BigtableDataClient, SetCell
+    from typer.testing import CliRunner
+    import yaml
+
+    from ddb2bt.cli.main import app
+
+    items = [{"pk": {"S": p}, "sk": {"S": f"s{i}"}, "payload": {"S": f"{p}{i}"}} for p in ("p1", "p2") for i in range(3)]
+    load_table(dynalite.endpoint, unique_name, items)
+    spec = MappingSpec.model_validate({
+        "source": {"table": unique_name, "endpoint_url": dynalite.endpoint, "region": "us-east-1"},
+        "target": {"table": unique_name, "families": {"d": {"max_versions": 1}}},
+        "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [{"name": "item", "row_key": "{pk}#{sk}",
+                      "columns": [{"attribute": "payload", "family": "d", "encoding": "utf8"}]}],
+        "access_patterns": [{"name": "partition"}, {"name": "get", "operation": "get_item"}],
+    })
+    migrated(spec, str(tmp_path / "run"))
+    with BigtableDataClient(project=spec.target.project) as client:
+        client.get_table(spec.target.instance, unique_name).mutate_row(b"p1#s1", [SetCell("d", b"extra", b"x")])
+    result = check_parity(spec, sample=100, partitions=2)
+    patterns = {p["name"]: p for p in result.to_json()["patterns"]}
+    assert not result.ok and not patterns["partition"]["ok"]
+    # p2's 6 cases are compared, and p1's with limit 1 (its first row only, the bad one is the second)
+    assert patterns["partition"]["cases"] == 12 and patterns["partition"]["same"] == 8
+    difference = patterns["partition"]["differences"][0]
+    assert difference["bigtable"] == [] and "no entity writes" in difference["bigtable_error"]
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    shown = CliRunner().invoke(app, ["parity", str(path)])
+    assert shown.exit_code == 1, shown.output
+    assert "parity: FAILED" in shown.stdout and "no entity writes" in shown.stdout and "a bug" not in shown.output
