@@ -230,6 +230,19 @@ def _table_keys(sink: DynamoDBSink, spec: MappingSpec, client: Any = None) -> tu
     if spec.source.partition_key and wanted != names:
         raise RollbackError(f"DynamoDB table {sink.table} is keyed by {', '.join(names)}, the spec's items by "
                             f"{', '.join(wanted)}", "roll back into a table with the source's key schema (--to-table)")
+    if spec.source.table and spec.source.table != sink.table:
+        # Another table than the source: its key schema must be the source's, types and HASH/RANGE included (a spec
+        # naming no keys takes them from DescribeTable, as migrate did). Keyed otherwise, every row was a dead letter,
+        # a key type changed stopped the run on an exception, and swapped key roles were written and called OK.
+        source = _sink(spec, spec.source.table, RollbackRequest()).table_keys(client)
+        if source is not None and (source[0] != names or source[1] != types):
+
+            def shown(keys: tuple[str, ...], typed: dict[str, str]) -> str:
+                return ", ".join(f"{name} ({typed.get(name, '?')})" for name in keys)
+
+            raise RollbackError(f"DynamoDB table {sink.table} is keyed by {shown(names, types)}, the source table "
+                                f"{spec.source.table} by {shown(*source)}",
+                                "roll back into a table with the source's key schema (names, types, HASH then RANGE)")
     return names, types
 
 

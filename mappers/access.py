@@ -331,6 +331,8 @@ class Translation:
         pattern = self.spec_pattern
         assert pattern is not None
         if pattern.operation == "get_item":
+            if self.sort_key is None and self.index_rows is None:  # a table without a sort key: the partition's item
+                return None, []
             if not operands:
                 raise ValueError(f"access pattern {self.pattern!r}: get_item needs the sort key's value")
             return "=", operands

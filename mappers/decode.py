@@ -160,6 +160,9 @@ def _int64(value: bytes) -> bytes:
 def typed(text: str, dynamodb_type: str) -> dict:
     """A value rendered as key text (`key_text`) back in its type."""
     if dynamodb_type == "N":
+        # the type is the table's (DescribeTable), the text the row key's: text that is no number is this row's
+        # error (a dead letter), never an N value that fails later where the item is keyed or written
+        number_text(text)
         return {"N": text}
     if dynamodb_type == "B":
         return {"B": bytes.fromhex(text)}
@@ -535,6 +538,12 @@ def _entity_losses(entity: EntitySpec, spec: MappingSpec) -> list[Loss]:
             for attribute in [timestamp.attribute] if timestamp.attribute else parse_template(timestamp.template or "").attributes:
                 lose(attribute, "ttl replaces the cell timestamps it was read from")
     for column in entity.columns:
+        if column.layout in (Layout.set, Layout.map) and column.qualifier is not None and \
+                not parse_template(column.qualifier.template).is_literal:  # fmt: skip
+            lose(column.attribute, f"layout {column.layout.value} under the qualifier template "
+                                   f"{column.qualifier.template!r}: each member's name follows the template's text, "
+                                   "and no decoder can tell where one ends (use a literal prefix and one row per item, "
+                                   "or layout json)")
         if column.layout is Layout.set and column.encoding not in SET_TYPES:
             lose(column.attribute, "layout set with encoding auto does not keep the set type (use utf8, decimal or bytes)")
         policy = spec.target.families.get(column.family)

@@ -63,7 +63,9 @@ def text_lines(result: ParityResult) -> list[str]:
         verdict = "same" if p["ok"] else ("no case (no sampled partition)" if not p["cases"] else "DIFFERENT")
         lines.append(f"  {p['name']}: {p['same']}/{p['cases']} cases {verdict}")
         for d in p["differences"]:
+            bigtable = f"Bigtable's rows cannot be decoded: {d['bigtable_error']}" if "bigtable_error" in d else \
+                f"Bigtable {len(d['bigtable'])}"  # fmt: skip
             lines.append(f"    {d['case']} on {json.dumps(d['partition'])} {json.dumps(d['operands'])}: DynamoDB "
-                         f"{len(d['dynamodb'])} item(s), Bigtable {len(d['bigtable'])}")  # fmt: skip
+                         f"{len(d['dynamodb'])} item(s), {bigtable}")  # fmt: skip
     lines.append("parity: OK" if result.ok else "parity: FAILED")
     return lines

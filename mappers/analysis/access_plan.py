@@ -129,7 +129,7 @@ def example_cases(translation: Translation, items: list[Item], most: int = 1) ->
     by_partition: dict[tuple, list[Item]] = defaultdict(list)
     values: dict[tuple, dict] = {}
     for item in items:
-        if pk in item:
+        if pk in item and (not sk or sk in item):  # an item without the sort key is in no index (indexes are sparse)
             key = key_order(item[pk])
             by_partition[key].append(item)
             values[key] = item[pk]

@@ -47,3 +47,35 @@ def test_a_missing_or_otherwise_keyed_table_is_refused_before_anything_is_writte
     assert result.exit_code == 2
     assert "is keyed by pk, sk, the spec's items by pk" in result.stderr
     assert not (tmp_path / "rb").exists()
+
+
+@pytest.mark.parametrize("keys, message", [
+    ((("id", "S"),), "is keyed by id (S), the source table {source} by pk (S), sk (S)"),
+    ((("sk", "S"), ("pk", "S")), "is keyed by sk (S), pk (S), the source table {source} by pk (S), sk (S)"),
+    ((("pk", "S"), ("sk", "N")), "is keyed by pk (S), sk (N), the source table {source} by pk (S), sk (S)"),
+])
+def test_a_table_keyed_otherwise_than_the_source_is_refused_when_the_spec_names_no_keys(
+        invoke, bigtable_env, moto_server, unique_name, tmp_path, keys, message):  # fmt: skip
+    """A spec without source.partition_key (migrate reads the keys from DescribeTable): rolling back --to-table a table
+    keyed otherwise was not refused: a table keyed by another attribute dead-lettered every row, one with the key
+    types changed stopped on "unexpected DecimalError ... a bug", and one with HASH and RANGE swapped was filled and
+    called OK. The source table's key schema is the one to match."""
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({
+        "source": {"table": unique_name, "endpoint_url": moto_server.endpoint, "region": "us-east-1"},
+        "target": {"table": unique_name, "families": {"f": {"max_versions": 1}}},
+        "entities": [{"name": "e", "row_key": "{pk}#{sk}", "rest": {"family": "f"}}]}))
+    from ddb2bt.mappers.loader import load_spec
+    from ddb2bt.pipelines.bigtable.sink import ensure_table
+
+    ensure_table(load_spec(spec).target)
+    client = make_client(ClientSettings(endpoint_url=moto_server.endpoint))
+    create_table(client, unique_name, "pk", "sk")
+    other = f"{unique_name}-to"
+    client.create_table(TableName=other, BillingMode="PAY_PER_REQUEST",
+                        KeySchema=[{"AttributeName": name, "KeyType": kind} for (name, _), kind in zip(keys, ("HASH", "RANGE"))],
+                        AttributeDefinitions=[{"AttributeName": name, "AttributeType": t} for name, t in keys])  # fmt: skip
+    result = invoke("rollback", spec, "--run-dir", tmp_path / "rb", "--to-table", other)
+    assert result.exit_code == 2, result.output
+    assert message.format(source=unique_name) in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "rb").exists()

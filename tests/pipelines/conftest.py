@@ -22,3 +22,13 @@ def kill_source(dynalite):
         create_table(client, table, "pk", "sk")
         put_items(client, table, items)
     return dynalite.endpoint, table, items
+
+
+@pytest.fixture(scope="module")
+def servers(bigtable_emulator, moto_server):
+    """moto_server, with this module's google-cloud-bigtable clients pointed at the emulator (a hypothesis test takes
+    no function-scoped fixture): the round-trip properties' servers."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in local_servers.emulator_env(bigtable_emulator.endpoint).items():
+            patch.setenv(key, value)
+        yield moto_server

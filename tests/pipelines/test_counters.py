@@ -30,28 +30,8 @@ from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 from .bigtable_faults import LostResponse
 from .cells import expected_cells, read_cells
+from .counter_specs import MIGRATION_US, counter_spec
 from .streams import create_streamed_table, table_items
-
-MIGRATION_US = 1_704_067_200_000_000  # the spec's migration_time, 2024-01-01T00:00:00Z
-
-
-def counter_spec(table: str, endpoint: str) -> MappingSpec:
-    """The seed's videos: a video row holds its title, and its likes and views (DynamoDB items of their own) as
-    counters in an aggregate family."""
-    return MappingSpec.model_validate({
-        "source": {"table": table, "endpoint_url": endpoint, "region": "us-east-1", "partition_key": "pk",
-                   "sort_key": "sk"},
-        "target": {"table": table, "families": {"video": None, "stats": {"aggregate": "sum"}}},
-        "migration_time": "2024-01-01T00:00:00Z",
-        "entities": [
-            {"name": "video", "match": {"sk": "Video"}, "row_key": "{pk}", "drop": ["sk"],
-             "columns": [{"attribute": "Title", "family": "video", "encoding": "utf8"}]},
-            {"name": "likes", "match": {"sk": "VideoStatsLikes"}, "row_key": "{pk}", "drop": ["sk"],
-             "columns": [{"attribute": "Count", "family": "stats", "qualifier": "Likes", "encoding": "int64"}]},
-            {"name": "views", "match": {"sk": "VideoStatsViews"}, "row_key": "{pk}", "drop": ["sk"],
-             "columns": [{"attribute": "Count", "family": "stats", "qualifier": "Views", "encoding": "int64"}]},
-        ],
-    })
 
 
 def video(pk: str, title: str, likes: int, views: int | None) -> list[dict]:

@@ -28,7 +28,6 @@ from ddb2bt.mappers.decode import comparable
 from ddb2bt.mappers.results import ItemError, MappedRow, Skipped
 from ddb2bt.mappers.rollback import lost_keys, verdict
 from ddb2bt.mappers.spec import MappingSpec
-from ddb2bt.pipelines.local import servers as local_servers
 from ddb2bt.pipelines.bigtable.entries import to_mutation_entry
 from ddb2bt.pipelines.bigtable.sink import ensure_table
 from ddb2bt.pipelines.dynamodb.client import create_table, put_items
@@ -49,14 +48,6 @@ def scan(client, table: str) -> list[dict]:
 def canonical(items, ignore: set[str]) -> list[str]:
     return sorted(repr(sorted((name, comparable(value)) for name, value in item.items() if name not in ignore))
                   for item in items)
-
-
-@pytest.fixture(scope="module")
-def servers(bigtable_emulator, moto_server):
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in local_servers.emulator_env(bigtable_emulator.endpoint).items():
-            patch.setenv(key, value)
-        yield moto_server
 
 
 def round_trip(endpoint: str, spec: MappingSpec, items: list[dict]) -> None:
