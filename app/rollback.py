@@ -93,6 +93,9 @@ class RollbackRequest:
     """Worker processes, each reading, decoding and writing whole key ranges (None: one per core but one, at least
     one; 1: this process)."""
     compare: bool = True
+    accept_loss: bool = False
+    """Write into the spec's source table although the spec cannot rebuild every attribute (each put replaces the
+    whole item: what the spec does not keep is removed from the live items)."""
     types: dict[str, str] = field(default_factory=dict)
     """DynamoDB types of attributes that live only in a key, qualifier or timestamp (the table's keys come
     from DescribeTable); S where not given."""
@@ -114,6 +117,7 @@ class RollbackRequest:
         args += ["--processes", str(self.processes)] if self.processes is not None else []
         for name, kind in sorted(self.types.items()):
             args += ["--type", f"{name}={kind}"]
+        args += ["--accept-loss"] if self.accept_loss else []
         return args + ([] if self.compare else ["--no-compare"])
 
 
@@ -170,6 +174,7 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
     table = request.to_table or loaded.source.table
     if not table:
         raise RollbackError("the spec reads an export and names no DynamoDB table", "name one: --to-table TABLE")
+    _refuse_a_lossy_overwrite(loaded, table, request)
     sink = _sink(loaded, table, request)
     # One DynamoDB client for this process's whole run: the table's check, the writers and the comparison (each
     # client is a botocore session and its handlers built anew); worker processes make their own.
@@ -206,6 +211,21 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
                           compared, differences, differences_file, not_compared, state.resumed,
                           time.monotonic() - began, tuple(verdict(loaded).lines()) if verdict(loaded).losses else (),
                           tuple(notes), tuple(problems))
+
+
+def _refuse_a_lossy_overwrite(spec: MappingSpec, table: str, request: RollbackRequest) -> None:
+    """A put replaces the whole item: rolled back into the table the items came from, a spec that cannot rebuild
+    every attribute would remove what it does not keep from the live items. Loss is explicit: --accept-loss."""
+    from ..mappers.rollback import verdict
+
+    losses = [loss for loss in verdict(spec).losses if loss.attribute]  # whole items lost are not written at all
+    if table != spec.source.table or request.accept_loss or not losses:
+        return
+    named = ", ".join(sorted({f"{loss.entity}.{loss.attribute}" for loss in losses}))
+    raise RollbackError(f"the spec cannot rebuild {len(losses)} attribute(s) ({named}) and {table} is the table the "
+                        "items came from: each put replaces the whole item, so they would be removed from the live "
+                        "items", "roll back into another table (--to-table NEW), or pass --accept-loss to overwrite "
+                        f"{table} knowing what is lost (see `ddb2bt migrate-plan SPEC`'s rollback section)")
 
 
 def _sink(spec: MappingSpec, table: str, request: RollbackRequest, key_names: tuple[str, ...] = (),

@@ -58,6 +58,10 @@ def command(
                                                        show_default=False)] = None,
     no_compare: Annotated[bool, typer.Option("--no-compare", help="Skip reading every item back from DynamoDB "
                                              "and comparing it with Bigtable.")] = False,
+    accept_loss: Annotated[bool, typer.Option("--accept-loss", help="Write into the spec's source table although "
+                                              "the spec cannot rebuild every attribute (what it does not keep is "
+                                              "removed from the live items; without it such a rollback is refused).")
+                           ] = False,
     format: Annotated[OutputFormat, typer.Option("--format", help="text, or json (the whole result).")] = OutputFormat.text,
     *,
     options: RunOptions,
@@ -76,7 +80,7 @@ def command(
     request = RollbackRequest(to_table=to_table, start=(start or "").encode(), end=(end or "").encode(),
                               since_us=parse_since(since) if since else None, wcu=wcu, writers=writers,
                               processes=processes,
-                              compare=not no_compare, types=parse_types(type_ or []))
+                              compare=not no_compare, accept_loss=accept_loss, types=parse_types(type_ or []))
     seen: dict[str, Any] = {"phase": "", "counters": {}}
 
     def progress(phase: str, counters: dict[str, int]) -> None:

@@ -464,3 +464,31 @@ def test_the_go_on_line_of_a_stopped_rollback_is_the_command_that_finishes_it(bi
     assert again.exit_code == 0, again.output
     assert "(resumed)" in again.stdout, again.stdout
     assert table_items(moto_server.endpoint, unique_name + "back") == canonical(items)
+
+
+def test_a_lossy_spec_is_not_rolled_back_over_the_source_table_without_accept_loss(bigtable_env, moto_server,
+                                                                                      unique_name, tmp_path):
+    """Each put replaces the whole item: a spec that drops `Img` rolled back into the table the items came from would
+    remove Img from every live item. Refused (nothing written) unless --accept-loss; --to-table is never refused."""
+    items, client, spec = migrated(moto_server.endpoint, unique_name, 6, tmp_path)
+    entity = spec.entities[0].model_copy(update={"drop": ["Img"]})
+    lossy = spec.model_copy(update={"entities": [entity]})
+    path = spec_file(tmp_path, lossy)
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+    refused = run_cli("rollback", str(path), "--run-dir", str(tmp_path / "refused"), env=env)
+    assert refused.returncode == 2, refused.stderr + refused.stdout
+    assert "order.Img" in refused.stderr and "--accept-loss" in refused.stderr and "--to-table" in refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "refused").exists()
+    assert table_items(moto_server.endpoint, unique_name) == canonical(items)  # Img still on every item
+
+    create_table(client, unique_name + "new", "pk", "sk")
+    elsewhere = run_cli("rollback", str(path), "--to-table", unique_name + "new", "--run-dir", str(tmp_path / "new"),
+                        env=env)
+    assert elsewhere.returncode == 0, elsewhere.stderr + elsewhere.stdout
+    assert table_items(moto_server.endpoint, unique_name + "new") == canonical(
+        [{name: value for name, value in item.items() if name != "Img"} for item in items])
+
+    accepted = run_cli("rollback", str(path), "--accept-loss", "--run-dir", str(tmp_path / "accepted"), env=env)
+    assert accepted.returncode == 0, accepted.stderr + accepted.stdout
+    assert "cannot be rebuilt" in accepted.stdout
+    assert table_items(moto_server.endpoint, unique_name) == table_items(moto_server.endpoint, unique_name + "new")
