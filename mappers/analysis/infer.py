@@ -444,6 +444,12 @@ def _entity(group: _Group, index: int, pk: str, sk: str | None, row_key: str, ma
     for name in attributes:
         types, seen = _attribute_profile(group.items, name)
         settings, why = _encoding(name, types, group.items)
+        if qualifier_template and settings.get("layout") == "set":
+            # A set's member qualifiers (tags:<member>) cannot carry the item's part of the row: every item of the
+            # partition would write into the same members. One cell per item keeps each item's set apart.
+            settings, why = {"encoding": "ddb_json"}, (f"{name}: a set in a row several items share, kept as DynamoDB "
+                                                       "JSON in the item's own cell (one qualifier per member would "
+                                                       "mix the items' sets)")
         column: dict[str, Any] = {"attribute": name, "family": family}
         if qualifier_template and "qualifier" not in settings:
             column["qualifier"] = qualifier_template if len(attributes) == 1 else f"{qualifier_template}.{name}"
