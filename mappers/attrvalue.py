@@ -289,6 +289,21 @@ def is_value(value: Any) -> bool:
     return False
 
 
+def item_problem(item: Any) -> tuple[str | None, str] | None:
+    """What makes ``item`` no DynamoDB item, as ``(the attribute, or None for the whole item; the problem)``, or None.
+
+    For an item that failed to map in a way the mapper has no words for (an export line whose ``Item`` is not an
+    object, or holds a value of no DynamoDB type): its dead letter says what is wrong instead of Python's own text.
+    """
+    if type(item) is not dict:
+        return None, f"the item is {json.dumps(item, default=repr)[:60]}, not a DynamoDB item (an object of attributes)"
+    for name, value in item.items():
+        problem = value_problem(value, str(name))
+        if problem:
+            return str(name), problem
+    return None
+
+
 def value_problem(value: Any, where: str) -> str | None:
     """What makes ``value`` no DynamoDB AttributeValue (``where`` names it, e.g. ``NewImage.Title``), or None.
 
