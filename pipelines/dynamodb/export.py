@@ -290,7 +290,36 @@ def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
 
 def _sized_file_items(path: str, head: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(bytes of its line, item)`` for each item of a data file; a file that cannot be read is an ExportError."""
-    return sized_records(path, lambda record: wire_json.untracked(record["Item"]), "an export item", head=head)
+    return sized_records(path, export_item, "an export item", head=head)
+
+
+def export_item(record: Any) -> dict[str, Any]:
+    """The item of a full export's parsed line ``{"Item": {...}}``, its dicts and lists off the collector's lists;
+    ValueError/KeyError, in our words, for a line that is no export item (a damaged file whose MD5 matches)."""
+    if type(record) is not dict:
+        raise ValueError(f"the line is {_shown(record)}, not an object {{\"Item\": {{...}}}}")
+    item = record["Item"]
+    if type(item) is not dict:
+        raise ValueError(f"Item is {_shown(item)}, not an object of attributes")
+    return wire_json.untracked(item)
+
+
+def _shown(value: Any) -> str:
+    """A parsed JSON value as JSON text, cut to 60 characters."""
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def line_detail(err: Exception) -> str:
+    """What is wrong with an export line, from the error parsing it raised: our words, not Python's (a KeyError
+    names the missing field; json's error says where the line stops being JSON)."""
+    if isinstance(err, KeyError):
+        return f"no field {err}"
+    if isinstance(err, json.JSONDecodeError):
+        return f"not JSON: {err.msg} at character {err.pos + 1}"
+    if isinstance(err, UnicodeDecodeError):
+        return f"not UTF-8 text: byte {err.object[err.start]:#04x} at character {err.start + 1}"
+    return str(err) or repr(err)
 
 
 def sized_records(path: str, parse: Callable[..., T], what: str, *, with_line: bool = False,
@@ -320,8 +349,7 @@ def sized_records(path: str, parse: Callable[..., T], what: str, *, with_line: b
                     try:
                         parsed = parse(loads(line), line) if with_line else parse(loads(line))
                     except (ValueError, KeyError, TypeError) as err:
-                        detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
-                        raise ExportError(f"{path} line {number} is not {what}: {detail}") from err
+                        raise ExportError(f"{path} line {number} is not {what}: {line_detail(err)}") from err
                     yield len(line) + 1, parsed
     except EOFError as err:
         raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",

@@ -72,18 +72,24 @@ def _damaged_copy(tmp_path: Path, line: str) -> Path:
     return export
 
 
-@pytest.mark.parametrize("line", ['{"Item": {"pk": {"S": "p9"', "[1, 2]"])
-def test_a_damaged_data_file_that_matches_its_md5_creates_nothing(bigtable_env, invoke, tmp_path, unique_name, line):
+@pytest.mark.parametrize("line, detail", [
+    ('{"Item": {"pk": {"S": "p9"', "not JSON: Expecting ',' delimiter at character 27"),
+    ("[1, 2]", 'the line is [1, 2], not an object {"Item": {...}}'),  # was "list indices must be integers or ..."
+    ('{"Item": 5}', "Item is 5, not an object of attributes"),  # was dead-lettered once the table was made
+    ('{"Item": [{"S": "a"}]}', 'Item is [{"S": "a"}], not an object of attributes'),
+])
+def test_a_damaged_data_file_that_matches_its_md5_creates_nothing(bigtable_env, invoke, tmp_path, unique_name, line,
+                                                                  detail):
     """A data line that is no export item, in a file whose MD5 the manifest vouches for: one line naming the file and
-    line and what to do, exit 2, and neither the table nor the run folder made (migrate created the table, then
-    failed on the line)."""
+    line, what is wrong in our words and what to do, exit 2, and neither the table nor the run folder made (migrate
+    created the table, then failed on the line)."""
     export = _damaged_copy(tmp_path, line)
     spec = write_spec(tmp_path / "spec.json", "posts", unique_name)
     spec.write_text(spec.read_text().replace(str(FULL), str(export)))
     result = invoke("migrate", spec, "-y", "--run-dir", tmp_path / "run")
     assert result.exit_code == 2, result.output
     error = result.stderr.splitlines()[-1]
-    assert error.startswith(f"error: {export}/data/") and " line 2 is not an export item: " in error, error
+    assert error.startswith(f"error: {export}/data/") and f" line 2 is not an export item: {detail}; " in error, error
     assert error.endswith("; the file matches its manifest's MD5, so copying it again will not help: export the table "
                           "again (or restore the file as DynamoDB wrote it); nothing was written")
     assert "Traceback" not in result.output and unique_name not in tables(bigtable_env)
