@@ -247,9 +247,13 @@ def failure_line(result: MigrateResult, spec_path: str, extra: tuple[str, ...] =
     assert result.error is not None
     from ...pipelines.run.dead_letters import TooManyDeadLetters
 
+    from ...pipelines.dynamodb.export import ExportError
+
     line = result.error.one_line()
     if isinstance(result.error, TooManyDeadLetters) and result.prepared.resumable:
         return f"{line}: {result.resume_command(spec_path, extra, accept_dead_letters=True)}"
+    if isinstance(result.error, ExportError) and result.prepared.resumable:  # the files not stored are read again
+        return f"{line}; once the export's files are whole again, resume with: {result.resume_command(spec_path, extra)}"
     if not isinstance(result.error, ServiceError):
         return line
     if result.prepared.resumable:

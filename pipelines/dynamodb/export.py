@@ -67,6 +67,17 @@ class ExportError(UsageError):
     """The path is not a readable DynamoDB export, or the export is not in a format we read."""
 
 
+class ExportLineError(ExportError):
+    """A line of a data file is not what an export holds there: the file reads, but is not as DynamoDB wrote it."""
+
+    HINT = "restore the file as DynamoDB wrote it, or export the table again"
+
+    def __init__(self, message: str, hint: str = "") -> None:  # Beam re-makes a step's error from its whole text
+        super().__init__(message, hint)
+        self.message = message
+        """The message without the hint (in this process: an error rebuilt from Beam's text has only ``str()``)."""
+
+
 @dataclass(frozen=True)
 class ExportFile:
     path: str
@@ -349,7 +360,8 @@ def sized_records(path: str, parse: Callable[..., T], what: str, *, with_line: b
                     try:
                         parsed = parse(loads(line), line) if with_line else parse(loads(line))
                     except (ValueError, KeyError, TypeError) as err:
-                        raise ExportError(f"{path} line {number} is not {what}: {line_detail(err)}") from err
+                        raise ExportLineError(f"{path} line {number} is not {what}: {line_detail(err)}",
+                                              ExportLineError.HINT) from err
                     yield len(line) + 1, parsed
     except EOFError as err:
         raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
@@ -432,11 +444,11 @@ def check_lines_start(data_file: ExportFile, budget: int = HEAD_BYTES) -> None:
             if seen >= budget:
                 return
     except ExportError as err:
-        if "; " in str(err):  # it says what to do already
+        if "; " in str(err) and not isinstance(err, ExportLineError):  # it says what to do already
             raise
-        raise ExportError(str(err), "the file matches its manifest's MD5, so copying it again will not help: export "
-                                    "the table again (or restore the file as DynamoDB wrote it); nothing was written"
-                          ) from err
+        raise ExportError(getattr(err, "message", str(err)),
+                          "the file matches its manifest's MD5, so copying it again will not help: export "
+                          "the table again (or restore the file as DynamoDB wrote it); nothing was written") from err
 
 
 def file_problem(data_file: ExportFile) -> str | None:

@@ -420,7 +420,7 @@ class IncrementalExportChanges(ChangeSource):
                 weakref.finalize(self, _drop_kept, self._kept)
             check_export(m, key_names, keep=self._kept)
         except ExportError as err:
-            raise ExportError(f"export {m.export_id} refused: {err}",
+            raise ExportError(f"export {m.export_id} refused: {getattr(err, 'message', err)}",
                               "nothing was written and the timeline is unchanged; export the window again "
                               "(or correct that line) and run catch-up with it") from None
 

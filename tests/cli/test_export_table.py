@@ -94,3 +94,47 @@ def test_a_damaged_data_file_that_matches_its_md5_creates_nothing(bigtable_env, 
                           "again (or restore the file as DynamoDB wrote it); nothing was written")
     assert "Traceback" not in result.output and unique_name not in tables(bigtable_env)
     assert not (tmp_path / "run").exists()
+
+
+def _one_file_export(folder: Path, lines: list[bytes]) -> Path:
+    """A full export of `posts` (as AWS lays it out) whose one data file holds ``lines``, its MD5 in the manifest."""
+    import base64
+    import gzip
+    import hashlib
+
+    export = folder / "AWSDynamoDB" / "01714564800000-a1b2c3d4"
+    (export / "data").mkdir(parents=True, exist_ok=True)
+    data = gzip.compress(b"".join(line + b"\n" for line in lines))
+    (export / "data" / "part.json.gz").write_bytes(data)
+    entry = {"itemCount": len(lines), "md5Checksum": base64.b64encode(hashlib.md5(data).digest()).decode(),
+             "etag": hashlib.md5(data).hexdigest(), "dataFileS3Key": f"{export.relative_to(folder)}/data/part.json.gz"}
+    (export / "manifest-files.json").write_text(json.dumps(entry, separators=(",", ":")) + "\n")
+    summary = json.loads((FULL / "manifest-summary.json").read_text())
+    summary.update(s3Prefix=None, itemCount=len(lines), manifestFilesS3Key=f"{export.relative_to(folder)}/manifest-files.json")
+    (export / "manifest-summary.json").write_text(json.dumps(summary, separators=(",", ":")))
+    return export
+
+
+def test_a_damaged_line_found_mid_run_says_what_to_do_and_how_to_go_on(bigtable_env, invoke, tmp_path, unique_name):
+    """A bad line past the first lines checked before the run is met once rows are written: the run's last line
+    names the file and line, what to do (restore the file) and the exact command that resumes; it said only the line
+    ("... line 401 is not an export item: ...", no way on). Restored, the resume command finishes the run."""
+    import shlex
+
+    good = [json.dumps({"Item": {"pk": {"S": f"p{n}"}, "sk": {"S": "s"}, "pad": {"S": "x" * 300}}}).encode()
+            for n in range(404)]
+    export = _one_file_export(tmp_path / "bucket", good[:400] + [b'{"Item": {"pk": {"S": "p9"'] + good[401:])
+    spec = write_spec(tmp_path / "spec.json", "posts", unique_name)
+    spec.write_text(spec.read_text().replace(str(FULL), str(export)))
+    result = invoke("migrate", spec, "-y", "--run-dir", tmp_path / "run")
+    assert result.exit_code == 2, result.output
+    error = result.stderr.splitlines()[-1]
+    assert " line 401 is not an export item: not JSON: " in error, error
+    assert error.count("restore the file as DynamoDB wrote it") == 1, error
+    assert ", resume with: ddb2bt migrate " in error, error
+    _one_file_export(tmp_path / "bucket", good)  # restored
+    again = shlex.split(error.rpartition(", resume with: ")[2])
+    assert again[:2] == ["ddb2bt", "migrate"] and "--resume" in again, again
+    result = invoke(*again[1:])
+    assert result.exit_code == 0, result.output
+    assert "404 written" in result.stdout or "run OK" in result.stdout, result.stdout
