@@ -193,11 +193,7 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
     if "itemCount" not in summary:
         raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")
     again = "copy the export's manifest-summary.json again as DynamoDB wrote it"
-    try:  # a bare ValueError here, or when the timeline starts at exportTime, was 'unexpected ... (a bug)'
-        item_count = int(summary["itemCount"])
-    except (TypeError, ValueError):
-        raise ExportError(f"{export_dir}/{SUMMARY}: itemCount {summary['itemCount']!r} is not a whole number",
-                          again) from None
+    item_count = summary_item_count(summary, export_dir)
     export_time = summary.get("exportTime")
     if export_time is not None:
         try:
@@ -207,6 +203,16 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
                               "(DynamoDB writes e.g. '2024-05-01T12:00:00.000Z')", again) from None
     return ExportManifest(export_dir, export_id(export_dir, summary), item_count, output_format,
                           None if export_time is None else str(export_time), files, SourceTable.of(summary))
+
+
+def summary_item_count(summary: dict[str, Any], export_dir: str) -> int:
+    """The summary's itemCount, a whole number as DynamoDB writes it; ExportError for anything else (text such as "5",
+    2.5, true: int() read them as 5, 2 and 1, and the export's count was checked against that)."""
+    count = summary["itemCount"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ExportError(f"{export_dir}/{SUMMARY}: itemCount {count!r} is not a whole number",
+                          "copy the export's manifest-summary.json again as DynamoDB wrote it")
+    return count
 
 
 FORMATS = ("DYNAMODB_JSON", "ION")

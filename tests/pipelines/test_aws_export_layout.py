@@ -177,6 +177,10 @@ def test_a_manifest_md5_that_is_no_base64_md5_names_its_line(tmp_path, export_id
     ("exportTime", "yesterday", "exportTime 'yesterday' is not an ISO-8601 time (DynamoDB writes e.g. "
                                 "'2024-05-01T12:00:00.000Z')"),
     ("itemCount", "many", "itemCount 'many' is not a whole number"),
+    ("itemCount", "5", "itemCount '5' is not a whole number"),  # text: DynamoDB writes a number (was read as 5)
+    ("itemCount", 2.5, "itemCount 2.5 is not a whole number"),  # was cut to 2
+    ("itemCount", True, "itemCount True is not a whole number"),  # was read as 1
+    ("itemCount", -1, "itemCount -1 is not a whole number"),
     ("manifestFilesS3Key", 5, "manifestFilesS3Key 5 is not text, as DynamoDB writes it"),  # was 'a bug'
     ("tableArn", ["x"], "tableArn ['x'] is not text, as DynamoDB writes it"),  # was "of table ['x'] (['x'])"
     ("exportTime", 5, "exportTime 5 is not text, as DynamoDB writes it"),
@@ -196,18 +200,19 @@ def test_a_full_export_summary_field_that_is_no_value_of_its_kind_names_it(tmp_p
                                   "manifest-summary.json again as DynamoDB wrote it")
 
 
-def test_an_incremental_export_summary_item_count_that_is_no_number_names_it(tmp_path):
+@pytest.mark.parametrize("value", ["many", "5", 2.5, False])  # text, a fraction, a boolean: were read as 5, 2, 0
+def test_an_incremental_export_summary_item_count_that_is_no_number_names_it(tmp_path, value):
     """An incremental export's itemCount that is no number: one line naming the file and field ('a bug' before)."""
     copy = tmp_path / "AWSDynamoDB"
     shutil.copytree(DOCUMENTED, copy)
     summary_path = copy / INC1 / "manifest-summary.json"
     summary = json.loads(summary_path.read_text())
-    summary["itemCount"] = "many"
+    summary["itemCount"] = value
     summary_path.write_text(json.dumps(summary))
     with pytest.raises(ExportError) as refused:
         read_incremental_manifest(str(copy / INC1))
-    assert str(refused.value) == (f"{copy / INC1}/manifest-summary.json: itemCount 'many' is not a whole number; copy "
-                                  "the export's manifest-summary.json again as DynamoDB wrote it")
+    assert str(refused.value) == (f"{copy / INC1}/manifest-summary.json: itemCount {value!r} is not a whole number; "
+                                  "copy the export's manifest-summary.json again as DynamoDB wrote it")
 
 
 @pytest.mark.parametrize(("change", "problem"), [
