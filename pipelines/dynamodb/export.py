@@ -132,17 +132,30 @@ def _read_text(path: str) -> str:
         return handle.read().decode("utf-8")
 
 
+_EXPORT_ENTRIES = frozenset({SUMMARY, "manifest-files.json", "manifest-summary.md5", "manifest-files.md5",
+                             "manifest-summary.checksum", "manifest-files.checksum", "_started", "data"})
+"""What DynamoDB writes into an export folder (the .md5 files of older exports, .checksum of newer ones)."""
+
+
 def find_export_dir(path: str) -> str:
     """The export folder for ``path``: itself, or the single export below it (``AWSDynamoDB/<id>``)."""
     path = path.rstrip("/")
     if FileSystems.exists(FileSystems.join(path, SUMMARY)):
         return path
+    # a file of the export folder (the summary an S3 console shows, manifest-files.json, _started), its data folder
+    # or a data file: the export folder holding it is meant
+    folder, name = FileSystems.split(path)
+    above = FileSystems.split(folder)[0] if FileSystems.split(folder)[1] == "data" else None
+    for candidate in (folder if name in _EXPORT_ENTRIES else None, above):
+        if candidate and FileSystems.exists(FileSystems.join(candidate, SUMMARY)):
+            return candidate
     patterns = [FileSystems.join(path, EXPORT_DIR, "*", SUMMARY), FileSystems.join(path, "*", SUMMARY)]
     found = sorted({FileSystems.split(m.path)[0] for r in FileSystems.match(patterns) for m in r.metadata_list})
     if len(found) == 1:
         return found[0]
     if not found:
-        raise ExportError(f"no {SUMMARY} in {path} or in one export folder below it")
+        raise ExportError(f"no {SUMMARY} in {path} or in one export folder below it",
+                          f"give the export's folder, [prefix/]{EXPORT_DIR}/<exportId> (the one holding {SUMMARY})")
     raise ExportError(f"{path} holds {len(found)} exports; give one of: {', '.join(found)}")
 
 

@@ -240,3 +240,27 @@ def test_a_manifest_entry_whose_values_are_not_what_dynamodb_writes_names_its_li
         verify_export(str(copy / FULL))
     assert str(refused.value) == (f"{manifest} line 2 is not a manifest entry: {problem}; copy the export's "
                                   "manifest-files.json again as DynamoDB wrote it")
+
+
+@pytest.mark.parametrize("inside", ["manifest-summary.json", "manifest-files.json", "_started", "data",
+                                    "data/7ybkxlyfqu3ahcqgh2jbwp5vxe.json.gz"])
+def test_a_path_to_a_file_or_the_data_folder_of_an_export_finds_its_export(inside):
+    """A newcomer points source.export.path (or catch-up's --export) at the manifest-summary.json an S3 console
+    shows, or at a file or the data folder beside it: it was refused as "no manifest-summary.json in
+    .../manifest-summary.json"; the export folder holding them is meant, and read."""
+    from ddb2bt.pipelines.dynamodb.export import find_export_dir
+
+    assert find_export_dir(str(DOCUMENTED / FULL / inside)) == str(DOCUMENTED / FULL)
+    assert read_manifest(str(DOCUMENTED / FULL / inside)).export_id == FULL
+    if inside == "manifest-summary.json":
+        assert read_incremental_manifest(str(DOCUMENTED / INC1 / inside)).export_id == INC1
+
+
+def test_a_path_with_no_export_near_says_which_folder_to_give(tmp_path):
+    from ddb2bt.pipelines.dynamodb.export import find_export_dir
+
+    with pytest.raises(ExportError) as refused:
+        find_export_dir(str(tmp_path))
+    assert str(refused.value) == (f"no manifest-summary.json in {tmp_path} or in one export folder below it; give the "
+                                  "export's folder, [prefix/]AWSDynamoDB/<exportId> (the one holding "
+                                  "manifest-summary.json)")
