@@ -50,7 +50,14 @@ def is_canonical_number(text: str) -> bool:
 
 def binary(payload: bytes | str) -> bytes:
     """Raw bytes of a `B` payload, whether bytes (boto3) or base64 text (exports)."""
-    return payload if isinstance(payload, bytes) else base64.b64decode(payload, validate=True)
+    if isinstance(payload, bytes):
+        return payload
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, TypeError) as err:  # binascii's own words alone ('Incorrect padding') named no value
+        shown = json.dumps(payload, default=repr)
+        raise AttributeValueError(f"B value {shown[:40]}{'…' if len(shown) > 40 else ''} is not base64 text "
+                                  f"({err})") from None
 
 
 def with_bytes(value: dict) -> dict:

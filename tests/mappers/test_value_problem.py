@@ -50,6 +50,8 @@ entities:
     ([1, 2], "the item is [1, 2], not a DynamoDB item (an object of attributes)", None),
     ({"pk": [1], "sk": {"S": "a"}}, "pk is not a DynamoDB value", "pk"),
     ({"pk": {"S": "a"}, "sk": {"S": 5}}, "sk: 5 is not a valid S value", "sk"),
+    ({"pk": {"B": "!!"}, "sk": {"S": "b"}}, 'B value "!!" is not base64 text', "pk"),  # was binascii's words alone
+    ({"pk": {"S": "a"}, "sk": {"S": "b"}, "x": {"BS": ["QQ"]}}, 'B value "QQ" is not base64 text', "x"),
     ({"pk": {"S": "a"}, "sk": {"S": "b"}, "price": {"N": "1"}, "x": {"M": {"y": {"Oops": 1}}}},
      "unknown DynamoDB type 'Oops'", "x"),
 ])
