@@ -210,7 +210,7 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
                  + "holds user data)")
     if early:  # the CLI ends with the one line that says why, and how to go on
         return lines
-    if result.dead_letter_lines:
+    if result.dead_letter_lines > c.get("export_count_mismatch", 0):  # a count mismatch's line holds no item
         lines.append(f"fix the spec or the data (the reasons above say which), then re-drive them: "
                      f"{redrive_command(p.dead_letter, spec_path)}")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]

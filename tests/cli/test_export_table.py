@@ -138,3 +138,23 @@ def test_a_damaged_line_found_mid_run_says_what_to_do_and_how_to_go_on(bigtable_
     result = invoke(*again[1:])
     assert result.exit_code == 0, result.output
     assert "404 written" in result.stdout or "run OK" in result.stdout, result.stdout
+
+
+def test_a_data_file_holding_fewer_items_than_its_manifest_says_is_not_sent_to_redrive(bigtable_env, invoke, tmp_path,
+                                                                                         unique_name):
+    """A data file holding 2 items where its manifest line says 3: the run fails (exit 1) saying what to do about the
+    export; it said 'fix the spec or the data ..., then re-drive them: ddb2bt redrive ...', and that redrive fails:
+    a count mismatch holds no item to re-drive."""
+    lines = [json.dumps({"Item": {"pk": {"S": f"p{n}"}, "sk": {"S": "s"}, "v": {"S": "x"}}}).encode() for n in range(2)]
+    export = _one_file_export(tmp_path / "bucket", lines)
+    for name in ("manifest-files.json", "manifest-summary.json"):  # the manifest says 3
+        path = export / name
+        path.write_text(path.read_text().replace('"itemCount":2', '"itemCount":3'))
+    spec = write_spec(tmp_path / "spec.json", "posts", unique_name)
+    spec.write_text(spec.read_text().replace(str(FULL), str(export)))
+    result = invoke("migrate", spec, "-y", "--run-dir", tmp_path / "run")
+    assert result.exit_code == 1, result.output
+    assert "redrive" not in result.stdout, result.stdout
+    assert ("PROBLEM: 2 export count mismatch(es) (a data file holds another number of items than its manifest says; "
+            "each is a line of the dead-letter file): copy the export again and resume, or export the table again and "
+            "migrate that export") in result.stdout, result.stdout
