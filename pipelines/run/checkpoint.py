@@ -177,6 +177,7 @@ def _read_saved(path: str) -> dict[str, Any]:
 
     with FileSystems.open(path) as handle:
         text = handle.read()
+    problem: str | None
     try:
         saved = json.loads(text)
     except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
