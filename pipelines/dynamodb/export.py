@@ -43,6 +43,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from . import ion_lines, wire_json
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
 from ..run.metrics import NAMESPACE
+from ...mappers.attrvalue import item_problem
 from ...mappers.errors import UsageError
 from ...mappers.units import iso_to_micros
 
@@ -334,6 +335,16 @@ def export_item(record: Any) -> dict[str, Any]:
     return wire_json.untracked(item)
 
 
+def _valid_export_item(record: Any) -> dict[str, Any]:
+    """:func:`export_item`, and every value of the item one DynamoDB writes (ValueError naming the first that is
+    not); for the first lines only, read before a run: the run itself checks no value before mapping it."""
+    item = export_item(record)
+    found = item_problem(item)
+    if found is not None:
+        raise ValueError(found[1])
+    return item
+
+
 def _shown(value: Any) -> str:
     """A parsed JSON value as JSON text, cut to 60 characters."""
     text = json.dumps(value, default=repr)
@@ -454,11 +465,12 @@ def verify_export(path: str, options: PipelineOptions | None = None) -> ExportMa
 def check_lines_start(data_file: ExportFile, budget: int = HEAD_BYTES) -> None:
     """The first lines of a data file (about ``budget`` bytes of them, at least one) read as the run reads them: a
     file whose MD5 matches its manifest but that holds no export items (written so, or edited with its manifest) is
-    refused before anything is created or written, not once the run has made the table. Damage further in is found
-    by the run."""
+    refused before anything is created or written, not once the run has made the table; so is one whose items hold
+    a value DynamoDB never writes (``{"SS": "abc"}``: the run would map some such as they are). Damage further in is
+    found by the run (a line that is no item) or its mapper (a value it cannot map is dead-lettered)."""
     seen = 0
     try:
-        for size, _item in _sized_file_items(data_file.path, head=True):
+        for size, _item in sized_records(data_file.path, _valid_export_item, "an export item", head=True):
             seen += size
             if seen >= budget:
                 return

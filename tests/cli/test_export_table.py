@@ -77,6 +77,9 @@ def _damaged_copy(tmp_path: Path, line: str) -> Path:
     ("[1, 2]", 'the line is [1, 2], not an object {"Item": {...}}'),  # was "list indices must be integers or ..."
     ('{"Item": 5}', "Item is 5, not an object of attributes"),  # was dead-lettered once the table was made
     ('{"Item": [{"S": "a"}]}', 'Item is [{"S": "a"}], not an object of attributes'),
+    # values DynamoDB never writes: mapped as they were ({"SS": "abc"} became the set a, b, c), or dead-lettered
+    ('{"Item": {"pk": {"S": "p9"}, "sk": {"S": "x"}, "tags": {"SS": "abc"}}}', 'tags: "abc" is not a valid SS value'),
+    ('{"Item": {"pk": {"S": "p9"}, "sk": {"S": "x"}, "ok": {"BOOL": "yes"}}}', 'ok: "yes" is not a valid BOOL value'),
 ])
 def test_a_damaged_data_file_that_matches_its_md5_creates_nothing(bigtable_env, invoke, tmp_path, unique_name, line,
                                                                   detail):
