@@ -210,9 +210,15 @@ def _read_state(folder: Path) -> dict[str, Any] | None:
         return dict(json.loads(_state_path(folder).read_text(encoding="utf-8")))
     except FileNotFoundError:
         return None
-    except ValueError as err:
+    except OSError as err:  # a --dir below a file, a state.json that is a folder: no traceback, no bare strerror
+        raise _unusable(folder, err) from None
+    except (ValueError, TypeError) as err:  # not JSON, or JSON that is no object (5: TypeError)
         raise UsageError(f"{_state_path(folder)} is not a local-mode state file: {err}",
                          "remove it (and stop any servers it named) or choose another --dir") from None
+
+
+def _unusable(folder: Path, err: OSError) -> UsageError:
+    return UsageError(f"--dir {folder} cannot be used ({err.strerror or err})", "choose a --dir this user can write")
 
 
 def _write_state(folder: Path, data: dict[str, Any]) -> None:
@@ -241,7 +247,10 @@ def up(folder: Path = DEFAULT_DIR, dynamodb: str = "moto", *, timeout: float = S
     """Start the servers in the background and load the seed tables; if they are up already, say so."""
     if dynamodb not in DYNAMODB_SERVERS:
         raise UsageError(f"unknown DynamoDB server {dynamodb!r}", f"choose one of {', '.join(DYNAMODB_SERVERS)}")
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _unusable(folder, err) from None
     running = status(folder)
     if running is not None and not running.dead_servers():
         return UpResult(running, already_up=True)

@@ -38,7 +38,7 @@ import os
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -274,6 +274,18 @@ def _unb64(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text)
 
 
+@contextlib.contextmanager
+def _written_by_us(path: str) -> Iterator[None]:
+    """RollbackError naming ``path`` for a file of the run folder that is not what a rollback wrote there (damaged or
+    edited: it was 'unexpected JSONDecodeError ... (a bug)')."""
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, AttributeError) as err:  # JSONDecodeError, binascii.Error among them
+        detail = f"no field {err}" if isinstance(err, KeyError) else getattr(err, "msg", None) or str(err)
+        raise RollbackError(f"{path} is not what a rollback wrote ({detail})",
+                            "start the rollback again with another --run-dir") from None
+
+
 class _Checkpoint:
     """The run folder's state: ranges, the last committed row of each, counters, the dead letters' committed length."""
 
@@ -286,6 +298,8 @@ class _Checkpoint:
         self.counters: Counter[str] = Counter({name: 0 for name in COUNTERS})
         self.counters.update(saved.get("counters", {}))
         self.dead_bytes: int = saved.get("dead_letter_bytes", 0)
+        if not all(type(n) is int for n in (*self.counters.values(), self.dead_bytes, *self.done)):
+            raise ValueError("a count that is no whole number")
         self.resumed = saved != {}
         self.dead_letter = os.path.join(run_dir, DEAD_LETTER_FILE)
         self._next_save = 0.0
@@ -299,19 +313,21 @@ class _Checkpoint:
             if not os.path.exists(record_path):
                 raise RollbackError(f"{run_dir} holds no rollback to resume ({RECORD_FILE} missing)",
                                     "give the folder of an earlier rollback with --run-dir, or leave out --resume")
-            with open(record_path, encoding="utf-8") as handle:
-                recorded = json.load(handle)
-            differ = [name for name in record if recorded.get(name) != record[name]]
+            with _written_by_us(record_path):
+                with open(record_path, encoding="utf-8") as handle:
+                    recorded = json.load(handle)
+                differ = [name for name in record if recorded.get(name) != record[name]]
+                key_ranges = [(_unb64(a) or b"", _unb64(b) or b"") for a, b in recorded["ranges"]]
             if differ:
                 raise RollbackError(f"{run_dir} rolled back another {differ[0].replace('_', ' ')} "
                                     f"({recorded.get(differ[0])!r}, now {record[differ[0]]!r})",
                                     "resume with the same spec and options, or start a new run folder")
-            key_ranges = [(_unb64(a) or b"", _unb64(b) or b"") for a, b in recorded["ranges"]]
             saved = None
-            if os.path.exists(checkpoint):
-                with open(checkpoint, encoding="utf-8") as handle:
-                    saved = json.load(handle)
-            state = cls(run_dir, record, key_ranges, saved)
+            with _written_by_us(checkpoint):
+                if os.path.exists(checkpoint):
+                    with open(checkpoint, encoding="utf-8") as handle:
+                        saved = json.load(handle)
+                state = cls(run_dir, record, key_ranges, saved)
             _truncate(state.dead_letter, state.dead_bytes)  # lines of batches the kill left uncommitted
             state.resumed = True
             return state

@@ -50,7 +50,14 @@ def is_canonical_number(text: str) -> bool:
 
 def binary(payload: bytes | str) -> bytes:
     """Raw bytes of a `B` payload, whether bytes (boto3) or base64 text (exports)."""
-    return payload if isinstance(payload, bytes) else base64.b64decode(payload, validate=True)
+    if isinstance(payload, bytes):
+        return payload
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, TypeError) as err:  # binascii's own words alone ('Incorrect padding') named no value
+        shown = json.dumps(payload, default=repr)
+        raise AttributeValueError(f"B value {shown[:40]}{'…' if len(shown) > 40 else ''} is not base64 text "
+                                  f"({err})") from None
 
 
 def with_bytes(value: dict) -> dict:
@@ -287,6 +294,21 @@ def is_value(value: Any) -> bool:
         if tag == "BS":
             return type(payload) is list and bool(payload) and all(map(_binary_ok, payload))
     return False
+
+
+def item_problem(item: Any) -> tuple[str | None, str] | None:
+    """What makes ``item`` no DynamoDB item, as ``(the attribute, or None for the whole item; the problem)``, or None.
+
+    For an item that failed to map in a way the mapper has no words for (an export line whose ``Item`` is not an
+    object, or holds a value of no DynamoDB type): its dead letter says what is wrong instead of Python's own text.
+    """
+    if type(item) is not dict:
+        return None, f"the item is {json.dumps(item, default=repr)[:60]}, not a DynamoDB item (an object of attributes)"
+    for name, value in item.items():
+        problem = value_problem(value, str(name))
+        if problem:
+            return str(name), problem
+    return None
 
 
 def value_problem(value: Any, where: str) -> str | None:

@@ -7,6 +7,7 @@ that can never match, a key template naming an attribute items may not have, and
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -141,7 +142,8 @@ def _key_attributes(spec: MappingSpec, entity: EntitySpec, at: tuple) -> list[Pr
                 (
                     at + ("row_key",),
                     f"row_key uses {{{attribute}}}, which is not a key attribute of the table ({keys}) "
-                    f"and not required by this entity's match; fix the name or add match: {{{attribute}: {{exists: true}}}}",
+                    f"and not required by this entity's match; fix the name or add match: {{{_yaml_key(attribute)}: "
+                    "{exists: true}}",
                 )
             )
     return problems
@@ -293,3 +295,9 @@ def _spelling_hint(attribute: str, seen: set[str]) -> str:
 def _listed(attributes: set[str], most: int = 20) -> str:
     names = sorted(attributes)
     return f"attributes in the sample: {', '.join(names[:most])}" + (", ..." if len(names) > most else "")
+
+
+def _yaml_key(name: str) -> str:
+    """``name`` as a key of a YAML flow mapping that reads back as ``name``: plain where that is safe, else quoted
+    (``a:b`` plain would not read as the attribute a:b)."""
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", name) else json.dumps(name, ensure_ascii=False)

@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from . import limits
 from .limits import LimitError
-from .attrvalue import AttributeValueError, key_text, kind_of, member_bytes
+from .attrvalue import AttributeValueError, item_problem, key_text, kind_of, member_bytes
 from .encodings import SET_TYPES, EncodingError, encoder_for
 from .index_rows import compile_indexes
 from .results import Cell, IndexRow, ItemError, MappedRow, MapResult, Skipped
@@ -650,6 +650,9 @@ class CompiledSpec:
         except (EncodingError, LimitError, AttributeValueError) as err:
             return ItemError(str(err), entity.name if entity else None)
         except Exception as err:  # noqa: BLE001 - one odd item must never kill a batch; it is dead-lettered
+            found = item_problem(item)  # an item no DynamoDB item (a damaged export line): say what is wrong with it
+            if found is not None:
+                return ItemError(found[1], entity.name if entity else None, found[0])
             return ItemError(f"unexpected {type(err).__name__}: {err}", entity.name if entity else None)
 
     def index_rows(self, item: Item) -> tuple[IndexRow, ...]:

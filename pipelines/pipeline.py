@@ -237,7 +237,9 @@ def reconcile(counters: dict[str, int], unmatched_policy: str) -> list[str]:
     if c["items_read"] != accounted:
         problems.append(f"items read ({c['items_read']}) != written + dead-lettered + skipped ({accounted})")
     if c["export_count_mismatch"]:
-        problems.append(f"{c['export_count_mismatch']} export count mismatch(es): see the dead-letter file")
+        problems.append(f"{c['export_count_mismatch']} export count mismatch(es) (a data file holds another number "
+                        "of items than its manifest says; each is a line of the dead-letter file): copy the export "
+                        "again and resume, or export the table again and migrate that export")
     if unmatched_policy == "fail" and c["unmatched"]:
         problems.append(f"{c['unmatched']} items matched no entity and the spec says unmatched: fail")
     return problems

@@ -210,7 +210,7 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
                  + "holds user data)")
     if early:  # the CLI ends with the one line that says why, and how to go on
         return lines
-    if result.dead_letter_lines:
+    if result.dead_letter_lines > c.get("export_count_mismatch", 0):  # a count mismatch's line holds no item
         lines.append(f"fix the spec or the data (the reasons above say which), then re-drive them: "
                      f"{redrive_command(p.dead_letter, spec_path, p.options)}")
     lines += [f"PROBLEM: {problem}" for problem in result.problems]
@@ -250,9 +250,13 @@ def failure_line(result: MigrateResult, spec_path: str, extra: tuple[str, ...] =
     assert result.error is not None
     from ...pipelines.run.dead_letters import TooManyDeadLetters
 
+    from ...pipelines.dynamodb.export import ExportError
+
     line = result.error.one_line()
     if isinstance(result.error, TooManyDeadLetters) and result.prepared.resumable:
         return f"{line}: {result.resume_command(spec_path, extra, accept_dead_letters=True)}"
+    if isinstance(result.error, ExportError) and result.prepared.resumable:  # the files not stored are read again
+        return f"{line}; once the export's files are whole again, resume with: {result.resume_command(spec_path, extra)}"
     if not isinstance(result.error, ServiceError):
         return line
     if result.prepared.resumable:

@@ -43,6 +43,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from . import ion_lines, wire_json
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
 from ..run.metrics import NAMESPACE
+from ...mappers.attrvalue import item_problem
 from ...mappers.errors import UsageError
 from ...mappers.units import iso_to_micros
 
@@ -65,6 +66,17 @@ _KEY = re.compile(rf"(?:^|/){EXPORT_DIR}/(.+)$")
 
 class ExportError(UsageError):
     """The path is not a readable DynamoDB export, or the export is not in a format we read."""
+
+
+class ExportLineError(ExportError):
+    """A line of a data file is not what an export holds there: the file reads, but is not as DynamoDB wrote it."""
+
+    HINT = "restore the file as DynamoDB wrote it, or export the table again"
+
+    def __init__(self, message: str, hint: str = "") -> None:  # Beam re-makes a step's error from its whole text
+        super().__init__(message, hint)
+        self.message = message
+        """The message without the hint (in this process: an error rebuilt from Beam's text has only ``str()``)."""
 
 
 @dataclass(frozen=True)
@@ -121,17 +133,30 @@ def _read_text(path: str) -> str:
         return handle.read().decode("utf-8")
 
 
+_EXPORT_ENTRIES = frozenset({SUMMARY, "manifest-files.json", "manifest-summary.md5", "manifest-files.md5",
+                             "manifest-summary.checksum", "manifest-files.checksum", "_started", "data"})
+"""What DynamoDB writes into an export folder (the .md5 files of older exports, .checksum of newer ones)."""
+
+
 def find_export_dir(path: str) -> str:
     """The export folder for ``path``: itself, or the single export below it (``AWSDynamoDB/<id>``)."""
     path = path.rstrip("/")
     if FileSystems.exists(FileSystems.join(path, SUMMARY)):
         return path
+    # a file of the export folder (the summary an S3 console shows, manifest-files.json, _started), its data folder
+    # or a data file: the export folder holding it is meant
+    folder, name = FileSystems.split(path)
+    above = FileSystems.split(folder)[0] if FileSystems.split(folder)[1] == "data" else None
+    for candidate in (folder if name in _EXPORT_ENTRIES else None, above):
+        if candidate and FileSystems.exists(FileSystems.join(candidate, SUMMARY)):
+            return candidate
     patterns = [FileSystems.join(path, EXPORT_DIR, "*", SUMMARY), FileSystems.join(path, "*", SUMMARY)]
     found = sorted({FileSystems.split(m.path)[0] for r in FileSystems.match(patterns) for m in r.metadata_list})
     if len(found) == 1:
         return found[0]
     if not found:
-        raise ExportError(f"no {SUMMARY} in {path} or in one export folder below it")
+        raise ExportError(f"no {SUMMARY} in {path} or in one export folder below it",
+                          f"give the export's folder, [prefix/]{EXPORT_DIR}/<exportId> (the one holding {SUMMARY})")
     raise ExportError(f"{path} holds {len(found)} exports; give one of: {', '.join(found)}")
 
 
@@ -182,11 +207,7 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
     if "itemCount" not in summary:
         raise ExportError(f"{export_dir}/{SUMMARY} has no itemCount")
     again = "copy the export's manifest-summary.json again as DynamoDB wrote it"
-    try:  # a bare ValueError here, or when the timeline starts at exportTime, was 'unexpected ... (a bug)'
-        item_count = int(summary["itemCount"])
-    except (TypeError, ValueError):
-        raise ExportError(f"{export_dir}/{SUMMARY}: itemCount {summary['itemCount']!r} is not a whole number",
-                          again) from None
+    item_count = summary_item_count(summary, export_dir)
     export_time = summary.get("exportTime")
     if export_time is not None:
         try:
@@ -196,6 +217,16 @@ def read_manifest(path: str, options: PipelineOptions | None = None) -> ExportMa
                               "(DynamoDB writes e.g. '2024-05-01T12:00:00.000Z')", again) from None
     return ExportManifest(export_dir, export_id(export_dir, summary), item_count, output_format,
                           None if export_time is None else str(export_time), files, SourceTable.of(summary))
+
+
+def summary_item_count(summary: dict[str, Any], export_dir: str) -> int:
+    """The summary's itemCount, a whole number as DynamoDB writes it; ExportError for anything else (text such as "5",
+    2.5, true: int() read them as 5, 2 and 1, and the export's count was checked against that)."""
+    count = summary["itemCount"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ExportError(f"{export_dir}/{SUMMARY}: itemCount {count!r} is not a whole number",
+                          "copy the export's manifest-summary.json again as DynamoDB wrote it")
+    return count
 
 
 FORMATS = ("DYNAMODB_JSON", "ION")
@@ -290,7 +321,46 @@ def iter_file_items(path: str) -> Iterator[dict[str, Any]]:
 
 def _sized_file_items(path: str, head: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(bytes of its line, item)`` for each item of a data file; a file that cannot be read is an ExportError."""
-    return sized_records(path, lambda record: wire_json.untracked(record["Item"]), "an export item", head=head)
+    return sized_records(path, export_item, "an export item", head=head)
+
+
+def export_item(record: Any) -> dict[str, Any]:
+    """The item of a full export's parsed line ``{"Item": {...}}``, its dicts and lists off the collector's lists;
+    ValueError/KeyError, in our words, for a line that is no export item (a damaged file whose MD5 matches)."""
+    if type(record) is not dict:
+        raise ValueError(f"the line is {_shown(record)}, not an object {{\"Item\": {{...}}}}")
+    item = record["Item"]
+    if type(item) is not dict:
+        raise ValueError(f"Item is {_shown(item)}, not an object of attributes")
+    return wire_json.untracked(item)
+
+
+def _valid_export_item(record: Any) -> dict[str, Any]:
+    """:func:`export_item`, and every value of the item one DynamoDB writes (ValueError naming the first that is
+    not); for the first lines only, read before a run: the run itself checks no value before mapping it."""
+    item = export_item(record)
+    found = item_problem(item)
+    if found is not None:
+        raise ValueError(found[1])
+    return item
+
+
+def _shown(value: Any) -> str:
+    """A parsed JSON value as JSON text, cut to 60 characters."""
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 60 else text[:60] + "…"
+
+
+def line_detail(err: Exception) -> str:
+    """What is wrong with an export line, from the error parsing it raised: our words, not Python's (a KeyError
+    names the missing field; json's error says where the line stops being JSON)."""
+    if isinstance(err, KeyError):
+        return f"no field {err}"
+    if isinstance(err, json.JSONDecodeError):
+        return f"not JSON: {err.msg} at character {err.pos + 1}"
+    if isinstance(err, UnicodeDecodeError):
+        return f"not UTF-8 text: byte {err.object[err.start]:#04x} at character {err.start + 1}"
+    return str(err) or repr(err)
 
 
 def sized_records(path: str, parse: Callable[..., T], what: str, *, with_line: bool = False,
@@ -320,8 +390,8 @@ def sized_records(path: str, parse: Callable[..., T], what: str, *, with_line: b
                     try:
                         parsed = parse(loads(line), line) if with_line else parse(loads(line))
                     except (ValueError, KeyError, TypeError) as err:
-                        detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
-                        raise ExportError(f"{path} line {number} is not {what}: {detail}") from err
+                        raise ExportLineError(f"{path} line {number} is not {what}: {line_detail(err)}",
+                                              ExportLineError.HINT) from err
                     yield len(line) + 1, parsed
     except EOFError as err:
         raise ExportError(f"{path} is cut short (its gzip stream ends early): {err}",
@@ -395,20 +465,21 @@ def verify_export(path: str, options: PipelineOptions | None = None) -> ExportMa
 def check_lines_start(data_file: ExportFile, budget: int = HEAD_BYTES) -> None:
     """The first lines of a data file (about ``budget`` bytes of them, at least one) read as the run reads them: a
     file whose MD5 matches its manifest but that holds no export items (written so, or edited with its manifest) is
-    refused before anything is created or written, not once the run has made the table. Damage further in is found
-    by the run."""
+    refused before anything is created or written, not once the run has made the table; so is one whose items hold
+    a value DynamoDB never writes (``{"SS": "abc"}``: the run would map some such as they are). Damage further in is
+    found by the run (a line that is no item) or its mapper (a value it cannot map is dead-lettered)."""
     seen = 0
     try:
-        for size, _item in _sized_file_items(data_file.path, head=True):
+        for size, _item in sized_records(data_file.path, _valid_export_item, "an export item", head=True):
             seen += size
             if seen >= budget:
                 return
     except ExportError as err:
-        if "; " in str(err):  # it says what to do already
+        if "; " in str(err) and not isinstance(err, ExportLineError):  # it says what to do already
             raise
-        raise ExportError(str(err), "the file matches its manifest's MD5, so copying it again will not help: export "
-                                    "the table again (or restore the file as DynamoDB wrote it); nothing was written"
-                          ) from err
+        raise ExportError(getattr(err, "message", str(err)),
+                          "the file matches its manifest's MD5, so copying it again will not help: export "
+                          "the table again (or restore the file as DynamoDB wrote it); nothing was written") from err
 
 
 def file_problem(data_file: ExportFile) -> str | None:

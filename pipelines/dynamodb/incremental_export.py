@@ -47,7 +47,8 @@ from ..run.batches import Batch
 from ..run.metrics import NAMESPACE
 from ..source import SourceRead
 from .export import (SUMMARY, ExportError, ExportFile, SourceTable, check_format, export_id, file_batches,
-                     file_problem, find_export_dir, manifest_files, mismatch_record, read_summary, sized_records)
+                     file_problem, find_export_dir, manifest_files, mismatch_record, read_summary, sized_records,
+                     summary_item_count)
 from ..cutover.timeline import iso_to_us
 
 INCREMENTAL = "INCREMENTAL_EXPORT"
@@ -100,11 +101,7 @@ def read_incremental_manifest(path: str) -> IncrementalManifest:
         raise ExportError(f"{export_dir} was exported with view {view}: without old images the cells a change "
                           "removes cannot be found", "export with ExportViewType NEW_AND_OLD_IMAGES")
     files = manifest_files(export_dir, summary)
-    try:  # a bare ValueError here was 'unexpected ValueError (a bug)'
-        item_count = int(summary.get("itemCount", sum(f.item_count for f in files)))
-    except (TypeError, ValueError):
-        raise ExportError(f"{where}: itemCount {summary['itemCount']!r} is not a whole number",
-                          "copy the export's manifest-summary.json again as DynamoDB wrote it") from None
+    item_count = summary_item_count(summary, export_dir) if "itemCount" in summary else sum(f.item_count for f in files)
     return IncrementalManifest(export_dir, export_id(export_dir, summary), item_count, start, end, view, files,
                                SourceTable.of(summary))
 
@@ -420,7 +417,7 @@ class IncrementalExportChanges(ChangeSource):
                 weakref.finalize(self, _drop_kept, self._kept)
             check_export(m, key_names, keep=self._kept)
         except ExportError as err:
-            raise ExportError(f"export {m.export_id} refused: {err}",
+            raise ExportError(f"export {m.export_id} refused: {getattr(err, 'message', err)}",
                               "nothing was written and the timeline is unchanged; export the window again "
                               "(or correct that line) and run catch-up with it") from None
 

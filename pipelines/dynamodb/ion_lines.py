@@ -26,6 +26,8 @@ from ...mappers import attrvalue
 from ...mappers.numbers import DecimalError
 
 VERSION_MARKER = b"$ion_1_0"
+_TEXT_BUFFER = 4096
+"""amazon.ion's own text buffer size, the least a line is read with."""
 _SETS = {"$dynamodb_SS": "SS", "$dynamodb_NS": "NS", "$dynamodb_BS": "BS"}
 
 
@@ -37,7 +39,10 @@ def is_ion(line: bytes) -> bool:
 def loads(line: bytes) -> dict[str, Any]:
     """One Ion export line as the record its DynamoDB JSON line would be: each top-level struct's fields as values."""
     try:
-        record = simpleion.loads(line.decode("utf-8"), single_value=True)
+        # amazon.ion's C reader holds a text value (a string, a blob's base64, a field name) in a buffer of 4 KB by
+        # default and refuses a bigger one; DynamoDB's 400 KB items hold bigger ones, and none is longer than its line
+        record = simpleion.loads(line.decode("utf-8"), single_value=True,
+                                 text_buffer_size_limit=max(len(line), _TEXT_BUFFER))
     except UnicodeDecodeError as err:
         raise ValueError(f"not UTF-8 text: {err}") from None
     except Exception as err:  # amazon.ion raises IonException and bare ValueErrors for text it cannot read

@@ -137,8 +137,7 @@ class Checkpoint:
             return cls(run_dir, spec_hash_, total_segments, table, now_ms)
         if not exists:
             raise ResumeError(f"nothing to resume: {path} does not exist.")
-        with FileSystems.open(path) as handle:
-            saved = json.loads(handle.read())
+        saved = _read_saved(path)
         if saved["spec_hash"] != spec_hash_:
             raise ResumeError(
                 f"the spec changed since the run in {run_dir} started (what it maps or where it writes); segments "
@@ -165,11 +164,41 @@ class Checkpoint:
         path = _join(run_dir, CHECKPOINT_FILE)
         if not FileSystems.exists(path):
             return None
-        with FileSystems.open(path) as handle:
-            return int(json.loads(handle.read())["total_segments"])
+        return int(_read_saved(path)["total_segments"])
 
     def completed(self) -> frozenset[int]:
         return completed_segments(self.run_dir)
+
+
+def _read_saved(path: str) -> dict[str, Any]:
+    """A run's checkpoint.json, as a run writes it; ResumeError naming the file and what is wrong otherwise (a file
+    damaged or edited: it was 'unexpected JSONDecodeError ... (a bug)', or a "now" of 'soon' used)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(path) as handle:
+        text = handle.read()
+    problem: str | None
+    try:
+        saved = json.loads(text)
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        problem = f"not JSON: {getattr(err, 'msg', err)}"
+    else:
+        problem = _checkpoint_problem(saved)
+    if problem:
+        raise ResumeError(f"{path} is not a checkpoint a run wrote ({problem})",
+                          "start the run again with another --run-dir (it writes every row again)")
+    return saved
+
+
+def _checkpoint_problem(saved: Any) -> str | None:
+    if not isinstance(saved, dict):
+        return "not a JSON object"
+    for name, ok in (("spec_hash", lambda v: isinstance(v, str)),
+                     ("total_segments", lambda v: type(v) is int and v >= 1),
+                     ("now_ms", lambda v: v is None or type(v) is int)):
+        if not ok(saved.get(name)):
+            return f"{name} {saved.get(name)!r}"
+    return None
 
 
 def completed_segments(run_dir: str) -> frozenset[int]:
@@ -178,7 +207,8 @@ def completed_segments(run_dir: str) -> frozenset[int]:
     pattern = _join(run_dir, SEGMENTS_DIR, "*.done")
     found = FileSystems.match([pattern])[0].metadata_list
     names = (meta.path.rsplit("/", 1)[-1].rsplit("\\", 1)[-1] for meta in found)
-    return frozenset(int(name[: -len(".done")]) for name in names)
+    numbers = (name[: -len(".done")] for name in names)
+    return frozenset(int(number) for number in numbers if number.isascii() and number.isdigit())  # markers runs write
 
 
 def mark_segment_done(run_dir: str, segment: int) -> None:

@@ -72,19 +72,92 @@ def _damaged_copy(tmp_path: Path, line: str) -> Path:
     return export
 
 
-@pytest.mark.parametrize("line", ['{"Item": {"pk": {"S": "p9"', "[1, 2]"])
-def test_a_damaged_data_file_that_matches_its_md5_creates_nothing(bigtable_env, invoke, tmp_path, unique_name, line):
+@pytest.mark.parametrize("line, detail", [
+    ('{"Item": {"pk": {"S": "p9"', "not JSON: Expecting ',' delimiter at character 27"),
+    ("[1, 2]", 'the line is [1, 2], not an object {"Item": {...}}'),  # was "list indices must be integers or ..."
+    ('{"Item": 5}', "Item is 5, not an object of attributes"),  # was dead-lettered once the table was made
+    ('{"Item": [{"S": "a"}]}', 'Item is [{"S": "a"}], not an object of attributes'),
+    # values DynamoDB never writes: mapped as they were ({"SS": "abc"} became the set a, b, c), or dead-lettered
+    ('{"Item": {"pk": {"S": "p9"}, "sk": {"S": "x"}, "tags": {"SS": "abc"}}}', 'tags: "abc" is not a valid SS value'),
+    ('{"Item": {"pk": {"S": "p9"}, "sk": {"S": "x"}, "ok": {"BOOL": "yes"}}}', 'ok: "yes" is not a valid BOOL value'),
+])
+def test_a_damaged_data_file_that_matches_its_md5_creates_nothing(bigtable_env, invoke, tmp_path, unique_name, line,
+                                                                  detail):
     """A data line that is no export item, in a file whose MD5 the manifest vouches for: one line naming the file and
-    line and what to do, exit 2, and neither the table nor the run folder made (migrate created the table, then
-    failed on the line)."""
+    line, what is wrong in our words and what to do, exit 2, and neither the table nor the run folder made (migrate
+    created the table, then failed on the line)."""
     export = _damaged_copy(tmp_path, line)
     spec = write_spec(tmp_path / "spec.json", "posts", unique_name)
     spec.write_text(spec.read_text().replace(str(FULL), str(export)))
     result = invoke("migrate", spec, "-y", "--run-dir", tmp_path / "run")
     assert result.exit_code == 2, result.output
     error = result.stderr.splitlines()[-1]
-    assert error.startswith(f"error: {export}/data/") and " line 2 is not an export item: " in error, error
+    assert error.startswith(f"error: {export}/data/") and f" line 2 is not an export item: {detail}; " in error, error
     assert error.endswith("; the file matches its manifest's MD5, so copying it again will not help: export the table "
                           "again (or restore the file as DynamoDB wrote it); nothing was written")
     assert "Traceback" not in result.output and unique_name not in tables(bigtable_env)
     assert not (tmp_path / "run").exists()
+
+
+def _one_file_export(folder: Path, lines: list[bytes]) -> Path:
+    """A full export of `posts` (as AWS lays it out) whose one data file holds ``lines``, its MD5 in the manifest."""
+    import base64
+    import gzip
+    import hashlib
+
+    export = folder / "AWSDynamoDB" / "01714564800000-a1b2c3d4"
+    (export / "data").mkdir(parents=True, exist_ok=True)
+    data = gzip.compress(b"".join(line + b"\n" for line in lines))
+    (export / "data" / "part.json.gz").write_bytes(data)
+    entry = {"itemCount": len(lines), "md5Checksum": base64.b64encode(hashlib.md5(data).digest()).decode(),
+             "etag": hashlib.md5(data).hexdigest(), "dataFileS3Key": f"{export.relative_to(folder)}/data/part.json.gz"}
+    (export / "manifest-files.json").write_text(json.dumps(entry, separators=(",", ":")) + "\n")
+    summary = json.loads((FULL / "manifest-summary.json").read_text())
+    summary.update(s3Prefix=None, itemCount=len(lines), manifestFilesS3Key=f"{export.relative_to(folder)}/manifest-files.json")
+    (export / "manifest-summary.json").write_text(json.dumps(summary, separators=(",", ":")))
+    return export
+
+
+def test_a_damaged_line_found_mid_run_says_what_to_do_and_how_to_go_on(bigtable_env, invoke, tmp_path, unique_name):
+    """A bad line past the first lines checked before the run is met once rows are written: the run's last line
+    names the file and line, what to do (restore the file) and the exact command that resumes; it said only the line
+    ("... line 401 is not an export item: ...", no way on). Restored, the resume command finishes the run."""
+    import shlex
+
+    good = [json.dumps({"Item": {"pk": {"S": f"p{n}"}, "sk": {"S": "s"}, "pad": {"S": "x" * 300}}}).encode()
+            for n in range(404)]
+    export = _one_file_export(tmp_path / "bucket", good[:400] + [b'{"Item": {"pk": {"S": "p9"'] + good[401:])
+    spec = write_spec(tmp_path / "spec.json", "posts", unique_name)
+    spec.write_text(spec.read_text().replace(str(FULL), str(export)))
+    result = invoke("migrate", spec, "-y", "--run-dir", tmp_path / "run")
+    assert result.exit_code == 2, result.output
+    error = result.stderr.splitlines()[-1]
+    assert " line 401 is not an export item: not JSON: " in error, error
+    assert error.count("restore the file as DynamoDB wrote it") == 1, error
+    assert ", resume with: ddb2bt migrate " in error, error
+    _one_file_export(tmp_path / "bucket", good)  # restored
+    again = shlex.split(error.rpartition(", resume with: ")[2])
+    assert again[:2] == ["ddb2bt", "migrate"] and "--resume" in again, again
+    result = invoke(*again[1:])
+    assert result.exit_code == 0, result.output
+    assert "404 written" in result.stdout or "run OK" in result.stdout, result.stdout
+
+
+def test_a_data_file_holding_fewer_items_than_its_manifest_says_is_not_sent_to_redrive(bigtable_env, invoke, tmp_path,
+                                                                                         unique_name):
+    """A data file holding 2 items where its manifest line says 3: the run fails (exit 1) saying what to do about the
+    export; it said 'fix the spec or the data ..., then re-drive them: ddb2bt redrive ...', and that redrive fails:
+    a count mismatch holds no item to re-drive."""
+    lines = [json.dumps({"Item": {"pk": {"S": f"p{n}"}, "sk": {"S": "s"}, "v": {"S": "x"}}}).encode() for n in range(2)]
+    export = _one_file_export(tmp_path / "bucket", lines)
+    for name in ("manifest-files.json", "manifest-summary.json"):  # the manifest says 3
+        path = export / name
+        path.write_text(path.read_text().replace('"itemCount":2', '"itemCount":3'))
+    spec = write_spec(tmp_path / "spec.json", "posts", unique_name)
+    spec.write_text(spec.read_text().replace(str(FULL), str(export)))
+    result = invoke("migrate", spec, "-y", "--run-dir", tmp_path / "run")
+    assert result.exit_code == 1, result.output
+    assert "redrive" not in result.stdout, result.stdout
+    assert ("PROBLEM: 2 export count mismatch(es) (a data file holds another number of items than its manifest says; "
+            "each is a line of the dead-letter file): copy the export again and resume, or export the table again and "
+            "migrate that export") in result.stdout, result.stdout

@@ -192,3 +192,26 @@ def test_tail_after_local_up_needs_no_other_flag(folder, tmp_path, monkeypatch):
         tail.send_signal(signal.SIGINT)  # Ctrl-C: how a tail is stopped
         out, err = tail.communicate(timeout=60)
     assert tail.returncode == 130 and "Traceback" not in err, (out, err)  # 130: interrupted
+
+
+@pytest.mark.parametrize("state", ["5", "[1]", "{"])
+def test_a_state_file_that_is_not_ours_is_named_with_what_to_do(invoke, tmp_path, state):
+    """A --dir whose state.json holds something else (5 said "unexpected TypeError ... (a bug)"): one line naming the
+    file and what to do, exit 2, for status and down alike."""
+    (tmp_path / "state.json").write_text(state)
+    for command in ("status", "down"):
+        result = invoke("local", command, "--dir", tmp_path)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip().splitlines()[-1].startswith(f"error: {tmp_path / 'state.json'} is not a "
+                                                                 "local-mode state file"), result.stderr
+        assert "a bug" not in result.output
+
+
+def test_a_dir_under_a_file_is_named_with_what_to_do(invoke, tmp_path):
+    """--dir below a file: it said only "error: .../state.json: Not a directory"."""
+    (tmp_path / "file").write_text("")
+    for command in ("up", "status", "down"):
+        result = invoke("local", command, "--dir", tmp_path / "file" / "local")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip().splitlines()[-1] == (f"error: --dir {tmp_path / 'file' / 'local'} cannot be "
+                                                          "used (Not a directory); choose a --dir this user can write")

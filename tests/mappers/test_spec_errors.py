@@ -328,3 +328,19 @@ def test_unreadable_spec_is_refused(tmp_path):
     path.chmod(0)
     with pytest.raises(SpecError, match="cannot read the spec: Permission denied"):
         load_spec(path)
+
+
+@pytest.mark.parametrize("name, written", [("a:b", '"a:b"'), ("a.b", "a.b"), ("a#b", '"a#b"'), ("tenant", "tenant")])
+def test_the_match_a_row_key_attribute_needs_is_given_as_yaml_that_reads_back(tmp_path, name, written):
+    """The fix for a row key using a non-key attribute is a match the user pastes into the spec: for a name with a
+    colon it was `match: {a:b: {exists: true}}`, which YAML does not read as that attribute. Now quoted where needed,
+    and what it says, pasted, makes the spec load."""
+    import yaml
+
+    path = tmp_path / "spec.yaml"
+    path.write_text(BASE.replace('"{pk}"', '"{pk}#{' + name + '}"'))
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    fix = str(caught.value).rpartition("add match: ")[2].strip()
+    assert fix.startswith("{" + written + ": {exists: true}}"), fix
+    assert yaml.safe_load(fix.removesuffix(")")) == {name: {"exists": True}}

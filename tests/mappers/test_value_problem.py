@@ -31,3 +31,41 @@ def test_every_type_as_exports_write_it_is_a_value(value):
 def test_a_value_that_is_not_one_is_named_by_its_path(value, problem):
     found = value_problem(value, "NewImage.x")
     assert found is not None and problem in found
+
+
+KEYED = """
+source: {table: T, partition_key: pk, sort_key: sk}
+target: {table: t, families: {f: {max_versions: 1}}}
+migration_time: "2024-01-01T00:00:00Z"
+entities:
+  - name: item
+    row_key: "{pk}#{sk}"
+    columns: [{attribute: price, family: f, encoding: decimal}]
+    rest: {family: f}
+"""
+
+
+@pytest.mark.parametrize("item, reason, attribute", [
+    (5, "the item is 5, not a DynamoDB item (an object of attributes)", None),
+    ([1, 2], "the item is [1, 2], not a DynamoDB item (an object of attributes)", None),
+    ({"pk": [1], "sk": {"S": "a"}}, "pk is not a DynamoDB value", "pk"),
+    ({"pk": {"S": "a"}, "sk": {"S": 5}}, "sk: 5 is not a valid S value", "sk"),
+    ({"pk": {"B": "!!"}, "sk": {"S": "b"}}, 'B value "!!" is not base64 text', "pk"),  # was binascii's words alone
+    ({"pk": {"S": "a"}, "sk": {"S": "b"}, "x": {"BS": ["QQ"]}}, 'B value "QQ" is not base64 text', "x"),
+    ({"pk": {"S": "a"}, "sk": {"S": "b"}, "price": {"N": "1"}, "x": {"M": {"y": {"Oops": 1}}}},
+     "unknown DynamoDB type 'Oops'", "x"),
+])
+def test_an_item_that_is_no_dynamodb_item_is_dead_lettered_with_what_is_wrong(item, reason, attribute):
+    """An export line whose Item (or a value in it) is not DynamoDB's (a damaged file whose MD5 matches): its dead
+    letter names the attribute and what is wrong with its value; it was Python's own text ("unexpected
+    AttributeError: 'int' object has no attribute 'get'", "sequence item 2: expected str instance, int found")."""
+    import yaml
+
+    from ddb2bt.mappers.compiler import CompiledSpec
+    from ddb2bt.mappers.loader import validate_data
+    from ddb2bt.mappers.results import ItemError
+
+    result = CompiledSpec(validate_data(yaml.safe_load(KEYED)), now_ms=0).map_item(item)
+    assert isinstance(result, ItemError), result
+    assert reason in result.reason and "unexpected" not in result.reason, result.reason
+    assert result.attribute == attribute

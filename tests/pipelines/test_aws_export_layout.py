@@ -177,6 +177,10 @@ def test_a_manifest_md5_that_is_no_base64_md5_names_its_line(tmp_path, export_id
     ("exportTime", "yesterday", "exportTime 'yesterday' is not an ISO-8601 time (DynamoDB writes e.g. "
                                 "'2024-05-01T12:00:00.000Z')"),
     ("itemCount", "many", "itemCount 'many' is not a whole number"),
+    ("itemCount", "5", "itemCount '5' is not a whole number"),  # text: DynamoDB writes a number (was read as 5)
+    ("itemCount", 2.5, "itemCount 2.5 is not a whole number"),  # was cut to 2
+    ("itemCount", True, "itemCount True is not a whole number"),  # was read as 1
+    ("itemCount", -1, "itemCount -1 is not a whole number"),
     ("manifestFilesS3Key", 5, "manifestFilesS3Key 5 is not text, as DynamoDB writes it"),  # was 'a bug'
     ("tableArn", ["x"], "tableArn ['x'] is not text, as DynamoDB writes it"),  # was "of table ['x'] (['x'])"
     ("exportTime", 5, "exportTime 5 is not text, as DynamoDB writes it"),
@@ -196,18 +200,19 @@ def test_a_full_export_summary_field_that_is_no_value_of_its_kind_names_it(tmp_p
                                   "manifest-summary.json again as DynamoDB wrote it")
 
 
-def test_an_incremental_export_summary_item_count_that_is_no_number_names_it(tmp_path):
+@pytest.mark.parametrize("value", ["many", "5", 2.5, False])  # text, a fraction, a boolean: were read as 5, 2, 0
+def test_an_incremental_export_summary_item_count_that_is_no_number_names_it(tmp_path, value):
     """An incremental export's itemCount that is no number: one line naming the file and field ('a bug' before)."""
     copy = tmp_path / "AWSDynamoDB"
     shutil.copytree(DOCUMENTED, copy)
     summary_path = copy / INC1 / "manifest-summary.json"
     summary = json.loads(summary_path.read_text())
-    summary["itemCount"] = "many"
+    summary["itemCount"] = value
     summary_path.write_text(json.dumps(summary))
     with pytest.raises(ExportError) as refused:
         read_incremental_manifest(str(copy / INC1))
-    assert str(refused.value) == (f"{copy / INC1}/manifest-summary.json: itemCount 'many' is not a whole number; copy "
-                                  "the export's manifest-summary.json again as DynamoDB wrote it")
+    assert str(refused.value) == (f"{copy / INC1}/manifest-summary.json: itemCount {value!r} is not a whole number; "
+                                  "copy the export's manifest-summary.json again as DynamoDB wrote it")
 
 
 @pytest.mark.parametrize(("change", "problem"), [
@@ -235,3 +240,27 @@ def test_a_manifest_entry_whose_values_are_not_what_dynamodb_writes_names_its_li
         verify_export(str(copy / FULL))
     assert str(refused.value) == (f"{manifest} line 2 is not a manifest entry: {problem}; copy the export's "
                                   "manifest-files.json again as DynamoDB wrote it")
+
+
+@pytest.mark.parametrize("inside", ["manifest-summary.json", "manifest-files.json", "_started", "data",
+                                    "data/7ybkxlyfqu3ahcqgh2jbwp5vxe.json.gz"])
+def test_a_path_to_a_file_or_the_data_folder_of_an_export_finds_its_export(inside):
+    """A newcomer points source.export.path (or catch-up's --export) at the manifest-summary.json an S3 console
+    shows, or at a file or the data folder beside it: it was refused as "no manifest-summary.json in
+    .../manifest-summary.json"; the export folder holding them is meant, and read."""
+    from ddb2bt.pipelines.dynamodb.export import find_export_dir
+
+    assert find_export_dir(str(DOCUMENTED / FULL / inside)) == str(DOCUMENTED / FULL)
+    assert read_manifest(str(DOCUMENTED / FULL / inside)).export_id == FULL
+    if inside == "manifest-summary.json":
+        assert read_incremental_manifest(str(DOCUMENTED / INC1 / inside)).export_id == INC1
+
+
+def test_a_path_with_no_export_near_says_which_folder_to_give(tmp_path):
+    from ddb2bt.pipelines.dynamodb.export import find_export_dir
+
+    with pytest.raises(ExportError) as refused:
+        find_export_dir(str(tmp_path))
+    assert str(refused.value) == (f"no manifest-summary.json in {tmp_path} or in one export folder below it; give the "
+                                  "export's folder, [prefix/]AWSDynamoDB/<exportId> (the one holding "
+                                  "manifest-summary.json)")

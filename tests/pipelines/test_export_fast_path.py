@@ -46,8 +46,7 @@ def line_by_line(path: str, parse: Callable[[Any], Any], what: str) -> tuple[lis
         try:
             parsed = parse(loads(line))
         except (ValueError, KeyError, TypeError) as err:
-            detail = f"no field {err}" if isinstance(err, KeyError) else str(err) or repr(err)
-            return out, f"{path} line {number} is not {what}: {detail}"
+            return out, f"{path} line {number} is not {what}: {export.line_detail(err)}"  # the reader's words
         out.append((len(line) + 1, parsed))
     return out, None
 

@@ -135,3 +135,14 @@ def test_a_format_dynamodb_does_not_write_is_refused_naming_the_summary(tmp_path
     summary_path.write_text(json.dumps({**json.loads(summary_path.read_text()), "outputFormat": "PARQUET"}))
     with pytest.raises(ExportError, match="manifest-summary.json: outputFormat 'PARQUET' is not a DynamoDB export"):
         read_manifest(str(folder))
+
+
+def test_an_item_with_values_up_to_dynamodbs_400_kb_reads_back_exactly():
+    """DynamoDB items reach 400 KB, a string, a binary or an attribute name taking most of it: amazon.ion's C reader
+    refused each past a few KB ("not Ion text: IERR_BUFFER_TOO_SMALL", IERR_LOOKAHEAD_OVERFLOW, IERR_TOKEN_TOO_LONG)
+    with its default text buffer; an ION export of such a table could not be read."""
+    item = {"pk": {"S": "p" * 2048}, "text": {"S": "é" * 190_000}, "blob": {"B": bytes(range(256)) * 1000},
+            "k" * 65_535: {"S": "a long name"}, "set": {"SS": ["s" * 100_000, "t"]}}
+    line = ion_line({"Item": {name: wire(value) for name, value in item.items()}})
+    assert len(line) > 390_000
+    assert ion_lines.loads(line.encode()) == {"Item": {name: wire(value) for name, value in item.items()}}

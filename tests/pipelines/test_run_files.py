@@ -144,3 +144,37 @@ def test_resume_compares_what_the_spec_migrates_not_how_it_connects():
     changed_mapping = spec().model_dump(by_alias=True)
     changed_mapping["entities"][0]["row_key"] = "x#{pk}"
     assert ckpt.spec_hash(MappingSpec.model_validate(changed_mapping)) != same
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"spec_hash": 5', "not JSON"),
+    ("[]", "not a JSON object"),
+    ('{"spec_hash": "abc", "total_segments": "x", "table": "T", "now_ms": 1}', "total_segments 'x'"),
+    ('{"spec_hash": "abc", "total_segments": 0, "table": "T", "now_ms": 1}', "total_segments 0"),
+    ('{"total_segments": 4, "table": "T", "now_ms": 1}', "spec_hash None"),
+    ('{"spec_hash": "abc", "total_segments": 4, "table": "T", "now_ms": "soon"}', "now_ms 'soon'"),
+])
+def test_a_damaged_checkpoint_is_named_with_what_to_do(tmp_path, text, problem):
+    """A run folder's checkpoint.json that is not what a run wrote there: resuming it said "unexpected
+    JSONDecodeError ... (a bug: please report it)" (or TypeError, ValueError), or used a "now" of 'soon'. Now one
+    ResumeError (exit 2) naming the file, what is wrong and what to do, from each reader of it."""
+    run_dir = tmp_path / "run"
+    (run_dir / "segments").mkdir(parents=True)
+    (run_dir / "checkpoint.json").write_text(text)
+    for read in (lambda: ckpt.Checkpoint.start(str(run_dir), "abc", 4, "T", resume=True),
+                 lambda: ckpt.Checkpoint.saved_total_segments(str(run_dir))):
+        with pytest.raises(ckpt.ResumeError) as refused:
+            read()
+        message = str(refused.value)
+        assert message.startswith(f"{run_dir}/checkpoint.json is not a checkpoint a run wrote ({problem}"), message
+        assert message.endswith("start the run again with another --run-dir (it writes every row again)"), message
+
+
+def test_a_stray_file_among_the_done_markers_is_no_segment_done(tmp_path):
+    """segments/ holding a file that is no marker a run writes ('abc.done'): resume said "unexpected ValueError:
+    invalid literal for int() ... (a bug)"; it marks no segment done (that segment is read again, which is safe)."""
+    run_dir = tmp_path / "run"
+    (run_dir / "segments").mkdir(parents=True)
+    for name in ("0.done", "3.done", "abc.done", "-1.done", ".done"):
+        (run_dir / "segments" / name).write_bytes(b"")
+    assert ckpt.completed_segments(str(run_dir)) == frozenset({0, 3})
