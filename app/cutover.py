@@ -497,7 +497,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     else:
         probe_target(spec.target)  # a dead Bigtable fails here, in seconds (the parity's reads would wait 10 min each)
         settings = ClientSettings.from_source(spec.source)
-        saved = tl.read_json(tl.join(run_dir, STATUS_FILE)) or {}
+        saved = tl.read_json(tl.join(run_dir, STATUS_FILE), tl.json_object) or {}
         checked = saved.get("checked", {}) if saved.get("stream_arn") == state.stream_arn else {}
         source = change_source_for(spec, timeline.tail_changes)  # the one the tail follows
         backlog = read_backlog(source, state, checked)

@@ -127,10 +127,9 @@ def _cutover_goes_on_with(folder: str, loaded: MappingSpec) -> None:
     from ..pipelines.cutover import timeline as tl
     from ..pipelines.run.checkpoint import spec_data_hash, spec_hash
 
-    saved = tl.read_json(tl.join(folder, tl.TIMELINE_FILE))
-    if saved is None:
+    timeline = tl.read_json(tl.join(folder, tl.TIMELINE_FILE), tl.Timeline.from_json)
+    if timeline is None:
         return
-    timeline = tl.Timeline.from_json(saved)
     if timeline.spec is None or spec_data_hash(timeline.spec) != spec_hash(loaded):
         timeline.spec = loaded.model_dump(mode="json", by_alias=True)
         tl.save(folder, timeline)

@@ -324,7 +324,7 @@ def _backfill(run_dir: str, spec: Any) -> tl.Backfill:
     try:
         return tl.find_backfill(run_dir, spec)
     except tl.TimelineError:
-        saved = tl.read_json(tl.join(run_dir, ckpt.CHECKPOINT_FILE)) or {}
+        saved = tl.read_json(tl.join(run_dir, ckpt.CHECKPOINT_FILE), tl.json_object) or {}
         if saved.get("now_ms") is None or saved.get("spec_hash") == ckpt.spec_hash(spec):
             raise
         start = tl.us_to_iso(int(saved["now_ms"]) * 1000)

@@ -99,8 +99,7 @@ def plan_shards(listed: list[dict[str, Any]], saved: dict[str, ShardState]) -> P
 
 
 def load_state(run_dir: str) -> TailState | None:
-    saved = read_json(join(run_dir, TAIL_FILE))
-    return None if saved is None else TailState.from_json(saved)
+    return read_json(join(run_dir, TAIL_FILE), TailState.from_json)
 
 
 def save_state(run_dir: str, state: TailState) -> None:
@@ -114,8 +113,8 @@ def record_stop(run_dir: str, now_us: int) -> None:
 
 def stopped_since(run_dir: str, state: TailState) -> bool:
     """The tail stopped cleanly after its last heartbeat (a kill -9 leaves the heartbeat only)."""
-    saved = read_json(join(run_dir, STOPPED_FILE)) or {}
-    return int(saved.get("stopped_us", 0)) >= state.heartbeat_us
+    stopped_us = read_json(join(run_dir, STOPPED_FILE), lambda saved: int(saved.get("stopped_us", 0))) or 0
+    return stopped_us >= state.heartbeat_us
 
 
 @dataclass

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ...mappers.errors import UsageError
 from ...mappers.units import iso_to_micros as iso_to_us, micros_to_iso as us_to_iso  # noqa: F401 - the cutover's names
@@ -40,14 +41,37 @@ def join(*parts: str) -> str:
     return FileSystems.join(*parts)
 
 
-def read_json(path: str) -> Any | None:
-    """The JSON document at ``path``, or None when there is none."""
+T = TypeVar("T")
+
+
+class RunFileError(UsageError):
+    """A file of the run folder that is not as ddb2bt wrote it (damaged, edited, or another program's)."""
+
+
+def read_json(path: str, parse: Callable[[Any], T] | None = None) -> Any | None:
+    """The JSON document at ``path`` (through ``parse``), or None when there is none. A document that is not JSON,
+    or that ``parse`` cannot read, is a :class:`RunFileError` naming the file (it was 'unexpected JSONDecodeError
+    ... (a bug)')."""
     from apache_beam.io.filesystems import FileSystems
 
     if not FileSystems.exists(path):
         return None
     with FileSystems.open(path) as handle:
-        return json.loads(handle.read())
+        text = handle.read()
+    try:
+        data = json.loads(text)
+        return data if parse is None else parse(data)
+    except (ValueError, TypeError, KeyError, AttributeError) as err:  # ValueError: JSONDecodeError, UnicodeDecodeError
+        what = f"not JSON: {err.msg}" if isinstance(err, json.JSONDecodeError) else f"{type(err).__name__}: {err}"
+        raise RunFileError(f"{path} is not as ddb2bt wrote it ({what})",
+                           "restore it, or move the run folder aside and start that step again in a new one") from None
+
+
+def json_object(data: Any) -> dict[str, Any]:
+    """``data`` if it is a JSON object (a ``parse`` for :func:`read_json`)."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{json.dumps(data)[:40]} is not a JSON object")
+    return data
 
 
 def write_json(path: str, data: Any) -> None:
@@ -157,9 +181,8 @@ def find_backfill(run_dir: str, spec: Any) -> Backfill:
 
 def load(run_dir: str, spec: Any) -> Timeline:
     """The run folder's timeline, started from its backfill on first use; refused while the backfill runs."""
-    saved = read_json(join(run_dir, TIMELINE_FILE))
-    if saved is not None:
-        timeline = Timeline.from_json(saved)
+    timeline = read_json(join(run_dir, TIMELINE_FILE), Timeline.from_json)
+    if timeline is not None:
         if timeline.spec is not None and ckpt.spec_data_hash(timeline.spec) != ckpt.spec_hash(spec):
             raise TimelineError(  # one mapping for the whole cutover, or Bigtable ends matching neither spec
                 f"the spec differs from the one the cutover in {run_dir} applies (saved in its {TIMELINE_FILE})",
@@ -180,5 +203,4 @@ def save(run_dir: str, timeline: Timeline) -> None:
 
 def peek(run_dir: str) -> Timeline | None:
     """The timeline if one was started (for status), without checking anything."""
-    saved = read_json(join(run_dir, TIMELINE_FILE))
-    return None if saved is None else Timeline.from_json(saved)
+    return read_json(join(run_dir, TIMELINE_FILE), Timeline.from_json)

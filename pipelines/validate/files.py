@@ -150,7 +150,14 @@ def start_marker(run_dir: str, settings: dict[str, Any], resume: bool) -> None:
     path = FileSystems.join(run_dir, VALIDATION_MARKER)
     if FileSystems.exists(path):
         with FileSystems.open(path) as handle:
-            saved = json.loads(handle.read())
+            text = handle.read()
+        try:
+            saved = json.loads(text)
+            if not isinstance(saved, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as err:  # JSONDecodeError, UnicodeDecodeError: it was 'unexpected JSONDecodeError (a bug)'
+            raise ResumeError(f"{path} is not as ddb2bt wrote it ({getattr(err, 'msg', err)})",
+                              "start the validation again with another --run-dir") from None
         if not resume:
             raise ResumeError(f"{run_dir} already holds a validation run",
                               "pass --resume to continue it, or choose another --run-dir")

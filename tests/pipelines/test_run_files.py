@@ -178,3 +178,39 @@ def test_a_stray_file_among_the_done_markers_is_no_segment_done(tmp_path):
     for name in ("0.done", "3.done", "abc.done", "-1.done", ".done"):
         (run_dir / "segments" / name).write_bytes(b"")
     assert ckpt.completed_segments(str(run_dir)) == frozenset({0, 3})
+
+
+@pytest.mark.parametrize("text, problem", [("{not json", "not JSON"), ('{"a": 1}', "unexpected keyword argument 'a'"),
+                                           ("[1]", "TypeError"), ('{"phases": [5]}', "TypeError")])
+def test_a_damaged_cutover_file_is_named_with_what_to_do(tmp_path, text, problem):
+    """cutover.json, tail.json and tail.stopped.json damaged or edited: cutover-status, catch-up, tail and redrive said
+    'unexpected JSONDecodeError ... (a bug)' or 'unexpected TypeError: Timeline.__init__() got an unexpected keyword
+    argument'; now one line naming the file (a usage error: exit 2)."""
+    from ddb2bt.pipelines.cutover import tail, timeline
+
+    (tmp_path / timeline.TIMELINE_FILE).write_text(text)
+    with pytest.raises(timeline.RunFileError) as raised:
+        timeline.peek(str(tmp_path))
+    assert isinstance(raised.value, UsageError) and problem in raised.value.one_line()
+    assert str(tmp_path / timeline.TIMELINE_FILE) in raised.value.one_line()
+    (tmp_path / tail.TAIL_FILE).write_text(text)
+    with pytest.raises(timeline.RunFileError, match="tail.json is not as ddb2bt wrote it"):
+        tail.load_state(str(tmp_path))
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1]", '{"stopped_us": "soon"}'])
+def test_a_damaged_tail_stop_record_is_named(tmp_path, text):
+    from ddb2bt.pipelines.cutover import tail, timeline
+
+    (tmp_path / tail.STOPPED_FILE).write_text(text)
+    with pytest.raises(timeline.RunFileError, match="tail.stopped.json is not as ddb2bt wrote it"):
+        tail.stopped_since(str(tmp_path), tail.TailState("arn", 0, {}, {}, 0, []))
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1]", "\xff\xfe"])
+def test_a_damaged_validation_marker_is_named_with_what_to_do(tmp_path, text):
+    from ddb2bt.pipelines.validate.files import start_marker
+
+    (tmp_path / ckpt.VALIDATION_MARKER).write_bytes(text.encode("latin-1"))
+    with pytest.raises(ckpt.ResumeError, match="validate.json is not as ddb2bt wrote it"):
+        start_marker(str(tmp_path), {"sample": None}, resume=True)
