@@ -207,7 +207,9 @@ def reconcile_changes(counters: dict[str, int], expected: int | None = None) -> 
     if expected is not None and c["changes_read"] != expected:
         problems.append(f"the manifest lists {expected} changes, {c['changes_read']} were read")
     if c.get("export_count_mismatch"):
-        problems.append(f"{c['export_count_mismatch']} export count mismatch(es): see the dead-letter file")
+        problems.append(f"{c['export_count_mismatch']} export count mismatch(es) (a data file holds another number of "
+                        "changes than its manifest says; each is a line of the catch-up's dead-letter file): copy the "
+                        "incremental export again, or export that window again, and run the same catch-up with it")
     return problems
 
 

@@ -158,6 +158,7 @@ def test_a_file_holding_other_than_its_manifest_count_is_a_dead_letter_and_the_t
     open(manifest, "w").write(json.dumps(entry) + "\n")
     result = catch_up(spec, export, RunOptions(run_dir=str(tmp_path / "run")))
     assert not result.ok and result.counters["export_count_mismatch"] == 1
+    assert any("copy the incremental export again" in problem for problem in result.problems), result.problems
     letters = [json.loads(line) for line in open(result.dead_letter)]
     mismatches = [letter for letter in letters if "export count mismatch" in letter["reason"]]
     assert len(mismatches) == 1 and str(entry["itemCount"]) in mismatches[0]["reason"], letters
