@@ -192,3 +192,25 @@ def test_an_export_source_and_a_random_sample(bigtable_env, moto_server, unique_
     sampled = validate(spec, RunOptions(run_dir=str(tmp_path / "s"), sample=10))
     assert sampled.totals["items_read"] == 10 and sampled.problems == []
     assert set(sampled.counts) <= {"different_value", "different_attribute"}  # never extras: other items not read
+
+
+def test_a_local_validate_describes_its_source_once(orders, tmp_path, monkeypatch):
+    """As a local migrate: the scan's read rate comes from the description made while the validation was prepared,
+    so DynamoDB is asked DescribeTable once (with DescribeTimeToLive, together) before the Scan pages, not again in
+    the scan's setup."""
+    from ddb2bt.pipelines.dynamodb import client as dynamodb_client
+
+    spec, items = orders(False)
+    calls: list[str] = []
+    made = dynamodb_client.aws_client
+
+    def counted(*args, **kwargs):
+        client = made(*args, **kwargs)
+        client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+        return client
+
+    monkeypatch.setattr(dynamodb_client, "aws_client", counted)
+    result = validate(spec, RunOptions(run_dir=str(tmp_path / "validate"), total_segments=SEGMENTS))
+    assert result.totals["items_read"] == len(items) and result.counts == {}, (result.totals, result.counts)
+    assert sorted(calls[:2]) == ["DescribeTable", "DescribeTimeToLive"], calls
+    assert set(calls[2:]) == {"Scan"}, calls
