@@ -159,12 +159,12 @@ def run_ddb2bt(job: dict) -> dict:
                          beam_args=tuple(beam_args))
     timeline = os.environ.get("DDB2BT_BENCH_TIMELINE")  # benchmarks/scan_timeline.py: where the run waits
     if timeline:
-        from . import timeline as trace
+        from . import timeline as requests_trace
 
-        trace.install(time.perf_counter())
+        requests_trace.install()
     result, seconds, own_cpu = traced(job, lambda: migrate(spec, options, now_ms=job.get("now_ms")))
     if timeline:
-        trace.write(timeline)
+        requests_trace.write(timeline)
     counters = result.counters
     return {"items_read": counters["items_read"], "rows_written": counters["rows_written"],
             "failed": counters["dead_lettered"], "seconds": seconds, "ok": result.ok, "problems": result.problems,

@@ -75,9 +75,8 @@ def _drained(kind: str, function: Any) -> Any:
     return wrapper
 
 
-def install(start: float) -> None:
-    """Wrap what the timeline records; ``start``: the job's start (perf_counter), the events' zero."""
-    _ORIGIN[0] = start
+def install() -> None:
+    """Wrap what the timeline records; the events' zero is when it is installed, right before the job starts."""
     from botocore.client import BaseClient
 
     from ddb2bt.app import migrate
@@ -99,6 +98,7 @@ def install(start: float) -> None:
     from apache_beam import Pipeline
 
     Pipeline.run = _timed("phase:pipeline.run", Pipeline.run)  # type: ignore[method-assign]
+    _ORIGIN[0] = time.perf_counter()  # after the imports above: the job's clock starts next
 
 
 def write(path: str) -> None:
