@@ -17,13 +17,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from .common import RESULTS, ROOT, Bench, log, machine, versions
+from .common import RESULTS, ROOT, log, machine, versions
 
 
 def _outermost(events: list[list[Any]], kind: str) -> tuple[float, float] | None:
@@ -89,61 +86,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--output", type=Path, default=RESULTS / "scan-timeline.json")
     args = parser.parse_args(argv)
 
-    from ddb2bt.pipelines.local import servers as local_servers
-
-    from . import dataset, load
     from .io_paths import tree_of, tree_state
+    from .latency_ab import live_scan
     from .run import scenarios
-    from .startup_ab import compiled
 
     results: dict[str, Any] = {"machine": machine(), "versions": versions(), "items": args.items,
                                "this": tree_state(), "against": args.against, "jobs": []}
-    export_dir, _ = load.cached_export(args.items, 4)  # Bench wants one; these scenarios do not read it
-    env = {**os.environ, **local_servers.FAKE_AWS_ENV}
-    env.pop("AWS_PROFILE", None)
-    with tempfile.TemporaryDirectory(prefix="ddb2bt-scan-timeline-") as tmp, local_servers.dynalite() as dynamo, \
-            local_servers.bigtable_emulator() as emulator, \
-            local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
-        env["BIGTABLE_EMULATOR_HOST"] = emulator.endpoint
+    with live_scan(args.items) as live:
         trees = {"this": ROOT}
         if args.against:
-            trees["against"] = tree_of(args.against, Path(tmp) / "against")
-        benches = {}
-        for side, tree in trees.items():
-            compiled(tree)
-            (Path(tmp) / side).mkdir(exist_ok=True)
-            benches[side] = Bench(args.items, {**env, "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}, dynamo.endpoint,
-                                  "bench", export_dir, str(Path(tmp) / side), None,
-                                  servers={"dynalite": dynamo.pid, "emulator": emulator.pid})
-        log(f"loading {args.items:,} items into dynalite")
-        load.load_table(dynamo.endpoint, "bench", dataset.generate(args.items))
-        proxy = subprocess.Popen([sys.executable, "-m", "benchmarks.latency_proxy", "--target",
-                                  dynamo.endpoint.removeprefix("http://"), "--delay-ms", "20", "--idle-seconds", "900"],
-                                 cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
-        try:
-            assert proxy.stdout is not None
-            proxy_endpoint = f"http://127.0.0.1:{proxy.stdout.readline().split()[1]}"
-            jobs = {name: sides["ddb2bt"] for name, sides in scenarios(benches["this"], proxy_endpoint).items()
-                    if name in ("loopback", "latency_20ms")}
-            runs = [(name, side) for name in jobs for side in trees]
-            for number in range(args.rounds):
-                shift = number % len(runs)
-                for name, side in runs[shift:] + runs[:shift]:
-                    bench = benches[side]
-                    path = Path(tmp) / f"timeline-{number}-{name}-{side}.json"
-                    bench.env["DDB2BT_BENCH_TIMELINE"] = str(path)
-                    job = dict(jobs[name])
-                    job["label"] = f"{job['label']} [{side}]"
-                    load_before = os.getloadavg()[0]
-                    result = bench.job(job.pop("kind"), **job)
-                    events = json.loads(path.read_text())["events"]
-                    summary = summarize(events, result["seconds"], result["items_read"])
-                    results["jobs"].append({"round": number, "scenario": name, "side": side,
-                                            "loadavg": load_before, "summary": summary, "events": events})
-                    log(f"  {name} [{side}]: {json.dumps({k: v for k, v in summary.items() if k != 'non_scan_requests'}, default=str)}")
-        finally:
-            proxy.terminate()
-            proxy.wait(10)
+            trees["against"] = tree_of(args.against, Path(live.tmp) / "against")
+        benches = live.benches(args.items, trees)
+        jobs = {name: sides["ddb2bt"] for name, sides in scenarios(benches["this"], live.proxy_endpoint).items()
+                if name in ("loopback", "latency_20ms")}
+        runs = [(name, side) for name in jobs for side in trees]
+        for number in range(args.rounds):
+            shift = number % len(runs)
+            for name, side in runs[shift:] + runs[:shift]:
+                bench = benches[side]
+                path = Path(live.tmp) / f"timeline-{number}-{name}-{side}.json"
+                bench.env["DDB2BT_BENCH_TIMELINE"] = str(path)
+                job = dict(jobs[name])
+                job["label"] = f"{job['label']} [{side}]"
+                load_before = os.getloadavg()[0]
+                result = bench.job(job.pop("kind"), **job)
+                events = json.loads(path.read_text())["events"]
+                summary = summarize(events, result["seconds"], result["items_read"])
+                results["jobs"].append({"round": number, "scenario": name, "side": side,
+                                        "loadavg": load_before, "summary": summary, "events": events})
+                shown = {key: value for key, value in summary.items() if key != "non_scan_requests"}
+                log(f"  {name} [{side}]: {json.dumps(shown, default=str)}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, sort_keys=True) + "\n")
     table(results["jobs"])

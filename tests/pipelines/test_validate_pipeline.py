@@ -18,6 +18,7 @@ from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 from .cells import expected_cells, read_cells
+from .tables import dynamodb_calls
 
 TS = 1_704_067_200_000_000  # 2024-01-01, the spec's migration_time
 ORDERS = 12
@@ -198,18 +199,8 @@ def test_a_local_validate_describes_its_source_once(orders, tmp_path, monkeypatc
     """As a local migrate: the scan's read rate comes from the description made while the validation was prepared,
     so DynamoDB is asked DescribeTable once (with DescribeTimeToLive, together) before the Scan pages, not again in
     the scan's setup."""
-    from ddb2bt.pipelines.dynamodb import client as dynamodb_client
-
     spec, items = orders(False)
-    calls: list[str] = []
-    made = dynamodb_client.aws_client
-
-    def counted(*args, **kwargs):
-        client = made(*args, **kwargs)
-        client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
-        return client
-
-    monkeypatch.setattr(dynamodb_client, "aws_client", counted)
+    calls = dynamodb_calls(monkeypatch)
     result = validate(spec, RunOptions(run_dir=str(tmp_path / "validate"), total_segments=SEGMENTS))
     assert result.totals["items_read"] == len(items) and result.counts == {}, (result.totals, result.counts)
     assert sorted(calls[:2]) == ["DescribeTable", "DescribeTimeToLive"], calls
