@@ -85,6 +85,8 @@ class PreparedValidation:
     now_unknown: bool = False
     """Cells of the spec take the run's "now" (no migration_time), which this validation does not know (no run folder
     to take it from): such cells show as differences."""
+    source_description: Any = None
+    """DescribeTable boiled down (None for an export or a dry run): a local run's scan takes its read rate from it."""
 
     @property
     def source(self) -> str:
@@ -183,6 +185,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
     scanning = source.positions and options.sample is None
     total = options.total_segments or spec.source.total_segments
     item_count = 0
+    description = None
     after_us, snapshot = None, ""
     if as_of is not None and not _is_folder(as_of):
         after_us, snapshot = snapshot_time(as_of, spec)  # a time: refused before anything is read if it does not parse
@@ -207,7 +210,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         total_segments=total or 1, repair=repair, target_scan=target_scan,
         now_ms=now_ms if now_ms is not None else int(time.time() * 1000), item_count=item_count,
         decode_every=1 if decode_all else DECODE_EVERY, after_us=after_us, snapshot=snapshot, as_of=as_of,
-        now_unknown=now_unknown)
+        now_unknown=now_unknown, source_description=description)
 
 
 def execute(prepared: PreparedValidation) -> ValidateResult:
@@ -236,11 +239,14 @@ def execute(prepared: PreparedValidation) -> ValidateResult:
     reset(live)  # this attempt's live totals only
 
     pipeline = new_pipeline(p.pipeline_options)
+    # as migrate's: on this machine the scan's read rate comes from the description made while preparing, not from a
+    # second DescribeTable before its first page; a remote runner's workers start later, and ask again
+    source = source_for(spec).described(p.source_description) if p.direct else None
     build_compare_pass(pipeline, spec, run_dir=p.run_dir, now_ms=now_ms, total_segments=p.total_segments,
                        completed=completed, sample=sample, repair=p.repair, collect_keys=p.target_scan,
                        dead_letter=p.dead_letter if p.repair else None, flow=options.flow_control(),
                        segments_in_flight=concurrent_segments(p.pipeline_options, p.total_segments),
-                       decode_every=p.decode_every, after_us=p.compare_after_us, progress_dir=live)
+                       decode_every=p.decode_every, after_us=p.compare_after_us, progress_dir=live, source=source)
     if p.dry_run:
         return ValidateResult(p, "DRY_RUN", stages=pipeline_stages(pipeline))
     state, counters = _run(pipeline)

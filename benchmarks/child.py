@@ -157,7 +157,14 @@ def run_ddb2bt(job: dict) -> dict:
         raise SystemExit(f"unknown flow option(s) {sorted(unknown)}; known: {', '.join(FLOW_NAMES)}")
     options = RunOptions(run_dir=job["run_dir"], total_segments=job.get("segments"), **flow,
                          beam_args=tuple(beam_args))
+    timeline = os.environ.get("DDB2BT_BENCH_TIMELINE")  # benchmarks/scan_timeline.py: where the run waits
+    if timeline:
+        from . import timeline as requests_trace
+
+        requests_trace.install()
     result, seconds, own_cpu = traced(job, lambda: migrate(spec, options, now_ms=job.get("now_ms")))
+    if timeline:
+        requests_trace.write(timeline)
     counters = result.counters
     return {"items_read": counters["items_read"], "rows_written": counters["rows_written"],
             "failed": counters["dead_lettered"], "seconds": seconds, "ok": result.ok, "problems": result.problems,

@@ -14,14 +14,16 @@ issue 24 asks the +20 ms ratio to be at least the loopback one. Docs: docs/PERFO
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .common import RESULTS, ROOT, Bench, log, machine, versions
 from .io_paths import tree_of, tree_state
@@ -47,6 +49,61 @@ def summarize(pairs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+@dataclass
+class LiveScan:
+    """What :func:`live_scan` started: the jobs' environment, a scratch folder, the servers' endpoints and pids."""
+
+    env: dict[str, str]
+    tmp: str
+    dynamodb_endpoint: str
+    proxy_endpoint: str
+    export_dir: str
+    servers: dict[str, int]
+    loaded: Any
+
+    def benches(self, items: int, trees: dict[str, Path]) -> dict[str, Bench]:
+        """A :class:`Bench` per tree (its byte-compiled ``ddb2bt`` first on ``PYTHONPATH``), each in a folder of its
+        own."""
+        from .startup_ab import compiled
+
+        found: dict[str, Bench] = {}
+        for side, tree in trees.items():
+            compiled(tree)
+            (Path(self.tmp) / side).mkdir(exist_ok=True)
+            found[side] = Bench(items, {**self.env, "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}, self.dynamodb_endpoint,
+                                "bench", self.export_dir, str(Path(self.tmp) / side), None, servers=self.servers)
+        return found
+
+
+@contextlib.contextmanager
+def live_scan(items: int) -> Iterator[LiveScan]:
+    """dynalite holding the benchmark's ``items``, the Bigtable emulator, and ``latency_proxy`` (+20 ms per request)
+    in front of dynalite only, for the jobs of the two live-scan scenarios (``benchmarks.run.scenarios``)."""
+    from ddb2bt.pipelines.local import servers as local_servers
+
+    from . import dataset, load
+
+    export_dir, _ = load.cached_export(items, 4)  # Bench wants one; these scenarios do not read it
+    env = {**os.environ, **local_servers.FAKE_AWS_ENV}
+    env.pop("AWS_PROFILE", None)
+    with tempfile.TemporaryDirectory(prefix="ddb2bt-live-scan-") as tmp, local_servers.dynalite() as dynamo, \
+            local_servers.bigtable_emulator() as emulator, \
+            local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
+        env["BIGTABLE_EMULATOR_HOST"] = emulator.endpoint
+        log(f"loading {items:,} items into dynalite")
+        loaded = load.load_table(dynamo.endpoint, "bench", dataset.generate(items))
+        proxy = subprocess.Popen([sys.executable, "-m", "benchmarks.latency_proxy", "--target",
+                                  dynamo.endpoint.removeprefix("http://"), "--delay-ms", "20", "--idle-seconds", "900"],
+                                 cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
+        try:
+            assert proxy.stdout is not None
+            yield LiveScan(env, tmp, dynamo.endpoint, f"http://127.0.0.1:{proxy.stdout.readline().split()[1]}",
+                           export_dir, {"dynalite": dynamo.pid, "emulator": emulator.pid}, loaded)
+        finally:
+            proxy.terminate()
+            proxy.wait(10)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.latency_ab", description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", required=True, help="the commit measured as 'before'")
@@ -57,60 +114,34 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--output", type=Path, default=RESULTS / "latency-ab.json")
     args = parser.parse_args(argv)
 
-    from ddb2bt.pipelines.local import servers as local_servers
-
-    from . import dataset, load
     from .run import scenarios
-    from .startup_ab import compiled
 
     results: dict[str, Any] = {"machine": machine(), "versions": versions(), "items": args.items,
                                "against": args.against, "this": args.this or tree_state(),
                                "how": __doc__.split("\n\n")[1].replace("\n", " ")}
-    export_dir, _ = load.cached_export(args.items, 4)  # Bench wants one; these scenarios do not read it
-    env = {**os.environ, **local_servers.FAKE_AWS_ENV}
-    env.pop("AWS_PROFILE", None)
-    with tempfile.TemporaryDirectory(prefix="ddb2bt-latency-ab-") as tmp, local_servers.dynalite() as dynamo, \
-            local_servers.bigtable_emulator() as emulator, \
-            local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
-        env["BIGTABLE_EMULATOR_HOST"] = emulator.endpoint
-        trees = {"before": tree_of(args.against, Path(tmp) / "before"),
+    with live_scan(args.items) as live:
+        trees = {"before": tree_of(args.against, Path(live.tmp) / "before"),
                  "after": (Path(args.this) if args.this and Path(args.this, "ddb2bt").is_dir()
-                           else tree_of(args.this, Path(tmp) / "after") if args.this else ROOT)}
-        benches: dict[str, Bench] = {}
-        for side, tree in trees.items():
-            compiled(tree)
-            (Path(tmp) / side).mkdir(exist_ok=True)
-            benches[side] = Bench(args.items, {**env, "PYTHONPATH": f"{tree}{os.pathsep}{ROOT}"}, dynamo.endpoint,
-                                  "bench", export_dir, str(Path(tmp) / side), None,
-                                  servers={"dynalite": dynamo.pid, "emulator": emulator.pid})
+                           else tree_of(args.this, Path(live.tmp) / "after") if args.this else ROOT)}
+        benches = live.benches(args.items, trees)
         benches["baseline"] = benches["after"]
-        log(f"loading {args.items:,} items into dynalite")
-        results["load"] = load.load_table(dynamo.endpoint, "bench", dataset.generate(args.items))
-        proxy = subprocess.Popen([sys.executable, "-m", "benchmarks.latency_proxy", "--target",
-                                  dynamo.endpoint.removeprefix("http://"), "--delay-ms", "20", "--idle-seconds", "900"],
-                                 cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
-        try:
-            assert proxy.stdout is not None
-            proxy_endpoint = f"http://127.0.0.1:{proxy.stdout.readline().split()[1]}"
-            jobs = {name: sides for name, sides in scenarios(benches["after"], proxy_endpoint).items()
-                    if name in ("loopback", "latency_20ms")}
-            pairs: dict[str, list[dict[str, Any]]] = {name: [] for name in jobs}
-            loads: list[dict[str, Any]] = []
-            for number in range(args.rounds):
-                before_load = list(os.getloadavg())
-                order = rotation(number)
-                for name, sides in jobs.items():
-                    pair: dict[str, Any] = {"round": number, "order": list(order)}
-                    for side in order:
-                        job = dict(sides["baseline" if side == "baseline" else "ddb2bt"])
-                        job["label"] = f"{job['label']} [{side}]"
-                        pair[side] = benches[side].job(job.pop("kind"), **job)
-                    pairs[name].append(pair)
-                loads.append({"round": number, "order": list(order), "loadavg_before": before_load,
-                              "loadavg_after": list(os.getloadavg())})
-        finally:
-            proxy.terminate()
-            proxy.wait(10)
+        results["load"] = live.loaded
+        jobs = {name: sides for name, sides in scenarios(benches["after"], live.proxy_endpoint).items()
+                if name in ("loopback", "latency_20ms")}
+        pairs: dict[str, list[dict[str, Any]]] = {name: [] for name in jobs}
+        loads: list[dict[str, Any]] = []
+        for number in range(args.rounds):
+            before_load = list(os.getloadavg())
+            order = rotation(number)
+            for name, sides in jobs.items():
+                pair: dict[str, Any] = {"round": number, "order": list(order)}
+                for side in order:
+                    job = dict(sides["baseline" if side == "baseline" else "ddb2bt"])
+                    job["label"] = f"{job['label']} [{side}]"
+                    pair[side] = benches[side].job(job.pop("kind"), **job)
+                pairs[name].append(pair)
+            loads.append({"round": number, "order": list(order), "loadavg_before": before_load,
+                          "loadavg_after": list(os.getloadavg())})
     results["load_average"] = loads
     results["scenarios"] = {name: summarize(done) | {"pairs": done} for name, done in pairs.items()}
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -313,3 +313,40 @@ def test_the_catch_ups_ratio_is_the_median_of_its_rounds_even_when_they_are_even
     ratio, middle, cpu = median_round(rounds)
     assert round(ratio, 3) == 0.94 and middle["ratio"] in (0.90, 0.98) and round(cpu, 3) == 0.915
     assert median_round(rounds[:3])[:2] == (0.90, rounds[2])
+
+
+def test_scan_timeline_summarizes_a_jobs_requests_and_waits():
+    """benchmarks/scan_timeline.py's figures from a job's events: the DynamoDB waiting before the first Scan, the
+    requests in flight, each segment's gaps between pages, a reader's handover, the waits, the tail."""
+    from benchmarks.scan_timeline import summarize
+
+    def scan(start, end, segment, thread, first=False):
+        return ["ddb", start, end, {"thread": thread, "op": "Scan", "segment": segment, "first": first}]
+
+    events = [
+        ["phase:prepare", 0.0, 0.3, {"thread": "main"}],
+        ["ddb", 0.1, 0.15, {"thread": "t", "op": "DescribeTimeToLive", "segment": None, "first": True}],
+        ["ddb", 0.1, 0.16, {"thread": "main", "op": "DescribeTable", "segment": None, "first": True}],
+        ["phase:pipeline.run", 0.5, 3.0, {"thread": "main"}],
+        ["phase:pipeline.run", 0.6, 2.9, {"thread": "main"}],  # Beam's run calling run again: the outer one counts
+        scan(1.0, 1.5, 0, "r1", True), scan(1.0, 1.4, 1, "r2", True),
+        scan(1.6, 2.0, 0, "r1"),  # segment 0: a gap of 0.1 between its pages
+        scan(1.45, 2.5, 2, "r2", True),  # reader r2 goes on to segment 2, 0.05 after segment 1's last reply
+        ["scan_next", 0.9, 1.5, {"thread": "main", "value": "Batch"}],
+        ["scan_next", 1.6, 1.7, {"thread": "main", "value": "SegmentAt"}],
+        ["close_sync", 2.0, 2.25, {"thread": "main", "out": 1}],
+        ["settle", 1.8, 1.85, {"thread": "main", "out": 1}],
+        ["mutate", 1.55, 1.75, {"thread": "w", "entries": 100}],
+    ]
+    found = summarize(events, 2.5, 5000)
+    assert found["items_per_s"] == 2000
+    assert found["pipeline.run"] == [0.5, 3.0]
+    assert round(found["ddb_before_first_scan_s"], 3) == 0.11
+    assert (found["first_scan_request_at"], found["first_page_at"], found["last_page_at"]) == (1.0, 1.4, 2.5)
+    assert round(found["first_scan_from_run_start"], 3) == 0.5 and round(found["after_last_page_s"], 3) == 0.5
+    assert found["scan_requests"] == 4 and round(found["scan_in_flight_mean"], 3) == round(2.35 / 1.5, 3)
+    assert found["segment_page_gaps_s"]["count"] == 1 and round(found["segment_page_gaps_s"]["sum"], 3) == 0.1
+    assert found["handover_gaps_s"] == [0.05]
+    assert round(found["caller_waits_s"], 3) == 0.7 and round(found["caller_waits_before_first_page_s"], 3) == 0.6
+    assert (found["close_sync"]["count"], round(found["close_sync"]["sum"], 3)) == (1, 0.25)
+    assert (found["settle"]["count"], found["mutate"]["count"]) == (1, 1)

@@ -28,7 +28,7 @@ from apache_beam.transforms.window import GlobalWindows
 
 from ...mappers.results import MappedRow
 from ...mappers.gc import AGGREGATE_TEXT, combine, describe_gc
-from ..run.batches import Barrier, SegmentAt
+from ..run.batches import Barrier
 from ..run.in_flight import InFlight
 from ..run.metrics import NAMESPACE, ReasonCounters, letter_reason
 from .entries import entry_maker, to_mutation_entry
@@ -467,8 +467,8 @@ class _WriteFn(beam.DoFn):
         self._closer: ThreadPoolExecutor | None = None
         self._pools = Pools()
         """The batchers' thread pools, kept for the writer's life (a batcher per page made its own: :class:`.Pools`)."""
-        self._closing: tuple[Future, dict[int, tuple[Any, Any, dict]], SegmentAt] | None = None
-        """A batcher closing in the background, its entries, and the savepoint passed on once it is closed."""
+        self._closing: tuple[Future, dict[int, tuple[Any, Any, dict]], Barrier] | None = None
+        """A batcher closing in the background, its entries, and the barrier passed on once it is closed."""
         self._progress = reporter(self._progress_dir)
         self._entry = entry_maker(self._destination.counters)
         self._in_flight = InFlight(self._let_go)
@@ -488,11 +488,15 @@ class _WriteFn(beam.DoFn):
             pairs = element
         elif isinstance(element, tuple) and len(element) == 2 and isinstance(element[0], MappedRow):
             pairs = (element,)
-        elif isinstance(element, SegmentAt):  # a page's savepoint: passed on once the page is stored, one page later
+        elif isinstance(element, Barrier):
+            # a page's savepoint, or a segment's (an export file's) done marker: passed on once everything before
+            # it is stored, at the next barrier or the bundle's end. A done marker was passed on after a close
+            # waited for here, the next pages queued meanwhile: once per segment, a wait that a run of more segments
+            # paid more often (docs/PERFORMANCE.md, "Latency round 12")
             yield from self._settle_closing()
             yield from self._close_behind(element)
             return
-        else:  # a barrier, e.g. a scan segment's "done" marker: passed on once everything before it is stored
+        else:  # anything else that is no rows: passed on once everything before it is stored
             yield from self._settle_closing()
             yield from self._close()
             yield element
@@ -518,9 +522,13 @@ class _WriteFn(beam.DoFn):
                 index_entry = to_mutation_entry(index_row)
                 pending[id(index_entry)] = (index_entry, index_row, item)
                 (append if index_row.table is None else batchers.to(index_row.table))(index_entry)
-        if len(pending) >= self._flow.max_pending_entries:
+        closing = self._closing
+        if len(pending) + (len(closing[1]) if closing is not None else 0) >= self._flow.max_pending_entries:
+            # the entries of the batcher closing behind count too (an export file's, behind its done marker): at
+            # most ``max_pending_entries`` items held for dead letters, as with one batcher at a time
             yield from self._settle_closing()
-            yield from self._close()
+            if len(pending) >= self._flow.max_pending_entries:
+                yield from self._close()
 
     def _table_named(self, name: str) -> Any:
         """An index's own table, in the main table's instance and app profile."""
@@ -543,10 +551,11 @@ class _WriteFn(beam.DoFn):
             return
         yield from self._settle(batcher.close(), pending)
 
-    def _close_behind(self, marker: SegmentAt) -> Iterator[Any]:
+    def _close_behind(self, marker: Barrier) -> Iterator[Any]:
         """Close the batcher in the background and hold ``marker`` until it is closed (:meth:`_settle_closing`,
-        at the next barrier): the next page is mapped and appended to a new batcher meanwhile, so a savepoint
-        after every page costs no wait for each page's writes, and lags the stored pages by at most one."""
+        at the next barrier or the bundle's end): the next page is mapped and appended to a new batcher meanwhile,
+        so a savepoint after every page, or a done marker after every segment, costs no wait for the writes before
+        it, and lags the stored pages by at most one."""
         batcher, pending = self._batcher, self._pending
         self._batcher, self._pending = None, {}
         if batcher is None:
@@ -557,7 +566,7 @@ class _WriteFn(beam.DoFn):
         self._closing = (self._closer.submit(batcher.close), pending, marker)
 
     def _settle_closing(self) -> Iterator[Any]:
-        """The batcher closing in the background, once closed: its dead letters, then the savepoint it held."""
+        """The batcher closing in the background, once closed: its dead letters, then the barrier it held."""
         closing, self._closing = self._closing, None
         if closing is None:
             return
@@ -796,11 +805,12 @@ class WriteToBigtable(beam.PTransform):
     """Lists of ``(MappedRow, item)`` pairs (or single pairs) in; out come a :class:`DeadLetter` per
     refused row, the dead letters that came in, and barriers.
 
-    Any other input element is a *barrier*: the writer flushes, and passes it on only after every
-    row that arrived before it is stored or dead-lettered. The pipeline sends a scan segment's
-    done marker this way, so a checkpoint never gets ahead of the data, and never lags behind it.
-    A page's savepoint (:class:`.batches.SegmentAt`) is passed on the same way, but one page later: its batcher
-    closes in the background while the next page is mapped, and the savepoint follows at the next barrier.
+    Any other input element is a *barrier*: the writer passes it on only after every row that arrived before
+    it is stored or dead-lettered. The pipeline sends a scan segment's done marker (an export file's) and each
+    page's savepoint (:class:`.batches.SegmentAt`) this way, so a checkpoint never gets ahead of the data. A
+    :class:`.batches.Barrier` is passed on one page later: its batcher closes in the background while the next
+    page is mapped, and the barrier follows at the next barrier or the bundle's end; anything else waits for the
+    close.
     """
 
     def __init__(self, target: TargetSpec | Destination, flow: FlowControl | None = None, *,

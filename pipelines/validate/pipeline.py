@@ -44,7 +44,7 @@ from ..pipeline import MapFn  # the migration's map step, reused
 from ..run.collector import relax_young_gc
 from ..run.in_flight import InFlight
 from .extra import apply_deletions, resolved
-from ..source import ItemsSource
+from ..source import ItemsSource, Source
 from ..sources import source_for
 from ..sinks import BigtableSink
 from .files import FOLDERS, PartWriter
@@ -414,11 +414,16 @@ def build_compare_pass(p: beam.Pipeline, spec: Any, *, run_dir: str, now_ms: int
                        completed: frozenset[int] = frozenset(), sample: list[dict] | None = None, repair: bool = False,
                        collect_keys: bool = False, dead_letter: str | None = None, flow: FlowControl | None = None,
                        segments_in_flight: int | None = None, decode_every: int = 1,
-                       after_us: int | None = None, progress_dir: str | None = None) -> None:
-    """Add the compare pass to ``p``: ``sample`` replaces the spec's source with these items (no checkpoint, no
-    extras). ``progress_dir``: where the scan and map steps keep live totals, as migrate's do
-    (:mod:`ddb2bt.pipelines.run.progress`: items and pages read, dead letters, skipped)."""
-    source = ItemsSource(sample) if sample is not None else source_for(spec)
+                       after_us: int | None = None, progress_dir: str | None = None,
+                       source: Source | None = None) -> None:
+    """Add the compare pass to ``p``, reading ``source`` (default: the spec's, :func:`..sources.source_for`):
+    ``sample`` replaces it with these items (no checkpoint, no extras). ``progress_dir``: where the scan and map steps
+    keep live totals, as migrate's do (:mod:`ddb2bt.pipelines.run.progress`: items and pages read, dead letters,
+    skipped)."""
+    if sample is not None:
+        source = ItemsSource(sample)
+    elif source is None:
+        source = source_for(spec)
     # validate keeps no checkpoint of whole pieces: a scan's segments are marked by their done markers
     items = source.read(p, total_segments=total_segments, completed=completed, segments_in_flight=segments_in_flight,
                         progress_dir=progress_dir, count_read=False).batches

@@ -16,6 +16,22 @@ def load_table(endpoint: str, table: str, items: list[dict]) -> None:
     put_items(client, table, items)
 
 
+def dynamodb_calls(monkeypatch) -> list[str]:
+    """The names of the DynamoDB operations every client ddb2bt makes from now on calls, in order."""
+    from ddb2bt.pipelines.dynamodb import client as dynamodb_client
+
+    calls: list[str] = []
+    made = dynamodb_client.aws_client
+
+    def counted(*args, **kwargs):
+        client = made(*args, **kwargs)
+        client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
+        return client
+
+    monkeypatch.setattr(dynamodb_client, "aws_client", counted)
+    return calls
+
+
 
 
 def migrate(spec_file: Path, run_dir: Path, *args: str, env: dict, **popen) -> subprocess.Popen:

@@ -19,7 +19,7 @@ from ddb2bt.pipelines.pipeline import build_pipeline
 from ddb2bt.pipelines.run.local_runner import new_pipeline
 
 from .cells import expected_cells, read_cells
-from .tables import load_table
+from .tables import dynamodb_calls, load_table
 
 ITEMS = 40
 BAD = {7, 19, 33}  # items without the required Price: map-stage dead letters
@@ -96,17 +96,7 @@ def test_migration_end_to_end_and_rerun_is_identical(bigtable_env, dynamodb, uni
 def test_a_local_run_describes_its_source_once(bigtable_env, moto_server, unique_name, tmp_path, monkeypatch):
     """On this machine the scan's read rate comes from the description made while the run was prepared: DynamoDB
     is asked DescribeTable once (with DescribeTimeToLive, together) before the Scan pages, not again by the scan."""
-    from ddb2bt.pipelines.dynamodb import client as dynamodb_client
-
-    calls: list[str] = []
-    made = dynamodb_client.aws_client
-
-    def counted(*args, **kwargs):
-        client = made(*args, **kwargs)
-        client.meta.events.register("before-call.dynamodb.*", lambda model, **_: calls.append(model.name))
-        return client
-
-    monkeypatch.setattr(dynamodb_client, "aws_client", counted)
+    calls = dynamodb_calls(monkeypatch)
     load_table(moto_server.endpoint, unique_name, make_items())
     result = migrate(make_spec(unique_name, moto_server.endpoint), RunOptions(run_dir=str(tmp_path / "r"),
                                                                              total_segments=3))

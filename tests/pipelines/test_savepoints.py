@@ -237,6 +237,107 @@ def test_the_writer_passes_a_savepoint_on_only_once_the_pages_before_it_are_stor
         assert_that(out, equal_to([("at", n, True) for n in range(5)] + [("done", 0, 750)]))
 
 
+class _MarkerStoredWhenSeen(beam.DoFn):
+    """Downstream of the writer: for each barrier, whether the rows it stands for (``needs[marker]``) are in Bigtable
+    now."""
+
+    def __init__(self, target: TargetSpec, needs: dict[tuple, list[bytes]]) -> None:
+        self._target, self._needs = target, needs
+
+    def process(self, element):
+        if isinstance(element, (SegmentAt, SegmentDone)):
+            name = (("at", element.segment, int(element.key["sk"]["S"])) if isinstance(element, SegmentAt)
+                    else ("done", element.segment))
+            stored = set(read_cells(self._target))
+            yield name, all(key in stored for key in self._needs[name])
+
+
+def _page(keys: list[bytes]) -> Batch:
+    return Batch([(MappedRow(key, (Cell("d", b"q", 1000, b"v" * 100),), "e"), {}) for key in keys])
+
+
+def test_each_segments_done_marker_comes_out_after_its_rows_are_stored_with_segments_interleaved(bigtable_env):
+    """Segments' pages mixed as a migration reads them (four at once), each page followed by its savepoint or, the
+    last, by the segment's done marker: each marker comes out of the writer once every row before it is stored (its
+    batcher is closed behind it, the next page taken meanwhile), in the order they came in."""
+    target = TargetSpec.model_validate({"table": f"w{uuid.uuid4().hex[:12]}", "families": {"d": None}})
+    ensure_table(target)
+    stream, needs, seen = [], {}, []
+    order = [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (2, 1), (3, 0), (0, 2)]  # (segment, page); the last ends it
+    last = {segment: max(page for s, page in order if s == segment) for segment, _ in order}
+    for segment, page in order:
+        keys = [f"s{segment}-p{page}-r{row:03d}".encode() for row in range(120)]
+        seen += keys
+        stream.append(_page(keys))
+        marker = SegmentDone(segment) if page == last[segment] else SegmentAt(segment, {"sk": {"S": str(page)}})
+        stream.append(marker)
+        needs[("done", segment) if page == last[segment] else ("at", segment, page)] = list(seen)
+    with new_pipeline() as p:
+        out = (p | beam.Create([stream]) | beam.FlatMap(lambda elements: elements)
+               | WriteToBigtable(target) | beam.ParDo(_MarkerStoredWhenSeen(target, needs)))
+        assert_that(out, equal_to([(name, True) for name in needs]))
+    assert len(read_cells(target)) == len(seen)
+
+
+def test_the_writer_takes_the_next_page_while_a_done_markers_rows_are_written(bigtable_env, monkeypatch):
+    """A segment's done marker does not hold the next page up: its batcher closes in the background (held here until
+    the next page has been appended), and the marker comes out at the next barrier, after its rows are stored."""
+    import threading
+
+    from ddb2bt.pipelines.bigtable import sink
+
+    target = TargetSpec.model_validate({"table": f"w{uuid.uuid4().hex[:12]}", "families": {"d": None}})
+    ensure_table(target)
+    appended, waited_out = threading.Event(), []
+    close = sink.TableBatchers.close
+
+    def held_close(self):
+        if not appended.is_set():  # the first close, the done marker's: until the next page is in
+            waited_out.append(not appended.wait(20))
+        return close(self)
+
+    monkeypatch.setattr(sink.TableBatchers, "close", held_close)
+    writer = sink._WriteFn(sink.Destination.from_target(target), sink.FlowControl())
+    writer.setup()
+    try:
+        writer.start_bundle()
+        first, second = [b"a%03d" % n for n in range(50)], [b"b%03d" % n for n in range(50)]
+        assert list(writer.process(_page(first))) == []
+        assert list(writer.process(SegmentDone(0))) == []  # held: its rows are being written
+        assert list(writer.process(_page(second))) == []
+        appended.set()
+        out = list(writer.process(SegmentDone(1)))
+        assert out == [SegmentDone(0)] and set(first) <= set(read_cells(target))
+        assert [value.value for value in writer.finish_bundle()] == [SegmentDone(1)]
+        assert set(read_cells(target)) == set(first + second)
+        assert waited_out == [False], "the writer waited for the done marker's writes before taking the next page"
+    finally:
+        writer.teardown()
+
+
+def test_the_rows_closing_behind_a_done_marker_count_toward_max_pending_entries(bigtable_env):
+    """An export file's rows closing behind its done marker are held for dead letters too: once they and the next
+    file's reach ``max_pending_entries`` the writer first waits for them (the marker comes out), so it never holds
+    more items than that, as with one batcher at a time."""
+    from ddb2bt.pipelines.bigtable import sink
+
+    target = TargetSpec.model_validate({"table": f"w{uuid.uuid4().hex[:12]}", "families": {"d": None}})
+    ensure_table(target)
+    writer = sink._WriteFn(sink.Destination.from_target(target), sink.FlowControl(max_pending_entries=100))
+    writer.setup()
+    try:
+        writer.start_bundle()
+        assert list(writer.process(_page([b"a%03d" % n for n in range(60)]))) == []
+        assert list(writer.process(SegmentDone(0))) == []
+        assert list(writer.process(_page([b"b%03d" % n for n in range(30)]))) == []  # 90 held: under the limit
+        assert list(writer.process(_page([b"c%03d" % n for n in range(30)]))) == [SegmentDone(0)]  # 120: settled
+        assert len(writer._pending) == 60 and writer._closing is None
+        assert [value.value for value in writer.finish_bundle()] == []
+        assert len(read_cells(target)) == 120
+    finally:
+        writer.teardown()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["multi_processing", "multi_threading"])
 def test_a_writer_torn_down_under_a_running_bundle_never_marks_rows_it_did_not_store(bigtable_env, tmp_path, mode):

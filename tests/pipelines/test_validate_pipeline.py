@@ -18,6 +18,7 @@ from ddb2bt.mappers.spec import MappingSpec
 from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
 from .cells import expected_cells, read_cells
+from .tables import dynamodb_calls
 
 TS = 1_704_067_200_000_000  # 2024-01-01, the spec's migration_time
 ORDERS = 12
@@ -225,3 +226,15 @@ def test_live_progress_is_kept_as_migrate_keeps_it(orders, tmp_path):
     assert use_case.progress(fresh)["items_read"] == 7
     # a dry run keeps none
     assert use_case.progress(replace(fresh, dry_run=True))["items_read"] == 0
+
+
+def test_a_local_validate_describes_its_source_once(orders, tmp_path, monkeypatch):
+    """As a local migrate: the scan's read rate comes from the description made while the validation was prepared,
+    so DynamoDB is asked DescribeTable once (with DescribeTimeToLive, together) before the Scan pages, not again in
+    the scan's setup."""
+    spec, items = orders(False)
+    calls = dynamodb_calls(monkeypatch)
+    result = validate(spec, RunOptions(run_dir=str(tmp_path / "validate"), total_segments=SEGMENTS))
+    assert result.totals["items_read"] == len(items) and result.counts == {}, (result.totals, result.counts)
+    assert sorted(calls[:2]) == ["DescribeTable", "DescribeTimeToLive"], calls
+    assert set(calls[2:]) == {"Scan"}, calls
