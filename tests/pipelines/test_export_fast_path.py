@@ -56,8 +56,8 @@ def export_reader(path: str, parse: Callable[[Any], Any], what: str) -> tuple[li
     try:
         for pair in export.sized_records(path, parse, what):
             out.append(pair)
-    except export.ExportError as err:
-        return out, str(err).split("\n")[0]
+    except export.ExportError as err:  # the problem, without the advice a line error adds (ExportLineError.HINT)
+        return out, getattr(err, "message", str(err)).split("\n")[0]
     return out, None
 
 
