@@ -96,3 +96,16 @@ def test_a_damaged_item_keeps_its_place_in_its_batch():
     [batch] = export.file_batches(records)
     assert list(batch) == [good, bad, good] and batch.nbytes == 33
     assert batch.damaged == {1: ("a", 'a: "abc" is not a valid SS value')} and Batch().damaged is None
+
+
+def test_an_ion_items_values_are_checked_too(tmp_path):
+    """An Ion line is read into the values its DYNAMODB_JSON line would hold; one DynamoDB never writes that the Ion
+    reading lets through (an empty set: a list annotated $dynamodb_SS holding nothing) is damaged, in the same words."""
+    import gzip
+
+    path = tmp_path / "part.ion.gz"
+    path.write_bytes(gzip.compress(b'$ion_1_0 {Item:{Id:1.,Tags:$dynamodb_SS::["a"]}}\n'
+                                   b'$ion_1_0 {Item:{Id:2.,Tags:$dynamodb_SS::[]}}\n'))
+    [batch] = export.file_batches(export._checked_file_items(str(path)))
+    assert list(batch) == [{"Id": {"N": "1"}, "Tags": {"SS": ["a"]}}, {"Id": {"N": "2"}, "Tags": {"SS": []}}]
+    assert batch.damaged == {1: ("Tags", "Tags: [] is not a valid SS value")}
