@@ -87,7 +87,11 @@ class MapFn(beam.DoFn):
         rows, unmatched = Batch(nbytes=getattr(batch, "nbytes", 0)), 0
         skips: list[Skipped] = []
         letters: list[DeadLetter] = []
-        for item in batch:
+        damaged = batch.damaged if batch.__class__ is Batch else None
+        if damaged:  # read but not as DynamoDB writes it (export.checked_item): a dead letter, never mapped
+            letters.extend(DeadLetter(batch[place], "map", reason, None, attribute)
+                           for place, (attribute, reason) in damaged.items())
+        for item in batch if not damaged else (item for place, item in enumerate(batch) if place not in damaged):
             result = map_item(item)
             if isinstance(result, MappedRow):
                 rows.append((result, item))

@@ -231,6 +231,20 @@ static PyObject *values_valid(PyObject *self, PyObject *line) {
     Py_RETURN_FALSE;
 }
 
+/* A full export's line: '{"Item":' attributes '}', the line's end (AWS writes it compact, with no spaces). */
+static PyObject *item_valid(PyObject *self, PyObject *line) {
+    (void)self;
+    if (!PyBytes_Check(line))
+        Py_RETURN_NONE;
+    Bytes at = (Bytes)PyBytes_AS_STRING(line), end = at + PyBytes_GET_SIZE(line);
+    if (LITERAL(at, end, "{\"Item\":")) {
+        at = members(at + 8, end, DEPTH);
+        if (at != NULL && at + 1 == end && *at == '}')
+            Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 /* The names check_record reads, made once (interned: a lookup compares them by identity first). */
 static PyObject *METADATA, *MICROS, *N, *KEYS, *OLD_IMAGE, *NEW_IMAGE, *EMPTY;
 
@@ -385,6 +399,9 @@ static PyMethodDef methods[] = {
     {"values_valid", (PyCFunction)values_valid, METH_O,
      "values_valid(line) -> bool | None: incremental_export.VALUES_VALID.fullmatch(line) is not None for bytes, "
      "else None."},
+    {"item_valid", (PyCFunction)item_valid, METH_O,
+     "item_valid(line) -> bool | None: for bytes, True only where the line is a compact '{\"Item\":{...}}' every value "
+     "of which DynamoDB writes (values_valid's grammar), else False; None for anything but bytes."},
     {"checked_change", (PyCFunction)(void (*)(void))checked_change, METH_FASTCALL,
      "checked_change(record, key_names, line, kinds) -> tuple | None: check_record's Change fields where every check "
      "passes with the line's values vouched for, else None (check_record's Python answers)."},

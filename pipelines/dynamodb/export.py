@@ -324,6 +324,41 @@ def _sized_file_items(path: str, head: bool = False) -> Iterator[tuple[int, dict
     return sized_records(path, export_item, "an export item", head=head)
 
 
+class Damaged:
+    """An export item holding a value DynamoDB never writes (``{"SS": "abc"}``, ``{"BOOL": "yes"}``): read, counted,
+    and dead-lettered with ``problem`` (``(the attribute, what is wrong)``, :func:`item_problem`'s words), never
+    mapped: the mapper would map some such as they are (a string's characters as a set)."""
+
+    __slots__ = ("item", "problem")
+
+    def __init__(self, item: dict[str, Any], problem: tuple[str | None, str]) -> None:
+        self.item, self.problem = item, problem
+
+
+_compiled_item_valid: Callable[[Any], bool | None] | None
+try:
+    from ._vouch import item_valid as _compiled_item_valid
+except ImportError:  # not built (no C compiler where the package was installed): every value visited, same answer
+    _compiled_item_valid = None
+
+
+def checked_item(record: Any, line: bytes) -> dict[str, Any] | Damaged:
+    """:func:`export_item` of the run, every value of it checked: where ``_vouch.c``'s ``item_valid`` reads the line
+    as ``{"Item":{...}}`` with every value one DynamoDB writes (the incremental export's grammar, one pass over the
+    bytes), the item; else :func:`item_problem` visits each value (the only judge: the grammar only vouches), and an
+    item it finds a problem in is :class:`Damaged`. The same answer with or without the compiled module."""
+    item = export_item(record)
+    if _compiled_item_valid is not None and _compiled_item_valid(line) is True:
+        return item
+    found = item_problem(item)
+    return item if found is None else Damaged(item, found)
+
+
+def _checked_file_items(path: str) -> Iterator[tuple[int, dict[str, Any] | Damaged]]:
+    """The run's ``(bytes of its line, item or Damaged)`` for each line of a data file (:func:`checked_item`)."""
+    return sized_records(path, checked_item, "an export item", with_line=True)
+
+
 def export_item(record: Any) -> dict[str, Any]:
     """The item of a full export's parsed line ``{"Item": {...}}``, its dicts and lists off the collector's lists;
     ValueError/KeyError, in our words, for a line that is no export item (a damaged file whose MD5 matches)."""
@@ -337,7 +372,7 @@ def export_item(record: Any) -> dict[str, Any]:
 
 def _valid_export_item(record: Any) -> dict[str, Any]:
     """:func:`export_item`, and every value of the item one DynamoDB writes (ValueError naming the first that is
-    not); for the first lines only, read before a run: the run itself checks no value before mapping it."""
+    not); for the first lines, read before a run: the run dead-letters such an item (:func:`checked_item`)."""
     item = export_item(record)
     found = item_problem(item)
     if found is not None:
@@ -430,6 +465,9 @@ def file_batches(records: Iterable[tuple[int, Any]]) -> Iterator[Batch]:
     """A data file's ``(line bytes, record)`` pairs in batches of :data:`BATCH_ITEMS`, each knowing its bytes."""
     batch = Batch()
     for size, record in records:
+        if record.__class__ is Damaged:  # its place and problem, for the map step to dead-letter it
+            batch.damaged = {**(batch.damaged or {}), len(batch): record.problem}
+            record = record.item
         batch.append(record)
         batch.nbytes += size
         if len(batch) == BATCH_ITEMS:
@@ -467,7 +505,7 @@ def check_lines_start(data_file: ExportFile, budget: int = HEAD_BYTES) -> None:
     file whose MD5 matches its manifest but that holds no export items (written so, or edited with its manifest) is
     refused before anything is created or written, not once the run has made the table; so is one whose items hold
     a value DynamoDB never writes (``{"SS": "abc"}``: the run would map some such as they are). Damage further in is
-    found by the run (a line that is no item) or its mapper (a value it cannot map is dead-lettered)."""
+    found by the run: a line that is no item stops it, an item holding such a value is a dead letter (checked_item)."""
     seen = 0
     try:
         for size, _item in sized_records(data_file.path, _valid_export_item, "an export item", head=True):
@@ -539,7 +577,7 @@ class _ReadExportFileFn(beam.DoFn):
     def process(self, element: tuple[int, ExportFile]) -> Iterable[Any]:
         number, data_file = element
         count = 0
-        for batch in file_batches(_sized_file_items(data_file.path)):
+        for batch in file_batches(_checked_file_items(data_file.path)):
             count += len(batch)
             yield batch
         self._items.inc(count)

@@ -23,6 +23,10 @@ enough that Beam's per-element cost vanishes, small enough to spread over worker
 class Batch(list):
     """Items, or ``(MappedRow, item)`` pairs, moving as one element; ``nbytes`` estimates their source size."""
 
+    damaged: dict[int, tuple[str | None, str]] | None = None
+    """Items the source read but DynamoDB never wrote (a damaged export line): their place in the batch -> ``(the
+    attribute, what is wrong)``; the map step dead-letters them with that reason instead of mapping them."""
+
     def __init__(self, elements: Iterable[Any] = (), nbytes: int = 0) -> None:
         super().__init__(elements)
         self.nbytes = nbytes

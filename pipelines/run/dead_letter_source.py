@@ -18,6 +18,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from ...mappers.attrvalue import item_problem
 from ...mappers.errors import UsageError
 from ..source import Source, SourceRead
 from .batches import BATCH_ITEMS, Batch
@@ -87,7 +88,13 @@ class _CountedBatch(beam.DoFn):
 
     def process(self, items: list[dict[str, Any]]) -> Iterator[Batch]:
         self._read.inc(len(items))
-        yield Batch(items)
+        batch = Batch(items)
+        # an item holding a value DynamoDB never writes (a damaged export's, dead-lettered for it) stays a dead letter
+        # with its reason: the mapper would map some such as they are ({"SS": "abc"} as the set a, b, c)
+        damaged = {place: found for place, item in enumerate(items) if (found := item_problem(item)) is not None}
+        if damaged:
+            batch.damaged = damaged
+        yield batch
 
 
 class ReadDeadLetters(beam.PTransform):

@@ -161,3 +161,42 @@ def test_a_data_file_holding_fewer_items_than_its_manifest_says_is_not_sent_to_r
     assert ("PROBLEM: 2 export count mismatch(es) (a data file holds another number of items than its manifest says; "
             "each is a line of the dead-letter file): copy the export again and resume, or export the table again and "
             "migrate that export") in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("compact", [True, False])  # AWS's own lines (the compiled grammar vouches), and spaced ones
+def test_values_dynamodb_never_writes_past_the_first_lines_are_dead_letters(bigtable_env, invoke, tmp_path,
+                                                                            unique_name, compact):
+    """Past the first 64 KiB checked before the run, an item holding a value DynamoDB never writes was mapped as it was
+    ({"SS": "abc"} written as the set a, b, c; {"BOOL": "yes"} and {"NULL": false} as they were): now each is a dead
+    letter naming the attribute and what is wrong (the first lines' words), counted, and no cell of it is written;
+    validate counts them as not mapped, as migrate did; redriven as they are, they stay dead letters, still unwritten."""
+    separators = (",", ":") if compact else (", ", ": ")
+    items = [{"pk": {"S": f"p{n}"}, "sk": {"S": "s"}, "pad": {"S": "x" * 300}} for n in range(404)]
+    bad = {300: ("tags", {"SS": "abc"}, 'tags: "abc" is not a valid SS value'),
+           350: ("ok", {"BOOL": "yes"}, 'ok: "yes" is not a valid BOOL value'),
+           403: ("gone", {"M": {"n": {"NULL": False}}}, "gone.n: false is not a valid NULL value")}
+    for n, (name, value, _reason) in bad.items():
+        items[n][name] = value
+    lines = [json.dumps({"Item": item}, separators=separators).encode() for item in items]
+    assert sum(len(line) + 1 for line in lines[:300]) > 64 * 1024  # past what is checked before the run
+    export = _one_file_export(tmp_path / "bucket", lines)
+    spec = write_spec(tmp_path / "spec.json", "posts", unique_name)
+    spec.write_text(spec.read_text().replace(str(FULL), str(export)))
+    result = invoke("migrate", spec, "-y", "--run-dir", tmp_path / "run", "--dead-letter", tmp_path / "dead.jsonl")
+    assert "Traceback" not in result.output
+    assert "read 404 items: 401 written (401 cells, " in result.stdout, result.output
+    assert "), 3 dead-lettered, 0 skipped" in result.stdout and "run OK" in result.stdout, result.output
+    letters = [json.loads(line) for line in (tmp_path / "dead.jsonl").read_text().splitlines()]
+    assert sorted((letter["item"]["pk"]["S"], letter["reason"], letter.get("attribute")) for letter in letters) == sorted(
+        (f"p{n}", reason, name) for n, (name, _value, reason) in bad.items()), letters
+    table = Client(project="ddb2bt-local", admin=True).instance("ddb2bt-local").table(unique_name)
+    keys = {row.row_key for row in table.read_rows()}
+    assert len(keys) == 401 and not keys & {f"p{n}#s".encode() for n in bad}
+    checked = invoke("validate", spec, "--run-dir", tmp_path / "check")  # the same check: not mapped, not differing
+    assert "compared 404 items (3 not mapped, 0 skipped): 401/401 rows found, 401/401 cells match" in checked.stdout, (
+        checked.output)
+    again = invoke("redrive", tmp_path / "dead.jsonl", spec, "--run-dir", tmp_path / "again")
+    assert "read 3 items: 0 written (0 cells, 0 bytes), 3 dead-lettered, 0 skipped" in again.stdout, again.output
+    assert [json.loads(line)["reason"] for line in (tmp_path / "again" / "dead_letters.jsonl").read_text().splitlines()
+            ] == [letter["reason"] for letter in letters]
+    assert {row.row_key for row in table.read_rows()} == keys

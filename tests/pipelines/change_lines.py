@@ -113,3 +113,19 @@ def outcome(record: Any, key_names: tuple[str, ...], line: bytes | None) -> tupl
         return ("change", change)
     except (RecordError, KeyError, TypeError, ValueError) as err:
         return ("refused", type(err).__name__, str(err))
+
+
+EDIT_BYTES = list(b'{}[]",:\\0123456789=+/ SNBML.-etaruglOIKdwm\n\r\t\x00\xff')
+
+
+def edited(line: bytes, data: Any, times: int) -> bytes:
+    """``line`` with up to ``times`` bytes replaced, dropped, doubled or inserted."""
+    for _ in range(data.draw(st.integers(0, times))):
+        if not line:
+            break
+        at = data.draw(st.integers(0, len(line) - 1))
+        byte = bytes([data.draw(st.sampled_from(EDIT_BYTES))])
+        edit = data.draw(st.sampled_from(["replace", "drop", "double", "insert"]))
+        line = line[:at] + {"replace": byte, "drop": b"", "double": line[at:at + 1] * 2,
+                            "insert": byte + line[at:at + 1]}[edit] + line[at + 1:]
+    return line

@@ -18,30 +18,14 @@ from ddb2bt.pipelines.dynamodb import incremental_export
 from ddb2bt.pipelines.dynamodb.incremental_export import VALUES_VALID
 from tests.compiled import require_built
 
-from .change_lines import VALUES, line_of, outcome, records
+from .change_lines import EDIT_BYTES, VALUES, edited, line_of, outcome, records
 
 compiled = incremental_export._compiled_vouch
 compiled_check = incremental_export._compiled_check
 needs_module = pytest.mark.skipif(compiled is None, reason="pipelines/dynamodb/_vouch.c not built (no C compiler)")
 
-EDIT_BYTES = list(b'{}[]",:\\0123456789=+/ SNBML.-etaruglOIKdwm\n\r\t\x00\xff')
-
-
 def expression(line: bytes) -> bool:
     return VALUES_VALID.fullmatch(line) is not None
-
-
-def edited(line: bytes, data: Any, times: int) -> bytes:
-    """``line`` with up to ``times`` bytes replaced, dropped, doubled or inserted."""
-    for _ in range(data.draw(st.integers(0, times))):
-        if not line:
-            break
-        at = data.draw(st.integers(0, len(line) - 1))
-        byte = bytes([data.draw(st.sampled_from(EDIT_BYTES))])
-        edit = data.draw(st.sampled_from(["replace", "drop", "double", "insert"]))
-        line = line[:at] + {"replace": byte, "drop": b"", "double": line[at:at + 1] * 2,
-                            "insert": byte + line[at:at + 1]}[edit] + line[at + 1:]
-    return line
 
 
 def test_the_compiled_module_is_built_wherever_a_c_compiler_is():
