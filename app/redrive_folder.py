@@ -60,6 +60,17 @@ class RedriveResult:
         return not self.problems
 
 
+def _holds_dead_letters(path: str) -> bool:
+    """Whether the file's first line is a dead letter as runs write them (any file name a --dead-letter was given)."""
+    with FileSystems.open(path) as handle:
+        first = handle.readline(1 << 20)
+    try:
+        letter = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(letter, dict) and {"item", "stage", "reason"} <= letter.keys()
+
+
 def dead_letter_file(run_dir: str) -> str:
     """The dead-letter file of a run folder, or ``run_dir`` itself when it names a dead-letter file (``*.jsonl``).
     Another file (the run's checkpoint.json, say) is a UsageError naming it and what to give instead."""
@@ -68,6 +79,8 @@ def dead_letter_file(run_dir: str) -> str:
     if run_dir.endswith(".jsonl"):
         return run_dir
     if Path(run_dir).is_file() if "://" not in run_dir else FileSystems.exists(run_dir):  # an object, not a prefix
+        if _holds_dead_letters(run_dir):  # migrate --dead-letter letters.txt: the file migrate's line names
+            return run_dir
         folder = FileSystems.split(run_dir)[0] or "."
         fix = (f"give its run folder: ddb2bt redrive {folder} SPEC"
                if FileSystems.exists(FileSystems.join(folder, DEAD_LETTER_FILE))

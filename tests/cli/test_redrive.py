@@ -283,3 +283,32 @@ def test_the_redrive_line_migrate_prints_writes_where_the_run_wrote(bigtable_env
     fixed = [item for i, item in enumerate(items) if i != STILL_BAD]
     now_ms = json.loads((tmp_path / "run" / "checkpoint.json").read_text())["now_ms"]
     assert read_cells(target) == expected_cells(load_spec(spec), fixed, now_ms=now_ms)  # all in the run's instance
+
+
+def test_the_redrive_line_of_a_dead_letter_file_not_named_jsonl_works(bigtable_env, moto_server, invoke, unique_name,
+                                                                      tmp_path):
+    """`migrate --dead-letter letters.txt` printed `ddb2bt redrive letters.txt SPEC`, which redrive refused as 'a file,
+    not a run folder'; a file whose lines are dead letters is one, whatever its name."""
+    import shlex
+
+    items = make_items()
+    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    create_table(client, unique_name, "pk", "sk")
+    put_items(client, unique_name, items)
+    spec = write_spec(tmp_path / "spec.json", spec_data(unique_name, moto_server.endpoint, fixed=False))
+    letters = tmp_path / "letters.txt"
+    ran = invoke("migrate", spec, "--run-dir", tmp_path / "run", "--dead-letter", letters, "--yes")
+    assert ran.exit_code == 0, ran.output
+    line = next(line for line in ran.stdout.splitlines() if "then re-drive them: " in line)
+    command = shlex.split(line.split("then re-drive them: ", 1)[1])
+    assert command[:3] == ["ddb2bt", "redrive", str(letters)], command
+    write_spec(spec, spec_data(unique_name, moto_server.endpoint, fixed=True))
+    again = invoke(*command[1:], "--run-dir", tmp_path / "redrive")
+    assert again.exit_code == 0, again.output
+    fixed = [item for i, item in enumerate(items) if i != STILL_BAD]
+    now_ms = json.loads((tmp_path / "run" / "checkpoint.json").read_text())["now_ms"]
+
+    def untimed(cells: dict) -> dict:  # a loose file names no run: its items' cells carry the redrive's own "now"
+        return {key: sorted((c[0], c[1], c[3]) for c in row) for key, row in cells.items()}
+
+    assert untimed(read_cells(load_spec(spec).target)) == untimed(expected_cells(load_spec(spec), fixed, now_ms=now_ms))
