@@ -539,3 +539,33 @@ def test_overwrites_across_write_batches_are_seen_for_the_last_rows_written(bigt
     assert sum(len(cells) for cells in read_cells(target).values()) == 3 + RECENT_ROWS
     assert (counters["rows_written"], counters["cells_overwritten"]) == (6 + RECENT_ROWS, 2)
     assert counters["cells_written"] == 3 + RECENT_ROWS + 1  # the one overwrite it could not see
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(bigtable_env, kill_source, tmp_path):
+    """Kubernetes, Docker and Dataflow's launcher stop a process with SIGTERM (to it alone, not its group): the run
+    stops after the batch in flight, reconciles, names the resume command; the resume completes the table exactly."""
+    endpoint, table, items = kill_source
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    spec = spec.model_copy(update={"target": spec.target.model_copy(update={"table": f"b{uuid.uuid4().hex[:12]}"}),
+                                   # ~270 RCU in all at 60 RCU/s: seconds long, so the stop lands mid-run
+                                   "source": spec.source.model_copy(update={"on_demand_rcu": 120})})
+    spec_file, run_dir = tmp_path / "spec.yaml", tmp_path / "run"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    stopped = migrate(spec_file, run_dir, env=env)
+    wait_for_segments(stopped, run_dir, 2)
+    os.kill(stopped.pid, signal.SIGTERM)
+    output = stopped.communicate(timeout=120)[0]
+    assert stopped.returncode == 130, output
+    assert "Traceback" not in output and "segments: " in output and "stored" in output, output
+    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), "--resume", "--run-dir", str(run_dir), "--yes"])
+    error = output.strip().splitlines()[-1]
+    assert error.startswith("error: interrupted: ") and error.endswith(f"resume with: {resume}"), error
+
+    resumed = migrate(spec_file, run_dir, "--resume", env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
+    assert read_cells(spec.target) == expected_cells(spec, items)  # one version per cell: nothing written twice
