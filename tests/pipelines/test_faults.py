@@ -4,6 +4,7 @@ dead or misbehaving dependencies end the run quickly and loudly. Bigtable is che
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
@@ -569,3 +570,63 @@ def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(big
     assert resumed.returncode == 0, output
     assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
     assert read_cells(spec.target) == expected_cells(spec, items)  # one version per cell: nothing written twice
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB tmpfs of its own (a disk this test may fill); skipped where this user cannot mount one."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Fill ``disk`` up (as another process would); the file that did."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as handle:
+        with pytest.raises(OSError) as full:
+            while True:
+                handle.write(b"\0" * 65536)
+    assert full.value.errno == errno.ENOSPC
+    return filler
+
+
+@pytest.mark.slow
+def test_a_run_folder_whose_disk_fills_up_mid_run_stops_reconciled_and_resumes_exactly(
+        bigtable_env, kill_source, small_disk, tmp_path):
+    """The checkpoint's writes fail (ENOSPC): the run stops with one line naming the folder and the resume command,
+    no "a bug: please report it"; what it marked is true, so once there is room the resume completes the table with
+    one version per cell."""
+    endpoint, table, items = kill_source
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    spec = spec.model_copy(update={"target": spec.target.model_copy(update={"table": f"b{uuid.uuid4().hex[:12]}"}),
+                                   "source": spec.source.model_copy(update={"on_demand_rcu": 120})})
+    spec_file, run_dir = tmp_path / "spec.yaml", small_disk / "run"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    failed = migrate(spec_file, run_dir, env=env)
+    wait_for_segments(failed, run_dir, 2)
+    filler = fill(small_disk)
+    output = failed.communicate(timeout=120)[0]
+    assert failed.returncode == 3, output
+    assert "Traceback" not in output and "a bug" not in output and "segments: " in output, output
+    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), "--resume", "--run-dir", str(run_dir), "--yes"])
+    error = output.strip().splitlines()[-1]
+    assert error.startswith(f"error: the run folder {run_dir} cannot be written (No space left on device)"), error
+    assert error.endswith(f"; resume with: {resume}"), error
+    assert 2 <= len(ckpt.completed_segments(str(run_dir))) < KILL_SEGMENTS
+    assert not list((run_dir / ckpt.SEGMENTS_DIR).glob("*.tmp"))  # no half-written savepoint left behind
+
+    filler.unlink()
+    resumed = migrate(spec_file, run_dir, "--resume", env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
+    assert read_cells(spec.target) == expected_cells(spec, items)
