@@ -630,3 +630,39 @@ def test_a_run_folder_whose_disk_fills_up_mid_run_stops_reconciled_and_resumes_e
     assert resumed.returncode == 0, output
     assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
     assert read_cells(spec.target) == expected_cells(spec, items)
+
+
+@pytest.mark.slow
+def test_bigtable_dying_mid_validate_ends_it_within_two_minutes_with_one_line(kill_source, tmp_path):
+    """validate looks rows up in Bigtable: with Bigtable dead it retried each lookup for the client's default of 600 s
+    (and the scan threads waited behind it), past "stop within minutes"."""
+    from ddb2bt.app.migrate import migrate as migrate_here
+    from ddb2bt.app.options import RunOptions
+    from tests.installed import DDB2BT
+
+    endpoint, table, _items = kill_source
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    spec = spec.model_copy(update={"source": spec.source.model_copy(update={"on_demand_rcu": 120})})
+    spec_file, run_dir = tmp_path / "spec.yaml", tmp_path / "validation"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    with local_servers.bigtable_emulator() as emulator:  # a server of its own, to kill
+        env = {**os.environ, **local_servers.emulator_env(emulator.endpoint)}
+        with local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
+            assert migrate_here(spec, RunOptions(run_dir=str(tmp_path / "migrated"))).ok
+        proc = subprocess.Popen([DDB2BT, "validate", str(spec_file), "--run-dir", str(run_dir)], env=env,
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        try:
+            wait_for_segments(proc, run_dir, 2)
+            os.killpg(emulator.pid, signal.SIGKILL)
+            killed = time.monotonic()
+            output = proc.communicate(timeout=180)[0]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    took = time.monotonic() - killed
+    assert proc.returncode == 3 and took < 120, (took, output)
+    assert "Traceback" not in output and "a bug" not in output and "[while running" not in output, output
+    error = output.strip().splitlines()[-1]
+    assert error.startswith("error: Bigtable is unreachable"), error
+    assert error.endswith(f"; resume with: ddb2bt validate {spec_file} --resume --run-dir {run_dir}"), error
