@@ -542,18 +542,24 @@ def test_overwrites_across_write_batches_are_seen_for_the_last_rows_written(bigt
     assert counters["cells_written"] == 3 + RECENT_ROWS + 1  # the one overwrite it could not see
 
 
+def slow_run(bigtable_env, kill_source, tmp_path: Path) -> tuple[MappingSpec, list[dict], Path, dict[str, str]]:
+    """The kill table to a table of its own, read at 60 RCU/s (~270 RCU in all: seconds long, so a fault lands
+    mid-run): (spec, items, spec file, the CLI's environment)."""
+    endpoint, table, items = kill_source
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    spec = spec.model_copy(update={"target": spec.target.model_copy(update={"table": f"b{uuid.uuid4().hex[:12]}"}),
+                                   "source": spec.source.model_copy(update={"on_demand_rcu": 120})})
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    return spec, items, spec_file, {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+
 @pytest.mark.slow
 def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(bigtable_env, kill_source, tmp_path):
     """Kubernetes, Docker and Dataflow's launcher stop a process with SIGTERM (to it alone, not its group): the run
     stops after the batch in flight, reconciles, names the resume command; the resume completes the table exactly."""
-    endpoint, table, items = kill_source
-    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
-    spec = spec.model_copy(update={"target": spec.target.model_copy(update={"table": f"b{uuid.uuid4().hex[:12]}"}),
-                                   # ~270 RCU in all at 60 RCU/s: seconds long, so the stop lands mid-run
-                                   "source": spec.source.model_copy(update={"on_demand_rcu": 120})})
-    spec_file, run_dir = tmp_path / "spec.yaml", tmp_path / "run"
-    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
-    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+    spec, items, spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
+    run_dir = tmp_path / "run"
 
     stopped = migrate(spec_file, run_dir, env=env)
     wait_for_segments(stopped, run_dir, 2)
@@ -603,13 +609,8 @@ def test_a_run_folder_whose_disk_fills_up_mid_run_stops_reconciled_and_resumes_e
     """The checkpoint's writes fail (ENOSPC): the run stops with one line naming the folder and the resume command,
     no "a bug: please report it"; what it marked is true, so once there is room the resume completes the table with
     one version per cell."""
-    endpoint, table, items = kill_source
-    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
-    spec = spec.model_copy(update={"target": spec.target.model_copy(update={"table": f"b{uuid.uuid4().hex[:12]}"}),
-                                   "source": spec.source.model_copy(update={"on_demand_rcu": 120})})
-    spec_file, run_dir = tmp_path / "spec.yaml", small_disk / "run"
-    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
-    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+    spec, items, spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
+    run_dir = small_disk / "run"
 
     failed = migrate(spec_file, run_dir, env=env)
     wait_for_segments(failed, run_dir, 2)
