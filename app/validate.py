@@ -149,10 +149,14 @@ class ValidateResult:
 
     def resume_command(self, spec_path: str | None = None) -> str:
         """The command that continues this validation: the same options and flags, ``--resume --run-dir``."""
-        p = self.prepared
-        flags = ["--repair"] * p.repair + ["--target-scan"] * p.target_scan + ["--decode-all"] * (p.decode_every == 1)
-        flags += ["--as-of", p.as_of] if p.as_of is not None else []
-        return p.options.go_on("validate", spec_path or "SPEC", p.run_dir, *flags, without=("sample",), resume=True)
+        return resume_command(self.prepared, spec_path)
+
+
+def resume_command(p: PreparedValidation, spec_path: str | None = None) -> str:
+    """The command that continues the validation ``p`` (finished, stopped or failed): ``--resume --run-dir``."""
+    flags = ["--repair"] * p.repair + ["--target-scan"] * p.target_scan + ["--decode-all"] * (p.decode_every == 1)
+    flags += ["--as-of", p.as_of] if p.as_of is not None else []
+    return p.options.go_on("validate", spec_path or "SPEC", p.run_dir, *flags, without=("sample",), resume=True)
 
 
 def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, repair: bool = False,

@@ -80,10 +80,14 @@ class ErrorHandlingGroup(TyperGroup):
     """A typer group whose commands' errors become one line on stderr (unless --debug), usage errors included."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        from .options import dashed
-
         given = list(args[0] if args else kwargs.pop("args", None) or sys.argv[1:])
         _plain_flags(self)
+        with _sigterm_as_ctrl_c():
+            self._main(given, *args, **kwargs)
+
+    def _main(self, given: list[str], *args: Any, **kwargs: Any) -> NoReturn:
+        from .options import dashed
+
         try:  # not standalone, so that typer's boxed usage errors come here; an Exit comes back as its code
             code = super().main(dashed(given), *args[1:], **{**kwargs, "standalone_mode": False})
         except typer.TyperException as usage:  # typer's usage errors, in the same one-line style as ours
@@ -113,6 +117,36 @@ class ErrorHandlingGroup(TyperGroup):
             _fail(ctx, error)
         except Exception as error:  # noqa: BLE001 - classified below; unknown ones keep their traceback
             _fail(ctx, error)
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Any:
+    """SIGTERM (how Kubernetes, Docker, systemd and a CI's timeout stop a process) does what Ctrl-C does: the command
+    stops after the batch in flight, reconciles and prints how to go on (a second one quits at once). By default it
+    would end the process on the spot, without a word. Only where nobody chose otherwise (SIG_DFL), in the main
+    thread; the previous handler is back afterwards (the CLI runs inside tests' processes too)."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    owner = os.getpid()
+
+    def as_ctrl_c(signum: int, _frame: Any) -> None:
+        if os.getpid() != owner:  # a forked child that kept the handler: the default, as it would have had
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, as_ctrl_c)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is as_ctrl_c:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _stdout_gone() -> bool:

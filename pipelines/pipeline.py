@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections import Counter
 from typing import Any, Iterator
@@ -191,7 +192,8 @@ class _PersistFn(beam.DoFn):
 
     def _flush(self) -> None:
         if self._lines:
-            write_part(self._path, self._lines)
+            with ckpt.folder_writes(self._run_dir or os.path.dirname(self._path) or "."):
+                write_part(self._path, self._lines)
             self._lines = []
 
 

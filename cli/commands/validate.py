@@ -13,7 +13,9 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ...app.options import RunOptions
+from ...mappers.errors import ServiceError
 from ...mappers.units import plural
+from ..errors import classify, report
 from ..options import OutputFormat, SpecArg, check_run_dir, run_options
 
 
@@ -87,9 +89,16 @@ def command(
         _stderr("note: the spec sets no migration_time, so cells without a time of their own carry the run's time "
                 "and will show as differences; give the run folder (--as-of RUN_DIR), or set migration_time before "
                 "migrating.")
-    with watching(f"comparing {prepared.source} with {prepared.spec.target.table}",
-                  lambda: progress_text(use_case.progress(prepared), prepared)):
-        result = use_case.execute(prepared)
+    try:
+        with watching(f"comparing {prepared.source} with {prepared.spec.target.table}",
+                      lambda: progress_text(use_case.progress(prepared), prepared)):
+            result = use_case.execute(prepared)
+    except Exception as error:
+        failure = classify(error)
+        if not isinstance(failure, ServiceError) or not prepared.scanning:
+            raise
+        # a dependency died mid-run: the segments compared are marked, so the one line says how to go on from them
+        report(failure.exit_code, [f"{failure.one_line()}; resume with: {use_case.resume_command(prepared, str(spec))}"])
     if format is OutputFormat.json:
         typer.echo(json.dumps(as_json(result), indent=2, ensure_ascii=False))
     else:

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from .sink import Destination
 
 KEYS_PER_REQUEST = 1000
+LOOKUP_TIMEOUT = 60.0
+"""How long one lookup (up to 1,000 keys) retries a Bigtable that does not answer, as the writer's operation timeout
+(sink.FlowControl): the client's default of 600 s kept a validation going ten minutes after Bigtable died."""
 REQUESTS_IN_FLIGHT = 4
 """ReadRows requests of one lookup sent at once: Bigtable (or the emulator) answers one while the client merges
 another's chunks, instead of each request waiting for the one before."""
@@ -43,7 +46,9 @@ class RowLookup:
 
         self._client = BigtableDataClient(project=destination.project)
         self.table = self._client.get_table(destination.instance, destination.table,
-                                            app_profile_id=destination.app_profile)
+                                            app_profile_id=destination.app_profile,
+                                            default_read_rows_operation_timeout=LOOKUP_TIMEOUT,
+                                            default_read_rows_attempt_timeout=min(20.0, LOOKUP_TIMEOUT))
         self._requests: ThreadPoolExecutor | None = None
         self._read_rows: Any = None
 

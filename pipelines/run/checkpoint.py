@@ -30,12 +30,14 @@ resumed run takes it back, or cells the first attempt wrote would get a second v
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
-from ...mappers.errors import UsageError
+from typing import Any, Iterator
+from ...mappers.errors import ServiceError, UsageError
 from .dead_letters import create_private
 
 CHECKPOINT_FILE = "checkpoint.json"
@@ -44,6 +46,25 @@ SEGMENTS_DIR = "segments"
 
 class ResumeError(UsageError):
     """The run directory cannot be resumed with this spec or segment count."""
+
+
+class RunFolderError(ServiceError):
+    """The run folder stopped taking writes mid-run (disk full, read-only, over quota). What was marked before is
+    true (a marker or savepoint is written only after what it stands for is stored), so the run resumes once it is
+    writable again: a ServiceError, which the CLI ends with the reconciliation and the resume command."""
+
+
+@contextmanager
+def folder_writes(folder: str) -> Iterator[None]:
+    """Writes into the run folder ``folder`` while a run goes on: an OSError (ENOSPC, EROFS, EDQUOT, EACCES) becomes a
+    :class:`RunFolderError` naming the folder, which keeps its kind across Beam's re-raise; else it was "a bug"."""
+    try:
+        yield
+    except (ConnectionError, TimeoutError):  # an object store's network: the service's error, as it is
+        raise
+    except OSError as err:
+        raise RunFolderError(f"the run folder {folder} cannot be written ({err.strerror or err})",
+                             "free space there (or make it writable again)") from err
 
 
 VALIDATION_MARKER = "validate.json"
@@ -213,7 +234,8 @@ def completed_segments(run_dir: str) -> frozenset[int]:
 
 def mark_segment_done(run_dir: str, segment: int) -> None:
     """Record one segment as completely migrated (idempotent)."""
-    _write(_join(run_dir, SEGMENTS_DIR, f"{segment}.done"), b"")
+    with folder_writes(run_dir):
+        _write(_join(run_dir, SEGMENTS_DIR, f"{segment}.done"), b"")
 
 
 def key_to_json(key: dict[str, Any]) -> dict[str, Any]:
@@ -239,13 +261,19 @@ def save_position(run_dir: str, segment: int, key: dict[str, Any]) -> None:
     """Record where scan segment ``segment`` goes on (the LastEvaluatedKey of its last stored page)."""
     data = json.dumps({"segment": segment, "ExclusiveStartKey": key_to_json(key)}).encode()
     path = _join(run_dir, SEGMENTS_DIR, f"{segment}.at")
-    if "://" in run_dir:
-        _write(path, data)
-        return
-    partial = f"{path}.{os.getpid()}.tmp"
-    with create_private(partial) as handle:  # a key's values are user data: 0600, as dead letters are
-        handle.write(data)
-    os.replace(partial, path)  # a kill leaves the old savepoint or the new one, never half of one
+    with folder_writes(run_dir):
+        if "://" in run_dir:
+            _write(path, data)
+            return
+        partial = f"{path}.{os.getpid()}.tmp"
+        try:
+            with create_private(partial) as handle:  # a key's values are user data: 0600, as dead letters are
+                handle.write(data)
+            os.replace(partial, path)  # a kill leaves the old savepoint or the new one, never half of one
+        except OSError:  # a full disk: the old savepoint stays, and no half-written one beside it
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+            raise
 
 
 def saved_positions(run_dir: str) -> dict[int, dict[str, Any]]:

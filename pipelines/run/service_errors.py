@@ -32,6 +32,9 @@ def redact(text: str) -> str:
     return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user'] + ':' if m['password'] else ''}***@", text)
 
 
+_STEP_SUFFIX = re.compile(r" \[while running '[^']*'\]")  # as mappers.errors strips it from ddb2bt errors
+
+
 def as_ddb2bt_error(error: BaseException) -> Ddb2btError | None:
     """``error`` as a ddb2bt error (kept if it is one, found again behind Beam's wrapping), or None for a bug.
 
@@ -41,9 +44,13 @@ def as_ddb2bt_error(error: BaseException) -> Ddb2btError | None:
     if found is not None:
         return found
     translated = _botocore(error) or _google(error) or _beam_s3(error) or _os(error)
-    if translated is None or redact(str(translated)) == str(translated):
+    if translated is None:
+        return None
+    # a library's error re-raised by Beam carries " [while running 'Step']": the step is no news to a user
+    text = redact(_STEP_SUFFIX.sub("", str(translated)))
+    if text == str(translated):
         return translated
-    return type(translated)(redact(str(translated)))  # plain UsageError / ServiceError: message only
+    return type(translated)(text)  # plain UsageError / ServiceError: message only
 
 
 def _one_line(error: BaseException) -> str:

@@ -4,6 +4,7 @@ dead or misbehaving dependencies end the run quickly and loudly. Bigtable is che
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
@@ -539,3 +540,130 @@ def test_overwrites_across_write_batches_are_seen_for_the_last_rows_written(bigt
     assert sum(len(cells) for cells in read_cells(target).values()) == 3 + RECENT_ROWS
     assert (counters["rows_written"], counters["cells_overwritten"]) == (6 + RECENT_ROWS, 2)
     assert counters["cells_written"] == 3 + RECENT_ROWS + 1  # the one overwrite it could not see
+
+
+def slow_run(bigtable_env, kill_source, tmp_path: Path) -> tuple[MappingSpec, list[dict], Path, dict[str, str]]:
+    """The kill table to a table of its own, read at 60 RCU/s (~270 RCU in all: seconds long, so a fault lands
+    mid-run): (spec, items, spec file, the CLI's environment)."""
+    endpoint, table, items = kill_source
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    spec = spec.model_copy(update={"target": spec.target.model_copy(update={"table": f"b{uuid.uuid4().hex[:12]}"}),
+                                   "source": spec.source.model_copy(update={"on_demand_rcu": 120})})
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    return spec, items, spec_file, {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(bigtable_env, kill_source, tmp_path):
+    """Kubernetes, Docker and Dataflow's launcher stop a process with SIGTERM (to it alone, not its group): the run
+    stops after the batch in flight, reconciles, names the resume command; the resume completes the table exactly."""
+    spec, items, spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
+    run_dir = tmp_path / "run"
+
+    stopped = migrate(spec_file, run_dir, env=env)
+    wait_for_segments(stopped, run_dir, 2)
+    os.kill(stopped.pid, signal.SIGTERM)
+    output = stopped.communicate(timeout=120)[0]
+    assert stopped.returncode == 130, output
+    assert "Traceback" not in output and "segments: " in output and "stored" in output, output
+    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), "--resume", "--run-dir", str(run_dir), "--yes"])
+    error = output.strip().splitlines()[-1]
+    assert error.startswith("error: interrupted: ") and error.endswith(f"resume with: {resume}"), error
+
+    resumed = migrate(spec_file, run_dir, "--resume", env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
+    assert read_cells(spec.target) == expected_cells(spec, items)  # one version per cell: nothing written twice
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB tmpfs of its own (a disk this test may fill); skipped where this user cannot mount one."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Fill ``disk`` up (as another process would); the file that did."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as handle:
+        with pytest.raises(OSError) as full:
+            while True:
+                handle.write(b"\0" * 65536)
+    assert full.value.errno == errno.ENOSPC
+    return filler
+
+
+@pytest.mark.slow
+def test_a_run_folder_whose_disk_fills_up_mid_run_stops_reconciled_and_resumes_exactly(
+        bigtable_env, kill_source, small_disk, tmp_path):
+    """The checkpoint's writes fail (ENOSPC): the run stops with one line naming the folder and the resume command,
+    no "a bug: please report it"; what it marked is true, so once there is room the resume completes the table with
+    one version per cell."""
+    spec, items, spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
+    run_dir = small_disk / "run"
+
+    failed = migrate(spec_file, run_dir, env=env)
+    wait_for_segments(failed, run_dir, 2)
+    filler = fill(small_disk)
+    output = failed.communicate(timeout=120)[0]
+    assert failed.returncode == 3, output
+    assert "Traceback" not in output and "a bug" not in output and "segments: " in output, output
+    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), "--resume", "--run-dir", str(run_dir), "--yes"])
+    error = output.strip().splitlines()[-1]
+    assert error.startswith(f"error: the run folder {run_dir} cannot be written (No space left on device)"), error
+    assert error.endswith(f"; resume with: {resume}"), error
+    assert 2 <= len(ckpt.completed_segments(str(run_dir))) < KILL_SEGMENTS
+    assert not list((run_dir / ckpt.SEGMENTS_DIR).glob("*.tmp"))  # no half-written savepoint left behind
+
+    filler.unlink()
+    resumed = migrate(spec_file, run_dir, "--resume", env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
+    assert read_cells(spec.target) == expected_cells(spec, items)
+
+
+@pytest.mark.slow
+def test_bigtable_dying_mid_validate_ends_it_within_two_minutes_with_one_line(kill_source, tmp_path):
+    """validate looks rows up in Bigtable: with Bigtable dead it retried each lookup for the client's default of 600 s
+    (and the scan threads waited behind it), past "stop within minutes"."""
+    from ddb2bt.app.migrate import migrate as migrate_here
+    from ddb2bt.app.options import RunOptions
+    from tests.installed import DDB2BT
+
+    endpoint, table, _items = kill_source
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    spec = spec.model_copy(update={"source": spec.source.model_copy(update={"on_demand_rcu": 120})})
+    spec_file, run_dir = tmp_path / "spec.yaml", tmp_path / "validation"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    with local_servers.bigtable_emulator() as emulator:  # a server of its own, to kill
+        env = {**os.environ, **local_servers.emulator_env(emulator.endpoint)}
+        with local_servers.patched_environ(local_servers.emulator_env(emulator.endpoint)):
+            assert migrate_here(spec, RunOptions(run_dir=str(tmp_path / "migrated"))).ok
+        proc = subprocess.Popen([DDB2BT, "validate", str(spec_file), "--run-dir", str(run_dir)], env=env,
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+        try:
+            wait_for_segments(proc, run_dir, 2)
+            os.killpg(emulator.pid, signal.SIGKILL)
+            killed = time.monotonic()
+            output = proc.communicate(timeout=180)[0]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    took = time.monotonic() - killed
+    assert proc.returncode == 3 and took < 120, (took, output)
+    assert "Traceback" not in output and "a bug" not in output and "[while running" not in output, output
+    error = output.strip().splitlines()[-1]
+    assert error.startswith("error: Bigtable is unreachable"), error
+    assert error.endswith(f"; resume with: ddb2bt validate {spec_file} --resume --run-dir {run_dir}"), error
