@@ -192,7 +192,9 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
 
     The responses come raw (:func:`raw_read_rows`) and are parsed in groups (:data:`JOINED_RESPONSES`). A retryable
     error (the table's own list) ends the answer: its complete rows are given, and the range is asked again from
-    after the last one, within the table's read timeout, as the client's own reads do.
+    after the last one. The table's read timeout bounds the time without a row, not the whole range: each attempt
+    ends at the attempt timeout (20 s by default), and a range read for longer than the operation timeout (a tablet
+    of many GB, or a consumer held back by --wcu) failed with DEADLINE_EXCEEDED at every resume.
     """
     from google.cloud.bigtable.data import ReadRowsQuery, RowRange
     from google.cloud.bigtable.data.exceptions import InvalidChunk
@@ -214,15 +216,18 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
         answers = read_rows(request, metadata=routing,
                             timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)))
         failed: list[Exception] = []
+        progressed = False
         for row_key, cells in range_rows(_joined(answers, retryable, failed)):
             if row_key is None:  # the answer ended inside a row
                 if not failed:
                     raise InvalidChunk("the stream ended inside a row")
                 break
-            after = row_key
+            after, progressed = row_key, True
             yield row_key, cells
         if not failed:
             return
+        if progressed:  # rows came: the timeout counts again from here
+            deadline, pause = time.monotonic() + table.default_read_rows_operation_timeout, 0.01
         if time.monotonic() + pause > deadline:
             raise failed[0]
         time.sleep(pause)

@@ -93,3 +93,29 @@ def test_an_answer_that_ends_inside_a_row_is_refused(bigtable_env, unique_name, 
             for row in chunks.read_range(client, client.get_table("reads", unique_name), (b"", b"")):
                 got.append(row)
     assert got == [(b"a", [Cell("c", b"q", 1000, b"1")])]
+
+
+def test_a_range_read_for_longer_than_the_operation_timeout_goes_on_while_rows_come(bigtable_env, unique_name,
+                                                                                     monkeypatch):
+    """A rollback held back by --wcu reads a tablet for longer than the table's read timeout (600 s by default):
+    each attempt ends at the attempt timeout and the range is asked again from the last row; the timeout counts the
+    time without a row. Before, the range failed with DEADLINE_EXCEEDED once the whole read passed it, at every
+    resume. Here: timeouts of 1.5 s (operation) and 0.3 s (attempt), a consumer taking ~4 s."""
+    import time
+
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    rows = {f"r{n:05d}".encode(): [("c", b"v", 1000, f"r{n:05d}".encode() * 400)] for n in range(4000)}  # 24 MB
+    _table(unique_name, rows)
+    monkeypatch.setattr(chunks, "JOINED_RESPONSES", 20)
+    got = []
+    began = time.monotonic()
+    with BigtableDataClient(project="reads") as client:
+        table = client.get_table("reads", unique_name, default_read_rows_operation_timeout=1.5,
+                                 default_read_rows_attempt_timeout=0.3)
+        for row_key, cells in chunks.read_range(client, table, (b"", b"")):
+            got.append(row_key)
+            if len(got) % 100 == 0:
+                time.sleep(0.1)
+    assert time.monotonic() - began > 3.0  # the read outlived the operation timeout twice over
+    assert got == sorted(rows)
