@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from apache_beam.io.filesystems import FileSystems
 
 from ...mappers.errors import UsageError
-from ..run.checkpoint import VALIDATION_MARKER
+from ..run.checkpoint import VALIDATION_MARKER, folder_writes
 from ..run.dead_letters import create_private, parts_dir, write_part  # the one 0600 writer of run files
 
 FOLDERS = ("differences", "candidates", "owners", "row_keys", "stats")
@@ -53,6 +53,7 @@ class PartWriter:
     """Lines of one folder from one DoFn instance, in part files finished per segment."""
 
     def __init__(self, run_dir: str, folder: str):
+        self._run_dir = run_dir
         self._base = FileSystems.join(run_dir, folder)
         self._lines: list[str] = []
         self._open: list[str] = []
@@ -64,7 +65,8 @@ class PartWriter:
 
     def flush(self) -> None:
         if self._lines:
-            self._open.append(write_part(self._base, self._lines))
+            with folder_writes(self._run_dir):  # a full disk: one line and the resume command, not "a bug"
+                self._open.append(write_part(self._base, self._lines))
             self._lines = []
 
     def finish(self, segment: int | None) -> None:
@@ -76,7 +78,8 @@ class PartWriter:
         # a segment's names are fixed: a bundle the runner retries after renaming renames onto the same names
         names = [f"seg-{segment}-{k}.jsonl" if segment is not None else f"done-{uuid.uuid4().hex}.jsonl"
                  for k in range(len(self._open))]
-        FileSystems.rename(self._open, [FileSystems.join(folder, name) for name in names])
+        with folder_writes(self._run_dir):
+            FileSystems.rename(self._open, [FileSystems.join(folder, name) for name in names])
         self._open = []
 
 

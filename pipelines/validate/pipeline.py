@@ -401,7 +401,8 @@ class PersistFoundFn(beam.DoFn):
 
     def _finish(self, segment: int | None) -> None:
         if self._letters and self._dead_letter:
-            write_part(self._dead_letter, self._letters)
+            with ckpt.folder_writes(self._run_dir):
+                write_part(self._dead_letter, self._letters)
         self._writers["stats"].add(json_line({"segment": segment, **self._stats}))
         for writer in self._writers.values():
             writer.finish(segment)

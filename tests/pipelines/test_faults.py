@@ -667,3 +667,45 @@ def test_bigtable_dying_mid_validate_ends_it_within_two_minutes_with_one_line(ki
     error = output.strip().splitlines()[-1]
     assert error.startswith("error: Bigtable is unreachable"), error
     assert error.endswith(f"; resume with: ddb2bt validate {spec_file} --resume --run-dir {run_dir}"), error
+
+
+@pytest.mark.slow
+def test_a_validation_whose_disk_fills_up_mid_run_stops_with_one_line_and_resumes(bigtable_env, kill_source, small_disk,
+                                                                                  tmp_path):
+    """validate's part files (differences, row keys, stats, dead letters) fail with ENOSPC: it said 'unexpected
+    OSError ... (a bug)'; now the folder, what to do and the resume command (exit 3), and the resume ends OK."""
+    from ddb2bt.app.migrate import migrate as migrate_here
+    from ddb2bt.app.options import RunOptions
+    from tests.installed import DDB2BT
+
+    endpoint, table, _items = kill_source
+    spec = kill_spec(table, endpoint, migration_time="2024-01-01T00:00:00Z")
+    spec = spec.model_copy(update={"source": spec.source.model_copy(update={"on_demand_rcu": 120})})
+    spec_file, run_dir = tmp_path / "spec.yaml", small_disk / "validation"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    assert migrate_here(spec, RunOptions(run_dir=str(tmp_path / "migrated"))).ok
+    env = {**os.environ, **local_servers.emulator_env(bigtable_env.endpoint)}
+
+    def validate(*more: str) -> subprocess.Popen:
+        return subprocess.Popen([DDB2BT, "validate", str(spec_file), "--run-dir", str(run_dir), *more], env=env,
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                start_new_session=True)
+
+    proc = validate()
+    try:
+        wait_for_segments(proc, run_dir, 2)
+        filler = fill(small_disk)
+        output = proc.communicate(timeout=180)[0]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 3, output
+    assert "Traceback" not in output and "a bug" not in output, output
+    error = output.strip().splitlines()[-1]
+    assert error.startswith(f"error: the run folder {run_dir} cannot be written (No space left on device)"), error
+    assert error.endswith(f"; resume with: ddb2bt validate {spec_file} --resume --run-dir {run_dir}"), error
+
+    filler.unlink()
+    resumed = validate("--resume")
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
