@@ -62,13 +62,11 @@ class RedriveResult:
 
 def _holds_dead_letters(path: str) -> bool:
     """Whether the file's first line is a dead letter as runs write them (any file name a --dead-letter was given)."""
+    from ..pipelines.run.dead_letter_source import is_dead_letter
+
     with FileSystems.open(path) as handle:
         first = handle.readline(1 << 20)
-    try:
-        letter = json.loads(first)
-    except ValueError:
-        return False
-    return isinstance(letter, dict) and {"item", "stage", "reason"} <= letter.keys()
+    return is_dead_letter(first.decode("utf-8", "replace"))
 
 
 def dead_letter_file(run_dir: str) -> str:

@@ -48,6 +48,7 @@ from ..mappers.errors import Interrupted, ServiceError, UsageError
 from .options import RunOptions
 
 if TYPE_CHECKING:
+    from ..mappers.rollback import Verdict
     from ..mappers.spec import MappingSpec
     from ..pipelines.bigtable.rows import RowSource
     from ..pipelines.dynamodb.sink import DynamoDBSink, DynamoWriter
@@ -174,7 +175,8 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
     table = request.to_table or loaded.source.table
     if not table:
         raise RollbackError("the spec reads an export and names no DynamoDB table", "name one: --to-table TABLE")
-    _refuse_a_lossy_overwrite(loaded, table, request)
+    rebuilt = verdict(loaded)  # what the decoder cannot give back: refused over the source table, then the notes
+    _refuse_a_lossy_overwrite(loaded, rebuilt, table, request)
     sink = _sink(loaded, table, request)
     # One DynamoDB client for this process's whole run: the table's check, the writers and the comparison (each
     # client is a botocore session and its handlers built anew); worker processes make their own.
@@ -209,16 +211,14 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
         notes.insert(0, f"--since: {UNSEEN_BY_SINCE}")
     return RollbackResult(run_dir, table, source.name(), counters, state.dead_letter, dead_lines,
                           compared, differences, differences_file, not_compared, state.resumed,
-                          time.monotonic() - began, tuple(verdict(loaded).lines()) if verdict(loaded).losses else (),
+                          time.monotonic() - began, tuple(rebuilt.lines()) if rebuilt.losses else (),
                           tuple(notes), tuple(problems))
 
 
-def _refuse_a_lossy_overwrite(spec: MappingSpec, table: str, request: RollbackRequest) -> None:
+def _refuse_a_lossy_overwrite(spec: MappingSpec, rebuilt: Verdict, table: str, request: RollbackRequest) -> None:
     """A put replaces the whole item: rolled back into the table the items came from, a spec that cannot rebuild
     every attribute would remove what it does not keep from the live items. Loss is explicit: --accept-loss."""
-    from ..mappers.rollback import verdict
-
-    losses = [loss for loss in verdict(spec).losses if loss.attribute]  # whole items lost are not written at all
+    losses = [loss for loss in rebuilt.losses if loss.attribute]  # whole items lost are not written at all
     if table != spec.source.table or request.accept_loss or not losses:
         return
     named = ", ".join(sorted({f"{loss.entity}.{loss.attribute}" for loss in losses}))

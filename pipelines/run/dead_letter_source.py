@@ -55,6 +55,15 @@ def _parse(line: str, where: str) -> dict[str, Any]:
     return letter
 
 
+def is_dead_letter(line: str) -> bool:
+    """Whether ``line`` is a dead letter as runs write them (:func:`_parse`'s rule)."""
+    try:
+        _parse(line, "")
+    except DeadLetterFileError:
+        return False
+    return True
+
+
 def survey(path: str) -> DeadLetterSurvey:
     """Read the whole file once, before a run: every line must be a dead letter (else DeadLetterFileError)."""
     if not FileSystems.exists(path):
