@@ -202,6 +202,8 @@ def pattern_lines(plan: MigrationPlan) -> list[str]:
         if p.example_key:
             lines.append(f"    on the sample ({p.example_key}): {p.rows_touched} row(s), {p.cells_touched} cell(s) read, "
                          f"{p.items_returned} item(s) returned")
+        if p.reason:  # served, but its read could not be tried on the sample
+            lines.append(f"    on the sample: {p.reason}")
         if p.python:
             lines.append("    python:")
             lines += [f"      {line}" if line else "" for line in p.python.splitlines()]

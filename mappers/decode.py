@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from .attrvalue import AttributeValueError, binary, from_typed_json, key_text, kind_of, number_text
@@ -360,6 +361,9 @@ class EntityDecoder:
                 item.setdefault(name, typed(text, self.types.get(name, "S")))
 
 
+_first = itemgetter(0)
+
+
 # --------------------------------------------------------------------------- the spec
 
 
@@ -406,48 +410,66 @@ class Decoder:
         if self.index_prefixes and row_key.startswith(self.index_prefixes):
             return []
         left = list(cells)
-        items: list[tuple[str, Item]] = []
+        keyed: list[tuple[EntityDecoder, dict[str, str]]] = []
         for decoder in self.entities:
             try:
-                texts = decoder.key_values(row_key)
+                keyed.append((decoder, decoder.key_values(row_key)))
             except (DecodeError, UnicodeDecodeError):
                 continue
-            if decoder.one_item:  # the grouping below, where every claimed cell is in one group
-                claims, claimed, rest = decoder.claims, [], []
-                for cell in left:
+        # A column's claim comes before any rest's: in a row that several entities share, a rest takes only what
+        # no column of any entity writes (else the first entity's rest would take a later entity's columns).
+        # Each entity's cells stay in row order (their index), as items are built from them.
+        mine: list[list[tuple[int, Any, Cell]]] = [[] for _ in keyed]
+        numbered = list(enumerate(left))
+        for rests in ((False, True) if len(keyed) > 1 else (None,)):
+            for position, (decoder, _texts) in enumerate(keyed):
+                if rests and decoder.rest is None:
+                    continue
+                claims, kept, taken = decoder.claims, [], mine[position]
+                for number, cell in numbered:
                     found = claims.get(cell[:2], _UNSEEN)  # (family, qualifier)
                     if found is _UNSEEN:
                         found = decoder.claimed(cell)
-                    if found is None:
-                        rest.append(cell)
+                    if found is None or (rests is not None and isinstance(found[0], str) is not rests):
+                        kept.append((number, cell))
                     else:
-                        claimed.append((found[0], cell))
-                if claimed:
-                    items.append((decoder.name, decoder.item(texts, claimed)))
-                left = rest
+                        taken.append((number, found, cell))
+                numbered = kept
+        left = [cell for _, cell in numbered]
+        items: list[tuple[str, Item]] = []
+        for (decoder, texts), taken in zip(keyed, mine):
+            if not taken:
                 continue
-            groups: dict[tuple, list] = {}
-            rest = []
-            for cell in left:
-                found = decoder.claimed(cell)
-                if found is None:
-                    rest.append(cell)
-                    continue
-                source, revealed, key, folds = found
-                if folds:
-                    key += (cell.timestamp_micros,)
-                members = groups.get(key)
-                if members is None:
-                    members = groups[key] = []
-                members.append((source, cell, revealed))
-            for members in groups.values():
-                group_texts = dict(texts)
-                for _, _, revealed in members:
-                    group_texts.update(revealed)
-                items.append((decoder.name, decoder.item(group_texts, [(source, cell) for source, cell, _ in members])))
-            left = rest
+            try:
+                items.extend(self._items(decoder, texts, taken))
+            except DecodeError:
+                raise
+            except ValueError as err:  # a cell's bytes that its encoding cannot read (not UTF-8, not JSON, ...)
+                raise DecodeError(f"row {row_key!r}: entity {decoder.name!r} cannot read its cells: {err}") from err
         if left:
             raise DecodeError(f"row {row_key!r}: no entity writes {sorted({(c.family, c.qualifier) for c in left})[:3]}")
+        return items
+
+    @staticmethod
+    def _items(decoder: EntityDecoder, texts: dict[str, str], taken: list[tuple[int, Any, Cell]]) -> list[tuple[str, Item]]:
+        """An entity's items in a row from the cells it took there (in row order: their index first)."""
+        taken.sort(key=_first)
+        if decoder.one_item:  # every claimed cell is in one group
+            return [(decoder.name, decoder.item(texts, [(found[0], cell) for _, found, cell in taken]))]
+        groups: dict[tuple, list] = {}
+        for _, (source, revealed, key, folds), cell in taken:
+            if folds:
+                key += (cell.timestamp_micros,)
+            members = groups.get(key)
+            if members is None:
+                members = groups[key] = []
+            members.append((source, cell, revealed))
+        items = []
+        for members in groups.values():
+            group_texts = dict(texts)
+            for _, _, revealed in members:
+                group_texts.update(revealed)
+            items.append((decoder.name, decoder.item(group_texts, [(source, cell) for source, cell, _ in members])))
         return items
 
 

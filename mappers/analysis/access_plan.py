@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..access import BigtableRead, Translation, key_order, operand_value, translate
 from ..attrvalue import binary, key_text
-from ..decode import DecodeError, Decoder
+from ..decode import Decoder
 from .lints import Lint, Severity
 from ..index_rows import decode_index_row
 from ..results import Cell, MappedRow
@@ -304,8 +304,13 @@ def pattern_plans(spec: MappingSpec, items: list[Item], results: Sequence[object
         touched = run_read(read, rows)
         try:
             returned = translation.finish(decode_rows(decoder, touched, translation.index_rows), partition, operands)
-        except (DecodeError, ValueError):
-            returned = []
+        except ValueError as err:  # DecodeError among them: the sample's rows do not read back, say why
+            reason = f"the rows it reads on the sample do not decode into items: {err}"
+            plans.append(PatternPlan(**common, bigtable=translation.summary, reason=reason))
+            found.append(Lint(severity="warning", code="access-pattern-undecodable", where=where,
+                              message=f"access pattern {pattern.name!r}: {reason}; parity and rollback will fail on "
+                              "such rows (give each entity sharing a row qualifiers of its own)"))  # fmt: skip
+            continue
         shown = f"{translation.partition_key}={key_text(partition)!r}" + "".join(
             f", {key_text(v)!r}" for v in operands)  # fmt: skip
         plans.append(PatternPlan(

@@ -255,6 +255,7 @@ def infer_spec(describe: dict, items: list[dict], ttl_attribute: str | None = No
             current = families.get(family, {}).get("max_versions", 1)
             families[family] = {"max_versions": max(current, versions)}
     _disambiguate(entities, out)
+    _rests_apart(entities, out)
     _escape_delimiters(entities, groups, out)
     _declare_losses(name, pk, sk, families, entities, out)
 
@@ -484,6 +485,26 @@ def _disambiguate(entities: list[dict[str, Any]], out: InferredSpec) -> None:
             constant = next((v for v in entity.get("match", {}).values() if isinstance(v, str)), entity["name"])
             entity["columns"][c]["qualifier"] = f"{constant}.{qualifier}"
             out.note(("entities", e, "columns", c), f"{family}:{qualifier} is written by several entities; prefixed with {constant!r}.")
+
+
+def _rests_apart(entities: list[dict[str, Any]], out: InferredSpec) -> None:
+    """A rest in a family that another entity of the same rows writes too would take that entity's cells when read
+    back (and meet them when written): such an entity gets no rest, so an attribute the sample did not show
+    dead-letters its item with the attribute's name instead of landing where it cannot be told apart."""
+    written: dict[tuple[Any, str], set[int]] = defaultdict(set)  # (row key, family): entities writing there
+    for e, entity in enumerate(entities):
+        rest_family = [entity["rest"]["family"]] if "rest" in entity else []
+        for family in {column["family"] for column in entity["columns"]}.union(rest_family):
+            written[(repr(entity["row_key"]), family)].add(e)
+    for e, entity in enumerate(entities):
+        rest = entity.get("rest")
+        if rest is None or written[(repr(entity["row_key"]), rest["family"])] == {e}:
+            continue
+        del entity["rest"]
+        out.comments.pop(("entities", e, "rest"), None)
+        out.note(("entities", e), f"No rest: other entities write family {rest['family']} in the same rows, so an "
+                                  "attribute the sample did not show would read back as theirs; its item is a dead "
+                                  "letter naming it (add a column for it).")
 
 
 def _escape_delimiters(entities: list[dict[str, Any]], groups: list[_Group], out: InferredSpec) -> None:

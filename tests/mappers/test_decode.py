@@ -111,6 +111,30 @@ def test_a_set_or_map_with_a_prefix_of_its_own_shares_a_family_with_rest_without
     assert clash.attribute == "tags:c" and "would read back as part of 'tags'" in clash.reason
 
 
+def test_a_column_of_one_entity_is_never_read_as_another_entitys_rest_in_a_shared_row():
+    """Entities folded into one row (a single-table design): the first one's rest must not take the cells another
+    entity's columns wrote there; a rest claims only what no column of any entity claims (the counter, int64, was
+    read as the video's rest attribute and failed to decode as text)."""
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+        "target": {"table": "t", "families": {"video": {}}}, "migration_time": "2024-01-01T00:00:00Z",
+        "entities": [
+            {"name": "video", "match": {"sk": "Video"}, "row_key": "{pk}", "drop": ["sk"], "rest": {"family": "video"},
+             "columns": [{"attribute": "Formats", "family": "video", "encoding": "json"}]},
+            {"name": "likes", "match": {"sk": "VideoStatsLikes"}, "row_key": "{pk}", "drop": ["sk"],
+             "rest": {"family": "video"},
+             "columns": [{"attribute": "Count", "family": "video", "qualifier": "Likes.Count", "encoding": "int64"}]},
+        ]})  # fmt: skip
+    items = [{"pk": {"S": "0123"}, "sk": {"S": "Video"}, "Formats": {"M": {"hd": {"S": "u"}}}, "Title": {"S": "t"}},
+             {"pk": {"S": "0123"}, "sk": {"S": "VideoStatsLikes"}, "Count": {"N": "3"}}]
+    compiled, decoder = compile_spec(spec, NOW_MS), compile_decoder(spec)
+    cells = [cell for item in items for cell in compiled.map_item(item).cells]
+    decoded = decoder.decode_entities(b"0123", cells)
+    assert sorted((entity, sorted(item)) for entity, item in decoded) == [
+        ("likes", ["Count", "pk"]), ("video", ["Formats", "Title", "pk"])]  # sk: dropped
+    assert dict(decoded)["likes"]["Count"] == {"N": "3"} and dict(decoded)["video"]["Title"] == {"S": "t"}
+
+
 def test_migrate_counts_cells_exactly_only_where_no_two_items_can_share_a_row():
     """cells_written is exact only when a row holds one item (issue 10: migrate never claims cells it did not leave)."""
     assert one_item_per_row(load_spec(template_path("product_catalog")))  # {pk}#{sk}
