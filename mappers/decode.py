@@ -516,7 +516,7 @@ def losses(spec: MappingSpec) -> tuple[Loss, ...]:
         found.append(Loss("(unmatched)", None, "items no entity matches are skipped (unmatched: skip)", True))
     for entity in spec.entities:
         found += _entity_losses(entity, spec)
-    return tuple(found + _shared_cells(spec))
+    return tuple(found + _shared_cells(spec) + _shared_rests(spec))
 
 
 def _entity_losses(entity: EntitySpec, spec: MappingSpec) -> list[Loss]:
@@ -713,6 +713,25 @@ def _shared_cells(spec: MappingSpec) -> list[Loss]:
         for shared in shared_cells(spec)
         if shared.certain
     ]  # fmt: skip
+
+
+def _shared_rests(spec: MappingSpec) -> list[Loss]:
+    """Two entities that can share rows, each with a rest in the same family: read back, the first one's rest
+    claims every rest cell there (:meth:`Decoder.decode_entities`), so the later entity's rest attributes become
+    the first one's (and an item of it with nothing else in the row is not read at all). Shown as a loss of the
+    later entity's items (a rollback then refuses to overwrite the source table without --accept-loss); the spec
+    still loads, its shared-cells lint says why and how to keep them apart."""
+    mapped = [entity for entity in spec.entities if entity.action == "map" and entity.rest is not None]
+    found = []
+    for j, later in enumerate(mapped):
+        assert later.rest is not None
+        earlier = next((e for e in mapped[:j] if e.rest is not None and e.rest.family == later.rest.family
+                        and shares_rows(e, later)), None)  # fmt: skip
+        if earlier is not None:
+            found.append(Loss(later.name, None, f"what its rest writes in family {later.rest.family} reads back as "
+                              f"entity {earlier.name!r}'s attributes, whose rest shares those rows and family (give one "
+                              "a family of its own, or no rest)", True))  # fmt: skip
+    return found
 
 
 def undeclared(spec: MappingSpec) -> list[tuple[tuple, str]]:

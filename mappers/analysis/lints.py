@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from .. import limits
 from .causes import group_causes
 from ..compiler import consumed_attributes
-from ..decode import shared_cells, undeclared
+from ..decode import SharedCells, shared_cells, undeclared
 from ..results import ItemError, MappedRow
 from .estimates import HotspotReport
 from .sample import Sample, readable_bytes
@@ -322,7 +322,19 @@ def lint_shared_rows(spec: MappingSpec, sample: Sample, ttl_attribute: str | Non
             f"entities {shared.earlier.name!r} and {shared.later.name!r} can write the same row, and "
             f"{shared.first.describe()} can meet {shared.second.describe()}: where an item of each lands in one row, "
             "cells with the same timestamp overwrite each other (migrate-plan's sample shows the ones it meets as "
-            "cell-collision). Give them different families, or row keys that start differently.")  # fmt: skip
+            f"cell-collision){_read_back(shared)}. Give them different families, or row keys that start "
+            "differently.")  # fmt: skip
+
+
+def _read_back(shared: SharedCells) -> str:
+    """What reading such a row back (rollback, parity) makes of a rest cell: a column claims before any rest, and the
+    first entity's rest before a later one's (mappers.decode)."""
+    if shared.first.kind == shared.second.kind == "rest":
+        return (f", and read back, every attribute {shared.later.name!r} keeps in rest becomes an attribute of "
+                f"{shared.earlier.name!r}'s item there (a rollback would put it back on the wrong item)")
+    if "rest" in (shared.first.kind, shared.second.kind):
+        return ", and read back, a rest cell there that the other's column claims becomes that column's value"
+    return ""
 
 
 def _identify(item: dict, keys: list[str]) -> str:

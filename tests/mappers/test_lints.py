@@ -166,6 +166,8 @@ def test_entities_that_can_write_the_same_cells_of_one_row_are_a_warning():
     (warning,) = [found for found in shared if found.code == "shared-cells"]
     assert warning.severity == "warning" and warning.where == "entities[1]"
     assert "'user' and 'order'" in warning.message and "rest (f:<attribute name>)" in warning.message
+    # and what reading such a row back makes of it (the first entity's rest claims first: mappers.decode)
+    assert "every attribute 'order' keeps in rest becomes an attribute of 'user''s item there" in warning.message
     for key, family in (("order#{pk}", "f"), ("{pk}", "g")):  # rows that cannot meet; a family of its own
         quiet = run_lints(make_spec(families=families, entities=entities(key, family)), keyed(["a"], kind="user"))
         assert "shared-cells" not in {found.code for found in quiet}

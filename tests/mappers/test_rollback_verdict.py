@@ -60,6 +60,31 @@ def test_a_sampled_item_that_does_not_read_back_is_named():
     assert any("a sampled item of entity 'e'" in line and "'sk'" in line for line in plan.rollback)
 
 
+
+def test_two_entities_with_a_rest_in_one_family_of_shared_rows_cannot_be_rebuilt():
+    """Read back, the first entity's rest claims every rest cell of the row: the order's `total` became the user's
+    and the order item was gone, under a verdict that said every item could be rebuilt."""
+    from ddb2bt.mappers.compiler import compile_spec
+    from ddb2bt.mappers.decode import compile_decoder
+
+    def spec(user_key: str, order_key: str) -> MappingSpec:
+        return MappingSpec.model_validate({
+            "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+            "target": {"table": "t", "families": {"f": {}}}, "migration_time": "2024-01-01T00:00:00Z",
+            "entities": [{"name": "user", "match": {"sk": "U"}, "row_key": user_key, "drop": ["sk"], "rest": {"family": "f"}},
+                         {"name": "order", "match": {"sk": "O"}, "row_key": order_key, "drop": ["sk"],
+                          "rest": {"family": "f"}}]})  # fmt: skip
+
+    shared = spec("{pk}", "{pk}")
+    cells = [cell for item in ({"pk": {"S": "a"}, "sk": {"S": "U"}, "name": {"S": "n"}},
+                               {"pk": {"S": "a"}, "sk": {"S": "O"}, "total": {"N": "5"}})
+             for cell in compile_spec(shared, NOW_MS).map_item(item).cells]  # fmt: skip
+    assert compile_decoder(shared).decode_entities(b"a", cells) == [
+        ("user", {"pk": {"S": "a"}, "name": {"S": "n"}, "total": {"N": "5"}})]  # what it reads (sk: rollback adds it)
+    (loss,) = verdict(shared).losses
+    assert loss.entity == "order" and loss.attribute is None and "entity 'user''s attributes" in loss.reason
+    assert verdict(spec("user#{pk}", "order#{pk}")).complete  # rows that cannot meet
+
 def test_versioned_and_list_specs_read_every_version():
     assert latest_only(spec_of({"row_key": "{pk}#{sk}"}))
     assert not latest_only(spec_of({"row_key": "{pk}", "versioning": {}}))
