@@ -3,8 +3,10 @@ translation as Bigtable answers it (ReadRows with the translated keys, ranges, f
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
+from ...mappers.gc import GcView
 from ...mappers.results import Cell
 
 if TYPE_CHECKING:
@@ -101,7 +103,8 @@ class BigtableReader:
             row_ranges=[RowRange(r.start, r.end or None, r.start_inclusive, r.end_inclusive) for r in read.ranges],
             limit=read.rows_limit, row_filter=row_filter,
         )  # fmt: skip
-        rows = [(row.row_key, [Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells])
+        visible = GcView(self._target.families, time.time_ns() // 1000)  # what GC condemns, not yet collected
+        rows = [(row.row_key, visible([Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells]))
                 for row in self._table(read.table).read_rows(query)]  # fmt: skip
         if read.reverse_rows:
             rows.reverse()

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import base64
 import random
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...mappers.decode import Decoder
+from ...mappers.gc import GcView
 from ...mappers.results import Cell
 from ..source import Source, SourceRead, counted
 from .target import describe_target, probe_target
@@ -80,6 +82,9 @@ class RowSource(Source):
         # of other columns picked here (no ReadRows filter says "one version, but not in these families").
         self._counters = frozenset(name for name, family in self.target.families.items()
                                    if family.aggregate) if latest_only else frozenset()
+        # The cells the families' GC rules condemn, which Bigtable may still return (mappers.gc.GcView), as of the
+        # start of this read (a resumed one starts anew).
+        self._gc = GcView(self.target.families, time.time_ns() // 1000)
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_opened": None, "_decoder": None}  # a copy opens its own client
@@ -221,7 +226,7 @@ class RowSource(Source):
         assert self._opened is not None
         client, table = self._opened
         for row_key, cells in read_range(client, table, key_range, after, row_filter):
-            yield row_key, self._newest(cells) if self._counters else cells
+            yield row_key, self._visible(cells)
 
     def close(self) -> None:
         if self._opened is not None:
@@ -235,7 +240,13 @@ class RowSource(Source):
         self.close()
 
     def _cells(self, row: Any) -> list[Cell]:
-        cells = [Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells]
+        return self._visible([Cell(c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells])
+
+    def _visible(self, cells: list[Cell]) -> list[Cell]:
+        """The cells a reader sees once GC has run, each column's newest only where ``latest_only`` (counters
+        whole)."""
+        if self._gc:
+            cells = self._gc(cells)
         return self._newest(cells) if self._counters else cells
 
     def _newest(self, cells: list[Cell]) -> list[Cell]:
