@@ -26,6 +26,7 @@ from ..encodings import SET_TYPES
 from ..table import key_schema
 from ..transforms import REVERSE_TIMESTAMP_MAX
 from ..units import human_size
+from .lints import LONG_FAMILY_NAME
 
 Path = tuple[str | int, ...]
 
@@ -374,8 +375,8 @@ def _describe_header(table: dict, sampled: int, ttl_attribute: str | None, out: 
 
 
 def _main_family(groups: list[_Group], pk_strip: str | None, table: str, single: bool) -> str:
-    if single:
-        return _snake(table)[:16] if len(_snake(table)) <= 16 else "data"
+    if single:  # stored with every cell: a long name is the plan's long-family-name warning
+        return _snake(table) if len(_snake(table)) <= LONG_FAMILY_NAME else "data"
     if pk_strip:
         return next(g for g in groups if g.sk_prefix == pk_strip or g.constant_sk == pk_strip.rstrip("#-_")).name.title().replace("_", "")
     constants = sorted((g.constant_sk for g in groups if g.constant_sk), key=len)

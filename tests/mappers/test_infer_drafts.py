@@ -68,7 +68,8 @@ def test_a_drafts_access_patterns_read_back_items_on_its_sample(case):
     draft leave cells of two entities to meet by chance (rests in a family other entities of the row write)."""
     describe, items = CASES[case]()
     _, plan = _draft_and_plan(describe, items)
-    assert not [lint.message for lint in plan.lints if lint.code in ("access-pattern-undecodable", "shared-cells")]
+    assert not [lint.message for lint in plan.lints
+                if lint.code in ("access-pattern-undecodable", "shared-cells", "long-family-name")]
     for pattern in plan.access_patterns:
         assert pattern.status != "served" or (pattern.items_returned > 0 and not pattern.reason), pattern
 
