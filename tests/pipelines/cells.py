@@ -8,7 +8,7 @@ from ddb2bt.mappers.spec import TargetSpec
 from ddb2bt.mappers.spec import MappingSpec
 
 
-__all__ = ["expected_cells", "read_cells"]
+__all__ = ["drop_rows", "expected_cells", "read_cells"]
 
 
 def expected_cells(spec: MappingSpec, items: list[dict], now_ms: int | None = None, table: str | None = None) -> dict:
@@ -37,3 +37,22 @@ def read_cells(target: TargetSpec) -> dict[bytes, list[tuple[str, bytes, int, by
             row.row_key: sorted((c.family, c.qualifier, c.timestamp_micros, c.value) for c in row.cells)
             for row in table.read_rows(ReadRowsQuery())
         }
+
+
+def drop_rows(target: TargetSpec, keys: list[bytes]) -> None:
+    """Delete whole rows, as a test that loses rows on purpose does, so that a later write of them (a repair) cannot
+    be lost: DropRowRange with each key as the prefix, which takes the row out of the emulator's table at once.
+    DeleteAllFromRow leaves the row there, empty, until the emulator's garbage collector removes it, and a write
+    into it as it does is answered OK and lost, in a table with a GC rule (docs/PIPELINE.md, "Writes the emulator
+    loses"). Each key is checked first to be a row that prefixes no other."""
+    from google.cloud.bigtable import Client
+    from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange
+
+    with BigtableDataClient(project=target.project) as client:
+        table = client.get_table(target.instance, target.table)
+        for key in keys:  # rows that start with the key sort right after it: two rows read say whether there is one
+            found = [row.row_key for row in table.read_rows(ReadRowsQuery(row_ranges=RowRange(start_key=key), limit=2))]
+            assert found[:1] == [key] and not any(other.startswith(key) for other in found[1:]), (key, found)
+    admin = Client(project=target.project, admin=True).instance(target.instance).table(target.table)
+    for key in keys:
+        admin.drop_by_prefix(key)
