@@ -19,7 +19,7 @@ from ..access import BigtableRead, Translation, key_order, operand_value, transl
 from ..attrvalue import binary, key_text
 from ..decode import DecodeError, Decoder
 from .lints import Lint, Severity
-from ..index_rows import decode_index_row
+from ..index_rows import INDEX_KEY_BYTES, decode_index_row, indexable, key_part
 from ..results import Cell, MappedRow
 from ..spec import IndexRowsSpec, MappingSpec
 
@@ -129,7 +129,8 @@ def example_cases(translation: Translation, items: list[Item], most: int = 1) ->
     by_partition: dict[tuple, list[Item]] = defaultdict(list)
     values: dict[tuple, dict] = {}
     for item in items:
-        if pk in item and (not sk or sk in item):  # an item without the sort key is in no index (indexes are sparse)
+        if pk in item and (not sk or sk in item) and _keyed(item, pk, sk):  # indexes are sparse: an item without the
+            # sort key, or with an index key value DynamoDB cannot index (an empty string), is in no index
             key = key_order(item[pk])
             by_partition[key].append(item)
             values[key] = item[pk]
@@ -139,6 +140,16 @@ def example_cases(translation: Translation, items: list[Item], most: int = 1) ->
         sorts = [item[sk] for item in members] if sk else []
         cases.append((values[key], pick_operands(translation, sorts)))
     return cases
+
+
+def _keyed(item: Item, pk: str, sk: str | None) -> bool:
+    """Whether the item's key values can be keys (in an index: `indexable`; a table's keys always are)."""
+    for limit, name in zip(INDEX_KEY_BYTES, (pk, sk)):
+        if name:
+            part = key_part(item[name])
+            if part is None or not indexable(item[name], part, limit):
+                return False
+    return True
 
 
 def pick_operands(translation: Translation, sorts: list[dict]) -> list[dict]:

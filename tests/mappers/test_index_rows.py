@@ -191,3 +191,38 @@ def test_index_cells_and_key_parts_are_the_encodings_byte_for_byte():
     assert refused[:5] == [True] * 5  # a malformed value is refused as the encoding refuses it
     for text in strings:
         assert key_part({"S": text}) == escaped(value_bytes({"S": text})) + END
+
+
+@pytest.mark.parametrize("index, item, why", [
+    ({}, {"gpk": {"S": ""}}, "an empty S index partition key"),
+    ({}, {"gsk": {"S": ""}}, "an empty S index sort key"),
+    ({}, {"gsk": {"B": ""}}, "an empty B index sort key"),
+    ({}, {"gpk": {"S": "é" * 1025}}, "an index partition key over 2048 bytes (2050 in UTF-8)"),
+    ({}, {"gsk": {"B": base64.b64encode(b"\x00" * 1025).decode()}}, "an index sort key over 1024 bytes"),
+    ({"sort_key": None}, {"gpk": {"B": ""}}, "an empty B partition key of an index without a sort key"),
+])
+def test_an_item_whose_index_key_dynamodb_cannot_index_has_no_index_row(index, item, why):
+    """DynamoDB's index key violations (developer guide, "Detecting and correcting index key violations"): an item whose
+    index key value is an empty string or binary, or longer than a key may be (partition 2048 bytes, sort 1024), is
+    left out of the index (a GSI added to a table that already holds such items: the backfill skips them, and DynamoDB
+    refuses such writes afterwards). An index row for it would answer an index query with an item DynamoDB does not."""
+    compiled = compile_spec(spec_with(index))
+    base = {"pk": {"S": "p"}, "sk": {"S": "s"}, "gpk": {"S": "g"}, "gsk": {"S": "x"}}
+    (edge,) = compiled.map_item({**base, "gpk": {"S": "é" * 1024}, "gsk": {"B": base64.b64encode(b"\x01" * 1024).decode()}}).index_rows
+    assert edge.row_key  # at the limits exactly: in the index
+    result = compiled.map_item({**base, **item})
+    assert isinstance(result, MappedRow) and result.index_rows == (), why
+
+
+def test_parity_picks_index_partitions_among_items_the_index_holds():
+    """An item with an empty index key is in no index (above): its value is no partition to query (DynamoDB refuses
+    an empty key value in a query), even where most sampled items have it."""
+    from ddb2bt.mappers.analysis.access_plan import example_cases
+
+    spec = spec_with(access_patterns=[{"name": "g", "index": {"name": "g", "type": "global", "partition_key": "gpk",
+                                                               "sort_key": "gsk"}}])  # fmt: skip
+    items = [{"pk": {"S": "p"}, "sk": {"S": f"s{i}"}, "gpk": {"S": ""}, "gsk": {"S": "x"}} for i in range(3)]
+    items += [{"pk": {"S": "p"}, "sk": {"S": "t"}, "gpk": {"S": "g"}, "gsk": {"S": "x"}},
+              {"pk": {"S": "p"}, "sk": {"S": "u"}, "gpk": {"S": "h"}, "gsk": {"B": b""}}]
+    translation = translate(spec, spec.access_patterns[0], {"gsk": "S"})
+    assert [partition for partition, _ in example_cases(translation, items, most=3)] == [{"S": "g"}]
