@@ -124,7 +124,7 @@ QUALIFIERS_KEPT = 4096
 class CompiledIndex:
     """One index, compiled: `row(item)` is its index row, or None when the item is not in the index."""
 
-    __slots__ = ("spec", "name", "prefix", "table", "family", "keys", "index_keys", "attributes", "all", "timestamp_us", "_qualifiers")
+    __slots__ = ("spec", "name", "prefix", "table", "family", "keys", "index_keys", "types", "attributes", "all", "timestamp_us", "_qualifiers")
 
     def __init__(self, spec: IndexRowsSpec, partition_key: str | None, sort_key: str | None, timestamp_us: int):
         self.spec = spec
@@ -136,6 +136,8 @@ class CompiledIndex:
         self.keys = tuple(name for name in (spec.partition_key, spec.sort_key) if name) + table_keys
         self.index_keys = 2 if spec.sort_key else 1
         """The first `index_keys` of `keys` are the index's own (the rest, the table's, DynamoDB checked on write)."""
+        self.types = (spec.partition_key_type, spec.sort_key_type)
+        """The index's key types where the spec declares them: a value of another type is not in the index."""
         projected = list(dict.fromkeys(self.keys + tuple(spec.projection.non_key_attributes)))
         self.attributes = tuple(projected)
         self.all = spec.projection.type == "ALL"
@@ -156,7 +158,8 @@ class CompiledIndex:
             part = key_part(value)
             if part is None:
                 return None
-            if position < self.index_keys and not indexable(value, part, INDEX_KEY_BYTES[position]):
+            if position < self.index_keys and (not indexable(value, part, INDEX_KEY_BYTES[position]) or (
+                    self.types[position] is not None and self.types[position] not in value)):  # fmt: skip
                 return None
             out.append(part)
         return b"".join(out)

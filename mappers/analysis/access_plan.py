@@ -128,8 +128,10 @@ def example_cases(translation: Translation, items: list[Item], most: int = 1) ->
     assert pattern is not None
     by_partition: dict[tuple, list[Item]] = defaultdict(list)
     values: dict[tuple, dict] = {}
+    index = translation.index_rows
+    types = (index.partition_key_type, index.sort_key_type) if index is not None else (None, None)
     for item in items:
-        if pk in item and (not sk or sk in item) and _keyed(item, pk, sk):  # indexes are sparse: an item without the
+        if pk in item and (not sk or sk in item) and _keyed(item, pk, sk, types):  # indexes are sparse: an item without the
             # sort key, or with an index key value DynamoDB cannot index (an empty string), is in no index
             key = key_order(item[pk])
             by_partition[key].append(item)
@@ -142,12 +144,13 @@ def example_cases(translation: Translation, items: list[Item], most: int = 1) ->
     return cases
 
 
-def _keyed(item: Item, pk: str, sk: str | None) -> bool:
-    """Whether the item's key values can be keys (in an index: `indexable`; a table's keys always are)."""
-    for limit, name in zip(INDEX_KEY_BYTES, (pk, sk)):
+def _keyed(item: Item, pk: str, sk: str | None, types: tuple[str | None, ...]) -> bool:
+    """Whether the item's key values can be keys (in an index: `indexable`, of the types it declares; a table's keys
+    always are)."""
+    for limit, name, kind in zip(INDEX_KEY_BYTES, (pk, sk), types):
         if name:
             part = key_part(item[name])
-            if part is None or not indexable(item[name], part, limit):
+            if part is None or not indexable(item[name], part, limit) or (kind is not None and kind not in item[name]):
                 return False
     return True
 

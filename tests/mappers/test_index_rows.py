@@ -226,3 +226,31 @@ def test_parity_picks_index_partitions_among_items_the_index_holds():
               {"pk": {"S": "p"}, "sk": {"S": "u"}, "gpk": {"S": "h"}, "gsk": {"B": b""}}]
     translation = translate(spec, spec.access_patterns[0], {"gsk": "S"})
     assert [partition for partition, _ in example_cases(translation, items, most=3)] == [{"S": "g"}]
+
+
+@pytest.mark.parametrize("item, indexed", [
+    ({"gpk": {"S": "g"}, "gsk": {"N": "1"}}, True),
+    ({"gpk": {"N": "5"}, "gsk": {"N": "1"}}, False),  # the partition key of another type than the index declares
+    ({"gpk": {"S": "g"}, "gsk": {"S": "1"}}, False),  # the sort key likewise
+    ({"gpk": {"B": b"g"}, "gsk": {"B": b"1"}}, False),
+])
+def test_an_index_key_of_another_type_than_the_index_declares_is_in_no_index(item, indexed):
+    """An overloaded attribute (GSI1SK a number on some items, a string on others) under a GSI declared N: DynamoDB
+    leaves the items of the other type out of the index (an index key violation, like an empty value). The declared
+    types (`partition_key_type`, `sort_key_type`, from DescribeTable's AttributeDefinitions; `infer` drafts them)
+    say which; without them any S, N or B value is taken, as before."""
+    base = {"pk": {"S": "p"}, "sk": {"S": "s"}}
+    typed_spec = spec_with({"partition_key_type": "S", "sort_key_type": "N"})
+    rows = compile_spec(typed_spec).map_item({**base, **item}).index_rows
+    assert len(rows) == (1 if indexed else 0)
+    assert len(compile_spec(spec_with()).map_item({**base, **item}).index_rows) == 1  # types not declared
+    with pytest.raises(ValidationError, match="sort_key_type"):
+        spec_with({"sort_key": None, "sort_key_type": "N"})
+    from ddb2bt.mappers.analysis.access_plan import example_cases
+
+    pattern = {"name": "g", "index": {"name": "g", "type": "global", "partition_key": "gpk", "sort_key": "gsk"}}
+    typed_spec = spec_with({"partition_key_type": "S", "sort_key_type": "N"}, access_patterns=[pattern])
+    translation = translate(typed_spec, typed_spec.access_patterns[0], {"gsk": "N"})
+    sample = [{**base, "sk": {"S": f"s{i}"}, "gpk": {"N": "5"}, "gsk": {"N": "1"}} for i in range(3)]
+    sample.append({**base, "gpk": {"S": "g"}, "gsk": {"N": "1"}})
+    assert [partition for partition, _ in example_cases(translation, sample, most=3)] == [{"S": "g"}]
