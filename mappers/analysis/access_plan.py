@@ -90,6 +90,28 @@ def index_plans(spec: MappingSpec, results: Sequence[object]) -> tuple[IndexPlan
     return tuple(plans)
 
 
+def index_type_lints(spec: MappingSpec, key_types: Mapping[str, str]) -> list[Lint]:
+    """Each index's declared key types against DescribeTable's AttributeDefinitions (`key_types`): DynamoDB leaves an
+    item whose index key has another type out of the index, and so do index rows where the spec declares the type."""
+    found = []
+    for i, index in enumerate(spec.indexes):
+        for role, attribute, declared in (("partition_key", index.partition_key, index.partition_key_type),
+                                          ("sort_key", index.sort_key, index.sort_key_type)):  # fmt: skip
+            table = key_types.get(attribute or "")
+            if not attribute or table is None or declared == table:
+                continue
+            where = f"indexes[{i}].{role}_type"
+            if declared is None:
+                found.append(Lint(severity="warning", code="index-key-type-undeclared", where=where, message=(
+                    f"index {index.name!r}: DescribeTable declares {attribute} {table}; an item whose {attribute} has "
+                    f"another type is in no DynamoDB index, but would get an index row: add {role}_type: {table}")))
+            else:
+                found.append(Lint(severity="error", code="index-key-type", where=where, message=(
+                    f"index {index.name!r}: {role}_type is {declared}, DescribeTable declares {table} for {attribute}: "
+                    f"every item of the index would be left out of its index rows; make it {role}_type: {table}")))
+    return found
+
+
 def _shown_key(key: bytes) -> str:
     """A row key as text, its control bytes (the index rows' part ends) as \\xNN."""
     text = key.decode("utf-8", "backslashreplace")
