@@ -22,6 +22,7 @@ from .lints import Lint, Severity
 from ..index_rows import INDEX_KEY_BYTES, decode_index_row, indexable, key_part
 from ..results import Cell, MappedRow
 from ..spec import IndexRowsSpec, MappingSpec
+from ..table import SourceDescription
 
 Item = dict
 
@@ -88,6 +89,37 @@ def index_plans(spec: MappingSpec, results: Sequence[object]) -> tuple[IndexPlan
             bytes=sum(len(row.row_key) + sum(len(c.qualifier) + len(c.value) for c in row.cells) for row in rows),
             example_key=_shown_key(rows[0].row_key) if rows else ""))
     return tuple(plans)
+
+
+def index_lints(spec: MappingSpec, source: SourceDescription | None) -> list[Lint]:
+    """Each declared index against DescribeTable: an index it does not have, or has with other keys or another
+    projection, would be written as index rows that answer otherwise than the index (an error); and its key types
+    (`index_type_lints`)."""
+    if source is None:
+        return []
+    found = []
+    described = {index.name: index for index in source.global_indexes + source.local_indexes}
+    for i, index in enumerate(spec.indexes):
+        has = described.get(index.name)
+        differs = []
+        if has is None:
+            differs.append(f"DescribeTable has no index {index.name!r} (it has "
+                           f"{', '.join(sorted(described)) or 'none'})")  # fmt: skip
+        else:
+            keys = " + ".join(name for name in (index.partition_key, index.sort_key) if name)
+            their_keys = " + ".join(name for name in (has.partition_key, has.sort_key) if name)
+            if keys != their_keys or (index.type == "global") != (has.kind == "GSI"):
+                differs.append(f"{index.type} index with keys {keys}, DescribeTable {'global' if has.kind == 'GSI' else 'local'} "
+                               f"with {their_keys}")  # fmt: skip
+            projection = (index.projection.type, tuple(sorted(index.projection.non_key_attributes)))
+            if projection != (has.projection, tuple(sorted(has.projected_attributes))):
+                differs.append(f"projection {' '.join([projection[0], *projection[1]])}, DescribeTable "
+                               f"{' '.join([has.projection, *sorted(has.projected_attributes)])}")  # fmt: skip
+        if differs:
+            found.append(Lint(severity="error", code="index-differs", where=f"indexes[{i}]", message=(
+                f"index {index.name!r}: {'; '.join(differs)}: its index rows would answer otherwise than the index "
+                "does; declare it as DescribeTable gives it (`ddb2bt infer` drafts it)")))
+    return found + index_type_lints(spec, source.key_types)
 
 
 def index_type_lints(spec: MappingSpec, key_types: Mapping[str, str]) -> list[Lint]:
