@@ -93,8 +93,8 @@ def index_plans(spec: MappingSpec, results: Sequence[object]) -> tuple[IndexPlan
 
 def index_lints(spec: MappingSpec, source: SourceDescription | None) -> list[Lint]:
     """Each declared index against DescribeTable: an index it does not have, or has with other keys or another
-    projection, would be written as index rows that answer otherwise than the index (an error); and its key types
-    (`index_type_lints`)."""
+    projection, would be written as index rows that answer otherwise than the index (a warning: a deliberate choice
+    is the user's, and `parity` judges it); and its key types (`index_type_lints`)."""
     if source is None:
         return []
     found = []
@@ -116,7 +116,7 @@ def index_lints(spec: MappingSpec, source: SourceDescription | None) -> list[Lin
                 differs.append(f"projection {' '.join([projection[0], *projection[1]])}, DescribeTable "
                                f"{' '.join([has.projection, *sorted(has.projected_attributes)])}")  # fmt: skip
         if differs:
-            found.append(Lint(severity="error", code="index-differs", where=f"indexes[{i}]", message=(
+            found.append(Lint(severity="warning", code="index-differs", where=f"indexes[{i}]", message=(
                 f"index {index.name!r}: {'; '.join(differs)}: its index rows would answer otherwise than the index "
                 "does; declare it as DescribeTable gives it (`ddb2bt infer` drafts it)")))
     return found + index_type_lints(spec, source.key_types)
