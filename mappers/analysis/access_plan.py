@@ -20,7 +20,7 @@ from ..attrvalue import binary, key_text
 from ..decode import DecodeError, Decoder
 from .lints import Lint, Severity
 from ..index_rows import INDEX_KEY_BYTES, decode_index_row, indexable, key_part
-from ..results import Cell, MappedRow
+from ..results import Cell, MappedRow, Skipped
 from ..spec import IndexRowsSpec, MappingSpec
 from ..table import SourceDescription
 
@@ -343,6 +343,7 @@ def pattern_plans(spec: MappingSpec, items: list[Item], results: Sequence[object
     """Every declared pattern: its translation, tried on the sample; and the lints for those not served."""
     plans, found = [], []
     rows = sample_rows(results) if spec.access_patterns else {}
+    unmatched = sum(isinstance(result, Skipped) and result.entity is None for result in results)
     for index, pattern in enumerate(spec.access_patterns):
         translation = translate(spec, pattern, types)
         where = f"access_patterns[{index}]"
@@ -359,6 +360,11 @@ def pattern_plans(spec: MappingSpec, items: list[Item], results: Sequence[object
             found.append(Lint(severity="warning", code="access-pattern-lossy", where=where,
                               message=f"access pattern {pattern.name!r} returns items of which {loss}: parity will "
                               "show those items differently"))  # fmt: skip
+        if spec.unmatched == "skip":  # such items are in no row (nor index row): DynamoDB returns them, Bigtable not
+            found.append(Lint(severity="warning", code="access-pattern-unmatched", where=where, message=(
+                f"access pattern {pattern.name!r}: items no entity matches are not migrated (unmatched: skip; "
+                f"{unmatched} sampled item(s)), and DynamoDB returns them wherever the pattern reaches them: parity "
+                "fails on such a partition; map them (an entity that matches them) if the application reads them")))
         cases = example_cases(translation, items)
         if not cases:
             plans.append(PatternPlan(**common, bigtable=translation.summary))
