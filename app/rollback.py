@@ -167,7 +167,7 @@ def rollback(spec: MappingSpec | str | Path, request: RollbackRequest = Rollback
 
 def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions, workers: _Workers | None,
               progress: Progress | None, began: float, spec_path: str | None = None) -> RollbackResult:
-    from ..mappers.rollback import latest_only, lost_keys, verdict
+    from ..mappers.rollback import latest_only, lost_keys, text_only_attributes, verdict
     from ..pipelines.run.checkpoint import spec_hash
     from ..pipelines.run.collector import relax_young_gc
 
@@ -182,7 +182,9 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
     # client is a botocore session and its handlers built anew); worker processes make their own.
     client = sink.client()
     key_names, key_types = _table_keys(sink, loaded, client)
-    setup = _Setup(loaded, table, key_names, {**key_types, **request.types}, request,
+    sampled, type_notes = _sampled_types(loaded, [name for name in text_only_attributes(loaded)
+                                                  if name not in key_types and name not in request.types])
+    setup = _Setup(loaded, table, key_names, {**key_types, **sampled, **request.types}, request,
                    latest_only(loaded), lost_keys(loaded, key_names), ())
     source = setup.source()
     source.check()
@@ -209,10 +211,50 @@ def _rollback(loaded: MappingSpec, request: RollbackRequest, options: RunOptions
     notes = [NOT_DELETED] if request.since_us is None and request.to_table is None else []
     if request.since_us is not None:
         notes.insert(0, f"--since: {UNSEEN_BY_SINCE}")
+    notes[:0] = type_notes
     return RollbackResult(run_dir, table, source.name(), counters, state.dead_letter, dead_lines,
                           compared, differences, differences_file, not_compared, state.resumed,
                           time.monotonic() - began, tuple(rebuilt.lines()) if rebuilt.losses else (),
                           tuple(notes), tuple(problems))
+
+
+TYPE_SAMPLE = 1000
+"""Items of the source read to learn the types of attributes Bigtable keeps as text alone."""
+ROLLBACK_TYPES = ("S", "N", "B", "BOOL")
+"""The types such an attribute can read back as (`mappers.decode.typed`)."""
+
+
+def _sampled_types(spec: MappingSpec, names: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The DynamoDB types of attributes Bigtable keeps only as text (a row key, qualifier or timestamp), from a sample
+    of the source (the table, or the export), and notes saying where each type came from. Without them every such
+    attribute read back as S: an N or BOOL written back as S, and the comparison, decoding with the same types,
+    calling it equal. An attribute the sample does not show with one type is written as S, and the note says so."""
+    if not names:
+        return {}, []
+    from ..pipelines.sources import read_items
+
+    fix = "give its type with --type NAME=S|N|B|BOOL"
+    try:
+        items = read_items(spec.source, TYPE_SAMPLE)
+    except Exception as err:  # noqa: BLE001 - the source gone or unreadable: the rollback goes on, saying what it assumes
+        return {}, [f"{', '.join(names)}: kept in Bigtable as text alone (a row key, qualifier or timestamp), and a "
+                    f"sample of the source could not be read ({str(err)[:200]}): written as S; {fix}"]
+    found: dict[str, str] = {}
+    unsure = []
+    for name in names:
+        kinds = sorted({next(iter(item[name])) for item in items if isinstance(item.get(name), dict) and item[name]})
+        if len(kinds) == 1 and kinds[0] in ROLLBACK_TYPES:
+            found[name] = kinds[0]
+        else:
+            unsure.append(f"{name} ({'/'.join(kinds) if kinds else 'not in the sample'})")
+    notes = []
+    if found:
+        notes.append("types of attributes kept in Bigtable as text alone, from a sample of the source: "
+                     + ", ".join(f"{name} {kind}" for name, kind in found.items()))
+    if unsure:
+        notes.append(f"kept in Bigtable as text alone and of no one type in a sample of the source: {', '.join(unsure)}:"
+                     f" written as S; {fix}")
+    return found, notes
 
 
 def _refuse_a_lossy_overwrite(spec: MappingSpec, rebuilt: Verdict, table: str, request: RollbackRequest) -> None:

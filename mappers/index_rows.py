@@ -100,6 +100,23 @@ def _typed_text(value: dict) -> str:
     return _typed_json(to_typed_json(value))
 
 
+INDEX_KEY_BYTES = (2048, 1024)
+"""The longest partition and sort key value DynamoDB indexes (S in UTF-8, B), by position in an index's key."""
+
+
+def indexable(value: dict, part: bytes, limit: int) -> bool:
+    """Whether DynamoDB puts an item with this index key value (its `key_part`) in the index. An item whose value is
+    an empty S or B, or longer than `limit` bytes, is an index key violation: a GSI created on a table that holds it
+    leaves it out (developer guide, "Detecting and correcting index key violations"), and DynamoDB refuses such
+    writes to an indexed attribute afterwards. So it is not in the index, and has no index row."""
+    if len(part) == 2:  # END alone: an empty value
+        return False
+    if len(part) - 2 <= limit:  # escaping only lengthens: the value is no longer than this
+        return True
+    tag, payload = kind_of(value)
+    return tag == "N" or len(payload.encode() if tag == "S" else binary(payload)) <= limit
+
+
 QUALIFIERS_KEPT = 4096
 """Attribute names whose qualifier bytes an ALL index keeps (items with ever new names would grow it without end)."""
 
@@ -107,7 +124,7 @@ QUALIFIERS_KEPT = 4096
 class CompiledIndex:
     """One index, compiled: `row(item)` is its index row, or None when the item is not in the index."""
 
-    __slots__ = ("spec", "name", "prefix", "table", "family", "keys", "attributes", "all", "timestamp_us", "_qualifiers")
+    __slots__ = ("spec", "name", "prefix", "table", "family", "keys", "index_keys", "types", "attributes", "all", "timestamp_us", "_qualifiers")
 
     def __init__(self, spec: IndexRowsSpec, partition_key: str | None, sort_key: str | None, timestamp_us: int):
         self.spec = spec
@@ -117,6 +134,10 @@ class CompiledIndex:
         self.family = spec.family
         table_keys = tuple(name for name in (partition_key, sort_key) if name)
         self.keys = tuple(name for name in (spec.partition_key, spec.sort_key) if name) + table_keys
+        self.index_keys = 2 if spec.sort_key else 1
+        """The first `index_keys` of `keys` are the index's own (the rest, the table's, DynamoDB checked on write)."""
+        self.types = (spec.partition_key_type, spec.sort_key_type)
+        """The index's key types where the spec declares them: a value of another type is not in the index."""
         projected = list(dict.fromkeys(self.keys + tuple(spec.projection.non_key_attributes)))
         self.attributes = tuple(projected)
         self.all = spec.projection.type == "ALL"
@@ -127,14 +148,18 @@ class CompiledIndex:
             raise ValueError(f"index {spec.name!r}: the table's key schema is unknown (set source.partition_key)")
 
     def key(self, item: Item) -> bytes | None:
-        """The index row key of `item`, None when it lacks an index key attribute (sparse) or holds a non-key type."""
+        """The index row key of `item`, None when it lacks an index key attribute (sparse), holds a non-key type, or
+        an index key value DynamoDB cannot index (`indexable`)."""
         out = [self.prefix]
-        for name in self.keys:
+        for position, name in enumerate(self.keys):
             value = item.get(name)
             if value is None:
                 return None
             part = key_part(value)
             if part is None:
+                return None
+            if position < self.index_keys and (not indexable(value, part, INDEX_KEY_BYTES[position]) or (
+                    self.types[position] is not None and self.types[position] not in value)):  # fmt: skip
                 return None
             out.append(part)
         return b"".join(out)

@@ -60,6 +60,31 @@ def lost_keys(spec: MappingSpec, key_names: Sequence[str]) -> dict[str, Loss]:
     return found
 
 
+def text_only_attributes(spec: MappingSpec) -> list[str]:
+    """Attributes some mapped entity keeps only as text — in its row key, a qualifier or a timestamp (template or
+    attribute), not also as a column — sorted. Bigtable stores no DynamoDB type for them: the decoder types them as
+    it is told (the table's keys from DescribeTable, others by `--type`), else as S. An N or BOOL attribute read back as
+    S is a lossy rollback that its own comparison, decoding with the same types, would call equal."""
+    from .templates import parse_template
+
+    found: set[str] = set()
+    for entity in spec.entities:
+        if entity.action != "map":
+            continue
+        texts = set(parse_template(entity.key.template).attributes)
+        stamps = [entity.timestamp] + [column.timestamp for column in entity.columns]
+        for stamp in stamps:
+            if stamp is not None and stamp.template:
+                texts |= set(parse_template(stamp.template).attributes)
+            elif stamp is not None and stamp.attribute:
+                texts.add(stamp.attribute)
+        for column in entity.columns:
+            if column.qualifier is not None:
+                texts |= set(parse_template(column.qualifier.template).attributes)
+        found |= texts - {column.attribute for column in entity.columns} - set(entity.drop) - set(entity.lossy)
+    return sorted(found)
+
+
 def latest_only(spec: MappingSpec) -> bool:
     """Whether no entity reads several versions of one column (versioning, list layout, items told apart by
     timestamps): then only each column's newest version is read, and an application's later write of a cell

@@ -661,6 +661,12 @@ class IndexRowsSpec(StrictModel):
     """The index's partition key attribute."""
     sort_key: str | None = None
     """The index's sort key attribute, if it has one (an LSI always has one)."""
+    partition_key_type: Literal["S", "N", "B"] | None = None
+    """The partition key's type, as DescribeTable's AttributeDefinitions declare it: an item whose value has another
+    type is in no index (an index key violation: a GSI added to a table holding such items leaves them out). Not
+    given: any S, N or B value is indexed."""
+    sort_key_type: Literal["S", "N", "B"] | None = None
+    """The sort key's type, likewise."""
     projection: IndexProjection
     """The attributes the index carries."""
     target: IndexTarget
@@ -674,6 +680,8 @@ class IndexRowsSpec(StrictModel):
     def _local(self) -> IndexRowsSpec:
         if self.type == "local" and self.sort_key is None:
             raise ValueError(f"local index {self.name!r} needs its sort_key (an LSI always has one)")
+        if self.sort_key is None and self.sort_key_type is not None:
+            raise ValueError(f"index {self.name!r} has no sort_key: remove its sort_key_type")
         return self
 
 

@@ -54,7 +54,8 @@ def command(
                                                      show_default=False)] = None,
     type_: Annotated[Optional[list[str]], typer.Option("--type", help="NAME=S|N|B|BOOL: the DynamoDB type of an "
                                                        "attribute that lives only in a row key, qualifier or timestamp "
-                                                       "(the table's keys are read from DescribeTable; others are S).",
+                                                       "(the table's keys are read from DescribeTable; others from a "
+                                                       "sample of the source, else S).",
                                                        show_default=False)] = None,
     no_compare: Annotated[bool, typer.Option("--no-compare", help="Skip reading every item back from DynamoDB "
                                              "and comparing it with Bigtable.")] = False,

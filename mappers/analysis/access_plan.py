@@ -19,9 +19,10 @@ from ..access import BigtableRead, Translation, key_order, operand_value, transl
 from ..attrvalue import binary, key_text
 from ..decode import Decoder
 from .lints import Lint, Severity
-from ..index_rows import decode_index_row
-from ..results import Cell, MappedRow
+from ..index_rows import INDEX_KEY_BYTES, decode_index_row, indexable, key_part
+from ..results import Cell, MappedRow, Skipped
 from ..spec import IndexRowsSpec, MappingSpec
+from ..table import SourceDescription
 
 Item = dict
 
@@ -90,6 +91,59 @@ def index_plans(spec: MappingSpec, results: Sequence[object]) -> tuple[IndexPlan
     return tuple(plans)
 
 
+def index_lints(spec: MappingSpec, source: SourceDescription | None) -> list[Lint]:
+    """Each declared index against DescribeTable: an index it does not have, or has with other keys or another
+    projection, would be written as index rows that answer otherwise than the index (a warning: a deliberate choice
+    is the user's, and `parity` judges it); and its key types (`index_type_lints`)."""
+    if source is None:
+        return []
+    found = []
+    described = {index.name: index for index in source.global_indexes + source.local_indexes}
+    for i, index in enumerate(spec.indexes):
+        has = described.get(index.name)
+        differs = []
+        if has is None:
+            differs.append(f"DescribeTable has no index {index.name!r} (it has "
+                           f"{', '.join(sorted(described)) or 'none'})")  # fmt: skip
+        else:
+            keys = " + ".join(name for name in (index.partition_key, index.sort_key) if name)
+            their_keys = " + ".join(name for name in (has.partition_key, has.sort_key) if name)
+            if keys != their_keys or (index.type == "global") != (has.kind == "GSI"):
+                differs.append(f"{index.type} index with keys {keys}, DescribeTable {'global' if has.kind == 'GSI' else 'local'} "
+                               f"with {their_keys}")  # fmt: skip
+            projection = (index.projection.type, tuple(sorted(index.projection.non_key_attributes)))
+            if projection != (has.projection, tuple(sorted(has.projected_attributes))):
+                differs.append(f"projection {' '.join([projection[0], *projection[1]])}, DescribeTable "
+                               f"{' '.join([has.projection, *sorted(has.projected_attributes)])}")  # fmt: skip
+        if differs:
+            found.append(Lint(severity="warning", code="index-differs", where=f"indexes[{i}]", message=(
+                f"index {index.name!r}: {'; '.join(differs)}: its index rows would answer otherwise than the index "
+                "does; declare it as DescribeTable gives it (`ddb2bt infer` drafts it)")))
+    return found + index_type_lints(spec, source.key_types)
+
+
+def index_type_lints(spec: MappingSpec, key_types: Mapping[str, str]) -> list[Lint]:
+    """Each index's declared key types against DescribeTable's AttributeDefinitions (`key_types`): DynamoDB leaves an
+    item whose index key has another type out of the index, and so do index rows where the spec declares the type."""
+    found = []
+    for i, index in enumerate(spec.indexes):
+        for role, attribute, declared in (("partition_key", index.partition_key, index.partition_key_type),
+                                          ("sort_key", index.sort_key, index.sort_key_type)):  # fmt: skip
+            table = key_types.get(attribute or "")
+            if not attribute or table is None or declared == table:
+                continue
+            where = f"indexes[{i}].{role}_type"
+            if declared is None:
+                found.append(Lint(severity="warning", code="index-key-type-undeclared", where=where, message=(
+                    f"index {index.name!r}: DescribeTable declares {attribute} {table}; an item whose {attribute} has "
+                    f"another type is in no DynamoDB index, but would get an index row: add {role}_type: {table}")))
+            else:
+                found.append(Lint(severity="error", code="index-key-type", where=where, message=(
+                    f"index {index.name!r}: {role}_type is {declared}, DescribeTable declares {table} for {attribute}: "
+                    f"every item of the index would be left out of its index rows; make it {role}_type: {table}")))
+    return found
+
+
 def _shown_key(key: bytes) -> str:
     """A row key as text, its control bytes (the index rows' part ends) as \\xNN."""
     text = key.decode("utf-8", "backslashreplace")
@@ -128,8 +182,11 @@ def example_cases(translation: Translation, items: list[Item], most: int = 1) ->
     assert pattern is not None
     by_partition: dict[tuple, list[Item]] = defaultdict(list)
     values: dict[tuple, dict] = {}
+    index = translation.index_rows
+    types = (index.partition_key_type, index.sort_key_type) if index is not None else (None, None)
     for item in items:
-        if pk in item and (not sk or sk in item):  # an item without the sort key is in no index (indexes are sparse)
+        if pk in item and (not sk or sk in item) and _keyed(item, pk, sk, types):  # indexes are sparse: an item without the
+            # sort key, or with an index key value DynamoDB cannot index (an empty string), is in no index
             key = key_order(item[pk])
             by_partition[key].append(item)
             values[key] = item[pk]
@@ -139,6 +196,17 @@ def example_cases(translation: Translation, items: list[Item], most: int = 1) ->
         sorts = [item[sk] for item in members] if sk else []
         cases.append((values[key], pick_operands(translation, sorts)))
     return cases
+
+
+def _keyed(item: Item, pk: str, sk: str | None, types: tuple[str | None, ...]) -> bool:
+    """Whether the item's key values can be keys (in an index: `indexable`, of the types it declares; a table's keys
+    always are)."""
+    for limit, name, kind in zip(INDEX_KEY_BYTES, (pk, sk), types):
+        if name:
+            part = key_part(item[name])
+            if part is None or not indexable(item[name], part, limit) or (kind is not None and kind not in item[name]):
+                return False
+    return True
 
 
 def pick_operands(translation: Translation, sorts: list[dict]) -> list[dict]:
@@ -275,6 +343,7 @@ def pattern_plans(spec: MappingSpec, items: list[Item], results: Sequence[object
     """Every declared pattern: its translation, tried on the sample; and the lints for those not served."""
     plans, found = [], []
     rows = sample_rows(results) if spec.access_patterns else {}
+    unmatched = sum(isinstance(result, Skipped) and result.entity is None for result in results)
     for index, pattern in enumerate(spec.access_patterns):
         translation = translate(spec, pattern, types)
         where = f"access_patterns[{index}]"
@@ -291,6 +360,11 @@ def pattern_plans(spec: MappingSpec, items: list[Item], results: Sequence[object
             found.append(Lint(severity="warning", code="access-pattern-lossy", where=where,
                               message=f"access pattern {pattern.name!r} returns items of which {loss}: parity will "
                               "show those items differently"))  # fmt: skip
+        if spec.unmatched == "skip":  # such items are in no row (nor index row): DynamoDB returns them, Bigtable not
+            found.append(Lint(severity="warning", code="access-pattern-unmatched", where=where, message=(
+                f"access pattern {pattern.name!r}: items no entity matches are not migrated (unmatched: skip; "
+                f"{unmatched} sampled item(s)), and DynamoDB returns them wherever the pattern reaches them: parity "
+                "fails on such a partition; map them (an entity that matches them) if the application reads them")))
         cases = example_cases(translation, items)
         if not cases:
             plans.append(PatternPlan(**common, bigtable=translation.summary))

@@ -329,12 +329,16 @@ def _draft_indexes(table: dict, items: list[dict], pk: str, families: dict[str, 
     starts = {key_text(item[pk])[:1] for item in items if pk in item}
     lead = next(c for c in "~}|{_^@" if c not in starts)  # after letters and digits; no sampled key starts with it
     drafted = []
+    types = {entry["AttributeName"]: entry["AttributeType"] for entry in table.get("AttributeDefinitions") or ()}
     for index, scope in declared:
         index_pk, index_sk = key_schema(index["KeySchema"])
         projection = index.get("Projection") or {"ProjectionType": "ALL"}
         drafted.append({
             "name": index["IndexName"], "type": scope, "partition_key": index_pk,
             **({"sort_key": index_sk} if index_sk else {}),
+            # an item whose index key has another type is in no index (an index key violation)
+            **({"partition_key_type": types[index_pk]} if index_pk in types else {}),
+            **({"sort_key_type": types[index_sk]} if index_sk in types else {}),
             "projection": {"type": projection.get("ProjectionType", "ALL"),
                            **({"non_key_attributes": list(projection["NonKeyAttributes"])}
                               if projection.get("NonKeyAttributes") else {})},

@@ -21,7 +21,7 @@ from ..compiler import CompiledSpec, compile_spec
 from .estimates import Estimates, HotspotReport, estimate, hotspot_reports
 from ..gc import family_text
 from .folded import FoldedRow, folded_rows as fold_rows
-from .access_plan import IndexPlan, PatternPlan, index_plans, pattern_plans
+from .access_plan import IndexPlan, PatternPlan, index_lints, index_plans, pattern_plans
 from ..decode import Decoder, Loss, compile_decoder, round_trip
 from .lints import Lint, lint, lint_data, lint_losses
 from ..results import ItemError, MappedRow, Skipped
@@ -356,6 +356,7 @@ def build_plan(
             + _behind(causes)
             + _planning(estimates)
             + pattern_lints
+            + tuple(index_lints(spec, source))
         ),
         hotspots=hotspots,
         folded_rows=fold_rows(spec, compiled, sample),

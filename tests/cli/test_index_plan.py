@@ -101,3 +101,51 @@ def test_the_target_diff_reads_the_index_table_and_migrate_refuses_one_it_cannot
     assert refused.refused.table == other
     with pytest.raises(SchemaMismatchError, match=other):
         raise mismatch_error(refused.refused, refused.comparison)
+
+
+def test_the_plan_checks_the_index_key_types_against_describe_table():
+    """DynamoDB leaves an item whose index key has another type than the index declares out of the index; the spec's
+    `partition_key_type`/`sort_key_type` say which. Against DescribeTable's AttributeDefinitions: a type that
+    disagrees is an error (every item of the right type would be left out), one not declared a warning (an item of
+    another type would get an index row DynamoDB has not), with the line to add."""
+    from ddb2bt.mappers.table import SourceDescription
+
+    source = SourceDescription(table="T", partition_key="pk", sort_key="sk",
+                               key_types={"pk": "S", "sk": "S", "status": "S", "amount": "N"})  # fmt: skip
+    items = [{"pk": {"S": "C#1"}, "sk": {"S": "O#1"}, "status": {"S": "OPEN"}, "amount": {"N": "3"}}]
+
+    def codes(**types) -> list[tuple[str, str, str]]:
+        spec = own_table_spec("t").model_dump(by_alias=True, exclude_none=True)
+        spec["indexes"][0].update(types)
+        plan = build_plan(MappingSpec.model_validate(spec), items, source)
+        return [(lint.severity, lint.where, lint.message) for lint in plan.lints if lint.code.startswith("index-key-type")]
+
+    assert codes(partition_key_type="S", sort_key_type="N") == []
+    ((severity, where, message),) = codes(partition_key_type="S")
+    assert severity == "warning" and where == "indexes[0].sort_key_type" and "add sort_key_type: N" in message
+    ((severity, where, message),) = codes(partition_key_type="S", sort_key_type="S")
+    assert severity == "error" and where == "indexes[0].sort_key_type" and "DescribeTable declares N" in message
+
+
+def test_the_plan_checks_each_index_against_describe_table():
+    """An index declared otherwise than DynamoDB has it (its keys, its projection, or no such index) would write
+    index rows that answer otherwise than the index: a warning naming what differs (parity then shows the
+    difference; a deliberate choice is the user's)."""
+    from ddb2bt.mappers.table import IndexDescription, SourceDescription
+
+    items = [{"pk": {"S": "C#1"}, "sk": {"S": "O#1"}, "status": {"S": "OPEN"}, "amount": {"N": "3"}}]
+
+    def found(**described) -> list[tuple[str, str, str]]:
+        index = IndexDescription(**{"name": "by_status", "kind": "GSI", "partition_key": "status",
+                                    "sort_key": "amount", "projection": "KEYS_ONLY", **described})  # fmt: skip
+        source = SourceDescription(table="T", partition_key="pk", sort_key="sk", global_indexes=(index,))
+        plan = build_plan(own_table_spec("t"), items, source)
+        return [(lint.severity, lint.where, lint.message) for lint in plan.lints if lint.code == "index-differs"]
+
+    assert found() == []
+    ((severity, where, message),) = found(projection="ALL")
+    assert severity == "warning" and where == "indexes[0]" and "projection KEYS_ONLY, DescribeTable ALL" in message
+    ((_, _, message),) = found(sort_key="placed")
+    assert "global index with keys status + amount, DescribeTable global with status + placed" in message
+    ((_, _, message),) = found(name="other")
+    assert "DescribeTable has no index 'by_status'" in message

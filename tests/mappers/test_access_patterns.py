@@ -307,3 +307,16 @@ def test_strip_prefix_keys_serve_ranges_with_bounds_outside_the_prefix():
                 assert sorted(i["v"]["S"] for i in raw) == sorted(i["v"]["S"] for i in want), (operator, case)
                 tried += 1
     assert tried > 100
+
+
+def test_a_pattern_over_items_no_entity_maps_is_a_warning():
+    """With `unmatched: skip`, items no entity matches are not in Bigtable: a query on a partition that holds some
+    returns them from DynamoDB only. The plan says so per pattern (parity then fails on such a partition)."""
+    data = spec_with([{"name": "orders"}], match={"type": "order"}).model_dump(by_alias=True, exclude_none=True)
+    items = [{"pk": {"S": "p"}, "sk": {"S": f"s{i}"}, "type": {"S": "order" if i else "note"}} for i in range(3)]
+    quiet = build_plan(validate_data(data), items[1:])
+    assert not [lint for lint in quiet.lints if lint.code.startswith("access")]
+    plan = build_plan(validate_data({**data, "unmatched": "skip"}), items)
+    (found,) = [lint for lint in plan.lints if lint.code == "access-pattern-unmatched"]
+    assert found.severity == "warning" and found.where == "access_patterns[0]"
+    assert "unmatched: skip" in found.message and "1 sampled item" in found.message

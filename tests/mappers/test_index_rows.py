@@ -191,3 +191,66 @@ def test_index_cells_and_key_parts_are_the_encodings_byte_for_byte():
     assert refused[:5] == [True] * 5  # a malformed value is refused as the encoding refuses it
     for text in strings:
         assert key_part({"S": text}) == escaped(value_bytes({"S": text})) + END
+
+
+@pytest.mark.parametrize("index, item, why", [
+    ({}, {"gpk": {"S": ""}}, "an empty S index partition key"),
+    ({}, {"gsk": {"S": ""}}, "an empty S index sort key"),
+    ({}, {"gsk": {"B": ""}}, "an empty B index sort key"),
+    ({}, {"gpk": {"S": "é" * 1025}}, "an index partition key over 2048 bytes (2050 in UTF-8)"),
+    ({}, {"gsk": {"B": base64.b64encode(b"\x00" * 1025).decode()}}, "an index sort key over 1024 bytes"),
+    ({"sort_key": None}, {"gpk": {"B": ""}}, "an empty B partition key of an index without a sort key"),
+])
+def test_an_item_whose_index_key_dynamodb_cannot_index_has_no_index_row(index, item, why):
+    """DynamoDB's index key violations (developer guide, "Detecting and correcting index key violations"): an item whose
+    index key value is an empty string or binary, or longer than a key may be (partition 2048 bytes, sort 1024), is
+    left out of the index (a GSI added to a table that already holds such items: the backfill skips them, and DynamoDB
+    refuses such writes afterwards). An index row for it would answer an index query with an item DynamoDB does not."""
+    compiled = compile_spec(spec_with(index))
+    base = {"pk": {"S": "p"}, "sk": {"S": "s"}, "gpk": {"S": "g"}, "gsk": {"S": "x"}}
+    (edge,) = compiled.map_item({**base, "gpk": {"S": "é" * 1024}, "gsk": {"B": base64.b64encode(b"\x01" * 1024).decode()}}).index_rows
+    assert edge.row_key  # at the limits exactly: in the index
+    result = compiled.map_item({**base, **item})
+    assert isinstance(result, MappedRow) and result.index_rows == (), why
+
+
+def test_parity_picks_index_partitions_among_items_the_index_holds():
+    """An item with an empty index key is in no index (above): its value is no partition to query (DynamoDB refuses
+    an empty key value in a query), even where most sampled items have it."""
+    from ddb2bt.mappers.analysis.access_plan import example_cases
+
+    spec = spec_with(access_patterns=[{"name": "g", "index": {"name": "g", "type": "global", "partition_key": "gpk",
+                                                               "sort_key": "gsk"}}])  # fmt: skip
+    items = [{"pk": {"S": "p"}, "sk": {"S": f"s{i}"}, "gpk": {"S": ""}, "gsk": {"S": "x"}} for i in range(3)]
+    items += [{"pk": {"S": "p"}, "sk": {"S": "t"}, "gpk": {"S": "g"}, "gsk": {"S": "x"}},
+              {"pk": {"S": "p"}, "sk": {"S": "u"}, "gpk": {"S": "h"}, "gsk": {"B": b""}}]
+    translation = translate(spec, spec.access_patterns[0], {"gsk": "S"})
+    assert [partition for partition, _ in example_cases(translation, items, most=3)] == [{"S": "g"}]
+
+
+@pytest.mark.parametrize("item, indexed", [
+    ({"gpk": {"S": "g"}, "gsk": {"N": "1"}}, True),
+    ({"gpk": {"N": "5"}, "gsk": {"N": "1"}}, False),  # the partition key of another type than the index declares
+    ({"gpk": {"S": "g"}, "gsk": {"S": "1"}}, False),  # the sort key likewise
+    ({"gpk": {"B": b"g"}, "gsk": {"B": b"1"}}, False),
+])
+def test_an_index_key_of_another_type_than_the_index_declares_is_in_no_index(item, indexed):
+    """An overloaded attribute (GSI1SK a number on some items, a string on others) under a GSI declared N: DynamoDB
+    leaves the items of the other type out of the index (an index key violation, like an empty value). The declared
+    types (`partition_key_type`, `sort_key_type`, from DescribeTable's AttributeDefinitions; `infer` drafts them)
+    say which; without them any S, N or B value is taken, as before."""
+    base = {"pk": {"S": "p"}, "sk": {"S": "s"}}
+    typed_spec = spec_with({"partition_key_type": "S", "sort_key_type": "N"})
+    rows = compile_spec(typed_spec).map_item({**base, **item}).index_rows
+    assert len(rows) == (1 if indexed else 0)
+    assert len(compile_spec(spec_with()).map_item({**base, **item}).index_rows) == 1  # types not declared
+    with pytest.raises(ValidationError, match="sort_key_type"):
+        spec_with({"sort_key": None, "sort_key_type": "N"})
+    from ddb2bt.mappers.analysis.access_plan import example_cases
+
+    pattern = {"name": "g", "index": {"name": "g", "type": "global", "partition_key": "gpk", "sort_key": "gsk"}}
+    typed_spec = spec_with({"partition_key_type": "S", "sort_key_type": "N"}, access_patterns=[pattern])
+    translation = translate(typed_spec, typed_spec.access_patterns[0], {"gsk": "N"})
+    sample = [{**base, "sk": {"S": f"s{i}"}, "gpk": {"N": "5"}, "gsk": {"N": "1"}} for i in range(3)]
+    sample.append({**base, "gpk": {"S": "g"}, "gsk": {"N": "1"}})
+    assert [partition for partition, _ in example_cases(translation, sample, most=3)] == [{"S": "g"}]

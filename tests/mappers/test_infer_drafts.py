@@ -124,6 +124,13 @@ def test_secondary_indexes_are_drafted_as_index_rows_that_serve_their_pattern():
     assert indexes["PostedBy-Message-Index"]["projection"] == {"type": "ALL"}
     assert indexes["ByAuthor"]["projection"] == {"type": "INCLUDE", "non_key_attributes": ["Message"]}
     assert indexes["ByAuthor"]["type"] == "local" and indexes["ByAuthor"]["sort_key"] == "PostedBy"
+    # the key types DescribeTable declares (an item of another type is in no index); none where it declares none
+    assert "partition_key_type" not in indexes["PostedBy-Message-Index"]
+    describe["Table"]["AttributeDefinitions"] += [{"AttributeName": "PostedBy", "AttributeType": "S"},
+                                                  {"AttributeName": "Message", "AttributeType": "S"}]
+    typed = {index["name"]: index for index in _draft_and_plan(describe, aws_samples.items("Reply"))[0].spec["indexes"]}
+    assert typed["PostedBy-Message-Index"]["partition_key_type"] == typed["PostedBy-Message-Index"]["sort_key_type"] == "S"
+    assert typed["ByAuthor"]["partition_key_type"] == "S" and typed["ByAuthor"]["sort_key_type"] == "S"
     assert draft.spec["target"]["families"]["index"] == {"max_versions": 1}
     assert not plan.has_errors and plan.sample.errors == 0
     # every drafted index pattern is served by its index rows: no "needs index rows" finding

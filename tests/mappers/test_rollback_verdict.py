@@ -111,3 +111,25 @@ def test_item_size_follows_dynamodbs_rules():
             "m": {"M": {"k": {"BOOL": True}}}}
     assert item_size(item) == 5 + 21 + 4 + 7
     assert write_units(item) == 1 and write_units({"s": {"S": "x" * 1024}}) == 2
+
+
+def test_attributes_bigtable_keeps_as_text_alone_are_named():
+    """An attribute that lives only in a row key, a qualifier or a timestamp is text in Bigtable: its DynamoDB type
+    is stored nowhere (the rollback takes it from DescribeTable for the table's keys, else from --type or a sample of
+    the source). One that is also a column reads back typed from its cell."""
+    from ddb2bt.mappers.rollback import text_only_attributes
+
+    spec = MappingSpec.model_validate({
+        "source": {"table": "T", "partition_key": "pk", "sort_key": "sk"},
+        "target": {"table": "t", "families": {"o": {}}},
+        "entities": [
+            {"name": "order", "match": {"type": "order"}, "row_key": "{pk}#{sk}#{order_no}",
+             "timestamp": {"attribute": "placed"},
+             "columns": [{"attribute": "total", "family": "o", "qualifier": "t#{flag}#{shown}", "encoding": "utf8"},
+                         {"attribute": "shown", "family": "o", "encoding": "auto"},
+                         {"attribute": "type", "family": "o", "encoding": "utf8"}]},
+            {"name": "event", "match": {"type": "event"}, "row_key": "{pk}#{sk}", "drop": ["type"],
+             "timestamp": {"template": "{at|reverse_timestamp(9999999999)}"}, "rest": {"family": "o"}},
+        ],
+    })
+    assert text_only_attributes(spec) == ["at", "flag", "order_no", "pk", "placed", "sk"]
