@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..access import BigtableRead, Translation, key_order, operand_value, translate
+from ..access import BigtableRead, Translation, holds, key_order, operand_value, translate
 from ..attrvalue import binary, key_text
 from ..decode import Decoder
 from .lints import Lint, Severity
@@ -190,8 +190,17 @@ def example_cases(translation: Translation, items: list[Item], most: int = 1) ->
             key = key_order(item[pk])
             by_partition[key].append(item)
             values[key] = item[pk]
+    # A condition with values of its own (begins_with(sk, 'USER#')) is tried first where it returns items: the
+    # partitions with the most items alone may hold none of them (a game's scores, not its users), and a parity of
+    # nothing against nothing proves nothing.
+    fixed = [operand_value(v) for v in pattern.sort_key.values] if pattern.sort_key and sk else []
+
+    def meeting(key: tuple) -> int:
+        assert pattern is not None and pattern.sort_key is not None
+        return sum(holds(pattern.sort_key.operator, fixed, item.get(sk or "")) for item in by_partition[key])
+
     cases = []
-    for key in sorted(by_partition, key=lambda k: (-len(by_partition[k]), k))[:most]:
+    for key in sorted(by_partition, key=lambda k: (-(meeting(k) > 0) if fixed else 0, -len(by_partition[k]), k))[:most]:
         members = sorted((item for item in by_partition[key] if sk and sk in item), key=lambda item: key_order(item[sk]))
         sorts = [item[sk] for item in members] if sk else []
         cases.append((values[key], pick_operands(translation, sorts)))

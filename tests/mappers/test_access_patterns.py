@@ -320,3 +320,15 @@ def test_a_pattern_over_items_no_entity_maps_is_a_warning():
     (found,) = [lint for lint in plan.lints if lint.code == "access-pattern-unmatched"]
     assert found.severity == "warning" and found.where == "access_patterns[0]"
     assert "unmatched: skip" in found.message and "1 sampled item" in found.message
+
+
+def test_a_pattern_is_tried_where_its_own_condition_returns_items():
+    """The plan (and parity, through the same cases) tried `begins_with(sk, 'USER#')` on the partition with the most
+    items, a game's scores: nothing against nothing, which proves nothing. It now tries a partition holding some."""
+    spec = spec_with([{"name": "users", "sort_key": {"operator": "begins_with", "values": ["USER#"]}},
+                      {"name": "everything"}], row_key={"template": "{pk}#{sk}", "on_delimiter": "escape"})
+    items = [{"pk": {"S": "GAME#1"}, "sk": {"S": f"SCORE#{i:03d}"}, "score": {"N": str(i)}} for i in range(8)]
+    items += [{"pk": {"S": "USER#7"}, "sk": {"S": "USER#7"}, "handle": {"S": "h"}}]
+    plan = {p.name: p for p in build_plan(spec, items).access_patterns}
+    assert plan["users"].example_key == "pk='USER#7'" and plan["users"].items_returned == 1
+    assert plan["everything"].example_key == "pk='GAME#1'" and plan["everything"].items_returned == 8
