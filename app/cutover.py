@@ -459,6 +459,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover.backlog import read_backlog
     from ..pipelines.cutover.tail import load_state, stopped_since
+    from ..pipelines.run.json_files import json_object, read_json
     from apache_beam.io.filesystems import FileSystems
 
     timeline = _check_run_dir(run_dir)
@@ -499,7 +500,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     else:
         probe_target(spec.target)  # a dead Bigtable fails here, in seconds (the parity's reads would wait 10 min each)
         settings = ClientSettings.from_source(spec.source)
-        saved = tl.read_json(tl.join(run_dir, STATUS_FILE), tl.json_object) or {}
+        saved = read_json(tl.join(run_dir, STATUS_FILE), json_object) or {}
         checked = saved.get("checked", {}) if saved.get("stream_arn") == state.stream_arn else {}
         source = change_source_for(spec, timeline.tail_changes)  # the one the tail follows
         backlog = read_backlog(source, state, checked)
