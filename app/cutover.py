@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..mappers.errors import ServiceError, UsageError
 from ..pipelines.cutover.change_sink import CHANGE_COUNTERS
-from ..pipelines.cutover.parity import LINGERING, Parity
+from ..pipelines.cutover.parity import Parity
 from ..pipelines.sources import source_for
 from ..pipelines.run.local_runner import new_pipeline
 from .assembly import runner_for
@@ -353,6 +353,7 @@ class CutoverStatus:
 
         data = asdict(self)
         data["parity"]["holds"] = self.parity.holds
+        data["parity"]["mismatches"] = [m.text for m in self.parity.mismatches]  # the JSON keeps them as words
         return data
 
 
@@ -372,8 +373,8 @@ def _backfill_letters(held: Parity, without_item: int, run_dir: str) -> tuple[in
     left = held.failing + len(held.mismatches) + without_item
     if not left:
         return 0, ""
-    missing = [m for m in held.mismatches if LINGERING not in m]
-    lingering = [m for m in held.mismatches if LINGERING in m]
+    missing = [m.text for m in held.mismatches if m.kind == "differs"]
+    lingering = [m.text for m in held.mismatches if m.kind == "lingering"]
     parts = [f"{held.failing} the spec cannot map" if held.failing else "",
              f"{len(missing)} mapped but not in Bigtable (e.g. {missing[0]})" if missing else "",
              f"{len(lingering)} deleted in DynamoDB but still in Bigtable (e.g. {lingering[0]}; an earlier redrive wrote "
@@ -459,6 +460,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     from ..pipelines.change_sources import change_source_for
     from ..pipelines.cutover.backlog import read_backlog
     from ..pipelines.cutover.tail import load_state, stopped_since
+    from ..pipelines.run.json_files import json_object, read_json
     from apache_beam.io.filesystems import FileSystems
 
     timeline = _check_run_dir(run_dir)
@@ -499,7 +501,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
     else:
         probe_target(spec.target)  # a dead Bigtable fails here, in seconds (the parity's reads would wait 10 min each)
         settings = ClientSettings.from_source(spec.source)
-        saved = tl.read_json(tl.join(run_dir, STATUS_FILE), tl.json_object) or {}
+        saved = read_json(tl.join(run_dir, STATUS_FILE), json_object) or {}
         checked = saved.get("checked", {}) if saved.get("stream_arn") == state.stream_arn else {}
         source = change_source_for(spec, timeline.tail_changes)  # the one the tail follows
         backlog = read_backlog(source, state, checked)
@@ -555,7 +557,7 @@ def status(run_dir: str, *, lag_threshold_s: float = LAG_THRESHOLD_S, sample: in
                    f"{parity.absent} deleted since, {parity.unmapped} not mapped by the spec")
         conditions.append(Condition("parity", parity.holds and parity.checked > 0, (
             counted if parity.holds and parity.checked else f"{counted}; nothing to compare (an empty table?)"
-            if parity.holds else f"{counted}; {len(parity.mismatches)} differ: {parity.mismatches[0]}"),
+            if parity.holds else f"{counted}; {len(parity.mismatches)} differ: {parity.mismatches[0].text}"),
             {"checked": parity.checked, "random": parity.random_keys, "changed": parity.changed_keys,
              "differences": len(parity.mismatches)}))
         key_names = [name for name in (spec.source.partition_key, spec.source.sort_key) if name]

@@ -127,7 +127,7 @@ def _cutover_goes_on_with(folder: str, loaded: MappingSpec) -> None:
     from ..pipelines.cutover import timeline as tl
     from ..pipelines.run.checkpoint import spec_data_hash, spec_hash
 
-    timeline = tl.read_json(tl.join(folder, tl.TIMELINE_FILE), tl.Timeline.from_json)
+    timeline = tl.peek(folder)
     if timeline is None:
         return
     if timeline.spec is None or spec_data_hash(timeline.spec) != spec_hash(loaded):

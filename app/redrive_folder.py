@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from apache_beam.io.filesystems import FileSystems
 
 from ..mappers.errors import UsageError
 from ..mappers.loader import parse_document, validate_data
 from ..pipelines.run.checkpoint import CHECKPOINT_FILE
+from ..pipelines.run.json_files import json_object, read_json
 
 if TYPE_CHECKING:
     from ..mappers.spec import MappingSpec
@@ -113,28 +115,30 @@ def recorded_spec(folder: str) -> MappingSpec:
     return validate_data(data, kept[0], lines)
 
 
+def _recorded(folder: str) -> Iterator[dict[str, Any]]:
+    """What the run in ``folder`` recorded, first to last: a scan's checkpoint.json, an earlier redrive's redrive.json
+    (either refused in one line if damaged)."""
+    for name in (CHECKPOINT_FILE, RECORD_FILE):
+        saved = read_json(FileSystems.join(folder, name), json_object)
+        if saved:
+            yield saved
+
+
 def recorded_now(folder: str) -> int | None:
     """The "now" of the run in ``folder``: a scan's checkpoint.json, or an earlier redrive's redrive.json."""
-
-
-    for name in (CHECKPOINT_FILE, RECORD_FILE):
-        text = read_text(FileSystems.join(folder, name))
-        if text:
-            now = json.loads(text).get("now_ms")
-            if isinstance(now, int):
-                return now
+    for saved in _recorded(folder):
+        now = saved.get("now_ms")
+        if isinstance(now, int):
+            return now
     return None
 
 
 def recorded_table(folder: str) -> str | None:
     """The source the run in ``folder`` read (a table name, or an export's path), if its folder says."""
-
-    for name in (CHECKPOINT_FILE, RECORD_FILE):
-        text = read_text(FileSystems.join(folder, name))
-        if text:
-            table = json.loads(text).get("table")
-            if isinstance(table, str) and table:
-                return table
+    for saved in _recorded(folder):
+        table = saved.get("table")
+        if isinstance(table, str) and table:
+            return table
     return None
 
 
@@ -146,8 +150,7 @@ def cutover_of(folder: str) -> str | None:
 
     if tl.peek(folder) is not None:
         return folder
-    text = read_text(FileSystems.join(folder, RECORD_FILE))
-    cutover = json.loads(text).get("cutover") if text else None
+    cutover = (read_json(FileSystems.join(folder, RECORD_FILE), json_object) or {}).get("cutover")
     return cutover if isinstance(cutover, str) and tl.peek(cutover) is not None else None
 
 

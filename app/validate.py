@@ -26,6 +26,7 @@ from ..pipelines.cutover import timeline as tl
 from ..pipelines.validate import files
 from ..pipelines.bigtable.sink import Destination
 from ..pipelines.run.dead_letters import check_dead_letter_destination
+from ..pipelines.run.json_files import json_object, read_json
 from ..pipelines.run.options import concurrent_segments
 from ..pipelines.run.progress import progress_dir, read_progress, reset
 from ..pipelines.sources import source_for
@@ -334,7 +335,7 @@ def _backfill(run_dir: str, spec: Any) -> tl.Backfill:
     try:
         return tl.find_backfill(run_dir, spec)
     except tl.TimelineError:
-        saved = tl.read_json(tl.join(run_dir, ckpt.CHECKPOINT_FILE), tl.json_object) or {}
+        saved = read_json(tl.join(run_dir, ckpt.CHECKPOINT_FILE), json_object) or {}
         if saved.get("now_ms") is None or saved.get("spec_hash") == ckpt.spec_hash(spec):
             raise
         start = tl.us_to_iso(int(saved["now_ms"]) * 1000)

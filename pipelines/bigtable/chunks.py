@@ -11,13 +11,13 @@ them in groups (:func:`range_rows`: compiled where built, a row carried from one
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
 from ...mappers.results import Cell
 from .calls import ChannelCall, routing_metadata
+from .retry import ReadRetry
 
 
 def merge_chunks(responses: Iterable[Any]) -> Iterator[tuple[bytes, list[Cell]]]:
@@ -192,20 +192,17 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
 
     The responses come raw (:func:`raw_read_rows`) and are parsed in groups (:data:`JOINED_RESPONSES`). A retryable
     error (the table's own list) ends the answer: its complete rows are given, and the range is asked again from
-    after the last one. The table's read timeout bounds the time without a row, not the whole range: each attempt
+    after the last one (:class:`.retry.ReadRetry`). The table's read timeout bounds the time without a row, not the whole range: each attempt
     ends at the attempt timeout (20 s by default), and a range read for longer than the operation timeout (a tablet
     of many GB, or a consumer held back by --wcu) failed with DEADLINE_EXCEEDED at every resume.
     """
     from google.cloud.bigtable.data import ReadRowsQuery, RowRange
     from google.cloud.bigtable.data.exceptions import InvalidChunk
 
-    retryable = tuple(table.default_read_rows_retryable_errors)
-    deadline = time.monotonic() + table.default_read_rows_operation_timeout
-    attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
+    retry = ReadRetry(table)
     routing = routing_metadata(table)
     read_rows = raw_read_rows(client)
     start, end = key_range
-    pause = 0.01
     while True:
         if after is not None:
             span = RowRange(start_key=after, end_key=end or None, start_is_inclusive=False)
@@ -213,11 +210,10 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
             span = RowRange(start_key=start or None, end_key=end or None)
         # the client's own request for this query (table path, app profile, filter)
         request = ReadRowsQuery(row_ranges=span, row_filter=row_filter)._to_pb(table)  # noqa: SLF001
-        answers = read_rows(request, metadata=routing,
-                            timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001)))
+        answers = read_rows(request, metadata=routing, timeout=retry.timeout())
         failed: list[Exception] = []
         progressed = False
-        for row_key, cells in range_rows(_joined(answers, retryable, failed)):
+        for row_key, cells in range_rows(_joined(answers, retry.retryable, failed)):
             if row_key is None:  # the answer ended inside a row
                 if not failed:
                     raise InvalidChunk("the stream ended inside a row")
@@ -227,11 +223,8 @@ def read_range(client: Any, table: Any, key_range: tuple[bytes, bytes], after: b
         if not failed:
             return
         if progressed:  # rows came: the timeout counts again from here
-            deadline, pause = time.monotonic() + table.default_read_rows_operation_timeout, 0.01
-        if time.monotonic() + pause > deadline:
-            raise failed[0]
-        time.sleep(pause)
-        pause = min(pause * 2, 10.0)
+            retry.progressed()
+        retry.wait(failed[0])
 
 
 def _joined(answers: Iterable[bytes], retryable: tuple[type[Exception], ...], failed: list[Exception]) -> Iterator[bytes]:

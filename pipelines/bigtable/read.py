@@ -20,6 +20,7 @@ from ...mappers.results import Cell
 from ..run.metrics import NAMESPACE
 from .calls import ChannelCall, routing_metadata
 from .chunks import complete_rows, response_rows
+from .retry import ReadRetry
 
 if TYPE_CHECKING:
     from ...mappers.spec import TargetSpec
@@ -74,40 +75,32 @@ class RowLookup:
         return found
 
     def _read_keys(self, keys: list[bytes]) -> dict[bytes, list[Cell]]:
-        import time
-
         from google.cloud.bigtable_v2.types import ReadRowsRequest, ReadRowsResponse
 
         table = self.table
-        retryable = tuple(table.default_read_rows_retryable_errors)
-        deadline = time.monotonic() + table.default_read_rows_operation_timeout
-        attempt_timeout = table.default_read_rows_attempt_timeout or table.default_read_rows_operation_timeout
+        retry = ReadRetry(table)  # the timeout bounds the whole lookup: rows coming do not extend it
         routing = routing_metadata(table)
         parse = ReadRowsResponse.pb().FromString
         read_rows = self._raw_read_rows()
-        pending, pause = keys, 0.01
+        pending = keys
         found: dict[bytes, list[Cell]] = {}
         while pending:
             request = ReadRowsRequest(table_name=table.table_name, app_profile_id=table.app_profile_id,
                                       rows={"row_keys": pending})
             answers: list[bytes] = []
             try:
-                answers.extend(read_rows(request, metadata=routing,
-                                         timeout=min(attempt_timeout, max(deadline - time.monotonic(), 0.001))))
+                answers.extend(read_rows(request, metadata=routing, timeout=retry.timeout()))
                 rows = response_rows(b"".join(answers))
                 if not found:
                     return rows
                 found.update(rows)
                 return found
-            except retryable:
-                if time.monotonic() + pause > deadline:
-                    raise
+            except retry.retryable as err:
+                retry.wait(err)
                 last = None
                 for row_key, cells in complete_rows(parse(b"".join(answers))):
                     found[row_key] = cells
                     last = row_key
-                time.sleep(pause)
-                pause = min(pause * 2, 10.0)
                 if last is not None:
                     pending = [key for key in pending if key > last]
         return found

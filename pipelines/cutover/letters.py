@@ -17,7 +17,8 @@ from typing import Any
 
 from ...mappers.changes import Change, kind_of_change
 from ..run.dead_letters import parts_dir
-from .timeline import read_json, write_json
+from ..run.json_files import read_json
+from .timeline import write_json
 
 RESOLVED_SUFFIX = ".resolved.json"
 CHANGE_LETTER_GLOBS = ("tail.dead_letters.jsonl", "catch-up-*.dead_letters.jsonl")

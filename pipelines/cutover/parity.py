@@ -17,7 +17,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ...mappers.attrvalue import from_typed_json, to_export_json
 
@@ -27,8 +27,19 @@ SEGMENT_FACTOR = 8
 BATCH_GET = 100
 UNPROCESSED_PAUSE_S = 0.05
 """The first pause before BatchGetItem's unprocessed keys are asked again (doubled each time, at most 1 s)."""
-LINGERING = ": deleted in DynamoDB, but "
-"""What a mismatch of a deleted item whose cells are still in Bigtable says (after the item's key)."""
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """An item that differs, in words (:attr:`text`, what ``cutover-status`` shows) and of a kind: ``"differs"``, cells
+    it maps to are missing from Bigtable or hold another value; ``"lingering"``, it is deleted in DynamoDB and cells
+    its last known image mapped to are still in Bigtable."""
+
+    kind: Literal["differs", "lingering"]
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 @dataclass
@@ -47,7 +58,7 @@ class Parity:
     """Items the spec does not map (dead-lettered or skipped): nothing expected in Bigtable."""
     failing: int = 0
     """Of those, the items the spec cannot map (it dead-letters them; the others it skips on purpose)."""
-    mismatches: list[str] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)
 
     @property
     def holds(self) -> bool:
@@ -185,13 +196,13 @@ def check(client: Any, table: str, compiled: Any, target: Any, random_keys: list
             cell = difference["missing"][0]
             if difference["deleted"]:
                 parity.lingering += 1
-                parity.mismatches.append(
-                    f"item {json.dumps(difference['key'], sort_keys=True)}{LINGERING}"
+                parity.mismatches.append(Mismatch("lingering", (
+                    f"item {json.dumps(difference['key'], sort_keys=True)}: deleted in DynamoDB, but "
                     f"{len(difference['missing'])} of its {difference['cells']} cells are still in row "
-                    f"{difference['row_key']!r}, e.g. {cell.family}:{cell.qualifier!r} at {cell.timestamp_micros}")
+                    f"{difference['row_key']!r}, e.g. {cell.family}:{cell.qualifier!r} at {cell.timestamp_micros}")))
                 continue
-            parity.mismatches.append(
+            parity.mismatches.append(Mismatch("differs", (
                 f"item {json.dumps(difference['key'], sort_keys=True)}: {len(difference['missing'])} of its "
                 f"{difference['cells']} cells differ in row {difference['row_key']!r}, e.g. "
-                f"{cell.family}:{cell.qualifier!r} at {cell.timestamp_micros}")
+                f"{cell.family}:{cell.qualifier!r} at {cell.timestamp_micros}")))
     return parity

@@ -36,8 +36,9 @@ from ...mappers.changes import group_by_item
 from ..change_source import ChangeSource, Piece, PiecePlan, plan_pieces
 from ..dynamodb.stream import EMPTY_PAGES_PER_TURN, PAGE_LIMIT, START_MARGIN_US, to_change
 from ..run.dead_letters import write_part
+from ..run.json_files import read_json
 from .change_sink import ChangeSink, Outcome
-from .timeline import join, read_json, write_json
+from .timeline import join, write_json
 
 TAIL_FILE = "tail.json"
 STOPPED_FILE = "tail.stopped.json"

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from ...mappers.errors import UsageError
 from ...mappers.units import iso_to_micros as iso_to_us, micros_to_iso as us_to_iso  # noqa: F401 - the cutover's names
 from ..run import checkpoint as ckpt
 from ..run.dead_letters import create_private
+from ..run.json_files import read_json
 from ..sources import source_for
 
 TIMELINE_FILE = "cutover.json"
@@ -39,39 +39,6 @@ def join(*parts: str) -> str:
     from apache_beam.io.filesystems import FileSystems
 
     return FileSystems.join(*parts)
-
-
-T = TypeVar("T")
-
-
-class RunFileError(UsageError):
-    """A file of the run folder that is not as ddb2bt wrote it (damaged, edited, or another program's)."""
-
-
-def read_json(path: str, parse: Callable[[Any], T] | None = None) -> Any | None:
-    """The JSON document at ``path`` (through ``parse``), or None when there is none. A document that is not JSON,
-    or that ``parse`` cannot read, is a :class:`RunFileError` naming the file (it was 'unexpected JSONDecodeError
-    ... (a bug)')."""
-    from apache_beam.io.filesystems import FileSystems
-
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path) as handle:
-        text = handle.read()
-    try:
-        data = json.loads(text)
-        return data if parse is None else parse(data)
-    except (ValueError, TypeError, KeyError, AttributeError) as err:  # ValueError: JSONDecodeError, UnicodeDecodeError
-        what = f"not JSON: {err.msg}" if isinstance(err, json.JSONDecodeError) else f"{type(err).__name__}: {err}"
-        raise RunFileError(f"{path} is not as ddb2bt wrote it ({what})",
-                           "restore it, or move the run folder aside and start that step again in a new one") from None
-
-
-def json_object(data: Any) -> dict[str, Any]:
-    """``data`` if it is a JSON object (a ``parse`` for :func:`read_json`)."""
-    if not isinstance(data, dict):
-        raise TypeError(f"{json.dumps(data)[:40]} is not a JSON object")
-    return data
 
 
 def write_json(path: str, data: Any) -> None:
@@ -164,19 +131,19 @@ def find_backfill(run_dir: str, spec: Any) -> Backfill:
         done = FileSystems.exists(join(run_dir, BACKFILL_LETTERS))
         now_ms = int(spec.migration_time.timestamp() * 1000)
         return Backfill("export", iso_to_us(snapshot.time), now_ms, done, snapshot.detail, snapshot.table)
-    saved = read_json(join(run_dir, ckpt.CHECKPOINT_FILE))
+    saved = ckpt.read_checkpoint(run_dir)
     if saved is None:
         raise TimelineError(f"{run_dir} holds no backfill (no {ckpt.CHECKPOINT_FILE} and the spec reads no export)",
                             "pass the --run-dir of the `ddb2bt migrate` run that back-filled this table")
     if saved.get("spec_hash") != ckpt.spec_hash(spec):
         raise TimelineError(f"the spec differs from the one the backfill in {run_dir} ran with",
                             "catch up with the backfill's own spec")
-    now_ms = saved.get("now_ms")
-    if now_ms is None:
+    stored_ms = saved.get("now_ms")
+    if stored_ms is None:
         raise TimelineError(f"{run_dir}/{ckpt.CHECKPOINT_FILE} predates stored start times; the timeline cannot start")
     done = len(ckpt.completed_segments(run_dir)) >= int(saved["total_segments"])
-    return Backfill("scan", int(now_ms) * 1000, int(now_ms), done,
-                    f"scan of {saved['table']} started {us_to_iso(int(now_ms) * 1000)}")
+    return Backfill("scan", int(stored_ms) * 1000, int(stored_ms), done,
+                    f"scan of {saved['table']} started {us_to_iso(int(stored_ms) * 1000)}")
 
 
 def load(run_dir: str, spec: Any) -> Timeline:

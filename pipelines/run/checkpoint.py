@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 from ...mappers.errors import ServiceError, UsageError
 from .dead_letters import create_private
+from .json_files import NotAsWritten, json_object, read_json
 
 CHECKPOINT_FILE = "checkpoint.json"
 SEGMENTS_DIR = "segments"
@@ -147,18 +148,15 @@ class Checkpoint:
         A resumed run's checkpoint carries the ``now_ms`` stored by the first attempt, whatever is
         passed: build the pipeline with ``checkpoint.now_ms``.
         """
-        from apache_beam.io.filesystems import FileSystems
-
         path = _join(run_dir, CHECKPOINT_FILE)
-        exists = FileSystems.exists(path)
         if not resume:
             cls.refuse_taken(run_dir)
             _write(path, json.dumps({"spec_hash": spec_hash_, "total_segments": total_segments, "table": table,
                                      "now_ms": now_ms}, indent=2).encode())
             return cls(run_dir, spec_hash_, total_segments, table, now_ms)
-        if not exists:
+        saved = read_checkpoint(run_dir)
+        if saved is None:
             raise ResumeError(f"nothing to resume: {path} does not exist.")
-        saved = _read_saved(path)
         if saved["spec_hash"] != spec_hash_:
             raise ResumeError(
                 f"the spec changed since the run in {run_dir} started (what it maps or where it writes); segments "
@@ -180,46 +178,29 @@ class Checkpoint:
     @staticmethod
     def saved_total_segments(run_dir: str) -> int | None:
         """The segment count a run directory was started with, if any (so resume needs no repeat of it)."""
-        from apache_beam.io.filesystems import FileSystems
-
-        path = _join(run_dir, CHECKPOINT_FILE)
-        if not FileSystems.exists(path):
-            return None
-        return int(_read_saved(path)["total_segments"])
+        saved = read_checkpoint(run_dir)
+        return None if saved is None else int(saved["total_segments"])
 
     def completed(self) -> frozenset[int]:
         return completed_segments(self.run_dir)
 
 
-def _read_saved(path: str) -> dict[str, Any]:
-    """A run's checkpoint.json, as a run writes it; ResumeError naming the file and what is wrong otherwise (a file
-    damaged or edited: it was 'unexpected JSONDecodeError ... (a bug)', or a "now" of 'soon' used)."""
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(path) as handle:
-        text = handle.read()
-    problem: str | None
-    try:
-        saved = json.loads(text)
-    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
-        problem = f"not JSON: {getattr(err, 'msg', err)}"
-    else:
-        problem = _checkpoint_problem(saved)
-    if problem:
-        raise ResumeError(f"{path} is not a checkpoint a run wrote ({problem})",
-                          "start the run again with another --run-dir (it writes every row again)")
-    return saved
+def read_checkpoint(run_dir: str) -> dict[str, Any] | None:
+    """``run_dir``'s checkpoint.json as a run writes it, or None when there is none; a ResumeError naming the file and
+    what is wrong otherwise (a file damaged or edited: it was 'unexpected JSONDecodeError ... (a bug)', or a "now" of
+    'soon' used)."""
+    return read_json(_join(run_dir, CHECKPOINT_FILE), _as_checkpoint, error=ResumeError, written="a checkpoint a run wrote",
+                     fix="start the run again with another --run-dir (it writes every row again)")
 
 
-def _checkpoint_problem(saved: Any) -> str | None:
-    if not isinstance(saved, dict):
-        return "not a JSON object"
+def _as_checkpoint(data: Any) -> dict[str, Any]:
+    saved = json_object(data)
     for name, ok in (("spec_hash", lambda v: isinstance(v, str)),
                      ("total_segments", lambda v: type(v) is int and v >= 1),
                      ("now_ms", lambda v: v is None or type(v) is int)):
         if not ok(saved.get(name)):
-            return f"{name} {saved.get(name)!r}"
-    return None
+            raise NotAsWritten(f"{name} {saved.get(name)!r}")
+    return saved
 
 
 def completed_segments(run_dir: str) -> frozenset[int]:

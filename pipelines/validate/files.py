@@ -30,6 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 from ...mappers.errors import UsageError
 from ..run.checkpoint import VALIDATION_MARKER, folder_writes
 from ..run.dead_letters import create_private, parts_dir, write_part  # the one 0600 writer of run files
+from ..run.json_files import json_object, read_json
 
 FOLDERS = ("differences", "candidates", "owners", "row_keys", "stats")
 """``row_keys`` lines are the row keys the source maps to (for the target scan): base64, and for a row of an index
@@ -151,16 +152,8 @@ def start_marker(run_dir: str, settings: dict[str, Any], resume: bool) -> None:
     from ..run.checkpoint import CHECKPOINT_FILE, ResumeError
 
     path = FileSystems.join(run_dir, VALIDATION_MARKER)
-    if FileSystems.exists(path):
-        with FileSystems.open(path) as handle:
-            text = handle.read()
-        try:
-            saved = json.loads(text)
-            if not isinstance(saved, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as err:  # JSONDecodeError, UnicodeDecodeError: it was 'unexpected JSONDecodeError (a bug)'
-            raise ResumeError(f"{path} is not as ddb2bt wrote it ({getattr(err, 'msg', err)})",
-                              "start the validation again with another --run-dir") from None
+    saved = read_json(path, json_object, error=ResumeError, fix="start the validation again with another --run-dir")
+    if saved is not None:
         if not resume:
             raise ResumeError(f"{run_dir} already holds a validation run",
                               "pass --resume to continue it, or choose another --run-dir")

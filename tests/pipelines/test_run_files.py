@@ -187,23 +187,25 @@ def test_a_damaged_cutover_file_is_named_with_what_to_do(tmp_path, text, problem
     'unexpected JSONDecodeError ... (a bug)' or 'unexpected TypeError: Timeline.__init__() got an unexpected keyword
     argument'; now one line naming the file (a usage error: exit 2)."""
     from ddb2bt.pipelines.cutover import tail, timeline
+    from ddb2bt.pipelines.run.json_files import RunFileError
 
     (tmp_path / timeline.TIMELINE_FILE).write_text(text)
-    with pytest.raises(timeline.RunFileError) as raised:
+    with pytest.raises(RunFileError) as raised:
         timeline.peek(str(tmp_path))
     assert isinstance(raised.value, UsageError) and problem in raised.value.one_line()
     assert str(tmp_path / timeline.TIMELINE_FILE) in raised.value.one_line()
     (tmp_path / tail.TAIL_FILE).write_text(text)
-    with pytest.raises(timeline.RunFileError, match="tail.json is not as ddb2bt wrote it"):
+    with pytest.raises(RunFileError, match="tail.json is not as ddb2bt wrote it"):
         tail.load_state(str(tmp_path))
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1]", '{"stopped_us": "soon"}'])
 def test_a_damaged_tail_stop_record_is_named(tmp_path, text):
-    from ddb2bt.pipelines.cutover import tail, timeline
+    from ddb2bt.pipelines.cutover import tail
+    from ddb2bt.pipelines.run.json_files import RunFileError
 
     (tmp_path / tail.STOPPED_FILE).write_text(text)
-    with pytest.raises(timeline.RunFileError, match="tail.stopped.json is not as ddb2bt wrote it"):
+    with pytest.raises(RunFileError, match="tail.stopped.json is not as ddb2bt wrote it"):
         tail.stopped_since(str(tmp_path), tail.TailState("arn", 0, {}, {}, 0, []))
 
 
@@ -214,3 +216,84 @@ def test_a_damaged_validation_marker_is_named_with_what_to_do(tmp_path, text):
     (tmp_path / ckpt.VALIDATION_MARKER).write_bytes(text.encode("latin-1"))
     with pytest.raises(ckpt.ResumeError, match="validate.json is not as ddb2bt wrote it"):
         start_marker(str(tmp_path), {"sample": None}, resume=True)
+
+
+# --------------------------------------------------------------------------- the one reader of run-folder JSON
+
+
+def test_a_run_file_is_read_through_its_parse_or_is_none_when_absent(tmp_path):
+    from ddb2bt.pipelines.run.json_files import json_object, read_json
+
+    path = tmp_path / "state.json"
+    assert read_json(str(path)) is None
+    path.write_text('{"a": [1, 2]}')
+    assert read_json(str(path)) == {"a": [1, 2]}
+    assert read_json(str(path), json_object) == {"a": [1, 2]}
+    assert read_json(str(path), lambda data: data["a"][1]) == 2
+
+
+@pytest.mark.parametrize("text, parse, problem", [
+    ("{not json", None, "(not JSON: Expecting property name enclosed in double quotes)"),
+    ("\xff\xfe\xfd", None, "(not JSON: "),
+    ("[1]", "json_object", "(not a JSON object: [1])"),
+    ("{}", lambda data: data["stopped_us"], "(no field 'stopped_us')"),
+    ('{"n": "soon"}', lambda data: int(data["n"]), "(ValueError: invalid literal for int() with base 10: 'soon')"),
+    ("[1]", lambda data: data.get("n"), "(AttributeError: 'list' object has no attribute 'get')"),
+])
+def test_a_damaged_run_file_is_refused_in_one_line_naming_it_with_what_to_do(tmp_path, text, parse, problem):
+    """Whatever is wrong (not JSON, not the object a parse expects, a field missing or of another type), one
+    RunFileError (exit 2), by default: the file, what is wrong, and what to do; no traceback of a JSONDecodeError,
+    KeyError or TypeError ('a bug')."""
+    from ddb2bt.pipelines.run.json_files import RunFileError, json_object, read_json
+
+    path = tmp_path / "state.json"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(RunFileError) as refused:
+        read_json(str(path), json_object if parse == "json_object" else parse)
+    assert isinstance(refused.value, UsageError) and refused.value.__cause__ is None
+    assert refused.value.one_line() == str(refused.value)  # one line
+    assert str(refused.value).startswith(f"{path} is not as ddb2bt wrote it {problem}"), str(refused.value)
+    assert str(refused.value).endswith("; restore it, or move the run folder aside and start that step again in a new one")
+
+
+def test_a_readers_own_refusal_says_what_the_file_should_be_and_what_to_do(tmp_path):
+    """A reader names its own error class, what the file is and its own advice; a parse's NotAsWritten is shown as
+    it is."""
+    from ddb2bt.pipelines.run.json_files import NotAsWritten, read_json
+
+    path = tmp_path / "record.json"
+    path.write_text('{"ranges": 5}')
+
+    def ranges(data):
+        if not isinstance(data["ranges"], list):
+            raise NotAsWritten(f"ranges {data['ranges']!r}")
+        return data["ranges"]
+
+    with pytest.raises(ckpt.ResumeError, match=r"record.json is not a record a run wrote \(ranges 5\); start again"):
+        read_json(str(path), ranges, error=ckpt.ResumeError, written="a record a run wrote", fix="start again")
+
+
+@pytest.mark.parametrize("name", ["checkpoint.json", "redrive.json"])
+def test_a_damaged_file_a_redrive_reads_back_is_named(tmp_path, name):
+    """A redrive reads the "now", the table and the cutover its folder recorded: a damaged checkpoint.json or
+    redrive.json said 'unexpected JSONDecodeError ... (a bug)' (or AttributeError for JSON that is no object)."""
+    from ddb2bt.app.redrive_folder import cutover_of, recorded_now, recorded_table
+    from ddb2bt.pipelines.run.json_files import RunFileError
+
+    (tmp_path / name).write_text("[1]")
+    readers = [recorded_now, recorded_table] + ([cutover_of] if name == "redrive.json" else [])
+    for read in readers:
+        with pytest.raises(RunFileError, match=f"{name} is not as ddb2bt wrote it \\(not a JSON object"):
+            read(str(tmp_path))
+
+
+def test_a_damaged_backfill_checkpoint_is_named_to_the_catch_up(tmp_path):
+    """The catch-up and cutover-status read the backfill's checkpoint.json by the checkpoint's own rule: a field a
+    run always writes missing was 'unexpected KeyError ... (a bug)', JSON that is no object an AttributeError."""
+    from ddb2bt.pipelines.cutover import timeline
+
+    for text, problem in (('{"spec_hash": "x", "now_ms": 1, "table": "T"}', "total_segments None"),
+                          ("[1]", "not a JSON object")):
+        (tmp_path / "checkpoint.json").write_text(text)
+        with pytest.raises(ckpt.ResumeError, match=f"checkpoint.json is not a checkpoint a run wrote \\({problem}"):
+            timeline.find_backfill(str(tmp_path), spec())
