@@ -155,9 +155,39 @@ def find_export_dir(path: str) -> str:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise ExportError(f"no {SUMMARY} in {path} or in one export folder below it",
-                          f"give the export's folder, [prefix/]{EXPORT_DIR}/<exportId> (the one holding {SUMMARY})")
+        give = f"give the export's folder, [prefix/]{EXPORT_DIR}/<exportId> (the one holding {SUMMARY})"
+        absent = nothing_at(path)
+        raise ExportError(absent, f"check the path (source.export.path, or --export); {give}") if absent else ExportError(
+            f"no {SUMMARY} in {path} or in one export folder below it", give)
     raise ExportError(f"{path} holds {len(found)} exports; give one of: {', '.join(found)}")
+
+
+def nothing_at(path: str) -> str | None:
+    """Why nothing at all is at ``path``, when that is so: a local folder that does not exist, an S3 bucket that does
+    not exist, or a prefix no object's key starts with; else None. Said before "no manifest-summary.json", which
+    sent a user with a misspelt bucket looking for a manifest. A listing S3 refuses is left to the caller's words."""
+    if path.startswith("s3://"):
+        return _nothing_in_s3(path)
+    if "://" not in path and not FileSystems.exists(path):
+        return f"{path} does not exist"
+    return None
+
+
+def _nothing_in_s3(path: str) -> str | None:
+    bucket, _, prefix = path[len("s3://"):].partition("/")
+    try:
+        from apache_beam.io.aws import s3io
+
+        options = getattr(FileSystems.get_filesystem(path), "_options", None)
+        client = s3io.S3IO(options=options).client.client  # Beam's wrapper over the boto3 client it made
+        listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix.rstrip("/"), MaxKeys=1)
+    except Exception as err:  # noqa: BLE001 - only an answer naming the bucket missing changes what is said
+        code = str(getattr(err, "response", {}).get("Error", {}).get("Code", ""))
+        return f"S3 bucket {bucket!r} does not exist (reading {path})" if code == "NoSuchBucket" else None
+    if not listed.get("KeyCount"):
+        return (f"nothing is stored under {path}: bucket {bucket!r} holds no object whose key starts with "
+                f"{prefix.rstrip('/')!r}" if prefix.strip("/") else f"S3 bucket {bucket!r} is empty")
+    return None
 
 
 def resolve_key(export_dir: str, key: str, summary: dict[str, Any]) -> str:

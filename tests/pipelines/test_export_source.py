@@ -242,3 +242,29 @@ def test_blocks_of_lines_hold_the_lines_the_stream_gives(lines, trailing_newline
     expected = [line.rstrip(b"\n") for line in io.BytesIO(data)]
     assert [line for block in line_blocks(io.BytesIO(data), block_size) for line in block.split(b"\n")] == expected
 
+
+
+def test_a_path_where_nothing_is_says_so_before_looking_for_a_manifest(moto_server, tmp_path, monkeypatch, items):
+    """A misspelt bucket, a prefix with nothing under it and a missing local folder each say what is missing (it read
+    'no manifest-summary.json', which sent a user looking for a manifest); full and incremental exports alike."""
+    from ddb2bt.pipelines.dynamodb.incremental_export import read_incremental_manifest
+
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # restored after the test
+    FileSystems.set_options(PipelineOptions([f"--s3_endpoint_url={moto_server.endpoint}", "--s3_region_name=us-east-1"]))
+    s3 = boto3.client("s3", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    bucket = f"exports-{os.getpid()}-{id(items):x}"[:60]
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="ddb/posts/notes.txt", Body=b"not an export")
+    cases = {
+        f"s3://{bucket}-missing/ddb/posts": f"S3 bucket '{bucket}-missing' does not exist",
+        f"s3://{bucket}/ddb/post": None,  # a prefix of an object's key: something is there, so no manifest is said
+        f"s3://{bucket}/ddb/other/": f"nothing is stored under s3://{bucket}/ddb/other: bucket '{bucket}' holds no "
+                                      "object whose key starts with 'ddb/other'",
+        str(tmp_path / "nowhere"): f"{tmp_path / 'nowhere'} does not exist",
+    }
+    for path, said in cases.items():
+        for read in (read_manifest, read_incremental_manifest):
+            with pytest.raises(ExportError) as caught:
+                read(path)
+            assert str(caught.value).startswith(said or "no manifest-summary.json"), str(caught.value)
+            assert "\n" not in str(caught.value)
