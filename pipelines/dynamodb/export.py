@@ -43,6 +43,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from . import ion_lines, wire_json
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
 from ..run.metrics import NAMESPACE
+from ..run.service_errors import gcs_unreachable
 from ...mappers.attrvalue import item_problem
 from ...mappers.errors import UsageError
 from ...mappers.units import iso_to_micros
@@ -141,6 +142,9 @@ _EXPORT_ENTRIES = frozenset({SUMMARY, "manifest-files.json", "manifest-summary.m
 def find_export_dir(path: str) -> str:
     """The export folder for ``path``: itself, or the single export below it (``AWSDynamoDB/<id>``)."""
     path = path.rstrip("/")
+    unreachable = gcs_unreachable(path)
+    if unreachable is not None:
+        raise unreachable
     if FileSystems.exists(FileSystems.join(path, SUMMARY)):
         return path
     # a file of the export folder (the summary an S3 console shows, manifest-files.json, _started), its data folder

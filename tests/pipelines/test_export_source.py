@@ -268,3 +268,41 @@ def test_a_path_where_nothing_is_says_so_before_looking_for_a_manifest(moto_serv
                 read(path)
             assert str(caught.value).startswith(said or "no manifest-summary.json"), str(caught.value)
             assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("failure, said", [
+    (__import__("socket").gaierror(-2, "Name or service not known"), "its name does not resolve"),
+    (ConnectionRefusedError(111, "Connection refused"), "no connection to port 443"),
+])
+def test_a_gs_path_without_a_network_to_cloud_storage_is_refused_at_once(monkeypatch, failure, said):
+    """A gs:// export on a machine that cannot reach Cloud Storage: one line at once (exit 3), before Beam's GCS file
+    system is asked (it retried credentials, then the unresolvable name, for two minutes, and blamed
+    --temp_location); full and incremental exports alike."""
+    import socket
+
+    from ddb2bt.mappers.errors import ServiceError
+    from ddb2bt.pipelines.dynamodb.incremental_export import read_incremental_manifest
+    from ddb2bt.pipelines.run import service_errors
+
+    def unreachable(address, timeout=None):
+        assert address == ("storage.googleapis.com", 443) and timeout
+        raise failure
+
+    def asked(*args, **kwargs):
+        raise AssertionError("Beam's file systems were asked")
+
+    for name in ("STORAGE_EMULATOR_HOST", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(service_errors, "_REACHED", [])
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    monkeypatch.setattr(FileSystems, "exists", asked)
+    monkeypatch.setattr(FileSystems, "match", asked)
+    for read in (read_manifest, read_incremental_manifest):
+        with pytest.raises(ServiceError) as caught:
+            read("gs://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4")
+        assert caught.value.exit_code == 3
+        assert str(caught.value).startswith("cannot read gs://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4: "
+                                            f"Google Cloud Storage (storage.googleapis.com) cannot be reached from here: {said}")
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")  # an emulator: the client's own errors
+    assert service_errors.gcs_unreachable("gs://exports/x") is None
+    assert service_errors.gcs_unreachable("/tmp/x") is None
