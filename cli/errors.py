@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, NoReturn
+from typing import Any, Callable, Iterator, NoReturn
 
 from rich.console import Console
 
 import typer
 from typer.core import TyperGroup
 
-from ..mappers.errors import INTERRUPTED, Ddb2btError
+from ..mappers.errors import INTERRUPTED, Ddb2btError, Interrupted
 
 
 def classify(error: BaseException) -> Ddb2btError | None:
@@ -63,6 +63,17 @@ def _broken_pipe(console: Any) -> None:
 
 
 Console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign,assignment]  # rich's documented hook
+
+
+@contextlib.contextmanager
+def ctrl_c_says(message: str | Callable[[], str], hint: str | Callable[[], str] = "") -> Iterator[None]:
+    """Ctrl-C (or SIGTERM, or Ctrl-C at a question) inside the block is :class:`Interrupted` with ``message`` (what
+    was done, what was not) and ``hint`` (how to go on), each a text or a function called then; without it the
+    command said only "interrupted", and a user could not tell whether anything was written or how to go on."""
+    try:
+        yield
+    except (KeyboardInterrupt, typer.Abort):
+        raise Interrupted(message() if callable(message) else message, hint() if callable(hint) else hint) from None
 
 
 def _plain_flags(group: Any) -> None:
