@@ -163,7 +163,28 @@ def find_export_dir(path: str) -> str:
         absent = nothing_at(path)
         raise ExportError(absent, f"check the path (source.export.path, or --export); {give}") if absent else ExportError(
             f"no {SUMMARY} in {path} or in one export folder below it", give)
-    raise ExportError(f"{path} holds {len(found)} exports; give one of: {', '.join(found)}")
+    raise ExportError(f"{path} holds {len(found)} exports; give one of: "
+                      + ", ".join(f"{folder} ({_kind_of(folder)})" for folder in found[:_LISTED])
+                      + (f" (and {len(found) - _LISTED} more)" if len(found) > _LISTED else ""),
+                      "a full export (FULL_EXPORT) is source.export.path; incremental ones go to `ddb2bt catch-up "
+                      "--export`, one after another")
+
+
+_LISTED = 12
+"""Exports named when a path holds several (their summaries are read to say which is which)."""
+
+
+def _kind_of(export_dir: str) -> str:
+    """"full export at <exportTime>" or "incremental export <from> .. <to>", as its summary says; AWS keeps a table's
+    full and incremental exports side by side under one prefix, and their ids alone do not tell them apart."""
+    try:
+        summary = json.loads(_read_text(FileSystems.join(export_dir, SUMMARY)))
+        kind = summary.get("exportType", "FULL_EXPORT")
+        if kind == "INCREMENTAL_EXPORT":
+            return f"incremental export {summary.get('exportFromTime')} .. {summary.get('exportToTime')}"
+        return f"full export at {summary.get('exportTime')}" if kind == "FULL_EXPORT" else f"exportType {kind!r}"
+    except (OSError, ValueError, AttributeError):  # said when this one is given; here it is only a label
+        return "its manifest-summary.json does not read"
 
 
 def nothing_at(path: str) -> str | None:
