@@ -130,3 +130,27 @@ def test_ctrl_c_in_any_command_says_interrupted_and_exits_130(invoke, monkeypatc
     result = invoke("schema")
     assert result.exit_code == 130
     assert result.output.strip().splitlines()[-1] == "error: interrupted" and "Traceback" not in result.output
+
+
+def test_ctrl_c_while_the_tail_starts_says_nothing_was_applied_and_how_to_start_it(invoke, tmp_path, monkeypatch):
+    """Ctrl-C while `tail` loads its spec and timeline and checks Bigtable (seconds on a busy machine): it said only
+    "interrupted", now that nothing was read or applied and the command that starts it again, with its own options."""
+    import shlex
+
+    from ddb2bt.templates import catalog
+    from ddb2bt.pipelines.cutover import timeline
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(timeline, "load", ctrl_c)
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:9")  # a target is named; nothing reaches it
+    spec = tmp_path / "videos.yaml"
+    spec.write_text(catalog.starter_spec("single-table"))
+    run_dir = tmp_path / "run"
+    result = invoke("tail", spec, "--run-dir", run_dir, "--until-idle", "5")
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    again = shlex.join(["ddb2bt", "tail", str(spec), "--run-dir", str(run_dir), "--until-idle=5"])
+    assert result.stderr.splitlines()[-1] == ("error: tail stopped by Ctrl-C while it was starting: nothing was read "
+                                              f"from the stream or applied; start it again: {again}")
+    assert not run_dir.exists()
