@@ -65,6 +65,22 @@ def _broken_pipe(console: Any) -> None:
 Console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign,assignment]  # rich's documented hook
 
 
+READS_ONLY = frozenset({"migrate-plan", "report", "infer", "parity", "cutover-status", "schema", "init"})
+"""Commands that write nothing but their own output (stdout, or the -o/--out file once everything is computed)."""
+
+
+def interrupted_line(given: list[str]) -> str:
+    """What Ctrl-C in a command that says nothing of its own shows: for one that only reads, that nothing was written
+    and to run it again (a bare "interrupted" left a user wondering what it had done)."""
+    import shlex
+
+    command = next((arg for arg in given if not arg.startswith("-")), None)
+    if command in READS_ONLY:
+        return (f"interrupted: `ddb2bt {command}` only reads, and wrote nothing; run it again: "
+                f"{shlex.join(['ddb2bt', *given])}")
+    return "interrupted"
+
+
 @contextlib.contextmanager
 def ctrl_c_says(message: str | Callable[[], str], hint: str | Callable[[], str] = "") -> Iterator[None]:
     """Ctrl-C (or SIGTERM, or Ctrl-C at a question) inside the block is :class:`Interrupted` with ``message`` (what
@@ -108,7 +124,7 @@ class ErrorHandlingGroup(TyperGroup):
             say_error(f"{message}{hint}")
             sys.exit(usage.exit_code)
         except typer.Abort:
-            say_error("interrupted")
+            say_error(interrupted_line(given))
             sys.exit(INTERRUPTED)
         except BrokenPipeError:  # `ddb2bt ... | head`: the reader left; say nothing more, exit 0 (docs/… README)
             _reader_left()

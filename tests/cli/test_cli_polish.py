@@ -129,7 +129,15 @@ def test_ctrl_c_in_any_command_says_interrupted_and_exits_130(invoke, monkeypatc
     monkeypatch.setattr(schema, "json_schema_text", interrupted)
     result = invoke("schema")
     assert result.exit_code == 130
-    assert result.output.strip().splitlines()[-1] == "error: interrupted" and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1] == (  # a command that only reads says so, and how to go on
+        "error: interrupted: `ddb2bt schema` only reads, and wrote nothing; run it again: ddb2bt schema")
+    assert "Traceback" not in result.output
+    from ddb2bt.cli.errors import interrupted_line
+
+    assert interrupted_line(["--debug", "migrate-plan", "v.yaml", "--sample", "9"]) == (
+        "interrupted: `ddb2bt migrate-plan` only reads, and wrote nothing; run it again: ddb2bt --debug migrate-plan "
+        "v.yaml --sample 9")
+    assert interrupted_line(["redrive", "RUN", "v.yaml"]) == "interrupted"  # it writes: not claimed
 
 
 def test_ctrl_c_while_the_tail_starts_says_nothing_was_applied_and_how_to_start_it(invoke, tmp_path, monkeypatch):
