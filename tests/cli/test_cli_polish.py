@@ -162,3 +162,29 @@ def test_ctrl_c_while_the_tail_starts_says_nothing_was_applied_and_how_to_start_
     assert result.stderr.splitlines()[-1] == ("error: tail stopped by Ctrl-C while it was starting: nothing was read "
                                               f"from the stream or applied; start it again: {again}")
     assert not run_dir.exists()
+
+
+def test_ctrl_c_while_python_loads_the_cli_is_one_line_not_an_import_traceback(monkeypatch, capsys):
+    """The console script imports the CLI inside its entry point: a Ctrl-C during that import (half a second or more
+    on a busy machine) was a traceback through typer's and rich's modules."""
+    import importlib.abc
+    from pathlib import Path
+
+    from ddb2bt import cli
+
+    class CtrlC(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "ddb2bt.cli.main":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "ddb2bt.cli.main")
+    monkeypatch.delattr(cli, "main", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [CtrlC(), *sys.meta_path])
+    with pytest.raises(SystemExit) as stopped:
+        cli.run()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == ("error: interrupted while ddb2bt was starting: nothing was done; run the "
+                                       "command again\n")
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert '\nddb2bt = "ddb2bt.cli:run"\n' in pyproject  # the console script is this entry point
