@@ -8,6 +8,7 @@ not add up.
 from __future__ import annotations
 
 import json
+import os
 from typing import Annotated, Any, Optional
 
 import typer
@@ -94,11 +95,16 @@ def command(
                 "and will show as differences; give the run folder (--as-of RUN_DIR), or set migration_time before "
                 "migrating.")
     repaired = " (the cells it repaired stay repaired)" if repair else ""
-    stopped = (ctrl_c_says(f"validation stopped by Ctrl-C: the scan segments compared so far are kept in "
-                           f"{prepared.run_dir}{repaired}", f"resume with: {use_case.resume_command(prepared, str(spec))}")
-               if prepared.scanning else
-               ctrl_c_says(f"validation stopped by Ctrl-C before its end: nothing of it is kept to resume{repaired}",
-                           again))
+
+    def resumable() -> bool:  # its checkpoint made (a remote folder: the job's own)
+        return prepared.scanning and ("://" in prepared.run_dir
+                                      or os.path.exists(os.path.join(prepared.run_dir, "checkpoint.json")))
+
+    stopped = ctrl_c_says(
+        lambda: (f"validation stopped by Ctrl-C: the scan segments compared so far are kept in {prepared.run_dir}"
+                 f"{repaired}" if resumable() else
+                 f"validation stopped by Ctrl-C before its end: nothing of it is kept to resume{repaired}"),
+        lambda: f"resume with: {use_case.resume_command(prepared, str(spec))}" if resumable() else again)
     try:
         with stopped, watching(f"comparing {prepared.source} with {prepared.spec.target.table}",
                                lambda: progress_text(use_case.progress(prepared), prepared)):
