@@ -43,7 +43,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from . import ion_lines, wire_json
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
 from ..run.metrics import NAMESPACE
-from ..run.service_errors import gcs_unreachable
+from ..run.service_errors import gcs_unreachable, s3_credentials_missing
 from ...mappers.attrvalue import item_problem
 from ...mappers.errors import UsageError
 from ...mappers.units import iso_to_micros
@@ -142,7 +142,7 @@ _EXPORT_ENTRIES = frozenset({SUMMARY, "manifest-files.json", "manifest-summary.m
 def find_export_dir(path: str) -> str:
     """The export folder for ``path``: itself, or the single export below it (``AWSDynamoDB/<id>``)."""
     path = path.rstrip("/")
-    unreachable = gcs_unreachable(path)
+    unreachable = gcs_unreachable(path) or s3_credentials_missing(path, FileSystems._pipeline_options)
     if unreachable is not None:
         raise unreachable
     if FileSystems.exists(FileSystems.join(path, SUMMARY)):

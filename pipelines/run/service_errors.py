@@ -239,3 +239,25 @@ def _gcs_reach_problem() -> str | None:
     problem = found[0] if found else f"no answer within {REACH_SECONDS:g} s"
     _REACHED.append(problem)
     return problem
+
+
+def s3_credentials_missing(path: str, options: object = None) -> ServiceError | None:
+    """For an s3:// path, a ServiceError at once when no AWS credentials can be found the way Beam's S3 file system
+    looks for them (its ``--s3_access_key_id``, else boto3's default chain), else None.
+
+    Without it Beam's S3 client retried "Unable to locate credentials" (an error with no HTTP status, which its retry
+    filter takes for a server's) for eight minutes, then raised its own ``exists() operation failed with exceptions
+    {...}``. Half-set credentials raise botocore's PartialCredentialsError, which says which half is missing."""
+    if not path.startswith("s3://"):
+        return None
+    view = getattr(options, "view_as", None)
+    if view is not None:
+        from apache_beam.options.pipeline_options import S3Options
+
+        if view(S3Options).s3_access_key_id:
+            return None
+    import boto3
+
+    if boto3.session.Session().get_credentials() is not None:
+        return None
+    return ServiceError(f"cannot read {path}: no AWS credentials found", AWS_CREDENTIALS_HINT)

@@ -306,3 +306,36 @@ def test_a_gs_path_without_a_network_to_cloud_storage_is_refused_at_once(monkeyp
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")  # an emulator: the client's own errors
     assert service_errors.gcs_unreachable("gs://exports/x") is None
     assert service_errors.gcs_unreachable("/tmp/x") is None
+
+
+def test_an_s3_export_without_aws_credentials_is_refused_at_once(monkeypatch, tmp_path):
+    """No AWS credentials anywhere: one line at once (exit 3), before Beam's S3 client, which retried "Unable to locate
+    credentials" for eight minutes and then said `exists() operation failed with exceptions {...}`."""
+    from ddb2bt.mappers.errors import ServiceError
+    from ddb2bt.pipelines.dynamodb.incremental_export import read_incremental_manifest
+    from ddb2bt.pipelines.run.service_errors import s3_credentials_missing
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # restored after the test
+
+    def asked(*args, **kwargs):
+        raise AssertionError("Beam's file systems were asked")
+
+    monkeypatch.setattr(FileSystems, "exists", asked)
+    monkeypatch.setattr(FileSystems, "match", asked)
+    for read in (read_manifest, read_incremental_manifest):
+        with pytest.raises(ServiceError) as caught:
+            read("s3://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4")
+        assert caught.value.exit_code == 3
+        assert str(caught.value) == ("cannot read s3://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4: no AWS "
+                                     "credentials found; configure AWS credentials (environment, `aws configure`, "
+                                     "--profile, or an instance role)")
+    # keys given to Beam's S3 file system itself are credentials too; a local path needs none
+    assert s3_credentials_missing("s3://exports/x", PipelineOptions(["--s3_access_key_id=k"])) is None
+    assert s3_credentials_missing(str(tmp_path)) is None
