@@ -339,3 +339,25 @@ def test_an_s3_export_without_aws_credentials_is_refused_at_once(monkeypatch, tm
     # keys given to Beam's S3 file system itself are credentials too; a local path needs none
     assert s3_credentials_missing("s3://exports/x", PipelineOptions(["--s3_access_key_id=k"])) is None
     assert s3_credentials_missing(str(tmp_path)) is None
+
+
+def test_an_s3_endpoint_that_cannot_be_reached_is_said_at_once(monkeypatch):
+    """S3 unreachable (a wrong AWS_ENDPOINT_URL_S3, no network): one line at once (exit 3) from one bounded request,
+    before Beam's S3 client, which retried the connection error with backoff for minutes."""
+    from ddb2bt.mappers.errors import ServiceError
+    from ddb2bt.pipelines.dynamodb.incremental_export import read_incremental_manifest
+
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # restored after the test
+    FileSystems.set_options(PipelineOptions(["--s3_endpoint_url=http://127.0.0.1:9", "--s3_region_name=us-east-1"]))
+
+    def asked(*args, **kwargs):
+        raise AssertionError("Beam's file systems were asked")
+
+    monkeypatch.setattr(FileSystems, "exists", asked)
+    monkeypatch.setattr(FileSystems, "match", asked)
+    for read in (read_manifest, read_incremental_manifest):
+        with pytest.raises(ServiceError) as caught:
+            read("s3://exports/ddb/posts")
+        assert caught.value.exit_code == 3
+        assert str(caught.value).startswith("cannot read s3://exports/ddb/posts: S3 at http://127.0.0.1:9 cannot be "
+                                            "reached: Could not connect to the endpoint URL"), str(caught.value)
