@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 
-from ..mappers.errors import ServiceError, UsageError
+from ..mappers.errors import Interrupted, ServiceError, UsageError
 from ..pipelines.cutover.change_sink import CHANGE_COUNTERS
 from ..pipelines.cutover.parity import Parity
 from ..pipelines.sources import source_for
@@ -245,6 +245,10 @@ class TailResult:
         return not self.problems and self.error is None
 
 
+class TailNotStarted(Interrupted):
+    """Ctrl-C before the tail read its stream: nothing of it was applied (the caller adds the command to start it)."""
+
+
 def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, until_idle_s: float | None = None,
          max_seconds: float | None = None, poll_s: float = 1.0, changes: str | None = None) -> TailResult:
     """Follow the table's stream from where the timeline ends until stopped (Ctrl-C, or the given limits).
@@ -256,17 +260,21 @@ def tail(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), *, 
     from ..pipelines.cutover.tail import TailRun, record_stop
     from ..pipelines.run.dead_letters import consolidate
 
-    run_dir = _need_run_dir(options)
-    spec = load_spec(spec, options)
-    if spec.source.table is None:
-        raise UsageError("the tail reads the table's stream: the spec needs source.table",
-                         "name the table in source.table (an export spec can keep source.export for the backfill)")
-    timeline = tl.load(run_dir, spec)
-    dead_letter = options.dead_letter or tl.join(run_dir, "tail.dead_letters.jsonl")
-    sink = ChangeSink(spec, timeline.now_ms, dead_letter, options.flow_control())
-    sink.check()
-    source = change_source_for(spec, changes)
-    run = TailRun(run_dir, source, sink, until_idle_s, max_seconds, poll_s)
+    try:  # checks only: nothing is read from the stream or written before the run below
+        run_dir = _need_run_dir(options)
+        spec = load_spec(spec, options)
+        if spec.source.table is None:
+            raise UsageError("the tail reads the table's stream: the spec needs source.table",
+                             "name the table in source.table (an export spec can keep source.export for the backfill)")
+        timeline = tl.load(run_dir, spec)
+        dead_letter = options.dead_letter or tl.join(run_dir, "tail.dead_letters.jsonl")
+        sink = ChangeSink(spec, timeline.now_ms, dead_letter, options.flow_control())
+        sink.check()
+        source = change_source_for(spec, changes)
+        run = TailRun(run_dir, source, sink, until_idle_s, max_seconds, poll_s)
+    except KeyboardInterrupt:
+        raise TailNotStarted("tail stopped by Ctrl-C while it was starting: nothing was read from the stream or "
+                             "applied") from None
     started = time.monotonic()
     record_stop(run_dir, 0)  # running from now on, until its heartbeat stops or it records its stop
     state = None

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, NoReturn
+from typing import Any, Callable, Iterator, NoReturn
 
 from rich.console import Console
 
 import typer
 from typer.core import TyperGroup
 
-from ..mappers.errors import INTERRUPTED, Ddb2btError
+from ..mappers.errors import INTERRUPTED, Ddb2btError, Interrupted
 
 
 def classify(error: BaseException) -> Ddb2btError | None:
@@ -65,6 +65,33 @@ def _broken_pipe(console: Any) -> None:
 Console.on_broken_pipe = _broken_pipe  # type: ignore[method-assign,assignment]  # rich's documented hook
 
 
+READS_ONLY = frozenset({"migrate-plan", "report", "infer", "parity", "cutover-status", "schema", "init"})
+"""Commands that write nothing but their own output (stdout, or the -o/--out file once everything is computed)."""
+
+
+def interrupted_line(given: list[str]) -> str:
+    """What Ctrl-C in a command that says nothing of its own shows: for one that only reads, that nothing was written
+    and to run it again (a bare "interrupted" left a user wondering what it had done)."""
+    import shlex
+
+    command = next((arg for arg in given if not arg.startswith("-")), None)
+    if command in READS_ONLY:
+        return (f"interrupted: `ddb2bt {command}` only reads, and wrote nothing; run it again: "
+                f"{shlex.join(['ddb2bt', *given])}")
+    return "interrupted"
+
+
+@contextlib.contextmanager
+def ctrl_c_says(message: str | Callable[[], str], hint: str | Callable[[], str] = "") -> Iterator[None]:
+    """Ctrl-C (or SIGTERM, or Ctrl-C at a question) inside the block is :class:`Interrupted` with ``message`` (what
+    was done, what was not) and ``hint`` (how to go on), each a text or a function called then; without it the
+    command said only "interrupted", and a user could not tell whether anything was written or how to go on."""
+    try:
+        yield
+    except (KeyboardInterrupt, typer.Abort):
+        raise Interrupted(message() if callable(message) else message, hint() if callable(hint) else hint) from None
+
+
 def _plain_flags(group: Any) -> None:
     """A flag (`--yes`, `--resume`) takes no value: no `<bool>` type in `--help` (typer shows one for every option)."""
     for command in [group, *getattr(group, "commands", {}).values()]:
@@ -97,7 +124,7 @@ class ErrorHandlingGroup(TyperGroup):
             say_error(f"{message}{hint}")
             sys.exit(usage.exit_code)
         except typer.Abort:
-            say_error("interrupted")
+            say_error(interrupted_line(given))
             sys.exit(INTERRUPTED)
         except BrokenPipeError:  # `ddb2bt ... | head`: the reader left; say nothing more, exit 0 (docs/… README)
             _reader_left()

@@ -15,7 +15,7 @@ import typer
 from ...app.options import RunOptions
 from ...mappers.errors import Interrupted
 from ...mappers.units import plural
-from ..errors import report
+from ..errors import ctrl_c_says, report
 from ..options import OutputFormat, SpecArg, run_options
 
 RunDir = Annotated[str, typer.Option("--run-dir", help="The backfill's run folder (the one `ddb2bt migrate` "
@@ -116,22 +116,28 @@ def tail(spec: SpecArg, run_dir: RunDir,
 
     Example: ddb2bt tail videos.yaml --run-dir RUN
     """
-    from ...app import cutover
+    own = ([f"--until-idle={until_idle:g}"] if until_idle is not None else []) + \
+        ([f"--max-seconds={max_seconds:g}"] if max_seconds is not None else []) + \
+        ([f"--poll-seconds={poll_seconds:g}"] if poll_seconds != 1.0 else [])  # as given: the same kind of run goes on
+    start_again = f"start it again: {options.go_on('tail', spec, run_dir, *own)}"
+    with ctrl_c_says("tail stopped by Ctrl-C while it was starting: nothing was read from the stream or applied",
+                     start_again):
+        from ...app import cutover
 
-    stops = ([f"idle for {until_idle:g} s"] if until_idle is not None else []) + \
-        ([f"after {max_seconds:g} s"] if max_seconds is not None else []) + ["at Ctrl-C"]
-    typer.echo(f"tail {spec} --run-dir {run_dir}: following the table's stream into Bigtable; it stops "
-               f"{' or '.join(stops)} and says what it applied", err=True)  # a long silent run otherwise
-    result = cutover.tail(spec, dataclasses.replace(options, run_dir=run_dir), until_idle_s=until_idle,
-                          max_seconds=max_seconds, poll_s=poll_seconds)
+        stops = ([f"idle for {until_idle:g} s"] if until_idle is not None else []) + \
+            ([f"after {max_seconds:g} s"] if max_seconds is not None else []) + ["at Ctrl-C"]
+        typer.echo(f"tail {spec} --run-dir {run_dir}: following the table's stream into Bigtable; it stops "
+                   f"{' or '.join(stops)} and says what it applied", err=True)  # a long silent run otherwise
+    try:
+        result = cutover.tail(spec, dataclasses.replace(options, run_dir=run_dir), until_idle_s=until_idle,
+                              max_seconds=max_seconds, poll_s=poll_seconds)
+    except cutover.TailNotStarted as stopped:
+        raise Interrupted(str(stopped), start_again) from None
     _echo([f"tail stopped after {result.seconds:.1f} s: {_counters(result.counters)}; "
            f"{result.counters.get('ttl_deletes', 0)} of them deletes by DynamoDB's TTL",
            f"{plural(len(result.shards), 'shard')}, {sum(s['done'] for s in result.shards.values())} finished; "
            f"dead letters: {result.dead_letter} ({result.dead_letter_lines} lines)"]
           + [f"PROBLEM: {problem}" for problem in result.problems])
-    own = ([f"--until-idle={until_idle:g}"] if until_idle is not None else []) + \
-        ([f"--max-seconds={max_seconds:g}"] if max_seconds is not None else []) + \
-        ([f"--poll-seconds={poll_seconds:g}"] if poll_seconds != 1.0 else [])  # as given: the same kind of run goes on
     if result.interrupted:
         raise Interrupted(f"tail stopped by Ctrl-C; what it applied is saved in {run_dir}/tail.json",
                           f"start it again with the same options to go on: {options.go_on('tail', spec, run_dir, *own)}")

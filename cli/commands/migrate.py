@@ -20,7 +20,7 @@ import typer
 from ...app.options import RunOptions
 from ...mappers.errors import Interrupted, ServiceError, UsageError
 from ...mappers.units import plural
-from ..errors import report
+from ..errors import ctrl_c_says, report
 from ..options import OutputFormat, run_options
 
 if TYPE_CHECKING:
@@ -53,6 +53,33 @@ def command(
 
     Example: ddb2bt migrate videos.yaml --plan plan.json
     """
+    with ctrl_c_says("interrupted before the migration started: nothing was written (no table, family or checkpoint "
+                     "made; the source was only read)", lambda: f"run it again: {_again(spec, plan, yes, format, options)}"):
+        spec, prepared, reviewed = _before_start(ctx, spec, plan, yes, options)
+    from ...app import migrate as use_case
+
+    extra = ("--yes",) if yes else ()
+    if prepared.dry_run or not prepared.direct:
+        result = use_case.execute(prepared)
+    else:
+        result = _run_here(prepared, str(spec), extra, reviewed.estimated_items if reviewed else None)
+    if format is OutputFormat.json:
+        typer.echo(json.dumps(as_json(result, str(spec), extra), indent=2))
+    else:
+        for line in render(result, str(spec), extra):
+            typer.echo(line)
+    if result.interrupted:
+        raise Interrupted(result.problems[0], f"resume with: {result.resume_command(str(spec), extra)}"
+                          if prepared.resumable else "run it again")
+    if result.error is not None:  # after the reconciliation: the one line, and how to go on
+        report(result.error.exit_code, [failure_line(result, str(spec), extra)])
+    if result.finished and not result.ok:
+        raise typer.Exit(1)
+
+
+def _before_start(ctx: typer.Context, spec: Path | None, plan: Path | None, yes: bool,
+                  options: RunOptions) -> tuple[Path, PreparedRun, Any]:
+    """Everything before the run, which writes nothing: the plan's spec, the checks, what it will do, the question."""
     from ...app import migrate as use_case
     from ...app import review
     from ..progress import quiet_workers, say
@@ -74,23 +101,17 @@ def command(
         say(f"the plan in {plan} is still what was reviewed")
     elif not prepared.dry_run and not yes:
         _confirm()
-    extra = ("--yes",) if yes else ()
-    if prepared.dry_run or not prepared.direct:
-        result = use_case.execute(prepared)
-    else:
-        result = _run_here(prepared, str(spec), extra, reviewed.estimated_items if reviewed else None)
-    if format is OutputFormat.json:
-        typer.echo(json.dumps(as_json(result, str(spec), extra), indent=2))
-    else:
-        for line in render(result, str(spec), extra):
-            typer.echo(line)
-    if result.interrupted:
-        raise Interrupted(result.problems[0], f"resume with: {result.resume_command(str(spec), extra)}"
-                          if prepared.resumable else "run it again")
-    if result.error is not None:  # after the reconciliation: the one line, and how to go on
-        report(result.error.exit_code, [failure_line(result, str(spec), extra)])
-    if result.finished and not result.ok:
-        raise typer.Exit(1)
+    return spec, prepared, reviewed
+
+
+def _again(spec: Path | None, plan: Path | None, yes: bool, format: OutputFormat, options: RunOptions) -> str:
+    """The command as it was given (its options as ddb2bt reads them), to run again."""
+    extra = [*(["--plan", str(plan)] * (spec is not None and plan is not None)), *(["--yes"] * yes),
+             *(["--format", "json"] * (format is OutputFormat.json))]
+    if spec is None:  # `ddb2bt migrate --plan FILE`: the plan names the spec
+        return options.go_on("migrate", "--plan", options.run_dir, *extra, positional=(str(plan),),
+                             resume=options.resume)
+    return options.go_on("migrate", spec, options.run_dir, *extra, resume=options.resume)
 
 
 def _confirm() -> None:

@@ -8,6 +8,7 @@ not add up.
 from __future__ import annotations
 
 import json
+import os
 from typing import Annotated, Any, Optional
 
 import typer
@@ -15,7 +16,7 @@ import typer
 from ...app.options import RunOptions
 from ...mappers.errors import ServiceError
 from ...mappers.units import plural
-from ..errors import classify, report
+from ..errors import classify, ctrl_c_says, report
 from ..options import OutputFormat, SpecArg, check_run_dir, run_options
 
 
@@ -70,12 +71,16 @@ def command(
 
     Example: ddb2bt validate videos.yaml --sample 1000
     """
-    from ...app import validate as use_case
-    from ..progress import watching
+    flags = ["--repair"] * repair + ["--target-scan"] * (target_scan or full) + ["--decode-all"] * decode_all
+    flags += (["--as-of", as_of] if as_of is not None else []) + ["--format", "json"] * (format is OutputFormat.json)
+    again = f"run it again: {options.go_on('validate', spec, options.run_dir, *flags, resume=options.resume)}"
+    with ctrl_c_says("interrupted before the validation started: nothing was compared or written", again):
+        from ...app import validate as use_case
+        from ..progress import watching
 
-    check_run_dir(options.run_dir)
-    prepared = use_case.prepare(spec, options, repair=repair, target_scan=target_scan or full, decode_all=decode_all,
-                                as_of=as_of, where=_stderr)
+        check_run_dir(options.run_dir)
+        prepared = use_case.prepare(spec, options, repair=repair, target_scan=target_scan or full,
+                                    decode_all=decode_all, as_of=as_of, where=_stderr)
     _stderr(f"runner {prepared.runner}; run folder {prepared.run_dir}"
             + (f"; {prepared.total_segments} scan segment{'s' * (prepared.total_segments != 1)}"
                if prepared.scanning else f"; a random sample of {options.sample} items" if options.sample else "")
@@ -89,9 +94,20 @@ def command(
         _stderr("note: the spec sets no migration_time, so cells without a time of their own carry the run's time "
                 "and will show as differences; give the run folder (--as-of RUN_DIR), or set migration_time before "
                 "migrating.")
+    repaired = " (the cells it repaired stay repaired)" if repair else ""
+
+    def resumable() -> bool:  # its checkpoint made (a remote folder: the job's own)
+        return prepared.scanning and ("://" in prepared.run_dir
+                                      or os.path.exists(os.path.join(prepared.run_dir, "checkpoint.json")))
+
+    stopped = ctrl_c_says(
+        lambda: (f"validation stopped by Ctrl-C: the scan segments compared so far are kept in {prepared.run_dir}"
+                 f"{repaired}" if resumable() else
+                 f"validation stopped by Ctrl-C before its end: nothing of it is kept to resume{repaired}"),
+        lambda: f"resume with: {use_case.resume_command(prepared, str(spec))}" if resumable() else again)
     try:
-        with watching(f"comparing {prepared.source} with {prepared.spec.target.table}",
-                      lambda: progress_text(use_case.progress(prepared), prepared)):
+        with stopped, watching(f"comparing {prepared.source} with {prepared.spec.target.table}",
+                               lambda: progress_text(use_case.progress(prepared), prepared)):
             result = use_case.execute(prepared)
     except Exception as error:
         failure = classify(error)

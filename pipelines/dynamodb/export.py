@@ -43,6 +43,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from . import ion_lines, wire_json
 from ..run.batches import BATCH_ITEMS, Batch, SegmentDone
 from ..run.metrics import NAMESPACE
+from ..run.service_errors import gcs_unreachable, s3_credentials_missing
 from ...mappers.attrvalue import item_problem
 from ...mappers.errors import UsageError
 from ...mappers.units import iso_to_micros
@@ -141,6 +142,11 @@ _EXPORT_ENTRIES = frozenset({SUMMARY, "manifest-files.json", "manifest-summary.m
 def find_export_dir(path: str) -> str:
     """The export folder for ``path``: itself, or the single export below it (``AWSDynamoDB/<id>``)."""
     path = path.rstrip("/")
+    give = f"give the export's folder, [prefix/]{EXPORT_DIR}/<exportId> (the one holding {SUMMARY})"
+    unreachable = (gcs_unreachable(path) or s3_credentials_missing(path, FileSystems._pipeline_options)
+                   or s3_probe(path, give))
+    if unreachable is not None:
+        raise unreachable
     if FileSystems.exists(FileSystems.join(path, SUMMARY)):
         return path
     # a file of the export folder (the summary an S3 console shows, manifest-files.json, _started), its data folder
@@ -155,9 +161,90 @@ def find_export_dir(path: str) -> str:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise ExportError(f"no {SUMMARY} in {path} or in one export folder below it",
-                          f"give the export's folder, [prefix/]{EXPORT_DIR}/<exportId> (the one holding {SUMMARY})")
-    raise ExportError(f"{path} holds {len(found)} exports; give one of: {', '.join(found)}")
+        absent = nothing_at(path)
+        raise ExportError(absent, f"check the path (source.export.path, or --export); {give}") if absent else ExportError(
+            f"no {SUMMARY} in {path} or in one export folder below it", give)
+    raise ExportError(f"{path} holds {len(found)} exports; give one of: "
+                      + ", ".join(f"{folder} ({_kind_of(folder)})" for folder in found[:_LISTED])
+                      + (f" (and {len(found) - _LISTED} more)" if len(found) > _LISTED else ""),
+                      "a full export (FULL_EXPORT) is source.export.path; incremental ones go to `ddb2bt catch-up "
+                      "--export`, one after another")
+
+
+_LISTED = 12
+"""Exports named when a path holds several (their summaries are read to say which is which)."""
+
+
+def _kind_of(export_dir: str) -> str:
+    """"full export at <exportTime>" or "incremental export <from> .. <to>", as its summary says; AWS keeps a table's
+    full and incremental exports side by side under one prefix, and their ids alone do not tell them apart."""
+    try:
+        summary = json.loads(_read_text(FileSystems.join(export_dir, SUMMARY)))
+        kind = summary.get("exportType", "FULL_EXPORT")
+        if kind == "INCREMENTAL_EXPORT":
+            return f"incremental export {summary.get('exportFromTime')} .. {summary.get('exportToTime')}"
+        return f"full export at {summary.get('exportTime')}" if kind == "FULL_EXPORT" else f"exportType {kind!r}"
+    except (OSError, ValueError, AttributeError):  # said when this one is given; here it is only a label
+        return "its manifest-summary.json does not read"
+
+
+def nothing_at(path: str) -> str | None:
+    """Why nothing at all is at a local ``path``: a folder that does not exist; else None (s3:// is asked before
+    anything else: :func:`s3_probe`). Said before "no manifest-summary.json", which sent a user with a misspelt
+    folder looking for a manifest."""
+    if "://" not in path and not FileSystems.exists(path):
+        return f"{path} does not exist"
+    return None
+
+
+PROBE_CONNECT_SECONDS, PROBE_READ_SECONDS = 10, 30
+"""The bounds of the one request that looks at an s3:// path before Beam's file system does."""
+
+
+def s3_probe(path: str, give: str) -> Exception | None:
+    """For an s3:// path, one ListObjectsV2 of one key, with S3 settings Beam's file system uses but bounded timeouts
+    and one retry: an error to raise when the bucket does not exist or nothing is stored under the prefix
+    (ExportError, exit 2), or S3 cannot be reached (ServiceError, exit 3); else None (a refusal is left to the reads
+    that follow: a role may read objects without listing them).
+
+    Beam's S3 client retries an unreachable endpoint (an error with no HTTP status) with backoff for many minutes, and
+    reads a missing bucket as an empty listing ("no manifest-summary.json"); a misspelt bucket or a wrong
+    AWS_ENDPOINT_URL_S3 was then a search for a manifest, or minutes of silence."""
+    if not path.startswith("s3://"):
+        return None
+    import boto3
+    from apache_beam.options.pipeline_options import PipelineOptions, S3Options
+    from botocore.config import Config
+    from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError, ConnectTimeoutError, \
+        ReadTimeoutError
+
+    from ..run.service_errors import S3_HINT, redact
+
+    bucket, _, prefix = path[len("s3://"):].partition("/")
+    given = FileSystems._pipeline_options
+    s3 = (given if isinstance(given, PipelineOptions) else PipelineOptions([])).view_as(S3Options)
+    client = boto3.session.Session().client(
+        "s3", region_name=s3.s3_region_name, api_version=s3.s3_api_version, use_ssl=not s3.s3_disable_ssl,
+        verify=s3.s3_verify, endpoint_url=s3.s3_endpoint_url, aws_access_key_id=s3.s3_access_key_id,
+        aws_secret_access_key=s3.s3_secret_access_key, aws_session_token=s3.s3_session_token,
+        config=Config(connect_timeout=PROBE_CONNECT_SECONDS, read_timeout=PROBE_READ_SECONDS,
+                      retries={"mode": "standard", "total_max_attempts": 2}))
+    try:
+        listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix.rstrip("/"), MaxKeys=1)
+    except ClientError as err:
+        if err.response.get("Error", {}).get("Code") == "NoSuchBucket":
+            return ExportError(f"S3 bucket {bucket!r} does not exist (reading {path})", f"check the path (source.export.path, or --export); {give}")
+        return None
+    except (BotoConnectionError, ConnectTimeoutError, ReadTimeoutError) as err:
+        from ...mappers.errors import ServiceError
+
+        return ServiceError(f"cannot read {path}: S3 at {redact(client.meta.endpoint_url)} cannot be reached: {err}",
+                            S3_HINT)
+    if not listed.get("KeyCount"):
+        return ExportError(f"nothing is stored under {path}: bucket {bucket!r} holds no object whose key starts with "
+                           f"{prefix.rstrip('/')!r}" if prefix.strip("/") else f"S3 bucket {bucket!r} is empty "
+                           f"(reading {path})", f"check the path (source.export.path, or --export); {give}")
+    return None
 
 
 def resolve_key(export_dir: str, key: str, summary: dict[str, Any]) -> str:

@@ -183,3 +183,81 @@ def _os(error: BaseException) -> Ddb2btError | None:
     if isinstance(error, (ConnectionError, TimeoutError)):
         return ServiceError(_one_line(error))
     return None
+
+
+GCS_HOST = "storage.googleapis.com"
+REACH_SECONDS = 10.0
+"""How long a look at Cloud Storage's address may take (its name resolved, then a TCP connection): on a network that
+reaches it, well under a second."""
+
+
+def gcs_unreachable(path: str) -> ServiceError | None:
+    """For a gs:// path, a ServiceError at once when Cloud Storage cannot be reached from here (its name does not
+    resolve, or nothing answers on its port), else None (a local path, an emulator, a proxy, a network that reaches it).
+
+    Without it a gs:// path on a machine with no network waited two minutes (google.auth's retries for credentials,
+    then the storage client's retries of a name that never resolves) before a RetryError, whose hint named
+    --temp_location. Asked once per process: the answer is the network's, not the path's."""
+    if not path.startswith("gs://"):
+        return None
+    import os
+
+    if any(os.environ.get(name) for name in ("STORAGE_EMULATOR_HOST", "HTTPS_PROXY", "https_proxy", "ALL_PROXY",
+                                               "all_proxy")):
+        return None  # the client goes elsewhere first: its own errors say what is wrong there
+    problem = _gcs_reach_problem()
+    if problem is None:
+        return None
+    return ServiceError(f"cannot read {path}: Google Cloud Storage ({GCS_HOST}) cannot be reached from here: {problem}",
+                        "check this machine's network (or HTTPS_PROXY), or copy the files here and give their local "
+                        "folder")
+
+
+_REACHED: list[str | None] = []
+
+
+def _gcs_reach_problem() -> str | None:
+    if _REACHED:
+        return _REACHED[0]
+    import socket
+    import threading
+
+    found: list[str | None] = []
+
+    def look() -> None:  # getaddrinfo takes no timeout: a thread that outlives the wait is left to end by itself
+        try:
+            with socket.create_connection((GCS_HOST, 443), timeout=REACH_SECONDS):
+                found.append(None)
+        except socket.gaierror as err:
+            found.append(f"its name does not resolve ({err.strerror or err})")
+        except OSError as err:
+            found.append(f"no connection to port 443 ({err.strerror or type(err).__name__})")
+
+    thread = threading.Thread(target=look, name="ddb2bt-gcs-reach", daemon=True)
+    thread.start()
+    thread.join(REACH_SECONDS)
+    problem = found[0] if found else f"no answer within {REACH_SECONDS:g} s"
+    _REACHED.append(problem)
+    return problem
+
+
+def s3_credentials_missing(path: str, options: object = None) -> ServiceError | None:
+    """For an s3:// path, a ServiceError at once when no AWS credentials can be found the way Beam's S3 file system
+    looks for them (its ``--s3_access_key_id``, else boto3's default chain), else None.
+
+    Without it Beam's S3 client retried "Unable to locate credentials" (an error with no HTTP status, which its retry
+    filter takes for a server's) for eight minutes, then raised its own ``exists() operation failed with exceptions
+    {...}``. Half-set credentials raise botocore's PartialCredentialsError, which says which half is missing."""
+    if not path.startswith("s3://"):
+        return None
+    view = getattr(options, "view_as", None)
+    if view is not None:
+        from apache_beam.options.pipeline_options import S3Options
+
+        if view(S3Options).s3_access_key_id:
+            return None
+    import boto3
+
+    if boto3.session.Session().get_credentials() is not None:
+        return None
+    return ServiceError(f"cannot read {path}: no AWS credentials found", AWS_CREDENTIALS_HINT)

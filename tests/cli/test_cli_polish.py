@@ -129,4 +129,62 @@ def test_ctrl_c_in_any_command_says_interrupted_and_exits_130(invoke, monkeypatc
     monkeypatch.setattr(schema, "json_schema_text", interrupted)
     result = invoke("schema")
     assert result.exit_code == 130
-    assert result.output.strip().splitlines()[-1] == "error: interrupted" and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1] == (  # a command that only reads says so, and how to go on
+        "error: interrupted: `ddb2bt schema` only reads, and wrote nothing; run it again: ddb2bt schema")
+    assert "Traceback" not in result.output
+    from ddb2bt.cli.errors import interrupted_line
+
+    assert interrupted_line(["--debug", "migrate-plan", "v.yaml", "--sample", "9"]) == (
+        "interrupted: `ddb2bt migrate-plan` only reads, and wrote nothing; run it again: ddb2bt --debug migrate-plan "
+        "v.yaml --sample 9")
+    assert interrupted_line(["redrive", "RUN", "v.yaml"]) == "interrupted"  # it writes: not claimed
+
+
+def test_ctrl_c_while_the_tail_starts_says_nothing_was_applied_and_how_to_start_it(invoke, tmp_path, monkeypatch):
+    """Ctrl-C while `tail` loads its spec and timeline and checks Bigtable (seconds on a busy machine): it said only
+    "interrupted", now that nothing was read or applied and the command that starts it again, with its own options."""
+    import shlex
+
+    from ddb2bt.templates import catalog
+    from ddb2bt.pipelines.cutover import timeline
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(timeline, "load", ctrl_c)
+    monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", "127.0.0.1:9")  # a target is named; nothing reaches it
+    spec = tmp_path / "videos.yaml"
+    spec.write_text(catalog.starter_spec("single-table"))
+    run_dir = tmp_path / "run"
+    result = invoke("tail", spec, "--run-dir", run_dir, "--until-idle", "5")
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    again = shlex.join(["ddb2bt", "tail", str(spec), "--run-dir", str(run_dir), "--until-idle=5"])
+    assert result.stderr.splitlines()[-1] == ("error: tail stopped by Ctrl-C while it was starting: nothing was read "
+                                              f"from the stream or applied; start it again: {again}")
+    assert not run_dir.exists()
+
+
+def test_ctrl_c_while_python_loads_the_cli_is_one_line_not_an_import_traceback(monkeypatch, capsys):
+    """The console script imports the CLI inside its entry point: a Ctrl-C during that import (half a second or more
+    on a busy machine) was a traceback through typer's and rich's modules."""
+    import importlib.abc
+    from pathlib import Path
+
+    from ddb2bt import cli
+
+    class CtrlC(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "ddb2bt.cli.main":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "ddb2bt.cli.main")
+    monkeypatch.delattr(cli, "main", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [CtrlC(), *sys.meta_path])
+    with pytest.raises(SystemExit) as stopped:
+        cli.run()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == ("error: interrupted while ddb2bt was starting: nothing was done; run the "
+                                       "command again\n")
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert '\nddb2bt = "ddb2bt.cli:run"\n' in pyproject  # the console script is this entry point

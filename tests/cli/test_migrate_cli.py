@@ -301,3 +301,34 @@ def test_a_run_shorter_than_the_progress_interval_still_ends_its_log_with_a_prog
     with progress._display(console, "migrate") as show:
         show(snap, False)
     assert out.getvalue().splitlines() == [f"progress: {snap.text()}"]
+
+
+@pytest.mark.parametrize("where", ["prepare", "question"])
+def test_ctrl_c_before_the_run_says_nothing_was_written_and_how_to_go_on(invoke, source, tmp_path, monkeypatch, where):
+    """Ctrl-C while migrate checks the source and the target, or at its question: it said only "interrupted", and a
+    user could not tell whether a table or a checkpoint had been made, nor how to go on."""
+    import typer
+
+    import ddb2bt.app.migrate as use_case
+    import ddb2bt.cli.commands.migrate as command
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    def ctrl_c_at_the_question():
+        raise typer.Abort()  # what typer.confirm raises for Ctrl-C
+
+    if where == "prepare":
+        monkeypatch.setattr(use_case, "prepare", ctrl_c)
+    else:
+        monkeypatch.setattr(command, "_confirm", ctrl_c_at_the_question)
+    run_dir = tmp_path / "run"
+    given = ("--run-dir", run_dir) if where == "prepare" else ("--run-dir", run_dir, "--format", "json")
+    result = invoke("migrate", source, *given)
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    again = shlex.join(["ddb2bt", "migrate", str(source), "--run-dir", str(run_dir),
+                        *(["--format", "json"] if where == "question" else [])])
+    assert result.stderr.splitlines()[-1] == (
+        "error: interrupted before the migration started: nothing was written (no table, family or checkpoint made; "
+        f"the source was only read); run it again: {again}")
+    assert existing_families(admin_table(load_spec(source).target)) is None and not run_dir.exists()

@@ -270,3 +270,40 @@ def test_the_resume_line_is_a_command_that_resumes_with_the_same_options(invoke,
     assert again.exit_code == 1, again.output  # resumed, and the same differences found
     assert "DIFFERENT: 1 different value, 4 missing row" in again.stdout, again.stdout
     assert "read back through the decoder: " in again.stdout and "(every item)" in again.stdout, again.stdout
+
+
+@pytest.mark.parametrize("where", ["prepare", "before the checkpoint", "run"])
+def test_ctrl_c_says_what_was_kept_and_how_to_go_on(invoke, videos, tmp_path, monkeypatch, where):
+    """Ctrl-C before the validation starts, or while it compares: it said only "interrupted"; now what was done and
+    the command that goes on (the resume line once segments can have been compared)."""
+    import shlex
+
+    import ddb2bt.app.validate as use_case
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    if where == "run":  # stopped once its checkpoint is made: the segments compared so far are kept
+        real_execute = use_case.execute
+
+        def ctrl_c(prepared, *args, **kwargs):
+            real_execute(prepared, *args, **kwargs)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(use_case, "prepare" if where == "prepare" else "execute", ctrl_c)
+    spec, endpoint = videos
+    run_dir = tmp_path / "v"
+    result = invoke("validate", spec, "--run-dir", run_dir, "--repair", *endpoint)
+    assert result.exit_code == 130 and "Traceback" not in result.output
+    command = ["ddb2bt", "validate", str(spec), *endpoint]
+    if where == "prepare":
+        expected = ("error: interrupted before the validation started: nothing was compared or written; run it "
+                    f"again: {shlex.join([*command, '--run-dir', str(run_dir), '--repair'])}")
+    elif where == "before the checkpoint":  # nothing to resume from: run again
+        expected = ("error: validation stopped by Ctrl-C before its end: nothing of it is kept to resume (the cells "
+                    f"it repaired stay repaired); run it again: {shlex.join([*command, '--run-dir', str(run_dir), '--repair'])}")
+    else:
+        expected = (f"error: validation stopped by Ctrl-C: the scan segments compared so far are kept in {run_dir} "
+                    "(the cells it repaired stay repaired); resume with: "
+                    f"{shlex.join([*command, '--resume', '--run-dir', str(run_dir), '--repair'])}")
+    assert result.stderr.splitlines()[-1] == expected

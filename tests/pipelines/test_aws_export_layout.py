@@ -264,3 +264,19 @@ def test_a_path_with_no_export_near_says_which_folder_to_give(tmp_path):
     assert str(refused.value) == (f"no manifest-summary.json in {tmp_path} or in one export folder below it; give the "
                                   "export's folder, [prefix/]AWSDynamoDB/<exportId> (the one holding "
                                   "manifest-summary.json)")
+
+
+def test_a_prefix_holding_a_full_and_incremental_exports_names_each_by_kind():
+    """AWS keeps a table's full and incremental exports side by side under one prefix (the documented bucket): given
+    the prefix, the refusal says which folder is which, not only their ids."""
+    prefix = DOCUMENTED.parent
+    for read in (read_manifest, read_incremental_manifest):
+        with pytest.raises(ExportError) as caught:
+            read(str(prefix))
+        assert str(caught.value) == (
+            f"{prefix} holds 3 exports; give one of: "
+            f"{DOCUMENTED / FULL} (full export at 2024-05-01T12:00:00.000Z), "
+            f"{DOCUMENTED / INC1} (incremental export 2024-05-01T12:00:00.000Z .. 2024-05-01T13:00:00.000Z), "
+            f"{DOCUMENTED / INC2} (incremental export 2024-05-01T13:00:00.000Z .. 2024-05-01T14:00:00.000Z); "
+            "a full export (FULL_EXPORT) is source.export.path; incremental ones go to `ddb2bt catch-up --export`, "
+            "one after another")

@@ -242,3 +242,122 @@ def test_blocks_of_lines_hold_the_lines_the_stream_gives(lines, trailing_newline
     expected = [line.rstrip(b"\n") for line in io.BytesIO(data)]
     assert [line for block in line_blocks(io.BytesIO(data), block_size) for line in block.split(b"\n")] == expected
 
+
+
+def test_a_path_where_nothing_is_says_so_before_looking_for_a_manifest(moto_server, tmp_path, monkeypatch, items):
+    """A misspelt bucket, a prefix with nothing under it and a missing local folder each say what is missing (it read
+    'no manifest-summary.json', which sent a user looking for a manifest); full and incremental exports alike."""
+    from ddb2bt.pipelines.dynamodb.incremental_export import read_incremental_manifest
+
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # restored after the test
+    FileSystems.set_options(PipelineOptions([f"--s3_endpoint_url={moto_server.endpoint}", "--s3_region_name=us-east-1"]))
+    s3 = boto3.client("s3", endpoint_url=moto_server.endpoint, region_name="us-east-1")
+    bucket = f"exports-{os.getpid()}-{id(items):x}"[:60]
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="ddb/posts/notes.txt", Body=b"not an export")
+    cases = {
+        f"s3://{bucket}-missing/ddb/posts": f"S3 bucket '{bucket}-missing' does not exist",
+        f"s3://{bucket}/ddb/post": None,  # a prefix of an object's key: something is there, so no manifest is said
+        f"s3://{bucket}/ddb/other/": f"nothing is stored under s3://{bucket}/ddb/other: bucket '{bucket}' holds no "
+                                      "object whose key starts with 'ddb/other'",
+        str(tmp_path / "nowhere"): f"{tmp_path / 'nowhere'} does not exist",
+    }
+    for path, said in cases.items():
+        for read in (read_manifest, read_incremental_manifest):
+            with pytest.raises(ExportError) as caught:
+                read(path)
+            assert str(caught.value).startswith(said or "no manifest-summary.json"), str(caught.value)
+            assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("failure, said", [
+    (__import__("socket").gaierror(-2, "Name or service not known"), "its name does not resolve"),
+    (ConnectionRefusedError(111, "Connection refused"), "no connection to port 443"),
+])
+def test_a_gs_path_without_a_network_to_cloud_storage_is_refused_at_once(monkeypatch, failure, said):
+    """A gs:// export on a machine that cannot reach Cloud Storage: one line at once (exit 3), before Beam's GCS file
+    system is asked (it retried credentials, then the unresolvable name, for two minutes, and blamed
+    --temp_location); full and incremental exports alike."""
+    import socket
+
+    from ddb2bt.mappers.errors import ServiceError
+    from ddb2bt.pipelines.dynamodb.incremental_export import read_incremental_manifest
+    from ddb2bt.pipelines.run import service_errors
+
+    def unreachable(address, timeout=None):
+        assert address == ("storage.googleapis.com", 443) and timeout
+        raise failure
+
+    def asked(*args, **kwargs):
+        raise AssertionError("Beam's file systems were asked")
+
+    for name in ("STORAGE_EMULATOR_HOST", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(service_errors, "_REACHED", [])
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    monkeypatch.setattr(FileSystems, "exists", asked)
+    monkeypatch.setattr(FileSystems, "match", asked)
+    for read in (read_manifest, read_incremental_manifest):
+        with pytest.raises(ServiceError) as caught:
+            read("gs://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4")
+        assert caught.value.exit_code == 3
+        assert str(caught.value).startswith("cannot read gs://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4: "
+                                            f"Google Cloud Storage (storage.googleapis.com) cannot be reached from here: {said}")
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")  # an emulator: the client's own errors
+    assert service_errors.gcs_unreachable("gs://exports/x") is None
+    assert service_errors.gcs_unreachable("/tmp/x") is None
+
+
+def test_an_s3_export_without_aws_credentials_is_refused_at_once(monkeypatch, tmp_path):
+    """No AWS credentials anywhere: one line at once (exit 3), before Beam's S3 client, which retried "Unable to locate
+    credentials" for eight minutes and then said `exists() operation failed with exceptions {...}`."""
+    from ddb2bt.mappers.errors import ServiceError
+    from ddb2bt.pipelines.dynamodb.incremental_export import read_incremental_manifest
+    from ddb2bt.pipelines.run.service_errors import s3_credentials_missing
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                 "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # restored after the test
+
+    def asked(*args, **kwargs):
+        raise AssertionError("Beam's file systems were asked")
+
+    monkeypatch.setattr(FileSystems, "exists", asked)
+    monkeypatch.setattr(FileSystems, "match", asked)
+    for read in (read_manifest, read_incremental_manifest):
+        with pytest.raises(ServiceError) as caught:
+            read("s3://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4")
+        assert caught.value.exit_code == 3
+        assert str(caught.value) == ("cannot read s3://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4: no AWS "
+                                     "credentials found; configure AWS credentials (environment, `aws configure`, "
+                                     "--profile, or an instance role)")
+    # keys given to Beam's S3 file system itself are credentials too; a local path needs none
+    assert s3_credentials_missing("s3://exports/x", PipelineOptions(["--s3_access_key_id=k"])) is None
+    assert s3_credentials_missing(str(tmp_path)) is None
+
+
+def test_an_s3_endpoint_that_cannot_be_reached_is_said_at_once(monkeypatch):
+    """S3 unreachable (a wrong AWS_ENDPOINT_URL_S3, no network): one line at once (exit 3) from one bounded request,
+    before Beam's S3 client, which retried the connection error with backoff for minutes."""
+    from ddb2bt.mappers.errors import ServiceError
+    from ddb2bt.pipelines.dynamodb.incremental_export import read_incremental_manifest
+
+    monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # restored after the test
+    FileSystems.set_options(PipelineOptions(["--s3_endpoint_url=http://127.0.0.1:9", "--s3_region_name=us-east-1"]))
+
+    def asked(*args, **kwargs):
+        raise AssertionError("Beam's file systems were asked")
+
+    monkeypatch.setattr(FileSystems, "exists", asked)
+    monkeypatch.setattr(FileSystems, "match", asked)
+    for read in (read_manifest, read_incremental_manifest):
+        with pytest.raises(ServiceError) as caught:
+            read("s3://exports/ddb/posts")
+        assert caught.value.exit_code == 3
+        assert str(caught.value).startswith("cannot read s3://exports/ddb/posts: S3 at http://127.0.0.1:9 cannot be "
+                                            "reached: Could not connect to the endpoint URL"), str(caught.value)
