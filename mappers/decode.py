@@ -600,12 +600,13 @@ def _shared_families(entity: EntitySpec, declared: set[str]) -> list[Loss]:
     return found
 
 
-def shares_rows(a: EntitySpec, b: EntitySpec) -> bool:
+def shares_rows(a: EntitySpec, b: EntitySpec, keys: frozenset[str] = frozenset()) -> bool:
     """Whether items of two entities can land in the same row (conservative: True unless the keys provably differ).
 
     Keys differ when their templates start with incompatible literal text (`user#` and `order#`),
     or are the same template with an attribute the two entities' match conditions tell apart and
-    the template keeps intact (no lossy transform on it).
+    the template keeps intact (no lossy transform on it), or are the same template that reads back the whole
+    primary key (``keys``, both key attributes): two items have two keys, so two rows.
     """
     if a.row_key is None or b.row_key is None:
         return False
@@ -618,6 +619,9 @@ def shares_rows(a: EntitySpec, b: EntitySpec) -> bool:
         return False
     if a.row_key != b.row_key or TemplateReader(a.row_key).problem:
         return True
+    reader = TemplateReader(a.row_key)
+    if keys and keys <= set(reader.attributes) - set(reader.lossy):
+        return False
     return not any(
         isinstance(piece, Placeholder)
         and not any(TRANSFORMS[call.name].loss for call in piece.transforms)
@@ -625,6 +629,12 @@ def shares_rows(a: EntitySpec, b: EntitySpec) -> bool:
         and _disjoint(a.match[piece.attribute], b.match[piece.attribute])
         for piece in pieces_a
     )
+
+
+def key_names(spec: MappingSpec) -> frozenset[str]:
+    """The source's key attributes the spec names (none when the partition key is not known yet)."""
+    pk, sk = spec.source.partition_key, spec.source.sort_key
+    return frozenset(name for name in (pk, sk) if name) if pk else frozenset()
 
 
 def one_item_per_row(spec: MappingSpec) -> bool:
@@ -686,7 +696,7 @@ def shared_cells(spec: MappingSpec) -> list[SharedCells]:
     found = []
     for j, later in enumerate(mapped):
         for i, earlier in enumerate(mapped[:j]):
-            if not shares_rows(earlier, later):
+            if not shares_rows(earlier, later, key_names(spec)):
                 continue
             same_rows = earlier.row_key == later.row_key  # not merely rows that could meet: the same ones
             meeting = [
@@ -726,7 +736,7 @@ def _shared_rests(spec: MappingSpec) -> list[Loss]:
     for j, later in enumerate(mapped):
         assert later.rest is not None
         earlier = next((e for e in mapped[:j] if e.rest is not None and e.rest.family == later.rest.family
-                        and shares_rows(e, later)), None)  # fmt: skip
+                        and shares_rows(e, later, key_names(spec))), None)  # fmt: skip
         if earlier is not None:
             found.append(Loss(later.name, None, f"what its rest writes in family {later.rest.family} reads back as "
                               f"entity {earlier.name!r}'s attributes, whose rest shares those rows and family (give one "

@@ -84,6 +84,7 @@ def test_two_entities_with_a_rest_in_one_family_of_shared_rows_cannot_be_rebuilt
     (loss,) = verdict(shared).losses
     assert loss.entity == "order" and loss.attribute is None and "entity 'user''s attributes" in loss.reason
     assert verdict(spec("user#{pk}", "order#{pk}")).complete  # rows that cannot meet
+    assert verdict(spec("{pk}#{sk}", "{pk}#{sk}")).complete  # a row per item: two items never share one
 
 def test_versioned_and_list_specs_read_every_version():
     assert latest_only(spec_of({"row_key": "{pk}#{sk}"}))
