@@ -37,7 +37,7 @@ from ddb2bt.pipelines.run.local_runner import new_pipeline
 
 from .cells import expected_cells, read_cells
 from .export_fixtures import make_items, write_export
-from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec, migrate, numbers
+from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec, migrate, numbers, run_through
 
 def kill_when_done(proc: subprocess.Popen, run_dir: Path, segments: int, timeout: float = 120) -> frozenset[int]:
     """kill -9 the run (its whole process group) once `segments` are marked done; the markers then."""
@@ -238,35 +238,6 @@ def test_dynamodb_dying_mid_run_ends_the_cli_with_a_reconciliation_and_the_resum
 
 
 # --------------------------------------------------------------------------- a misbehaving source
-
-
-def run_through(proxy: HttpFaultProxy, spec: MappingSpec, tmp_path: Path) -> dict[str, int]:
-    """The migration of ``spec`` with its source reached through ``proxy``; its counters."""
-    with serving(proxy) as port:
-        source = spec.source.model_copy(update={"endpoint_url": f"http://127.0.0.1:{port}"})
-        return run_pipeline(spec.model_copy(update={"source": source}), tmp_path)
-
-
-def run_pipeline(spec: MappingSpec, tmp_path: Path) -> dict[str, int]:
-    """The migration of ``spec`` in this process (in_memory); its counters."""
-    ensure_table(spec.target)
-    p = new_pipeline()
-    build_pipeline(p, spec, dead_letter=str(tmp_path / "dead.jsonl"), total_segments=spec.source.total_segments,
-                   now_ms=0)
-    result = p.run()
-    result.wait_until_finish()
-    return query_counters(result)
-
-
-@pytest.fixture
-def small_source(dynalite, unique_name):
-    items = [{"pk": {"S": f"p{i % 7}"}, "sk": {"S": f"i{i:04d}"}, "b": {"B": bytes([i % 256]) * 3},
-              "n": {"N": str(i)}} for i in range(300)]
-    client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
-    create_table(client, unique_name, "pk", "sk")
-    put_items(client, unique_name, items)
-    spec = kill_spec(unique_name, dynalite.endpoint, migration_time="2024-01-01T00:00:00Z")
-    return dynalite, spec.model_copy(update={"source": spec.source.model_copy(update={"total_segments": 2})}), items
 
 
 def test_truncated_scan_bodies_are_retried_and_nothing_is_lost(bigtable_env, small_source, tmp_path):
