@@ -213,6 +213,20 @@ class _Rate:
         return (items - first_items) / (now - first_time) if now - first_time >= 1.0 else None
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered as a Ctrl-C (``cli.errors``): it stops the run the same way, and the progress says which
+    came, so that a process stopped by its supervisor is not told to press Ctrl-C."""
+
+
+CTRL_C, SIGTERM = "ctrl-c", "sigterm"
+_STOPPING = {
+    CTRL_C: ("stopping… (Ctrl-C again: quit now)", "stopping after the batch in flight (Ctrl-C again to quit now)…"),
+    SIGTERM: ("SIGTERM: stopping… (a second SIGTERM: quit now)",
+              "SIGTERM received: stopping after the batch in flight (a second SIGTERM quits now)…"),
+}
+"""What asked the run to stop -> (the bar's text, the plain line): how to quit without waiting, said the way it came."""
+
+
 @dataclass
 class LiveRun:
     """What :func:`run_live` needs to know about a run, as plain callables (no app import here)."""
@@ -248,7 +262,7 @@ def run_live(live: LiveRun) -> Any:
     worker = threading.Thread(target=target, name="ddb2bt-migrate", daemon=True)
     start = time.monotonic()
     rate = _Rate()
-    stopping = False
+    stopping = ""  # what asked the run to stop ("" until something does): the text says how to quit at once
 
     def snapshot() -> Snapshot:
         totals = live.totals()
@@ -266,10 +280,10 @@ def run_live(live: LiveRun) -> Any:
                 if stopping:
                     live.stop()  # again: cheap, and safe against a run that had not started its clock yet
                 show(snapshot(), stopping)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as interrupt:
                 if stopping:
                     _force_quit(console, live)
-                stopping = True
+                stopping = SIGTERM if isinstance(interrupt, Terminated) else CTRL_C
                 live.stop()
                 show(snapshot(), stopping)
     if "error" in outcome:
@@ -368,7 +382,7 @@ class _Board:
     def __init__(self, label: str) -> None:
         from rich.spinner import Spinner
 
-        self.label, self.stopping = label, False
+        self.label, self.stopping = label, ""
         self.snap: Snapshot | None = None
         self.spinner = Spinner("dots")
 
@@ -382,7 +396,7 @@ class _Board:
         items = snap.totals.get("items_read", 0) if snap else 0
         expected = snap.expected if snap and snap.expected and items <= snap.expected else None  # else a pulse
         head = Table.grid(padding=(0, 1))
-        what = "stopping… (Ctrl-C again: quit now)" if self.stopping else self.label
+        what = _STOPPING[self.stopping][0] if self.stopping else self.label
         share = f"{min(items / expected, 1):.0%}" if expected else ""
         eta = snap.eta if snap else None
         head.add_row(self.spinner, Text(what), ProgressBar(total=expected, completed=items, width=30),
@@ -399,7 +413,7 @@ def _display(console: Any, label: str) -> Iterator[Callable[[Snapshot, bool], No
         board = _Board(label)
         with Live(board, console=console, refresh_per_second=4, transient=False):
 
-            def show(snap: Snapshot, stopping: bool) -> None:
+            def show(snap: Snapshot, stopping: str) -> None:
                 board.snap, board.stopping = snap, stopping
 
             yield show
@@ -407,13 +421,12 @@ def _display(console: Any, label: str) -> Iterator[Callable[[Snapshot, bool], No
     every = plain_seconds()
     last: dict[str, Any] = {"at": time.monotonic(), "stopping": False, "snap": None, "shown": None}
 
-    def plain(snap: Snapshot, stopping: bool) -> None:
+    def plain(snap: Snapshot, stopping: str) -> None:
         now = time.monotonic()
         last["snap"] = snap
         if stopping and not last["stopping"]:
             last["stopping"] = True
-            console.print("stopping after the batch in flight (Ctrl-C again to quit now)…", markup=False,
-                          highlight=False)
+            console.print(_STOPPING[stopping][1], markup=False, highlight=False)
         if now - float(last["at"]) >= every:
             last["at"], last["shown"] = now, snap
             console.print(f"progress: {snap.text()}", markup=False, highlight=False, soft_wrap=True)

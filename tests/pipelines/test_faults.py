@@ -526,23 +526,34 @@ def slow_run(bigtable_env, kill_source, tmp_path: Path) -> tuple[MappingSpec, li
 
 
 @pytest.mark.slow
-def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(bigtable_env, kill_source, tmp_path):
-    """Kubernetes, Docker and Dataflow's launcher stop a process with SIGTERM (to it alone, not its group): the run
-    stops after the batch in flight, reconciles, names the resume command; the resume completes the table exactly."""
+@pytest.mark.parametrize("group, beam_args", [
+    (False, ()),
+], ids=["process-in_memory"])
+def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(bigtable_env, kill_source, tmp_path,
+                                                                             group, beam_args):
+    """Kubernetes, Docker and Dataflow's launcher stop a process with SIGTERM (to it alone, not its group; `docker
+    stop` of a shell's job or systemd's KillMode=control-group, to the whole group, worker processes too): the run
+    stops after the batch in flight, reconciles, names the resume command; the resume completes the table exactly.
+    The progress says SIGTERM came (it said "Ctrl-C again to quit now" to a process nobody can press Ctrl-C at)."""
     spec, items, spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
     run_dir = tmp_path / "run"
 
-    stopped = migrate(spec_file, run_dir, env=env)
+    stopped = migrate(spec_file, run_dir, *beam_args, env=env)
     wait_for_segments(stopped, run_dir, 2)
-    os.kill(stopped.pid, signal.SIGTERM)
-    output = stopped.communicate(timeout=120)[0]
+    (os.killpg if group else os.kill)(stopped.pid, signal.SIGTERM)
+    try:
+        output = stopped.communicate(timeout=120)[0]
+    finally:
+        if stopped.poll() is None:
+            os.killpg(stopped.pid, signal.SIGKILL)
     assert stopped.returncode == 130, output
     assert "Traceback" not in output and "segments: " in output and "stored" in output, output
+    assert "SIGTERM received: stopping after the batch in flight" in output and "Ctrl-C" not in output, output
     resume = shlex.join(["ddb2bt", "migrate", str(spec_file), "--resume", "--run-dir", str(run_dir), "--yes"])
     error = output.strip().splitlines()[-1]
     assert error.startswith("error: interrupted: ") and error.endswith(f"resume with: {resume}"), error
 
-    resumed = migrate(spec_file, run_dir, "--resume", env=env)
+    resumed = migrate(spec_file, run_dir, "--resume", *beam_args, env=env)
     output = resumed.communicate(timeout=300)[0]
     assert resumed.returncode == 0, output
     assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
