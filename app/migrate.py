@@ -20,7 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions, SetupOptions, WorkerOptions
 
 from ..mappers.decode import one_item_per_row
-from ..mappers.errors import Ddb2btError, Interrupted, UsageError
+from ..mappers.errors import Ddb2btError, Interrupted, ServiceError, UsageError
 from ..pipelines.run import checkpoint as ckpt
 from ..mappers.index_rows import index_targets
 from ..pipelines.bigtable.sink import ensure_table
@@ -244,6 +244,24 @@ def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResul
     if prepared.resumable and not prepared.dry_run and result.finished:
         result.segments_done = runs.segments_done(prepared.run_dir)
     return result
+
+
+def abandon(prepared: PreparedRun, stopped: bool, why: str) -> MigrateResult:
+    """The result of a local run that cannot end by itself (``why``: a worker process of a multi-process run died,
+    and the runner waits for it forever), from what it stored: INTERRUPTED if a stop was asked (a SIGTERM to the whole
+    process group reaches the workers too), else FAILED with :class:`WorkerDied`. Reconciled as any early end."""
+    folder = runs.live_folder(prepared)
+    if stopped:
+        return runs.ended_early(prepared, MigrateResult(prepared, INTERRUPTED_STATE), folder)
+    log = runs.worker_log(prepared)
+    error = WorkerDied(f"{why}: the batches it held are lost, and the run cannot end",
+                       (f"see {log}; " if log else "") + "what it stored stays stored")
+    return runs.ended_early(prepared, MigrateResult(prepared, FAILED_STATE, error=error), folder)
+
+
+class WorkerDied(ServiceError):
+    """A worker process of a local multi-process run ended under it (killed, out of memory): the run cannot go on,
+    and what it stored is kept (``--resume`` goes on from there)."""
 
 
 def live_totals(prepared: PreparedRun) -> dict[str, int]:

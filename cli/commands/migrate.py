@@ -123,6 +123,7 @@ def _run_here(prepared: PreparedRun, spec_path: str, extra: tuple[str, ...], est
         expected=prepared.expected_items if prepared.expected_items is not None else estimated,
         on_force_quit=quit_line if prepared.resumable else None,
         worker_log=worker_log(prepared),
+        abandon=lambda stopped, why: use_case.abandon(prepared, stopped, why),
     ))
 
 

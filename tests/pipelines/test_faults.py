@@ -35,6 +35,8 @@ from ddb2bt.pipelines.local.proxy import HttpFaultProxy, serving
 from ddb2bt.pipelines.pipeline import build_pipeline, query_counters
 from ddb2bt.pipelines.run.local_runner import new_pipeline
 
+from tests.installed import DDB2BT
+
 from .cells import expected_cells, read_cells
 from .export_fixtures import make_items, write_export
 from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec, migrate, numbers, run_through
@@ -47,10 +49,18 @@ def kill_when_done(proc: subprocess.Popen, run_dir: Path, segments: int, timeout
     return ckpt.completed_segments(str(run_dir))
 
 
+def _stored(run_dir: Path) -> int:
+    """Segments marked done so far; 0 while the run creates its checkpoint (read half-written, it is no JSON yet)."""
+    try:
+        return ckpt.segment_progress(str(run_dir))[0]
+    except ckpt.ResumeError:
+        return 0
+
+
 def wait_for_segments(proc: subprocess.Popen, run_dir: Path, segments: int, timeout: float = 120) -> None:
     """Return once the run has `segments` marked done (fail if it ends or takes longer)."""
     deadline = time.monotonic() + timeout
-    while ckpt.segment_progress(str(run_dir))[0] < segments:
+    while _stored(run_dir) < segments:
         if proc.poll() is not None:
             pytest.fail(f"the run ended before {segments} segments were marked done:\n{proc.stdout.read()}")
         if time.monotonic() > deadline:
@@ -528,7 +538,8 @@ def slow_run(bigtable_env, kill_source, tmp_path: Path) -> tuple[MappingSpec, li
 @pytest.mark.slow
 @pytest.mark.parametrize("group, beam_args", [
     (False, ()),
-], ids=["process-in_memory"])
+    (True, ("--", "--direct_running_mode=multi_processing", "--direct_num_workers=2")),
+], ids=["process-in_memory", "group-multi_processing"])
 def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(bigtable_env, kill_source, tmp_path,
                                                                              group, beam_args):
     """Kubernetes, Docker and Dataflow's launcher stop a process with SIGTERM (to it alone, not its group; `docker
@@ -549,15 +560,71 @@ def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(big
     assert stopped.returncode == 130, output
     assert "Traceback" not in output and "segments: " in output and "stored" in output, output
     assert "SIGTERM received: stopping after the batch in flight" in output and "Ctrl-C" not in output, output
-    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), "--resume", "--run-dir", str(run_dir), "--yes"])
+    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), *[arg for arg in beam_args if arg != "--"], "--resume",
+                         "--run-dir", str(run_dir), "--yes"])
     error = output.strip().splitlines()[-1]
     assert error.startswith("error: interrupted: ") and error.endswith(f"resume with: {resume}"), error
+    assert 2 <= numbers(r"error: interrupted: (\d+) of", error)[0] < KILL_SEGMENTS
 
-    resumed = migrate(spec_file, run_dir, "--resume", *beam_args, env=env)
+    # the exact command printed (Beam's options and all)
+    resumed = subprocess.Popen([DDB2BT, *shlex.split(resume)[1:]], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
     output = resumed.communicate(timeout=300)[0]
     assert resumed.returncode == 0, output
     assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
     assert read_cells(spec.target) == expected_cells(spec, items)  # one version per cell: nothing written twice
+
+
+def worker_processes(group: int) -> list[int]:
+    """The Beam SDK worker processes (``sdk_worker_main``, not the shells that started them) in process group
+    ``group``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            command = Path(f"/proc/{entry}/cmdline").read_bytes()
+            if b"sdk_worker_main" in command and not command.startswith(b"/bin/sh") and os.getpgid(int(entry)) == group:
+                found.append(int(entry))
+        except (ValueError, OSError):
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_a_worker_process_killed_mid_run_ends_it_with_one_line_a_reconciliation_and_the_resume(
+        bigtable_env, kill_source, tmp_path):
+    """The out-of-memory killer takes one worker process of a multi-process run: Beam's runner waited for it forever
+    (and printed its threads' tracebacks). Now the run ends within seconds, reconciled, with one line and the exact
+    resume command (exit 3); the resume completes the table with one version per cell."""
+    spec, items, spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
+    run_dir = tmp_path / "run"
+    beam_args = ("--", "--direct_running_mode=multi_processing", "--direct_num_workers=2")
+
+    failed = migrate(spec_file, run_dir, *beam_args, env=env)
+    wait_for_segments(failed, run_dir, 2)
+    workers = worker_processes(failed.pid)
+    assert len(workers) == 2, workers
+    os.kill(workers[0], signal.SIGKILL)
+    try:
+        output = failed.communicate(timeout=60)[0]
+    finally:
+        if failed.poll() is None:
+            os.killpg(failed.pid, signal.SIGKILL)
+    assert failed.returncode == 3, output
+    assert "Traceback" not in output and "segments: " in output, output
+    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), *beam_args[1:], "--resume", "--run-dir", str(run_dir),
+                         "--yes"])
+    error = output.strip().splitlines()[-1]
+    assert error.startswith("error: a worker process of the run was killed by SIGKILL"), error
+    assert f"see {run_dir / 'workers.log'}" in error and error.endswith(f"; resume with: {resume}"), error
+    stored = ckpt.completed_segments(str(run_dir))
+    assert f"segments: {len(stored)} of {KILL_SEGMENTS} stored" in output and 2 <= len(stored) < KILL_SEGMENTS
+
+    resumed = subprocess.Popen([DDB2BT, *shlex.split(resume)[1:]], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
+    assert read_cells(spec.target) == expected_cells(spec, items)
 
 
 @pytest.fixture
