@@ -683,6 +683,43 @@ def test_a_run_folder_whose_disk_fills_up_mid_run_stops_reconciled_and_resumes_e
 
 
 @pytest.mark.slow
+def test_dead_letters_a_full_disk_keeps_from_the_file_are_counted_where_they_are(bigtable_env, kill_source, small_disk,
+                                                                                 tmp_path):
+    """A run that dead-letters every item stops on a full disk: joining its dead letters into the file fails too. It
+    said `dead letters: FILE (0 lines; N more ... were not written ...: running it again reads them again)`, and left
+    the file cut short; now the count is the part files' (what is kept), the file is as it was, and the resume joins
+    every dead letter into it, once."""
+    spec, items, _spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
+    entity = spec.entities[0].model_copy(update={"columns": [ColumnSpec(attribute="price", family="d", required=True)]})
+    spec = spec.model_copy(update={"entities": [entity]})
+    spec_file, run_dir = tmp_path / "spec.yaml", small_disk / "run"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    letters, parts = run_dir / "dead_letters.jsonl", run_dir / "dead_letters.jsonl.parts"
+
+    failed = migrate(spec_file, run_dir, "--max-dead-letters", "100%", env=env)
+    wait_for_segments(failed, run_dir, 2)
+    filler = fill(small_disk)
+    output = failed.communicate(timeout=120)[0]
+    assert failed.returncode == 3, output
+    assert "Traceback" not in output and "a bug" not in output, output
+    kept = len({line for part in parts.glob("part-*.jsonl") for line in part.read_bytes().splitlines() if line})
+    assert kept >= 2 * len(items) // KILL_SEGMENTS // 2, (kept, output)  # at least the stored segments' (about)
+    assert f"dead letters: {kept} in {parts}, not joined into {letters} (No space left on device; --resume joins " \
+           f"them; " in output, output
+    assert not letters.exists() or not letters.read_bytes(), "a dead-letter file cut short"
+    assert not list(run_dir.glob("*.joining"))
+    assert "more dead-lettered items were not written" not in output, output  # they were, in the parts
+
+    filler.unlink()
+    resumed = migrate(spec_file, run_dir, "--resume", "--max-dead-letters", "100%", env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    lines = letters.read_text().splitlines()
+    assert len(lines) == len(set(lines)) == len(items)
+    assert sorted(json.loads(line)["item"]["sk"]["S"] for line in lines) == sorted(i["sk"]["S"] for i in items)
+
+
+@pytest.mark.slow
 def test_bigtable_dying_mid_validate_ends_it_within_two_minutes_with_one_line(kill_source, tmp_path):
     """validate looks rows up in Bigtable: with Bigtable dead it retried each lookup for the client's default of 600 s
     (and the scan threads waited behind it), past "stop within minutes"."""
