@@ -753,6 +753,16 @@ def test_bigtable_dying_mid_validate_ends_it_within_two_minutes_with_one_line(ki
     error = output.strip().splitlines()[-1]
     assert error.startswith("error: Bigtable is unreachable"), error
     assert error.endswith(f"; resume with: ddb2bt validate {spec_file} --resume --run-dir {run_dir}"), error
+    # what was compared so far: the segments marked, and every item of theirs compared and found, cell by cell
+    done = ckpt.completed_segments(str(run_dir))
+    sizes = segment_sizes(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), table)
+    segments, read, compared, found, rows, matched, cells = numbers(
+        r"compared so far: (\d+) of 10 segments \((\d+) items read; in the segments finished (\d+) items compared, "
+        r"(\d+)/(\d+) rows found, (\d+)/(\d+) cells match, 0 differences; the differences file is written when the "
+        r"validation ends\)", output)
+    assert 2 <= segments == len(done) < KILL_SEGMENTS
+    assert compared == found == rows == sum(sizes[s] for s in done) <= read
+    assert matched == cells > 0
 
 
 @pytest.mark.slow
