@@ -552,11 +552,7 @@ def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(big
     stopped = migrate(spec_file, run_dir, *beam_args, env=env)
     wait_for_segments(stopped, run_dir, 2)
     (os.killpg if group else os.kill)(stopped.pid, signal.SIGTERM)
-    try:
-        output = stopped.communicate(timeout=120)[0]
-    finally:
-        if stopped.poll() is None:
-            os.killpg(stopped.pid, signal.SIGKILL)
+    output = ended(stopped, 120)
     assert stopped.returncode == 130, output
     assert "Traceback" not in output and "segments: " in output and "stored" in output, output
     assert "SIGTERM received: stopping after the batch in flight" in output and "Ctrl-C" not in output, output
@@ -566,13 +562,27 @@ def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(big
     assert error.startswith("error: interrupted: ") and error.endswith(f"resume with: {resume}"), error
     assert 2 <= numbers(r"error: interrupted: (\d+) of", error)[0] < KILL_SEGMENTS
 
-    # the exact command printed (Beam's options and all)
-    resumed = subprocess.Popen([DDB2BT, *shlex.split(resume)[1:]], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    output = resumed.communicate(timeout=300)[0]
-    assert resumed.returncode == 0, output
+    run_as_printed(resume, env, tmp_path)  # the exact command printed (Beam's options and all)
     assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
     assert read_cells(spec.target) == expected_cells(spec, items)  # one version per cell: nothing written twice
+
+
+def ended(proc: subprocess.Popen, timeout: float) -> str:
+    """The output of ``proc`` once it ended (its process group killed if it has not within ``timeout`` seconds)."""
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_as_printed(command: str, env: dict[str, str], cwd: Path) -> str:
+    """Run ``command`` (`ddb2bt ...` as the CLI printed it) to its end; its output, once it ended with exit 0."""
+    run = subprocess.Popen([DDB2BT, *shlex.split(command)[1:]], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output = run.communicate(timeout=300)[0]
+    assert run.returncode == 0, output
+    return output
 
 
 def worker_processes(group: int) -> list[int]:
@@ -604,11 +614,7 @@ def test_a_worker_process_killed_mid_run_ends_it_with_one_line_a_reconciliation_
     workers = worker_processes(failed.pid)
     assert len(workers) == 2, workers
     os.kill(workers[0], signal.SIGKILL)
-    try:
-        output = failed.communicate(timeout=60)[0]
-    finally:
-        if failed.poll() is None:
-            os.killpg(failed.pid, signal.SIGKILL)
+    output = ended(failed, 60)
     assert failed.returncode == 3, output
     assert "Traceback" not in output and "segments: " in output, output
     resume = shlex.join(["ddb2bt", "migrate", str(spec_file), *beam_args[1:], "--resume", "--run-dir", str(run_dir),
@@ -619,10 +625,7 @@ def test_a_worker_process_killed_mid_run_ends_it_with_one_line_a_reconciliation_
     stored = ckpt.completed_segments(str(run_dir))
     assert f"segments: {len(stored)} of {KILL_SEGMENTS} stored" in output and 2 <= len(stored) < KILL_SEGMENTS
 
-    resumed = subprocess.Popen([DDB2BT, *shlex.split(resume)[1:]], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    output = resumed.communicate(timeout=300)[0]
-    assert resumed.returncode == 0, output
+    run_as_printed(resume, env, tmp_path)
     assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
     assert read_cells(spec.target) == expected_cells(spec, items)
 
