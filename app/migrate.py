@@ -10,6 +10,7 @@ only builds the job: nothing remote is touched.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -20,11 +21,11 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions, SetupOptions, WorkerOptions
 
 from ..mappers.decode import one_item_per_row
-from ..mappers.errors import Ddb2btError, Interrupted, UsageError
+from ..mappers.errors import Ddb2btError, Interrupted, ServiceError, UsageError
 from ..pipelines.run import checkpoint as ckpt
 from ..mappers.index_rows import index_targets
 from ..pipelines.bigtable.sink import ensure_table
-from ..pipelines.run.dead_letters import check_dead_letter_destination, check_writable, consolidate
+from ..pipelines.run.dead_letters import check_dead_letter_destination, check_writable, parts_dir
 from ..pipelines.run.metrics import by_reason
 from ..pipelines.run.options import concurrent_segments
 from ..pipelines.pipeline import build_pipeline, reconcile
@@ -99,6 +100,8 @@ class MigrateResult:
     state: str
     counters: dict[str, int] = field(default_factory=dict)
     dead_letter_lines: int = 0
+    """Lines of the dead-letter file; when it could not be written (``dead_letters_unjoined``), the dead letters its
+    part files hold (-1: unknown)."""
     problems: list[str] = field(default_factory=list)
     job_id: str | None = None
     console_url: str | None = None
@@ -110,6 +113,8 @@ class MigrateResult:
     """Skipped and dead-lettered items by reason: ``{"skipped": {reason: n}, "dead_lettered": {reason: n}}``."""
     error: Ddb2btError | None = None
     """What ended a FAILED run (a dead dependency, too many dead letters, a broken export); None otherwise."""
+    dead_letters_unjoined: str = ""
+    """Why the dead letters so far could not be joined into the file (a full disk); they stay in its .parts folder."""
 
     @property
     def ok(self) -> bool:
@@ -246,6 +251,24 @@ def execute(prepared: PreparedRun, *, create_table: bool = True) -> MigrateResul
     return result
 
 
+def abandon(prepared: PreparedRun, stopped: bool, why: str) -> MigrateResult:
+    """The result of a local run that cannot end by itself (``why``: a worker process of a multi-process run died,
+    and the runner waits for it forever), from what it stored: INTERRUPTED if a stop was asked (a SIGTERM to the whole
+    process group reaches the workers too), else FAILED with :class:`WorkerDied`. Reconciled as any early end."""
+    folder = runs.live_folder(prepared)
+    if stopped:
+        return runs.ended_early(prepared, MigrateResult(prepared, INTERRUPTED_STATE), folder)
+    log = runs.worker_log(prepared)
+    error = WorkerDied(f"{why}: the batches it held are lost, and the run cannot end",
+                       (f"see {log}; " if log else "") + "what it stored stays stored")
+    return runs.ended_early(prepared, MigrateResult(prepared, FAILED_STATE, error=error), folder)
+
+
+class WorkerDied(ServiceError):
+    """A worker process of a local multi-process run ended under it (killed, out of memory): the run cannot go on,
+    and what it stored is kept (``--resume`` goes on from there)."""
+
+
 def live_totals(prepared: PreparedRun) -> dict[str, int]:
     """What the run has done so far (items read, rows, cells and bytes written, dead letters), from every process."""
     return runs.read_live(runs.live_folder(prepared))
@@ -339,12 +362,13 @@ def _finish(p: PreparedRun, result: Any, job_id: str | None, console_url: str | 
 
 
 def _keep_dead_letters(path: str) -> None:
-    """After a failed run: the dead letters so far, joined into the file the error names (never masking the error)."""
+    """After a failed run: the dead letters so far, joined into the file the error names (never masking the error;
+    a join that fails is logged, naming where they are)."""
 
-    try:
-        consolidate(path)
-    except Exception:  # noqa: BLE001 - the run's own error is what the user needs to see
-        pass
+    _lines, why = runs.join_dead_letters(path)
+    if why:
+        logging.getLogger(__name__).warning("the dead letters so far could not be joined into %s (%s): they are in "
+                                            "%s", path, why, parts_dir(path))
 
 
 def pipeline_stages(pipeline: Any) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from ..pipelines.run.checkpoint import (
     saved_positions,
     spec_hash,
 )
-from ..pipelines.run.dead_letters import consolidate
+from ..pipelines.run.dead_letters import consolidate, kept_in_parts
 from ..pipelines.run.metrics import by_reason
 from ..pipelines.run.options import concurrent_segments, segments_at_once
 from ..pipelines.run.progress import flush_local, progress_dir, read_progress, request_stop, reset
@@ -182,6 +182,19 @@ def segments_part_way(run_dir: str) -> int:
     return len(saved_positions(run_dir))
 
 
+def join_dead_letters(path: str) -> tuple[int, str]:
+    """The dead letters so far joined into ``path``: (their count, ""); or, when that cannot be written (a full disk),
+    (the count the part files hold, why): they stay in the parts, which a resumed run joins again. It said 0 lines."""
+    try:
+        return consolidate(path), ""
+    except Exception as err:  # noqa: BLE001 - the run's own error is what ends it; this is said beside it
+        why = (err.strerror if isinstance(err, OSError) else None) or " ".join(str(err).split()) or type(err).__name__
+        try:
+            return kept_in_parts(path), why
+        except Exception:  # noqa: BLE001 - not even readable: the count is unknown, and said so
+            return -1, why
+
+
 def ended_early(prepared: PreparedRun, result: MigrateResult, folder: str | None) -> MigrateResult:
     """The result of a local run that ended before its end, stopped on request or failed (``result.error``):
     what was done (the live totals of every process), its dead letters so far joined into one file, the segments
@@ -189,10 +202,7 @@ def ended_early(prepared: PreparedRun, result: MigrateResult, folder: str | None
 
     flush_local(folder)  # this process's steps (in_memory, multi_threading) may hold the last half second
     result.counters, result.reasons = by_reason(read_live(folder))
-    try:
-        result.dead_letter_lines = consolidate(prepared.dead_letter)
-    except Exception:  # noqa: BLE001 - the dead letters stay in their part files; resume joins them
-        result.dead_letter_lines = 0
+    result.dead_letter_lines, result.dead_letters_unjoined = join_dead_letters(prepared.dead_letter)
     stored = ""
     if prepared.resumable:
         result.segments_done = segments_done(prepared.run_dir)

@@ -166,7 +166,9 @@ def _sigterm_as_ctrl_c() -> Any:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
-        raise KeyboardInterrupt
+        from .progress import Terminated
+
+        raise Terminated  # a KeyboardInterrupt: everything stops as for Ctrl-C; the progress says SIGTERM
 
     signal.signal(signal.SIGTERM, as_ctrl_c)
     try:

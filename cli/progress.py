@@ -213,6 +213,20 @@ class _Rate:
         return (items - first_items) / (now - first_time) if now - first_time >= 1.0 else None
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered as a Ctrl-C (``cli.errors``): it stops the run the same way, and the progress says which
+    came, so that a process stopped by its supervisor is not told to press Ctrl-C."""
+
+
+CTRL_C, SIGTERM = "ctrl-c", "sigterm"
+_STOPPING = {
+    CTRL_C: ("stopping… (Ctrl-C again: quit now)", "stopping after the batch in flight (Ctrl-C again to quit now)…"),
+    SIGTERM: ("SIGTERM: stopping… (a second SIGTERM: quit now)",
+              "SIGTERM received: stopping after the batch in flight (a second SIGTERM quits now)…"),
+}
+"""What asked the run to stop -> (the bar's text, the plain line): how to quit without waiting, said the way it came."""
+
+
 @dataclass
 class LiveRun:
     """What :func:`run_live` needs to know about a run, as plain callables (no app import here)."""
@@ -227,6 +241,63 @@ class LiveRun:
     """The line to print when a second Ctrl-C quits without waiting (e.g. the resume command)."""
     worker_log: str | None = None
     """Where processes the run starts write their stderr (this process's own goes on to the terminal)."""
+    abandon: Callable[[bool, str], Any] | None = None
+    """The run's result when it cannot end by itself, given whether a stop was asked and why it cannot (a worker
+    process died: a SIGTERM to the whole process group, the out-of-memory killer): reconciled from what is stored."""
+
+
+WORKER_EXITED = "Worker subprocess exited with return code "
+"""How Beam's multi-process DirectRunner says, in a thread of its own, that a worker process ended: the runner then
+waits for it forever."""
+WORKER_GRACE_SECONDS = 5.0
+"""How long a run whose worker process died may still end by itself (it cannot: the batches it held are lost)."""
+
+
+def _worker_died(code: str) -> str:
+    """`a worker process of the run was killed by SIGTERM` from Beam's return code (negative: the signal)."""
+    try:
+        number = int(code)
+    except ValueError:
+        return f"a worker process of the run ended ({code})"
+    killed = -number if number < 0 else number - 128 if number > 128 else 0  # a shell says 128 + the signal
+    if killed:
+        try:
+            name = signal.Signals(killed).name
+        except ValueError:
+            name = f"signal {killed}"
+        return f"a worker process of the run was killed by {name}"
+    return f"a worker process of the run exited with code {number}"
+
+
+_BEAM_WORKER_THREADS = ("run_worker", "read_grpc_client_inputs", "beam_control_read")
+"""Beam's threads that watch a worker process, or read its connections (their names in Beam 2.7x)."""
+
+
+@contextmanager
+def _beam_thread_errors(log: str | None, died: list[str]) -> Iterator[None]:
+    """While the run is live: a worker process's end (Beam says it in a thread, with a traceback) is noted in
+    ``died``, and it and what follows from it in Beam's other threads (their connections to it broken) go to the
+    worker log instead of across the terminal: the run's end says it in one line."""
+    previous = threading.excepthook
+
+    def hook(args: Any) -> None:
+        if isinstance(args.exc_value, RuntimeError) and str(args.exc_value).startswith(WORKER_EXITED):
+            died.append(_worker_died(str(args.exc_value)[len(WORKER_EXITED):].strip()))
+        # a worker's connections break before its end is known: Beam's threads that read them say it first
+        if log is None or not (died or (args.thread is not None and args.thread.name in _BEAM_WORKER_THREADS)):
+            previous(args)
+            return
+        import traceback
+
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(f"Exception in thread {args.thread.name if args.thread else '?'}:\n")
+            out.writelines(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+
+    threading.excepthook = hook
+    try:
+        yield
+    finally:
+        threading.excepthook = previous
 
 
 def run_live(live: LiveRun) -> Any:
@@ -248,7 +319,9 @@ def run_live(live: LiveRun) -> Any:
     worker = threading.Thread(target=target, name="ddb2bt-migrate", daemon=True)
     start = time.monotonic()
     rate = _Rate()
-    stopping = False
+    stopping = ""  # what asked the run to stop ("" until something does): the text says how to quit at once
+    died: list[str] = []  # worker processes that ended under the run (it cannot end by itself then)
+    given_up_at: float | None = None
 
     def snapshot() -> Snapshot:
         totals = live.totals()
@@ -256,20 +329,26 @@ def run_live(live: LiveRun) -> Any:
         return Snapshot(totals, now - start, rate.add(now, totals.get("items_read", 0)), live.expected,
                         live.segments())
 
-    with stderr_of_children(live.worker_log), _display(console, live.label) as show, ctrl_c_as_a_key() as pressed:
+    with stderr_of_children(live.worker_log), _beam_thread_errors(live.worker_log, died), \
+            _display(console, live.label) as show, ctrl_c_as_a_key() as pressed:
         worker.start()
         while not finished.is_set():
             try:
                 finished.wait(POLL_SECONDS)
+                if died and live.abandon is not None:
+                    given_up_at = given_up_at or time.monotonic()
+                    if time.monotonic() - given_up_at > WORKER_GRACE_SECONDS and not finished.is_set():
+                        outcome["result"] = live.abandon(bool(stopping), died[0])
+                        break
                 if pressed is not None and pressed():
                     raise KeyboardInterrupt
                 if stopping:
                     live.stop()  # again: cheap, and safe against a run that had not started its clock yet
                 show(snapshot(), stopping)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as interrupt:
                 if stopping:
                     _force_quit(console, live)
-                stopping = True
+                stopping = SIGTERM if isinstance(interrupt, Terminated) else CTRL_C
                 live.stop()
                 show(snapshot(), stopping)
     if "error" in outcome:
@@ -368,7 +447,7 @@ class _Board:
     def __init__(self, label: str) -> None:
         from rich.spinner import Spinner
 
-        self.label, self.stopping = label, False
+        self.label, self.stopping = label, ""
         self.snap: Snapshot | None = None
         self.spinner = Spinner("dots")
 
@@ -382,7 +461,7 @@ class _Board:
         items = snap.totals.get("items_read", 0) if snap else 0
         expected = snap.expected if snap and snap.expected and items <= snap.expected else None  # else a pulse
         head = Table.grid(padding=(0, 1))
-        what = "stopping… (Ctrl-C again: quit now)" if self.stopping else self.label
+        what = _STOPPING[self.stopping][0] if self.stopping else self.label
         share = f"{min(items / expected, 1):.0%}" if expected else ""
         eta = snap.eta if snap else None
         head.add_row(self.spinner, Text(what), ProgressBar(total=expected, completed=items, width=30),
@@ -391,7 +470,7 @@ class _Board:
 
 
 @contextmanager
-def _display(console: Any, label: str) -> Iterator[Callable[[Snapshot, bool], None]]:
+def _display(console: Any, label: str) -> Iterator[Callable[[Snapshot, str], None]]:
     """A bar on a terminal; plain lines every few seconds elsewhere."""
     if console.is_terminal:
         from rich.live import Live
@@ -399,7 +478,7 @@ def _display(console: Any, label: str) -> Iterator[Callable[[Snapshot, bool], No
         board = _Board(label)
         with Live(board, console=console, refresh_per_second=4, transient=False):
 
-            def show(snap: Snapshot, stopping: bool) -> None:
+            def show(snap: Snapshot, stopping: str) -> None:
                 board.snap, board.stopping = snap, stopping
 
             yield show
@@ -407,13 +486,12 @@ def _display(console: Any, label: str) -> Iterator[Callable[[Snapshot, bool], No
     every = plain_seconds()
     last: dict[str, Any] = {"at": time.monotonic(), "stopping": False, "snap": None, "shown": None}
 
-    def plain(snap: Snapshot, stopping: bool) -> None:
+    def plain(snap: Snapshot, stopping: str) -> None:
         now = time.monotonic()
         last["snap"] = snap
         if stopping and not last["stopping"]:
             last["stopping"] = True
-            console.print("stopping after the batch in flight (Ctrl-C again to quit now)…", markup=False,
-                          highlight=False)
+            console.print(_STOPPING[stopping][1], markup=False, highlight=False)
         if now - float(last["at"]) >= every:
             last["at"], last["shown"] = now, snap
             console.print(f"progress: {snap.text()}", markup=False, highlight=False, soft_wrap=True)

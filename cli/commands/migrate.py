@@ -144,6 +144,7 @@ def _run_here(prepared: PreparedRun, spec_path: str, extra: tuple[str, ...], est
         expected=prepared.expected_items if prepared.expected_items is not None else estimated,
         on_force_quit=quit_line if prepared.resumable else None,
         worker_log=worker_log(prepared),
+        abandon=lambda stopped, why: use_case.abandon(prepared, stopped, why),
     ))
 
 
@@ -221,9 +222,17 @@ def render(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) -
     if result.segments_done is not None:
         lines.append(f"{'segments' if p.scanning else 'export data files'}: {result.segments_done} of "
                      f"{p.total_segments} stored")
-    unwritten = c["dead_lettered"] - result.dead_letter_lines if early else 0
+    kept = max(result.dead_letter_lines, 0)
+    unwritten = c["dead_lettered"] - kept if early and result.dead_letter_lines >= 0 else 0
     # A resumed run's file covers every attempt (the earlier ones' segments are not read again), its counters this one
-    earlier = result.dead_letter_lines - c["dead_lettered"] if p.options.resume and not early else 0
+    earlier = kept - c["dead_lettered"] if p.options.resume and not early else 0
+    if result.dead_letters_unjoined:  # a full disk: the file is as it was; the letters are in its part files
+        count = "an unknown number of" if result.dead_letter_lines < 0 else f"{result.dead_letter_lines}"
+        lines.append(f"dead letters: {count} in {p.dead_letter}.parts, not joined into {p.dead_letter} "
+                     f"({result.dead_letters_unjoined}; --resume joins them; "
+                     + (f"{unwritten} more dead-lettered items were not written before the run stopped: running it "
+                        "again reads them again; " if unwritten > 0 else "") + "holds user data)")
+        return lines
     lines.append(f"dead letters: {p.dead_letter} ({result.dead_letter_lines} lines; "
                  + (f"{unwritten} more dead-lettered items were not written before the run stopped: running it "
                     "again reads them again; " if unwritten > 0 else "")
@@ -291,7 +300,8 @@ def as_json(result: MigrateResult, spec_path: str, extra: tuple[str, ...] = ()) 
     return {
         "state": result.state, "ok": result.ok, "finished": result.finished, "interrupted": result.interrupted,
         "source": p.source, "target": p.target, "runner": p.runner, "dry_run": p.dry_run, "run_dir": p.run_dir,
-        "dead_letter": p.dead_letter, "dead_letter_lines": result.dead_letter_lines, "counters": result.counters,
+        "dead_letter": p.dead_letter, "dead_letter_lines": result.dead_letter_lines,
+        "dead_letters_unjoined": result.dead_letters_unjoined or None, "counters": result.counters,
         "cells_written_exact": result.cells_exact,
         "problems": result.problems, "skipped_by_reason": result.reasons.get("skipped", {}),
         "dead_lettered_by_reason": result.reasons.get("dead_lettered", {}),

@@ -113,7 +113,9 @@ def command(
         failure = classify(error)
         if not isinstance(failure, ServiceError) or not prepared.scanning:
             raise
-        # a dependency died mid-run: the segments compared are marked, so the one line says how to go on from them
+        # a dependency died mid-run: what was compared so far (the segments finished are marked), then the one line
+        # that says how to go on from them
+        typer.echo(so_far(use_case.progress(prepared), prepared))
         report(failure.exit_code, [f"{failure.one_line()}; resume with: {use_case.resume_command(prepared, str(spec))}"])
     if format is OutputFormat.json:
         typer.echo(json.dumps(as_json(result), indent=2, ensure_ascii=False))
@@ -122,6 +124,17 @@ def command(
             typer.echo(line)
     if result.finished and not result.ok:
         raise typer.Exit(1)
+
+
+def so_far(figures: dict[str, int], prepared: Any) -> str:
+    """What a validation that ended early compared: the segments finished (every attempt's) and their figures. It
+    said nothing of them: only the error line."""
+    return (f"compared so far: {figures.get('segments_done', 0)} of {prepared.total_segments} segments "
+            f"({figures.get('items_read', 0):,} items read; in the segments finished "
+            f"{figures.get('items_compared', 0):,} items compared, {figures.get('rows_found', 0):,}/"
+            f"{figures.get('rows_compared', 0):,} rows found, {figures.get('cells_matched', 0):,}/"
+            f"{figures.get('cells_expected', 0):,} cells match, {plural(figures.get('differences', 0), 'difference')}; "
+            f"the differences file is written when the validation ends)")
 
 
 def progress_text(figures: dict[str, int], prepared: Any) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import zlib
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from functools import partial
 from typing import Any, Literal
 
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, HTTPClientError
 
 from ...mappers.table import SourceDescription
 from . import wire_json
@@ -71,8 +72,33 @@ def make_client(settings: ClientSettings) -> Any:
         read_timeout=settings.read_timeout,
     )
     log.debug("DynamoDB client: retries=%s/%d", settings.retry_mode, settings.max_attempts)
-    return aws_client("dynamodb", endpoint_url=settings.endpoint_url, region=settings.region,
-                      profile=settings.profile, config=config, role_arn=settings.role_arn)
+    client = aws_client("dynamodb", endpoint_url=settings.endpoint_url, region=settings.region,
+                        profile=settings.profile, config=config, role_arn=settings.role_arn)
+    client.meta.events.register("after-call.dynamodb", _refuse_damaged, unique_id="ddb2bt-crc32")
+    return client
+
+
+class DamagedAnswer(HTTPClientError):
+    """A DynamoDB answer whose body does not match its ``x-amz-crc32`` after botocore's last attempt. botocore retries
+    such an answer, but once its attempts are spent it returns the last one as a success: a damaged page whose JSON
+    still parses (a byte changed in a value) would have been taken for the table's data. An HTTPClientError, so that
+    every caller that retries a broken connection (the scan's own retries) retries this too."""
+
+    fmt = ("DynamoDB's answer to {operation} does not match its x-amz-crc32 checksum after {attempts} attempts "
+           "(damaged on the way)")
+
+
+def _refuse_damaged(http_response: Any = None, model: Any = None, parsed: Any = None, **_: Any) -> None:
+    """botocore's ``after-call`` event: raise :class:`DamagedAnswer` for a 200 answer whose CRC32 does not match
+    (the raw body: a hook that rewrote the parsed body, such as :func:`keep_field_raw`'s, changes nothing here)."""
+    if http_response is None or http_response.status_code != 200:
+        return
+    expected = http_response.headers.get("x-amz-crc32")
+    if expected is None or zlib.crc32(http_response.content) & 0xFFFFFFFF == int(expected):
+        return
+    metadata = (parsed or {}).get("ResponseMetadata", {})  # botocore's retries, counted by the scan as a page's
+    raise DamagedAnswer(response={"ResponseMetadata": metadata}, operation=getattr(model, "name", "a request"),
+                        attempts=1 + (metadata.get("RetryAttempts", 0) or 0), error="damaged answer")
 
 
 def describe_raw(client: Any, table: str) -> tuple[dict, dict | None]:

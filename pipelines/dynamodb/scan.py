@@ -235,8 +235,9 @@ def _note_throttle(response: Any = None, **_: Any) -> None:
 
 
 def _retryable(err: Exception) -> bool:
-    if isinstance(err, ClientError):
-        return _error_code(err) in THROTTLE_CODES | TRANSIENT_CODES
+    if isinstance(err, ClientError):  # AWS: retry throttling and any 5xx (a load balancer's 503 has no error code)
+        status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0
+        return _error_code(err) in THROTTLE_CODES | TRANSIENT_CODES or status >= 500
     return isinstance(err, RETRIED_ERRORS)
 
 

@@ -7,8 +7,8 @@
 * :class:`CutProxy` cuts the first answer longer than a given size there, aborting both sides (a connection
   lost in the middle of a gRPC stream): the resume tests of the Bigtable reads.
 * :class:`HttpFaultProxy` reads HTTP/1.1 exchanges (DynamoDB's JSON API) one by one and can
-  answer every request with a throttling error, or cut the body of Scan answers short (with a
-  matching ``Content-Length``, so only the body's CRC32 shows it): the fault tests.
+  answer every request with a throttling error or a 5xx, cut the body of Scan answers short (with a
+  matching ``Content-Length``, so only the body's CRC32 shows it), or replace bytes in it: the fault tests.
 * :class:`ShardSplitProxy` shows moto_server's one-shard DynamoDB stream as a shard split, with
   empty pages if asked: the tail's shard-lineage tests.
 * :class:`TtlDeleteProxy` marks chosen deletes in moto_server's stream as the TTL process's: the TTL test.
@@ -192,28 +192,50 @@ class HttpFaultProxy(HttpProxy):
     ``throttle``: the first N are answered ``400 ThrottlingException``, never forwarded.
     ``truncate``: the first N answers lose the second half of their body; the headers stay
     (``x-amz-crc32`` too, unless ``drop_checksums``), and ``Content-Length`` matches the cut body.
-    ``throttled`` and ``truncated`` count what was done.
+    ``fail``: the first N are answered ``failure`` (a whole HTTP answer: a 500 or 503 by default), never forwarded.
+    ``corrupt``: the first N answers have the first ``corruption[0]`` in their body replaced by ``corruption[1]``
+    (as long: the JSON may stay valid, only the body's CRC32 shows it); the headers stay (``x-amz-crc32`` too,
+    unless ``drop_checksums``).
+    ``throttled``, ``truncated``, ``failed`` and ``corrupted`` count what was done.
     """
 
     def __init__(self, target_host: str, target_port: int, *, operation: str = "Scan", throttle: int = 0,
-                 truncate: int = 0, drop_checksums: bool = False, **limits: int):
+                 truncate: int = 0, drop_checksums: bool = False, fail: int = 0, failure: bytes = b"",
+                 corrupt: int = 0, corruption: tuple[bytes, bytes] = (b"", b""), **limits: int):
         super().__init__(target_host, target_port, **limits)
+        if len(corruption[0]) != len(corruption[1]):
+            raise ValueError("a corruption keeps the body's length: replace bytes by as many")
         self.target_header = f"DynamoDB_20120810.{operation}\r\n".encode()
         self.throttle, self.truncate, self.drop_checksums = throttle, truncate, drop_checksums
-        self.throttled = self.truncated = 0
+        self.fail, self.failure = fail, failure or SERVER_ERROR
+        self.corrupt, self.corruption = corrupt, corruption
+        self.throttled = self.truncated = self.failed = self.corrupted = 0
 
     async def exchange(self, head, body, up_reader, up_writer) -> bytes:
         chosen = self.target_header in head
         if chosen and self.throttled < self.throttle:
             self.throttled += 1
             return _json_answer(THROTTLED.encode(), b"400 Bad Request")
+        if chosen and self.failed < self.fail:
+            self.failed += 1
+            return self.failure
         answer_head, answer = await self._forward(head + body, up_reader, up_writer)
         if chosen and self.truncated < self.truncate and answer:
             self.truncated += 1
             answer = answer[: len(answer) // 2]
             answer_head = _with_headers(answer_head, {b"content-length": b"%d" % len(answer)},
                                         drop=(b"x-amz-crc32",) if self.drop_checksums else ())
+        elif chosen and self.corrupted < self.corrupt and self.corruption[0] in answer:
+            self.corrupted += 1
+            answer = answer.replace(self.corruption[0], self.corruption[1], 1)
+            answer_head = _with_headers(answer_head, {}, drop=(b"x-amz-crc32",) if self.drop_checksums else ())
         return answer_head + answer
+
+
+def http_answer(status: bytes, payload: bytes, content_type: bytes = b"application/x-amz-json-1.0") -> bytes:
+    """A whole HTTP/1.1 answer made by a proxy (keep-alive)."""
+    return (b"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n" % (status, content_type, len(payload))
+            + payload)
 
 
 STREAMS_API = "DynamoDBStreams_20120810."
@@ -360,6 +382,12 @@ def _json_answer(payload: bytes, status: bytes = b"200 OK") -> bytes:
     """A whole HTTP answer of the JSON API made by the proxy (no ``x-amz-crc32``: botocore checks it only if sent)."""
     return (b"HTTP/1.1 %s\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: injected\r\n"
             b"Content-Length: %d\r\n\r\n" % (status, len(payload)) + payload)
+
+
+SERVER_ERROR = _json_answer(json.dumps({"__type": "com.amazon.coral.service#InternalServerError",
+                                         "message": "Internal server error (injected by HttpFaultProxy)"}).encode(),
+                             b"500 Internal Server Error")
+"""DynamoDB's own 500 (AWS: retry it with backoff)."""
 
 
 def _header(head: bytes, wanted: bytes) -> bytes:

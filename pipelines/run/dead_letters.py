@@ -16,9 +16,11 @@ own) and one that cannot be written, so neither is found out after the whole mig
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from ...mappers.attrvalue import to_export_json
@@ -218,15 +220,41 @@ def consolidate(dead_letter_path: str) -> int:
     final file always covers the whole run. A bundle retried by the runner after it wrote its part
     could repeat lines; identical lines are written once.
     """
+    local = "://" not in dead_letter_path
+    # a local file is joined beside and renamed over: a disk that fills up mid-join leaves the file as it was (and
+    # the parts), never a file cut short whose line count would be taken for the dead letters' (an object store's
+    # object appears whole when closed)
+    target = dead_letter_path + ".joining" if local else dead_letter_path
+    lines = 0
+    try:
+        with create_private(target) as out:
+            for line in _part_lines(dead_letter_path):
+                out.write(line + b"\n")
+                lines += 1
+    except BaseException:
+        if local:
+            with contextlib.suppress(OSError):
+                os.remove(target)
+        raise
+    if local:
+        os.replace(target, dead_letter_path)
+    return lines
+
+
+def _part_lines(dead_letter_path: str) -> Iterator[bytes]:
+    """The distinct lines of every part file, in the parts' name order."""
     from apache_beam.io.filesystems import FileSystems
 
     pattern = FileSystems.join(parts_dir(dead_letter_path), "part-*.jsonl")
     seen: set[bytes] = set()
-    with create_private(dead_letter_path) as out:
-        for meta in sorted(FileSystems.match([pattern])[0].metadata_list, key=lambda m: m.path):
-            with FileSystems.open(meta.path) as part:
-                for line in part.read().splitlines():
-                    if line and line not in seen:
-                        seen.add(line)
-                        out.write(line + b"\n")
-    return len(seen)
+    for meta in sorted(FileSystems.match([pattern])[0].metadata_list, key=lambda m: m.path):
+        with FileSystems.open(meta.path) as part:
+            for line in part.read().splitlines():
+                if line and line not in seen:
+                    seen.add(line)
+                    yield line
+
+
+def kept_in_parts(dead_letter_path: str) -> int:
+    """The dead letters the part files hold (distinct lines), read without writing: what a join would count."""
+    return sum(1 for _ in _part_lines(dead_letter_path))

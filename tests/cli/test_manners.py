@@ -95,7 +95,8 @@ def test_after_dead_letters_the_exact_redrive_line():
     prepared = SimpleNamespace(dead_letter="runs/my run/dead_letters.jsonl", scanning=False, total_segments=1,
                                resumable=True, run_dir="runs/my run", options=RunOptions())
     result = SimpleNamespace(prepared=prepared, state="DONE", job_id=None, finished=True, counters=c, ended_early=False,
-                             cells_exact=True, reasons={}, segments_done=None, dead_letter_lines=1, problems=[], ok=True,
+                             cells_exact=True, reasons={}, segments_done=None, dead_letter_lines=1, dead_letters_unjoined="",
+                             problems=[], ok=True,
                              resume_command=lambda *args, **kwargs: "ddb2bt migrate …")
     lines = render(result, "specs/videos.yaml")  # type: ignore[arg-type]
     assert "read 1 item: 0 written (0 cells, 0 bytes), 1 dead-lettered, 0 skipped" in lines

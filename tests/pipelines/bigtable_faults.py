@@ -8,7 +8,7 @@ import threading
 
 from ddb2bt.pipelines.local.proxy import Proxy
 
-__all__ = ["CutLargeRequest", "LostResponse", "StallAfter"]
+__all__ = ["CutLargeRequest", "LostResponse", "ResetConnections", "StallAfter"]
 
 
 class LostResponse:
@@ -83,4 +83,38 @@ class _Stalling:
             self.proxy.stalled.set()
             await asyncio.Event().wait()  # never set: held until the proxy stops
         self.proxy.sent += len(data)
+        return data
+
+
+class ResetConnections(Proxy):
+    """A loopback TCP proxy in front of the emulator that resets (aborts both ways) a connection once the client has
+    sent ``after`` bytes on it, ``resets`` times in all: the connection breaks under whatever calls are on it
+    (MutateRows, ReadRows), as a load balancer or a NAT dropping it would, and the client sees UNAVAILABLE.
+    ``done`` counts the resets made; once they are all made, connections pass unchanged. ``answers``: count the
+    server's bytes instead (reads: small requests, large answers)."""
+
+    def __init__(self, target_host: str, target_port: int, *, after: int, resets: int, answers: bool = False) -> None:
+        super().__init__(target_host, target_port)
+        self.after, self.resets, self.answers, self.done = after, resets, answers, 0
+
+    async def relay(self, reader, writer, up_reader, up_writer) -> None:
+        sides = (writer, up_writer)
+        if self.answers:
+            await super().relay(reader, writer, _Resetting(self, up_reader, sides), up_writer)
+        else:
+            await super().relay(_Resetting(self, reader, sides), writer, up_reader, up_writer)
+
+
+class _Resetting:
+    def __init__(self, proxy: ResetConnections, reader, sides) -> None:
+        self.proxy, self.reader, self.sides, self.sent = proxy, reader, sides, 0
+
+    async def read(self, size: int) -> bytes:
+        data = await self.reader.read(size)
+        self.sent += len(data)
+        if self.proxy.done < self.proxy.resets and self.sent > self.proxy.after:
+            self.proxy.done += 1
+            for side in self.sides:
+                side.transport.abort()
+            return b""
         return data

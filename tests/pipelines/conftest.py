@@ -8,7 +8,7 @@ import pytest
 from ddb2bt.pipelines.local import servers as local_servers
 from ddb2bt.pipelines.dynamodb.client import create_table, put_items
 
-from .tables import KILL_ITEMS
+from .tables import KILL_ITEMS, kill_spec
 
 
 @pytest.fixture(scope="module")
@@ -32,3 +32,16 @@ def servers(bigtable_emulator, moto_server):
         for key, value in local_servers.emulator_env(bigtable_emulator.endpoint).items():
             patch.setenv(key, value)
         yield moto_server
+
+
+@pytest.fixture
+def small_source(dynalite, unique_name):
+    """300 items in two scan segments, with the spec that migrates them: (dynalite, spec, items), for the tests of
+    a misbehaving source (tests/pipelines/test_faults.py, test_http_faults.py)."""
+    items = [{"pk": {"S": f"p{i % 7}"}, "sk": {"S": f"i{i:04d}"}, "b": {"B": bytes([i % 256]) * 3},
+              "n": {"N": str(i)}} for i in range(300)]
+    client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
+    create_table(client, unique_name, "pk", "sk")
+    put_items(client, unique_name, items)
+    spec = kill_spec(unique_name, dynalite.endpoint, migration_time="2024-01-01T00:00:00Z")
+    return dynalite, spec.model_copy(update={"source": spec.source.model_copy(update={"total_segments": 2})}), items

@@ -34,6 +34,25 @@ def dynamodb_calls(monkeypatch) -> list[str]:
 
 
 
+def run_through(proxy, spec: MappingSpec, tmp_path: Path) -> dict[str, int]:
+    """The migration of ``spec`` in this process (in_memory) with its source reached through ``proxy`` (one of
+    ``pipelines.local.proxy``'s); its counters."""
+    from ddb2bt.pipelines.bigtable.sink import ensure_table
+    from ddb2bt.pipelines.local.proxy import serving
+    from ddb2bt.pipelines.pipeline import build_pipeline, query_counters
+    from ddb2bt.pipelines.run.local_runner import new_pipeline
+
+    with serving(proxy) as port:
+        spec = spec.model_copy(update={"source": spec.source.model_copy(update={"endpoint_url": f"http://127.0.0.1:{port}"})})
+        ensure_table(spec.target)
+        p = new_pipeline()
+        build_pipeline(p, spec, dead_letter=str(tmp_path / "dead.jsonl"), total_segments=spec.source.total_segments,
+                       now_ms=0)
+        result = p.run()
+        result.wait_until_finish()
+        return query_counters(result)
+
+
 def migrate(spec_file: Path, run_dir: Path, *args: str, env: dict, **popen) -> subprocess.Popen:
     """`ddb2bt migrate` in its own process group (so a kill reaches the runner's worker processes too)."""
     return subprocess.Popen([DDB2BT, "migrate", str(spec_file), "--run-dir", str(run_dir), "--yes", *args], env=env,

@@ -35,9 +35,11 @@ from ddb2bt.pipelines.local.proxy import HttpFaultProxy, serving
 from ddb2bt.pipelines.pipeline import build_pipeline, query_counters
 from ddb2bt.pipelines.run.local_runner import new_pipeline
 
+from tests.installed import DDB2BT
+
 from .cells import expected_cells, read_cells
 from .export_fixtures import make_items, write_export
-from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec, migrate, numbers
+from .tables import KILL_ITEMS, KILL_SEGMENTS, kill_spec, migrate, numbers, run_through
 
 def kill_when_done(proc: subprocess.Popen, run_dir: Path, segments: int, timeout: float = 120) -> frozenset[int]:
     """kill -9 the run (its whole process group) once `segments` are marked done; the markers then."""
@@ -47,10 +49,18 @@ def kill_when_done(proc: subprocess.Popen, run_dir: Path, segments: int, timeout
     return ckpt.completed_segments(str(run_dir))
 
 
+def _stored(run_dir: Path) -> int:
+    """Segments marked done so far; 0 while the run creates its checkpoint (read half-written, it is no JSON yet)."""
+    try:
+        return ckpt.segment_progress(str(run_dir))[0]
+    except ckpt.ResumeError:
+        return 0
+
+
 def wait_for_segments(proc: subprocess.Popen, run_dir: Path, segments: int, timeout: float = 120) -> None:
     """Return once the run has `segments` marked done (fail if it ends or takes longer)."""
     deadline = time.monotonic() + timeout
-    while ckpt.segment_progress(str(run_dir))[0] < segments:
+    while _stored(run_dir) < segments:
         if proc.poll() is not None:
             pytest.fail(f"the run ended before {segments} segments were marked done:\n{proc.stdout.read()}")
         if time.monotonic() > deadline:
@@ -238,35 +248,6 @@ def test_dynamodb_dying_mid_run_ends_the_cli_with_a_reconciliation_and_the_resum
 
 
 # --------------------------------------------------------------------------- a misbehaving source
-
-
-def run_through(proxy: HttpFaultProxy, spec: MappingSpec, tmp_path: Path) -> dict[str, int]:
-    """The migration of ``spec`` with its source reached through ``proxy``; its counters."""
-    with serving(proxy) as port:
-        source = spec.source.model_copy(update={"endpoint_url": f"http://127.0.0.1:{port}"})
-        return run_pipeline(spec.model_copy(update={"source": source}), tmp_path)
-
-
-def run_pipeline(spec: MappingSpec, tmp_path: Path) -> dict[str, int]:
-    """The migration of ``spec`` in this process (in_memory); its counters."""
-    ensure_table(spec.target)
-    p = new_pipeline()
-    build_pipeline(p, spec, dead_letter=str(tmp_path / "dead.jsonl"), total_segments=spec.source.total_segments,
-                   now_ms=0)
-    result = p.run()
-    result.wait_until_finish()
-    return query_counters(result)
-
-
-@pytest.fixture
-def small_source(dynalite, unique_name):
-    items = [{"pk": {"S": f"p{i % 7}"}, "sk": {"S": f"i{i:04d}"}, "b": {"B": bytes([i % 256]) * 3},
-              "n": {"N": str(i)}} for i in range(300)]
-    client = boto3.client("dynamodb", endpoint_url=dynalite.endpoint, region_name="us-east-1")
-    create_table(client, unique_name, "pk", "sk")
-    put_items(client, unique_name, items)
-    spec = kill_spec(unique_name, dynalite.endpoint, migration_time="2024-01-01T00:00:00Z")
-    return dynalite, spec.model_copy(update={"source": spec.source.model_copy(update={"total_segments": 2})}), items
 
 
 def test_truncated_scan_bodies_are_retried_and_nothing_is_lost(bigtable_env, small_source, tmp_path):
@@ -555,27 +536,98 @@ def slow_run(bigtable_env, kill_source, tmp_path: Path) -> tuple[MappingSpec, li
 
 
 @pytest.mark.slow
-def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(bigtable_env, kill_source, tmp_path):
-    """Kubernetes, Docker and Dataflow's launcher stop a process with SIGTERM (to it alone, not its group): the run
-    stops after the batch in flight, reconciles, names the resume command; the resume completes the table exactly."""
+@pytest.mark.parametrize("group, beam_args", [
+    (False, ()),
+    (True, ("--", "--direct_running_mode=multi_processing", "--direct_num_workers=2")),
+], ids=["process-in_memory", "group-multi_processing"])
+def test_sigterm_stops_a_run_like_ctrl_c_and_the_resume_command_completes_it(bigtable_env, kill_source, tmp_path,
+                                                                             group, beam_args):
+    """Kubernetes, Docker and Dataflow's launcher stop a process with SIGTERM (to it alone, not its group; `docker
+    stop` of a shell's job or systemd's KillMode=control-group, to the whole group, worker processes too): the run
+    stops after the batch in flight, reconciles, names the resume command; the resume completes the table exactly.
+    The progress says SIGTERM came (it said "Ctrl-C again to quit now" to a process nobody can press Ctrl-C at)."""
     spec, items, spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
     run_dir = tmp_path / "run"
 
-    stopped = migrate(spec_file, run_dir, env=env)
+    stopped = migrate(spec_file, run_dir, *beam_args, env=env)
     wait_for_segments(stopped, run_dir, 2)
-    os.kill(stopped.pid, signal.SIGTERM)
-    output = stopped.communicate(timeout=120)[0]
+    (os.killpg if group else os.kill)(stopped.pid, signal.SIGTERM)
+    output = ended(stopped, 120)
     assert stopped.returncode == 130, output
     assert "Traceback" not in output and "segments: " in output and "stored" in output, output
-    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), "--resume", "--run-dir", str(run_dir), "--yes"])
+    assert "SIGTERM received: stopping after the batch in flight" in output and "Ctrl-C" not in output, output
+    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), *[arg for arg in beam_args if arg != "--"], "--resume",
+                         "--run-dir", str(run_dir), "--yes"])
     error = output.strip().splitlines()[-1]
     assert error.startswith("error: interrupted: ") and error.endswith(f"resume with: {resume}"), error
+    assert 2 <= numbers(r"error: interrupted: (\d+) of", error)[0] < KILL_SEGMENTS
 
-    resumed = migrate(spec_file, run_dir, "--resume", env=env)
-    output = resumed.communicate(timeout=300)[0]
-    assert resumed.returncode == 0, output
+    run_as_printed(resume, env, tmp_path)  # the exact command printed (Beam's options and all)
     assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
     assert read_cells(spec.target) == expected_cells(spec, items)  # one version per cell: nothing written twice
+
+
+def ended(proc: subprocess.Popen, timeout: float) -> str:
+    """The output of ``proc`` once it ended (its process group killed if it has not within ``timeout`` seconds)."""
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_as_printed(command: str, env: dict[str, str], cwd: Path) -> str:
+    """Run ``command`` (`ddb2bt ...` as the CLI printed it) to its end; its output, once it ended with exit 0."""
+    run = subprocess.Popen([DDB2BT, *shlex.split(command)[1:]], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output = run.communicate(timeout=300)[0]
+    assert run.returncode == 0, output
+    return output
+
+
+def worker_processes(group: int) -> list[int]:
+    """The Beam SDK worker processes (``sdk_worker_main``, not the shells that started them) in process group
+    ``group``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            command = Path(f"/proc/{entry}/cmdline").read_bytes()
+            if b"sdk_worker_main" in command and not command.startswith(b"/bin/sh") and os.getpgid(int(entry)) == group:
+                found.append(int(entry))
+        except (ValueError, OSError):
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_a_worker_process_killed_mid_run_ends_it_with_one_line_a_reconciliation_and_the_resume(
+        bigtable_env, kill_source, tmp_path):
+    """The out-of-memory killer takes one worker process of a multi-process run: Beam's runner waited for it forever
+    (and printed its threads' tracebacks). Now the run ends within seconds, reconciled, with one line and the exact
+    resume command (exit 3); the resume completes the table with one version per cell."""
+    spec, items, spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
+    run_dir = tmp_path / "run"
+    beam_args = ("--", "--direct_running_mode=multi_processing", "--direct_num_workers=2")
+
+    failed = migrate(spec_file, run_dir, *beam_args, env=env)
+    wait_for_segments(failed, run_dir, 2)
+    workers = worker_processes(failed.pid)
+    assert len(workers) == 2, workers
+    os.kill(workers[0], signal.SIGKILL)
+    output = ended(failed, 60)
+    assert failed.returncode == 3, output
+    assert "Traceback" not in output and "segments: " in output, output
+    resume = shlex.join(["ddb2bt", "migrate", str(spec_file), *beam_args[1:], "--resume", "--run-dir", str(run_dir),
+                         "--yes"])
+    error = output.strip().splitlines()[-1]
+    assert error.startswith("error: a worker process of the run was killed by SIGKILL"), error
+    assert f"see {run_dir / 'workers.log'}" in error and error.endswith(f"; resume with: {resume}"), error
+    stored = ckpt.completed_segments(str(run_dir))
+    assert f"segments: {len(stored)} of {KILL_SEGMENTS} stored" in output and 2 <= len(stored) < KILL_SEGMENTS
+
+    run_as_printed(resume, env, tmp_path)
+    assert ckpt.completed_segments(str(run_dir)) == set(range(KILL_SEGMENTS))
+    assert read_cells(spec.target) == expected_cells(spec, items)
 
 
 @pytest.fixture
@@ -634,6 +686,43 @@ def test_a_run_folder_whose_disk_fills_up_mid_run_stops_reconciled_and_resumes_e
 
 
 @pytest.mark.slow
+def test_dead_letters_a_full_disk_keeps_from_the_file_are_counted_where_they_are(bigtable_env, kill_source, small_disk,
+                                                                                 tmp_path):
+    """A run that dead-letters every item stops on a full disk: joining its dead letters into the file fails too. It
+    said `dead letters: FILE (0 lines; N more ... were not written ...: running it again reads them again)`, and left
+    the file cut short; now the count is the part files' (what is kept), the file is as it was, and the resume joins
+    every dead letter into it, once."""
+    spec, items, _spec_file, env = slow_run(bigtable_env, kill_source, tmp_path)
+    entity = spec.entities[0].model_copy(update={"columns": [ColumnSpec(attribute="price", family="d", required=True)]})
+    spec = spec.model_copy(update={"entities": [entity]})
+    spec_file, run_dir = tmp_path / "spec.yaml", small_disk / "run"
+    spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", by_alias=True, exclude_none=True)))
+    letters, parts = run_dir / "dead_letters.jsonl", run_dir / "dead_letters.jsonl.parts"
+
+    failed = migrate(spec_file, run_dir, "--max-dead-letters", "100%", env=env)
+    wait_for_segments(failed, run_dir, 2)
+    filler = fill(small_disk)
+    output = failed.communicate(timeout=120)[0]
+    assert failed.returncode == 3, output
+    assert "Traceback" not in output and "a bug" not in output, output
+    kept = len({line for part in parts.glob("part-*.jsonl") for line in part.read_bytes().splitlines() if line})
+    assert kept >= 2 * len(items) // KILL_SEGMENTS // 2, (kept, output)  # at least the stored segments' (about)
+    assert f"dead letters: {kept} in {parts}, not joined into {letters} (No space left on device; --resume joins " \
+           f"them; " in output, output
+    assert not letters.exists() or not letters.read_bytes(), "a dead-letter file cut short"
+    assert not list(run_dir.glob("*.joining"))
+    assert "more dead-lettered items were not written" not in output, output  # they were, in the parts
+
+    filler.unlink()
+    resumed = migrate(spec_file, run_dir, "--resume", "--max-dead-letters", "100%", env=env)
+    output = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0, output
+    lines = letters.read_text().splitlines()
+    assert len(lines) == len(set(lines)) == len(items)
+    assert sorted(json.loads(line)["item"]["sk"]["S"] for line in lines) == sorted(i["sk"]["S"] for i in items)
+
+
+@pytest.mark.slow
 def test_bigtable_dying_mid_validate_ends_it_within_two_minutes_with_one_line(kill_source, tmp_path):
     """validate looks rows up in Bigtable: with Bigtable dead it retried each lookup for the client's default of 600 s
     (and the scan threads waited behind it), past "stop within minutes"."""
@@ -667,6 +756,16 @@ def test_bigtable_dying_mid_validate_ends_it_within_two_minutes_with_one_line(ki
     error = output.strip().splitlines()[-1]
     assert error.startswith("error: Bigtable is unreachable"), error
     assert error.endswith(f"; resume with: ddb2bt validate {spec_file} --resume --run-dir {run_dir}"), error
+    # what was compared so far: the segments marked, and every item of theirs compared and found, cell by cell
+    done = ckpt.completed_segments(str(run_dir))
+    sizes = segment_sizes(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), table)
+    segments, read, compared, found, rows, matched, cells = numbers(
+        r"compared so far: (\d+) of 10 segments \((\d+) items read; in the segments finished (\d+) items compared, "
+        r"(\d+)/(\d+) rows found, (\d+)/(\d+) cells match, 0 differences; the differences file is written when the "
+        r"validation ends\)", output)
+    assert 2 <= segments == len(done) < KILL_SEGMENTS
+    assert compared == found == rows == sum(sizes[s] for s in done) <= read
+    assert matched == cells > 0
 
 
 @pytest.mark.slow
