@@ -270,6 +270,15 @@ def test_a_path_where_nothing_is_says_so_before_looking_for_a_manifest(moto_serv
             assert "\n" not in str(caught.value)
 
 
+def beam_never_asked(monkeypatch) -> None:
+    """Beam's file systems retry an unreachable store for minutes: the checks before them must answer alone."""
+    def asked(*args, **kwargs):
+        raise AssertionError("Beam's file systems were asked")
+
+    monkeypatch.setattr(FileSystems, "exists", asked)
+    monkeypatch.setattr(FileSystems, "match", asked)
+
+
 @pytest.mark.parametrize("failure, said", [
     (__import__("socket").gaierror(-2, "Name or service not known"), "its name does not resolve"),
     (ConnectionRefusedError(111, "Connection refused"), "no connection to port 443"),
@@ -288,15 +297,11 @@ def test_a_gs_path_without_a_network_to_cloud_storage_is_refused_at_once(monkeyp
         assert address == ("storage.googleapis.com", 443) and timeout
         raise failure
 
-    def asked(*args, **kwargs):
-        raise AssertionError("Beam's file systems were asked")
-
     for name in ("STORAGE_EMULATOR_HOST", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(service_errors, "_REACHED", [])
     monkeypatch.setattr(socket, "create_connection", unreachable)
-    monkeypatch.setattr(FileSystems, "exists", asked)
-    monkeypatch.setattr(FileSystems, "match", asked)
+    beam_never_asked(monkeypatch)
     for read in (read_manifest, read_incremental_manifest):
         with pytest.raises(ServiceError) as caught:
             read("gs://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4")
@@ -324,11 +329,7 @@ def test_an_s3_export_without_aws_credentials_is_refused_at_once(monkeypatch, tm
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # restored after the test
 
-    def asked(*args, **kwargs):
-        raise AssertionError("Beam's file systems were asked")
-
-    monkeypatch.setattr(FileSystems, "exists", asked)
-    monkeypatch.setattr(FileSystems, "match", asked)
+    beam_never_asked(monkeypatch)
     for read in (read_manifest, read_incremental_manifest):
         with pytest.raises(ServiceError) as caught:
             read("s3://exports/ddb/posts/AWSDynamoDB/01714564800000-a1b2c3d4")
@@ -350,11 +351,7 @@ def test_an_s3_endpoint_that_cannot_be_reached_is_said_at_once(monkeypatch):
     monkeypatch.setattr(FileSystems, "_pipeline_options", None)  # restored after the test
     FileSystems.set_options(PipelineOptions(["--s3_endpoint_url=http://127.0.0.1:9", "--s3_region_name=us-east-1"]))
 
-    def asked(*args, **kwargs):
-        raise AssertionError("Beam's file systems were asked")
-
-    monkeypatch.setattr(FileSystems, "exists", asked)
-    monkeypatch.setattr(FileSystems, "match", asked)
+    beam_never_asked(monkeypatch)
     for read in (read_manifest, read_incremental_manifest):
         with pytest.raises(ServiceError) as caught:
             read("s3://exports/ddb/posts")
