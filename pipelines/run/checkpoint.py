@@ -110,11 +110,26 @@ def _join(*parts: str) -> str:
     return FileSystems.join(*parts)
 
 
-def _write(path: str, data: bytes) -> None:
+def _write(path: str, data: bytes, *, private: bool = False) -> None:
+    """``data`` as the whole of ``path``: on this machine written beside it and renamed over it, so a kill or a full
+    disk leaves the old file or the new one, never half of one (an empty checkpoint.json made a run folder that
+    could not be resumed); ``private``: mode 0600 (user data). An object store's object appears whole on close."""
     from apache_beam.io.filesystems import FileSystems
 
-    with FileSystems.create(path) as handle:
-        handle.write(data)
+    if "://" in path:
+        with FileSystems.create(path) as handle:
+            handle.write(data)
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # as Beam's create did
+    partial = f"{path}.{os.getpid()}.tmp"
+    try:
+        with create_private(partial) if private else open(partial, "wb") as handle:
+            handle.write(data)
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
 
 
 @dataclass(frozen=True)
@@ -243,18 +258,7 @@ def save_position(run_dir: str, segment: int, key: dict[str, Any]) -> None:
     data = json.dumps({"segment": segment, "ExclusiveStartKey": key_to_json(key)}).encode()
     path = _join(run_dir, SEGMENTS_DIR, f"{segment}.at")
     with folder_writes(run_dir):
-        if "://" in run_dir:
-            _write(path, data)
-            return
-        partial = f"{path}.{os.getpid()}.tmp"
-        try:
-            with create_private(partial) as handle:  # a key's values are user data: 0600, as dead letters are
-                handle.write(data)
-            os.replace(partial, path)  # a kill leaves the old savepoint or the new one, never half of one
-        except OSError:  # a full disk: the old savepoint stays, and no half-written one beside it
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
-            raise
+        _write(path, data, private=True)  # a key's values are user data: 0600, as dead letters are
 
 
 def saved_positions(run_dir: str) -> dict[int, dict[str, Any]]:

@@ -377,3 +377,39 @@ def test_a_writer_torn_down_under_a_running_bundle_never_marks_rows_it_did_not_s
                  | "Persist" >> beam.ParDo(_PersistFn(str(dead_letter), str(run_dir))))
     assert ckpt.completed_segments(str(run_dir)) == {1}
     assert read_cells(target) == expected
+
+
+def test_a_checkpoint_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    """checkpoint.json was written in place: a kill or a full disk while it was written left an empty or partial file,
+    and a run folder that could not be resumed (h/faults13 read it empty once). It is written beside and renamed."""
+    import builtins
+
+    start = ckpt.Checkpoint.start(str(tmp_path / "run"), "h" * 64, 4, "T", resume=False, now_ms=123)
+    path = tmp_path / "run" / ckpt.CHECKPOINT_FILE
+    before = path.read_bytes()
+    real_open = builtins.open
+
+    class Full:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def write(self, data):
+            self.handle.write(data[:7])
+            raise OSError(28, "No space left on device")
+
+    def filling(file, mode="r", *args, **kwargs):
+        handle = real_open(file, mode, *args, **kwargs)
+        return Full(handle) if "w" in mode and str(file).startswith(str(path)) else handle
+
+    monkeypatch.setattr(builtins, "open", filling)
+    with pytest.raises(OSError):
+        ckpt._write(str(path), b'{"spec_hash": "other"}')
+    monkeypatch.undo()
+    assert path.read_bytes() == before and sorted(os.listdir(path.parent)) == [ckpt.CHECKPOINT_FILE]
+    assert ckpt.Checkpoint.start(str(tmp_path / "run"), "h" * 64, 4, "T", resume=True).now_ms == start.now_ms == 123
