@@ -74,7 +74,7 @@ def make_client(settings: ClientSettings) -> Any:
     log.debug("DynamoDB client: retries=%s/%d", settings.retry_mode, settings.max_attempts)
     client = aws_client("dynamodb", endpoint_url=settings.endpoint_url, region=settings.region,
                         profile=settings.profile, config=config, role_arn=settings.role_arn)
-    client.meta.events.register("after-call.dynamodb", _refuse_damaged, unique_id="ddb2bt-crc32")
+    client.meta.events.register("after-call.dynamodb", refuse_damaged, unique_id="ddb2bt-crc32")
     return client
 
 
@@ -88,7 +88,7 @@ class DamagedAnswer(HTTPClientError):
            "(damaged on the way)")
 
 
-def _refuse_damaged(http_response: Any = None, model: Any = None, parsed: Any = None, **_: Any) -> None:
+def refuse_damaged(http_response: Any = None, model: Any = None, parsed: Any = None, **_: Any) -> None:
     """botocore's ``after-call`` event: raise :class:`DamagedAnswer` for a 200 answer whose CRC32 does not match
     (the raw body: a hook that rewrote the parsed body, such as :func:`keep_field_raw`'s, changes nothing here)."""
     if http_response is None or http_response.status_code != 200:

@@ -23,6 +23,7 @@ from ...mappers.changes import Change, kind_of_change
 from ...mappers.errors import UsageError
 from ..change_source import ChangePage, ChangeSource, ChangeWindow, Piece
 from ..source import SourceRead
+from .client import refuse_damaged
 
 RETENTION_US = 24 * 3_600_000_000
 START_MARGIN_US = 2_000_000
@@ -92,8 +93,13 @@ def make_streams_client(settings: Any) -> Any:
 
     config = Config(retries={"mode": "standard", "total_max_attempts": settings.max_attempts},
                     connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout)
-    return aws_client("dynamodbstreams", endpoint_url=settings.endpoint_url, region=settings.region,
-                      profile=settings.profile, config=config)
+    client = aws_client("dynamodbstreams", endpoint_url=settings.endpoint_url, region=settings.region,
+                        profile=settings.profile, config=config)
+    # botocore checks x-amz-crc32 for the dynamodb service alone: a GetRecords page damaged on the way whose JSON
+    # still parses would be applied as the table's changes. Refused instead (the tail stops; its restart reads the
+    # page again from the saved position).
+    client.meta.events.register("after-call", refuse_damaged, unique_id="ddb2bt-crc32")
+    return client
 
 
 class StreamChanges(ChangeSource):

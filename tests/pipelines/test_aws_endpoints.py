@@ -128,3 +128,49 @@ def test_sessions_share_one_data_loader_and_keep_their_own_profile_and_region(tm
     assert len(paths) == len(set(paths))  # boto3 adds its folder per session: kept once
     with pytest.raises(ProfileNotFound, match="could not be found"):
         aws_client("dynamodb", profile="nowhere")
+
+
+def test_a_streams_answer_whose_crc32_does_not_match_is_refused_not_applied():
+    """botocore checks x-amz-crc32 for the dynamodb service alone: a GetRecords page damaged on the way whose JSON
+    still parsed was taken for the table's changes. The streams client refuses it; an answer that matches, or
+    carries no CRC, is parsed as before (a real HTTP server on loopback, botocore's own parser)."""
+    import http.server
+    import json
+    import threading
+    import zlib
+
+    from ddb2bt.pipelines.dynamodb.client import DamagedAnswer
+    from ddb2bt.pipelines.local import servers as local_servers
+
+    body = json.dumps({"Records": [{"eventName": "INSERT", "dynamodb": {"Keys": {"pk": {"S": "j0001"}}}}]}).encode()
+    crc = {"right": str(zlib.crc32(body)), "damaged": str(zlib.crc32(body.replace(b"j0001", b"i0001"))), "none": None}
+    said: list[str | None] = []
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-amz-json-1.0")
+            self.send_header("Content-Length", str(len(body)))
+            if said[-1] is not None:
+                self.send_header("x-amz-crc32", said[-1])
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with local_servers.patched_environ(local_servers.FAKE_AWS_ENV):
+            client = make_streams_client(ClientSettings(region="us-east-1", max_attempts=2,
+                                                        endpoint_url=f"http://127.0.0.1:{server.server_port}"))
+            for case in ("right", "none"):
+                said.append(crc[case])
+                assert client.get_records(ShardIterator="it")["Records"][0]["dynamodb"]["Keys"] == {"pk": {"S": "j0001"}}
+            said.append(crc["damaged"])
+            with pytest.raises(DamagedAnswer, match="x-amz-crc32"):
+                client.get_records(ShardIterator="it")
+    finally:
+        server.shutdown()
