@@ -196,6 +196,7 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         run_dir = runs.latest_run(ckpt.spec_hash(spec))
     dead_letter = options.dead_letter or FileSystems.join(run_dir, "dead_letters.jsonl")
     if not dry_run:  # a flag's mistake is found before anything (a run folder, a checkpoint) is created
+        _refuse_unreachable(run_dir, dead_letter, pipeline_options)
         ckpt.refuse_validation_folder(run_dir)
         if options.sample is None and not options.resume:
             ckpt.Checkpoint.refuse_taken(run_dir)  # said first: the dead letters there are that run's
@@ -209,6 +210,17 @@ def prepare(spec: MappingSpec | str | Path, options: RunOptions = RunOptions(), 
         total_segments=total or 1, assumptions=tuple(assumptions),
         now_ms=now_ms if now_ms is not None else int(time.time() * 1000),
     )
+
+
+def _refuse_unreachable(run_dir: str, dead_letter: str, pipeline_options: Any) -> None:
+    """A gs:// or s3:// run folder or dead-letter file that cannot be reached from here (no network to Cloud Storage,
+    no AWS credentials) is one line at once: Beam's file systems retried them for minutes before saying anything."""
+    from ..pipelines.run.service_errors import gcs_unreachable, s3_credentials_missing
+
+    for path in dict.fromkeys((run_dir, dead_letter)):
+        unreachable = gcs_unreachable(path) or s3_credentials_missing(path, pipeline_options)
+        if unreachable is not None:
+            raise unreachable
 
 
 def _check_run_dir(run_dir: str) -> None:

@@ -358,3 +358,40 @@ def test_an_s3_endpoint_that_cannot_be_reached_is_said_at_once(monkeypatch):
         assert caught.value.exit_code == 3
         assert str(caught.value).startswith("cannot read s3://exports/ddb/posts: S3 at http://127.0.0.1:9 cannot be "
                                             "reached: Could not connect to the endpoint URL"), str(caught.value)
+
+
+def test_a_gs_run_folder_without_a_network_is_refused_before_anything_starts(monkeypatch, tmp_path):
+    """--run-dir (or --dead-letter) on gs:// from a machine that cannot reach Cloud Storage: one line at once, exit 3,
+    nothing created, where Beam's file systems waited minutes first (the run folder is looked at before anything)."""
+    import socket
+
+    from ddb2bt.app.migrate import prepare
+    from ddb2bt.app.options import RunOptions
+    from ddb2bt.mappers.errors import ServiceError
+    from ddb2bt.pipelines.run import service_errors
+
+    from .documented_exports import DOCUMENTED, EXPORTS, FULL, posts_spec
+
+    def unreachable(address, timeout=None):
+        raise socket.gaierror(-2, "Name or service not known")
+
+    for name in ("STORAGE_EMULATOR_HOST", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(service_errors, "_REACHED", [])
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    for name in ("exists", "match"):  # the export is local: only the gs:// paths must not reach Beam
+        real = getattr(FileSystems, name)
+
+        def local_only(path, *args, real=real, **kwargs):
+            assert "gs://" not in str(path), "Beam's file systems were asked about " + str(path)
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(FileSystems, name, local_only)
+    spec = posts_spec("posts_gs", str(DOCUMENTED / EXPORTS / FULL))
+    for options in (RunOptions(run_dir="gs://runs/posts"),
+                    RunOptions(run_dir=str(tmp_path / "run"), dead_letter="gs://runs/letters.jsonl")):
+        with pytest.raises(ServiceError) as caught:
+            prepare(spec, options)
+        assert caught.value.exit_code == 3 and "gs://runs/" in str(caught.value)
+        assert "cannot be reached from here" in str(caught.value)
+    assert not (tmp_path / "run").exists()
