@@ -617,9 +617,11 @@ def shares_rows(a: EntitySpec, b: EntitySpec, keys: frozenset[str] = frozenset()
     head_b = pieces_b[0] if isinstance(pieces_b[0], str) else ""
     if not (head_a.startswith(head_b) or head_b.startswith(head_a)):
         return False
-    if a.row_key != b.row_key or TemplateReader(a.row_key).problem:
+    if a.row_key != b.row_key:
         return True
     reader = TemplateReader(a.row_key)
+    if reader.problem:
+        return True
     if keys and keys <= set(reader.attributes) - set(reader.lossy):
         return False
     return not any(
@@ -646,8 +648,8 @@ def one_item_per_row(spec: MappingSpec) -> bool:
     a fold). `migrate` then says its cell count is an upper bound: cells a later item overwrote in
     a shared row are counted only when the writer saw both (docs/PIPELINE.md).
     """
-    keys = {spec.source.partition_key, spec.source.sort_key} - {None, ""}
-    if not spec.source.partition_key:
+    keys = key_names(spec)
+    if not keys:
         return False
     writing = [entity for entity in spec.entities if entity.action == "map" and entity.row_key is not None]
     for entity in writing:
@@ -693,10 +695,11 @@ def shared_cells(spec: MappingSpec) -> list[SharedCells]:
     """Every pair of entities that can share rows, with the first pair of their qualifier spaces that meet there."""
     mapped = [entity for entity in spec.entities if entity.action == "map"]
     spaces = [list(entity_spaces(entity, frozenset(consumed_attributes(entity)))) for entity in mapped]
+    keys = key_names(spec)
     found = []
     for j, later in enumerate(mapped):
         for i, earlier in enumerate(mapped[:j]):
-            if not shares_rows(earlier, later, key_names(spec)):
+            if not shares_rows(earlier, later, keys):
                 continue
             same_rows = earlier.row_key == later.row_key  # not merely rows that could meet: the same ones
             meeting = [
@@ -732,13 +735,15 @@ def _shared_rests(spec: MappingSpec) -> list[Loss]:
     later entity's items (a rollback then refuses to overwrite the source table without --accept-loss); the spec
     still loads, its shared-cells lint says why and how to keep them apart."""
     mapped = [entity for entity in spec.entities if entity.action == "map" and entity.rest is not None]
+    keys = key_names(spec)
     found = []
     for j, later in enumerate(mapped):
         assert later.rest is not None
-        earlier = next((e for e in mapped[:j] if e.rest is not None and e.rest.family == later.rest.family
-                        and shares_rows(e, later, key_names(spec))), None)  # fmt: skip
+        family = later.rest.family
+        earlier = next((e for e in mapped[:j] if e.rest is not None and e.rest.family == family
+                        and shares_rows(e, later, keys)), None)  # fmt: skip
         if earlier is not None:
-            found.append(Loss(later.name, None, f"what its rest writes in family {later.rest.family} reads back as "
+            found.append(Loss(later.name, None, f"what its rest writes in family {family} reads back as "
                               f"entity {earlier.name!r}'s attributes, whose rest shares those rows and family (give one "
                               "a family of its own, or no rest)", True))  # fmt: skip
     return found

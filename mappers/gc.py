@@ -80,6 +80,12 @@ def condemned(canonical: Any, rank: int, timestamp_us: int, now_us: int) -> bool
     return any(parts) if kind == "union" else all(parts)
 
 
+def _ages(canonical: Any) -> bool:
+    """Whether a policy (canonical form) has an age part anywhere in it."""
+    kind, value = canonical
+    return kind == "age_ms" or (kind in ("union", "intersection") and any(_ages(part) for part in value))
+
+
 class GcView:
     """A row's cells as a read sees them once garbage collection has run: without the cells a family's policy
     condemns (beyond its max_versions, older than its max_age).
@@ -96,7 +102,7 @@ class GcView:
                       if (rule := canonical_policy(policy)) is not None}  # fmt: skip
         self.now_us = now_us
         # a column's only cell outlives a policy without an age part (max_versions is at least 1)
-        self._aged = {name: "age_ms" in repr(rule) for name, rule in self.rules.items()}
+        self._aged = {name: _ages(rule) for name, rule in self.rules.items()}
 
     def __bool__(self) -> bool:
         return bool(self.rules)
